@@ -1,0 +1,24 @@
+/** Tiny helpers for the CLI: parse flags with --help, fail with one clear line. */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+
+export class UsageError extends Error {}
+
+export function parse<T extends NonNullable<ParseArgsConfig['options']>>(argv: string[], options: T, usage: string) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message}\n\n${usage}`);
+  }
+  if ((parsed.values as Record<string, unknown>).help) {
+    process.stdout.write(usage.trimEnd() + '\n');
+    process.exit(0);
+  }
+  return parsed;
+}
+
+export function required(values: Record<string, unknown>, name: string, usage: string): string {
+  const v = values[name];
+  if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required\n\n${usage}`);
+  return v;
+}

@@ -1,0 +1,67 @@
+import { createClient } from '../../core/clients/provisioning.ts';
+import { parse, required, UsageError } from '../args.ts';
+import { say, withContext } from '../runtime.ts';
+import type { Command } from './index.ts';
+
+const USAGE = `usage: sluice admin <action> [options]      (needs KAFKA_BROKERS)
+
+actions:
+  create-client --tenant T --role R [--region REG] [--json]
+      provisions a service principal and prints client_id and client_secret once
+  list-clients [--tenant T] [--json]
+      lists service principals (never their secrets)
+  roles
+      lists the configured roles and their scopes`;
+
+export const admin: Command = {
+  summary: 'operator actions: create-client, list-clients, roles',
+  async run(argv) {
+    const [action, ...rest] = argv;
+    if (!action || action === '--help' || action === '-h') {
+      say(USAGE);
+      return action ? 0 : 2;
+    }
+    const handler = ACTIONS[action];
+    if (!handler) throw new UsageError(`unknown admin action "${action}"\n\n${USAGE}`);
+    return handler(rest);
+  },
+};
+
+export const ACTIONS: Record<string, (argv: string[]) => Promise<number>> = {
+  async 'create-client'(argv) {
+    const usage = 'usage: sluice admin create-client --tenant T --role R [--region REG] [--json]';
+    const { values } = parse(argv, { tenant: { type: 'string' }, role: { type: 'string' }, region: { type: 'string' }, json: { type: 'boolean' } }, usage);
+    const tenant = required(values, 'tenant', usage);
+    const role = required(values, 'role', usage);
+    return withContext('admin', async (ctx) => {
+      const c = await createClient(ctx, { tenant, role, region: values.region });
+      if (values.json) say(JSON.stringify(c));
+      else {
+        say(`client_id:     ${c.client_id}`);
+        say(`client_secret: ${c.client_secret}`);
+        say(`tenant ${c.tenant_id}, role ${c.role}, region ${c.region}, scopes: ${c.scopes.join(' ')}`);
+        say('The secret is shown only this once; Sluice stores only a keyed hash of it.');
+      }
+      return 0;
+    });
+  },
+  async 'list-clients'(argv) {
+    const usage = 'usage: sluice admin list-clients [--tenant T] [--json]';
+    const { values } = parse(argv, { tenant: { type: 'string' }, json: { type: 'boolean' } }, usage);
+    return withContext('admin', async (ctx) => {
+      const rows = ctx.clients
+        .all()
+        .filter((c) => !values.tenant || c.tenant_id === values.tenant)
+        .map((c) => ({ client_id: c.client_id, tenant_id: c.tenant_id, role: c.role, region: c.region, status: ctx.revocations.get(c.client_id) ? 'revoked' : c.status, created_at: new Date(c.created_at).toISOString() }));
+      if (values.json) say(JSON.stringify(rows));
+      else for (const r of rows) say(`${r.client_id}  ${r.tenant_id}  ${r.role}  ${r.region}  ${r.status}  ${r.created_at}`);
+      return 0;
+    });
+  },
+  async roles(argv) {
+    parse(argv, {}, 'usage: sluice admin roles');
+    const { loadConfig } = await import('../../core/config.ts');
+    for (const [role, scopes] of Object.entries(loadConfig().roles)) say(`${role.padEnd(20)} ${scopes.join(' ')}`);
+    return 0;
+  },
+};

@@ -1,0 +1,12 @@
+import { start } from './start.ts';
+import { ingress } from './ingress.ts';
+import { dispatcher } from './dispatcher.ts';
+import { kafka } from './kafka.ts';
+import { admin } from './admin.ts';
+
+export interface Command {
+  summary: string;
+  run(argv: string[]): Promise<number>;
+}
+
+export const COMMANDS: Record<string, Command> = { start, ingress, dispatcher, kafka, admin };

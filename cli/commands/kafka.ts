@@ -1,0 +1,35 @@
+import { loadConfig } from '../../core/config.ts';
+import { ensureKafkaJars, jarCount, startLocalKafka } from '../../core/kafka/local-broker.ts';
+import { parse } from '../args.ts';
+import { say, untilSignal } from '../runtime.ts';
+import type { Command } from './index.ts';
+
+const USAGE = `usage: sluice kafka [--port 9092] [--data-dir DIR] [--fresh] [--fetch-only]
+
+Runs a real Apache Kafka broker (KRaft, broker+controller) on 127.0.0.1 in the foreground.
+The jars come from Maven Central once into SLUICE_CACHE_DIR (default .cache/); later starts reuse them.
+  --port        broker port (controller uses port+1); default SLUICE_KAFKA_PORT or 9092
+  --data-dir    log directory; default <cache>/kafka-data-<port>
+  --fresh       wipe the data directory first
+  --fetch-only  resolve the jars into the cache and exit`;
+
+export const kafka: Command = {
+  summary: 'run the local Kafka broker in the foreground',
+  async run(argv) {
+    const { values } = parse(argv, { port: { type: 'string' }, 'data-dir': { type: 'string' }, fresh: { type: 'boolean' }, 'fetch-only': { type: 'boolean' } }, USAGE);
+    const config = loadConfig();
+    if (values['fetch-only']) {
+      const libs = ensureKafkaJars(config.cacheDir, say);
+      say(`Kafka jars ready: ${jarCount(libs)} jars in ${libs}`);
+      return 0;
+    }
+    const port = values.port ? Number(values.port) : config.kafkaPort;
+    if (!Number.isInteger(port) || port < 1 || port > 65534) throw new Error(`--port must be a port number, got "${values.port}"`);
+    const k = await startLocalKafka({ cacheDir: config.cacheDir, port, dataDir: values['data-dir'], fresh: values.fresh, log: say });
+    say(`Kafka broker ready at ${k.brokers.join(',')}  (KAFKA_BROKERS=${k.brokers.join(',')}); data in ${k.dataDir}; Ctrl-C stops it`);
+    await untilSignal();
+    say('stopping Kafka');
+    await k.stop();
+    return 0;
+  },
+};

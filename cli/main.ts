@@ -1,0 +1,44 @@
+/** The `sluice` CLI: one binary, subcommands, each with --help. */
+import { ConfigError } from '../core/errors.ts';
+import { LocalKafkaError } from '../core/kafka/local-broker.ts';
+import { UsageError } from './args.ts';
+import { COMMANDS } from './commands/index.ts';
+
+const USAGE = `sluice: token-and-webhook edge
+
+usage: sluice <command> [options]   (sluice <command> --help for each)
+
+commands:
+${Object.entries(COMMANDS)
+  .map(([name, c]) => `  ${name.padEnd(12)} ${c.summary}`)
+  .join('\n')}
+
+configuration comes from environment variables (see docs/configuration.md);
+KAFKA_BROKERS unset means the embedded local Kafka (sluice start only).`;
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(USAGE + '\n');
+    return name ? 0 : 2;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    process.stderr.write(`sluice: unknown command "${name}"\n\n${USAGE}\n`);
+    return 2;
+  }
+  return command.run(rest);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err) => {
+    if (err instanceof ConfigError) process.stderr.write(`sluice: configuration error: ${err.message}\n`);
+    else if (err instanceof UsageError) process.stderr.write(`sluice: ${err.message}\n`);
+    else if (err instanceof LocalKafkaError) process.stderr.write(`sluice: ${err.message}\n`);
+    else process.stderr.write(`sluice: ${(err as Error)?.message ?? String(err)}\n`);
+    process.exit(err instanceof UsageError ? 2 : 1);
+  },
+);

@@ -1,0 +1,88 @@
+/** Service principals, materialized from the compacted `sluice.clients` topic. */
+import type { StateRecord, StateView } from '../kafka/state-consumer.ts';
+import { parseJson } from '../kafka/state-consumer.ts';
+import { constantTimeEqual, hashSecret, newSecret, newId } from '../secrets.ts';
+
+export interface StoredSecret {
+  /** Keyed hash of the secret; the secret itself is never stored. */
+  hash: string;
+  created_at: number;
+  /** null: valid until replaced; otherwise the end of its grace window. */
+  expires_at: number | null;
+}
+
+export interface ClientRecord {
+  client_id: string;
+  tenant_id: string;
+  role: string;
+  scopes: string[];
+  region: string;
+  secrets: StoredSecret[];
+  status: 'active' | 'revoked';
+  created_at: number;
+  updated_at: number;
+  /** When the current secret is due to be rotated. */
+  rotate_at: number | null;
+  /** Newest secret sealed for its owner to fetch once rotated by the service. */
+  pending_secret_sealed?: string | null;
+}
+
+export class ClientRegistry implements StateView {
+  private readonly clients = new Map<string, ClientRecord>();
+  constructor(readonly topic: string, private readonly masterKey: Buffer) {}
+
+  apply(r: StateRecord): void {
+    const rec = parseJson<ClientRecord>(r.value);
+    if (rec === null) this.clients.delete(r.key);
+    else this.clients.set(rec.client_id, rec);
+  }
+
+  get(clientId: string): ClientRecord | undefined {
+    return this.clients.get(clientId);
+  }
+
+  all(): ClientRecord[] {
+    return [...this.clients.values()];
+  }
+
+  get size(): number {
+    return this.clients.size;
+  }
+
+  /** The client when the secret matches one of its live secrets; every candidate is compared. */
+  authenticate(clientId: string, secret: string, now: number): ClientRecord | null {
+    const rec = this.clients.get(clientId);
+    const presented = hashSecret(this.masterKey, secret);
+    let ok = false;
+    for (const s of rec?.secrets ?? []) {
+      const live = s.expires_at === null || now < s.expires_at;
+      if (constantTimeEqual(s.hash, presented) && live) ok = true;
+    }
+    if (!rec || !ok || rec.status !== 'active') return null;
+    return rec;
+  }
+}
+
+export interface NewClient {
+  record: ClientRecord;
+  secret: string;
+}
+
+export function newClient(masterKey: Buffer, fields: { tenant_id: string; role: string; scopes: string[]; region: string }, now: number, rotationMs: number): NewClient {
+  const secret = newSecret('sk');
+  const record: ClientRecord = {
+    client_id: newId('cl'),
+    tenant_id: fields.tenant_id,
+    role: fields.role,
+    scopes: [...fields.scopes],
+    region: fields.region,
+    secrets: [{ hash: hashSecret(masterKey, secret), created_at: now, expires_at: null }],
+    status: 'active',
+    created_at: now,
+    updated_at: now,
+    rotate_at: now + rotationMs,
+  };
+  return { record, secret };
+}
+
+export const TENANT_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;

@@ -1,0 +1,205 @@
+/**
+ * Configuration from environment variables (and an optional JSON file named by SLUICE_CONFIG_FILE,
+ * whose keys are the same variable names). Parsed and validated once at start-up into a frozen
+ * object; a bad value throws a ConfigError naming the variable.
+ */
+import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { ConfigError } from './errors.ts';
+import { DEFAULT_ROLES, isScope } from './scopes.ts';
+
+export interface Upstreams {
+  inference?: string;
+  pipelines?: string;
+  telemetry?: string;
+}
+
+export interface Config {
+  /** null: start the embedded local Kafka. */
+  kafkaBrokers: string[] | null;
+  kafkaPort: number;
+  kafkaClientId: string;
+  topicPrefix: string;
+  topicPartitions: number;
+  host: string;
+  port: number;
+  adminPort: number;
+  region: string;
+  issuer: string;
+  audience: string;
+  /** 32 bytes; keys the secret hashes and encrypts signing keys at rest. */
+  masterKey: Buffer;
+  masterKeyIsDefault: boolean;
+  roles: Readonly<Record<string, readonly string[]>>;
+  upstreams: Upstreams;
+  tokenTtlSeconds: number;
+  clockSkewSeconds: number;
+  tokenCacheSize: number;
+  maxBodyBytes: number;
+  timeScale: number;
+  devAllowInsecureTargets: boolean;
+  production: boolean;
+  cacheDir: string;
+  /** Fail closed when the state consumer has not heard from Kafka for this long. */
+  kafkaStaleMs: number;
+  keyRotationDays: number;
+  secretRotationDays: number;
+  secretGraceDays: number;
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+}
+
+type Env = Record<string, string | undefined>;
+
+const DEV_MASTER_KEY = 'sluice-development-master-key-do-not-use-in-production';
+
+function int(env: Env, name: string, def: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(name, `must be an integer, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function num(env: Env, name: string, def: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < min || n > max) {
+    throw new ConfigError(name, `must be a number between ${min} and ${max}, got "${raw}"`);
+  }
+  return n;
+}
+
+function bool(env: Env, name: string, def: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new ConfigError(name, `must be true or false, got "${raw}"`);
+}
+
+function url(env: Env, name: string): string | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  try {
+    const u = new URL(raw);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('scheme');
+    return raw.replace(/\/+$/, '');
+  } catch {
+    throw new ConfigError(name, `must be an http(s) URL, got "${raw}"`);
+  }
+}
+
+function parseRoles(env: Env): Record<string, readonly string[]> {
+  const raw = env.SLUICE_ROLES;
+  if (raw === undefined || raw === '') return { ...DEFAULT_ROLES };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new ConfigError('SLUICE_ROLES', 'must be a JSON object {"role": ["resource:action", ...]}');
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new ConfigError('SLUICE_ROLES', 'must be a JSON object {"role": ["resource:action", ...]}');
+  }
+  const roles: Record<string, readonly string[]> = { ...DEFAULT_ROLES };
+  for (const [role, scopes] of Object.entries(parsed)) {
+    if (!/^[a-z][a-z0-9-]{0,63}$/.test(role)) throw new ConfigError('SLUICE_ROLES', `bad role name "${role}"`);
+    if (!Array.isArray(scopes) || scopes.some((s) => typeof s !== 'string' || !isScope(s))) {
+      throw new ConfigError('SLUICE_ROLES', `role "${role}" must map to an array of "resource:action" scopes`);
+    }
+    roles[role] = Object.freeze([...new Set(scopes as string[])]);
+  }
+  return roles;
+}
+
+function readFileEnv(env: Env): Env {
+  const file = env.SLUICE_CONFIG_FILE;
+  if (!file) return env;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new ConfigError('SLUICE_CONFIG_FILE', `cannot read JSON from ${file}: ${(err as Error).message}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null) throw new ConfigError('SLUICE_CONFIG_FILE', 'must hold a JSON object');
+  const fromFile: Env = {};
+  for (const [k, v] of Object.entries(parsed)) {
+    fromFile[k] = typeof v === 'string' ? v : JSON.stringify(v);
+  }
+  // The environment wins over the file.
+  return { ...fromFile, ...env };
+}
+
+export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
+  const env = readFileEnv(rawEnv);
+  const production = env.NODE_ENV === 'production';
+  const brokersRaw = env.KAFKA_BROKERS?.trim();
+  let kafkaBrokers: string[] | null = null;
+  if (brokersRaw) {
+    kafkaBrokers = brokersRaw.split(',').map((b) => b.trim()).filter(Boolean);
+    for (const b of kafkaBrokers) {
+      if (!/^[A-Za-z0-9.\-_\[\]:]+:\d{1,5}$/.test(b)) throw new ConfigError('KAFKA_BROKERS', `"${b}" is not host:port`);
+    }
+  }
+  const port = int(env, 'SLUICE_PORT', 8080, 0, 65535);
+  const host = env.SLUICE_HOST || '0.0.0.0';
+  const region = env.SLUICE_REGION || 'local';
+  if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(region)) throw new ConfigError('SLUICE_REGION', `must be lowercase letters, digits and dashes, got "${region}"`);
+  const issuer = env.SLUICE_ISSUER || `http://127.0.0.1:${port}`;
+  try {
+    new URL(issuer);
+  } catch {
+    throw new ConfigError('SLUICE_ISSUER', `must be a URL, got "${issuer}"`);
+  }
+  const masterRaw = env.SLUICE_MASTER_KEY;
+  if (production && !masterRaw) throw new ConfigError('SLUICE_MASTER_KEY', 'is required when NODE_ENV=production');
+  if (masterRaw !== undefined && masterRaw.length < 32) throw new ConfigError('SLUICE_MASTER_KEY', 'must be at least 32 characters');
+  const masterKey = createHash('sha256').update(masterRaw ?? DEV_MASTER_KEY).digest();
+  const devAllowInsecureTargets = bool(env, 'SLUICE_DEV_ALLOW_INSECURE_TARGETS', false);
+  if (devAllowInsecureTargets && production) {
+    throw new ConfigError('SLUICE_DEV_ALLOW_INSECURE_TARGETS', 'is refused when NODE_ENV=production');
+  }
+  const logLevel = (env.SLUICE_LOG_LEVEL || 'info') as Config['logLevel'];
+  if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) throw new ConfigError('SLUICE_LOG_LEVEL', 'must be debug, info, warn or error');
+  const topicPrefix = env.SLUICE_TOPIC_PREFIX || 'sluice';
+  if (!/^[A-Za-z0-9._-]{1,100}$/.test(topicPrefix)) throw new ConfigError('SLUICE_TOPIC_PREFIX', 'must be letters, digits, ".", "_" or "-"');
+
+  const config: Config = {
+    kafkaBrokers,
+    kafkaPort: int(env, 'SLUICE_KAFKA_PORT', 9092, 1, 65535),
+    kafkaClientId: env.SLUICE_KAFKA_CLIENT_ID || 'sluice',
+    topicPrefix,
+    topicPartitions: int(env, 'SLUICE_TOPIC_PARTITIONS', 6, 1, 1024),
+    host,
+    port,
+    adminPort: int(env, 'SLUICE_ADMIN_PORT', 9464, 0, 65535),
+    region,
+    issuer,
+    audience: env.SLUICE_AUDIENCE || 'sluice',
+    masterKey,
+    masterKeyIsDefault: masterRaw === undefined,
+    roles: Object.freeze(parseRoles(env)),
+    upstreams: Object.freeze({
+      inference: url(env, 'SLUICE_UPSTREAM_INFERENCE'),
+      pipelines: url(env, 'SLUICE_UPSTREAM_PIPELINES'),
+      telemetry: url(env, 'SLUICE_UPSTREAM_TELEMETRY'),
+    }),
+    tokenTtlSeconds: 900,
+    clockSkewSeconds: int(env, 'SLUICE_CLOCK_SKEW_SECONDS', 5, 0, 60),
+    tokenCacheSize: int(env, 'SLUICE_TOKEN_CACHE_SIZE', 100_000, 0, 10_000_000),
+    maxBodyBytes: int(env, 'SLUICE_MAX_BODY_BYTES', 1024 * 1024, 1024, 16 * 1024 * 1024),
+    timeScale: num(env, 'SLUICE_TIME_SCALE', 1, 1, 1_000_000),
+    devAllowInsecureTargets,
+    production,
+    cacheDir: env.SLUICE_CACHE_DIR || fileURLToPath(new URL('../.cache', import.meta.url)),
+    kafkaStaleMs: int(env, 'SLUICE_KAFKA_STALE_MS', 10_000, 100, 600_000),
+    keyRotationDays: num(env, 'SLUICE_KEY_ROTATION_DAYS', 30, 0.0001, 365),
+    secretRotationDays: num(env, 'SLUICE_SECRET_ROTATION_DAYS', 30, 0.0001, 365),
+    secretGraceDays: num(env, 'SLUICE_SECRET_GRACE_DAYS', 7, 0, 365),
+    logLevel,
+  };
+  return Object.freeze(config);
+}

@@ -1,0 +1,112 @@
+/**
+ * What every Sluice process shares: the Kafka connection, the durable producer, and the in-memory
+ * views of the state topics. `openContext` creates the topics (idempotently), catches the views up
+ * and makes sure a signing key exists before anything serves.
+ */
+import type { Kafka } from 'kafkajs';
+import type { Config } from './config.ts';
+import { systemClock, type Clock } from './clock.ts';
+import { createKafka, DurableProducer, ensureTopics } from './kafka/client.ts';
+import { StateConsumer, type StateView } from './kafka/state-consumer.ts';
+import { topicNames, topicSpecs, type TopicNames } from './topics.ts';
+import { KeyRing } from './tokens/key-ring.ts';
+import { ClientRegistry } from './clients/client-registry.ts';
+import { RevocationList } from './clients/revocation-list.ts';
+import { TokenService } from './tokens/token-service.ts';
+import { RUNG_LABELS, DLQ_RETENTION_MS } from './backoff.ts';
+import { createLogger, type Logger } from './log.ts';
+
+export interface Context {
+  config: Readonly<Config>;
+  brokers: string[];
+  clock: Clock;
+  kafka: Kafka;
+  producer: DurableProducer;
+  topics: TopicNames;
+  keys: KeyRing;
+  clients: ClientRegistry;
+  revocations: RevocationList;
+  tokens: TokenService;
+  state: StateConsumer;
+  log: Logger;
+  close(): Promise<void>;
+}
+
+export interface ContextOptions {
+  brokers: string[];
+  clock?: Clock;
+  /** More views for the same state consumer (endpoints, DLQ, audit...). */
+  views?: StateView[];
+  component?: string;
+  /** Write a signing key when none can sign (every serving node does this). */
+  ensureKeys?: boolean;
+}
+
+export const DAY_MS = 24 * 3600 * 1000;
+
+export async function openContext(config: Readonly<Config>, opts: ContextOptions): Promise<Context> {
+  const clock = opts.clock ?? systemClock;
+  const log = createLogger(config.logLevel, opts.component ?? 'sluice');
+  const kafka = createKafka(opts.brokers, config.kafkaClientId);
+  const topics = topicNames(config.topicPrefix);
+  await ensureTopics(kafka, topicSpecs(config.topicPrefix, config.topicPartitions, RUNG_LABELS, DLQ_RETENTION_MS / config.timeScale));
+  const producer = new DurableProducer(kafka);
+  await producer.connect();
+  const keys = new KeyRing(topics.keys, config.masterKey);
+  const clients = new ClientRegistry(topics.clients, config.masterKey);
+  const revocations = new RevocationList(topics.revocations);
+  const tokens = new TokenService(keys, revocations, clock, {
+    issuer: config.issuer,
+    audience: config.audience,
+    ttlSeconds: config.tokenTtlSeconds,
+    clockSkewSeconds: config.clockSkewSeconds,
+    cacheSize: config.tokenCacheSize,
+  });
+  revocations.onChange = (clientId) => tokens.forgetClient(clientId);
+  const state = new StateConsumer(kafka, [keys, clients, revocations, ...(opts.views ?? [])], {
+    groupPrefix: config.topicPrefix,
+    onError: (err) => log.error('state view error', { error: err.message }),
+  });
+  await state.start();
+  const ctx: Context = {
+    config,
+    brokers: opts.brokers,
+    clock,
+    kafka,
+    producer,
+    topics,
+    keys,
+    clients,
+    revocations,
+    tokens,
+    state,
+    log,
+    async close() {
+      await state.stop().catch(() => {});
+      await producer.disconnect().catch(() => {});
+    },
+  };
+  if (opts.ensureKeys) await ensureSigningKeys(ctx);
+  return ctx;
+}
+
+/** Writes whatever keys the plan asks for and waits until this node's view holds a signing key. */
+export async function ensureSigningKeys(ctx: Context): Promise<void> {
+  const now = ctx.clock.now();
+  const due = ctx.keys.plan(now, { rotationMs: ctx.config.keyRotationDays * DAY_MS, tokenLifetimeMs: (ctx.config.tokenTtlSeconds + ctx.config.clockSkewSeconds) * 1000 });
+  for (const k of due) await ctx.producer.sendJson(ctx.topics.keys, k.kid, k);
+  const deadline = Date.now() + 10_000;
+  while (!ctx.keys.signingKey(ctx.clock.now())) {
+    if (Date.now() > deadline) throw new Error('no signing key became visible within 10 s');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Waits until `check` holds (a view caught up with a write of our own). */
+export async function waitFor(check: () => boolean, timeoutMs = 10_000, what = 'state'): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`${what} did not become visible within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}

@@ -1,0 +1,186 @@
+/**
+ * A real Apache Kafka broker (KRaft, combined broker+controller) run by Sluice itself: the jars
+ * come from Maven Central through `mvn dependency:copy-dependencies` into a cache directory, and
+ * Java 17 runs `kafka.Kafka`. Used by `sluice kafka`, by `sluice start` when KAFKA_BROKERS is not
+ * set, and by the tests.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, writeFileSync, openSync, rmSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const POM = fileURLToPath(new URL('../../scripts/kafka/pom.xml', import.meta.url));
+export const KAFKA_VERSION = '4.1.1';
+
+export class LocalKafkaError extends Error {
+  readonly code: 'JAVA_MISSING' | 'MAVEN_MISSING' | 'JARS_FAILED' | 'FORMAT_FAILED' | 'START_FAILED';
+  constructor(code: LocalKafkaError['code'], message: string) {
+    super(message);
+    this.name = 'LocalKafkaError';
+    this.code = code;
+  }
+}
+
+function has(cmd: string, args: string[]): boolean {
+  const r = spawnSync(cmd, args, { stdio: 'ignore' });
+  return r.status === 0;
+}
+
+/** Resolves the broker jars into `<cacheDir>/kafka-<version>/libs` once; later calls use the cache. */
+export function ensureKafkaJars(cacheDir: string, log: (line: string) => void = () => {}): string {
+  const libs = join(cacheDir, `kafka-${KAFKA_VERSION}`, 'libs');
+  const marker = join(libs, '.complete');
+  if (existsSync(marker)) return libs;
+  if (!has('mvn', ['-v'])) {
+    throw new LocalKafkaError('MAVEN_MISSING', 'Maven (mvn) is not installed: install it (apt-get install maven) or set KAFKA_BROKERS to an existing cluster');
+  }
+  log(`resolving Apache Kafka ${KAFKA_VERSION} jars from Maven Central into ${libs} (once)`);
+  mkdirSync(libs, { recursive: true });
+  const r = spawnSync('mvn', ['-q', '-B', '-f', POM, 'dependency:copy-dependencies', `-DoutputDirectory=${libs}`, '-DincludeScope=runtime', `-Dkafka.version=${KAFKA_VERSION}`], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    encoding: 'utf8',
+  });
+  if (r.status !== 0) {
+    throw new LocalKafkaError('JARS_FAILED', `mvn could not resolve the Kafka jars: ${(r.stdout + r.stderr).trim().split('\n').slice(-5).join(' | ')}`);
+  }
+  writeFileSync(marker, new Date().toISOString());
+  return libs;
+}
+
+export interface LocalKafkaOptions {
+  cacheDir: string;
+  port?: number;
+  controllerPort?: number;
+  /** Where the log segments live; wiped first when `fresh` is true. */
+  dataDir?: string;
+  fresh?: boolean;
+  heapMb?: number;
+  log?: (line: string) => void;
+  startTimeoutMs?: number;
+}
+
+export interface LocalKafka {
+  brokers: string[];
+  port: number;
+  dataDir: string;
+  stop(): Promise<void>;
+}
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createConnection({ host: '127.0.0.1', port });
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
+}
+
+const CLUSTER_ID = 'c2x1aWNlLWxvY2FsLWthZmthMQ'; // fixed: a local data dir can be reused across runs
+
+export async function startLocalKafka(opts: LocalKafkaOptions): Promise<LocalKafka> {
+  const log = opts.log ?? (() => {});
+  if (!has('java', ['-version'])) {
+    throw new LocalKafkaError('JAVA_MISSING', 'Java is not installed: install a Java 17 runtime (apt-get install openjdk-17-jre-headless) or set KAFKA_BROKERS to an existing cluster');
+  }
+  const libs = ensureKafkaJars(opts.cacheDir, log);
+  const port = opts.port ?? 9092;
+  const controllerPort = opts.controllerPort ?? port + 1;
+  if (await portOpen(port)) {
+    throw new LocalKafkaError('START_FAILED', `port ${port} on 127.0.0.1 is already in use: stop what listens there, pick another with --port, or point KAFKA_BROKERS at it`);
+  }
+  const dataDir = opts.dataDir ?? join(opts.cacheDir, `kafka-data-${port}`);
+  if (opts.fresh) rmSync(dataDir, { recursive: true, force: true });
+  mkdirSync(dataDir, { recursive: true });
+  const logDir = join(dataDir, 'logs');
+  mkdirSync(logDir, { recursive: true });
+  const props = join(dataDir, 'server.properties');
+  writeFileSync(
+    props,
+    [
+      'process.roles=broker,controller',
+      'node.id=1',
+      `controller.quorum.voters=1@127.0.0.1:${controllerPort}`,
+      `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
+      `advertised.listeners=PLAINTEXT://127.0.0.1:${port}`,
+      'controller.listener.names=CONTROLLER',
+      'inter.broker.listener.name=PLAINTEXT',
+      'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+      `log.dirs=${join(dataDir, 'kraft')}`,
+      'num.partitions=6',
+      'offsets.topic.replication.factor=1',
+      'offsets.topic.num.partitions=6',
+      'transaction.state.log.replication.factor=1',
+      'transaction.state.log.min.isr=1',
+      'share.coordinator.state.topic.replication.factor=1',
+      'share.coordinator.state.topic.min.isr=1',
+      'group.initial.rebalance.delay.ms=0',
+      'auto.create.topics.enable=false',
+      'log.retention.check.interval.ms=10000',
+      'log.segment.delete.delay.ms=1000',
+      '',
+    ].join('\n'),
+  );
+  const log4j = join(dataDir, 'log4j2.properties');
+  writeFileSync(
+    log4j,
+    [
+      'status = warn',
+      'appender.file.type = File',
+      'appender.file.name = file',
+      `appender.file.fileName = ${join(logDir, 'server.log')}`,
+      'appender.file.layout.type = PatternLayout',
+      'appender.file.layout.pattern = [%d] %p %m (%c)%n',
+      'rootLogger.level = warn',
+      'rootLogger.appenderRef.file.ref = file',
+      '',
+    ].join('\n'),
+  );
+  const cp = `${libs}/*`;
+  const javaBase = ['-Xms256m', `-Xmx${opts.heapMb ?? 512}m`, '-XX:+UseG1GC', '-XX:TieredStopAtLevel=1', `-Dlog4j2.configurationFile=${log4j}`, '-cp', cp];
+  if (!existsSync(join(dataDir, 'kraft', 'meta.properties'))) {
+    const f = spawnSync('java', [...javaBase, 'kafka.tools.StorageTool', 'format', '-t', CLUSTER_ID, '-c', props, '--ignore-formatted'], { encoding: 'utf8' });
+    if (f.status !== 0) throw new LocalKafkaError('FORMAT_FAILED', `formatting Kafka storage failed: ${(f.stdout + f.stderr).trim()}`);
+  }
+  const out = openSync(join(logDir, 'stdout.log'), 'a');
+  const child: ChildProcess = spawn('java', [...javaBase, 'kafka.Kafka', props], { stdio: ['ignore', out, out], detached: false });
+  let exited = false;
+  const exitPromise = new Promise<void>((resolve) => child.once('exit', () => {
+    exited = true;
+    resolve();
+  }));
+  const deadline = Date.now() + (opts.startTimeoutMs ?? 90_000);
+  while (!(await portOpen(port))) {
+    if (exited) throw new LocalKafkaError('START_FAILED', `the Kafka broker exited during start-up; see ${join(logDir, 'stdout.log')} and server.log`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new LocalKafkaError('START_FAILED', `the Kafka broker did not listen on 127.0.0.1:${port} in time; see ${logDir}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  // Stop the broker with us when the parent dies without calling stop().
+  const onExit = () => {
+    if (!exited) child.kill('SIGKILL');
+  };
+  process.once('exit', onExit);
+  return {
+    brokers: [`127.0.0.1:${port}`],
+    port,
+    dataDir,
+    async stop() {
+      process.removeListener('exit', onExit);
+      if (exited) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exitPromise;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Lists what is in the jar cache (for `sluice kafka --fetch-only`). */
+export function jarCount(libs: string): number {
+  return readdirSync(libs).filter((f) => f.endsWith('.jar')).length;
+}

@@ -1,0 +1,18 @@
+/** JSON-lines logging to stderr. Never pass secrets or tokens here. */
+export type Level = 'debug' | 'info' | 'warn' | 'error';
+const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+export function createLogger(level: Level, component: string, write: (line: string) => void = (l) => process.stderr.write(l + '\n')): Logger {
+  const at = (lvl: Level) => (msg: string, fields: Record<string, unknown> = {}) => {
+    if (ORDER[lvl] < ORDER[level]) return;
+    write(JSON.stringify({ t: new Date().toISOString(), level: lvl, component, msg, ...fields }));
+  };
+  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+}

@@ -1,0 +1,43 @@
+/** Random identifiers and secrets, keyed hashing and constant-time comparison. */
+import { createHmac, randomBytes, timingSafeEqual, createCipheriv, createDecipheriv } from 'node:crypto';
+
+/** `prefix_` + 32 random bytes (256 bits) in base64url. */
+export function newSecret(prefix: string): string {
+  return `${prefix}_${randomBytes(32).toString('base64url')}`;
+}
+
+/** `prefix_` + 16 random bytes in lowercase hex (ids, not secrets). */
+export function newId(prefix: string): string {
+  return `${prefix}_${randomBytes(12).toString('hex')}`;
+}
+
+/** HMAC-SHA256 of a secret under the master key: what gets stored, never the secret. */
+export function hashSecret(masterKey: Buffer, secret: string): string {
+  return createHmac('sha256', masterKey).update('sluice-secret-v1\0').update(secret).digest('base64url');
+}
+
+export function constantTimeEqual(a: string, b: string): boolean {
+  const ab = Buffer.from(a);
+  const bb = Buffer.from(b);
+  // Compare equal-length buffers so the time does not reveal where they differ.
+  if (ab.length !== bb.length) {
+    timingSafeEqual(ab, ab);
+    return false;
+  }
+  return timingSafeEqual(ab, bb);
+}
+
+/** AES-256-GCM under the master key, for private signing keys at rest in Kafka. */
+export function seal(masterKey: Buffer, plaintext: string): string {
+  const iv = randomBytes(12);
+  const c = createCipheriv('aes-256-gcm', masterKey, iv);
+  const body = Buffer.concat([c.update(plaintext, 'utf8'), c.final()]);
+  return [iv, c.getAuthTag(), body].map((b) => b.toString('base64url')).join('.');
+}
+
+export function unseal(masterKey: Buffer, sealed: string): string {
+  const [iv, tag, body] = sealed.split('.').map((s) => Buffer.from(s, 'base64url'));
+  const d = createDecipheriv('aes-256-gcm', masterKey, iv);
+  d.setAuthTag(tag);
+  return Buffer.concat([d.update(body), d.final()]).toString('utf8');
+}

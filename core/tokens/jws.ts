@@ -1,0 +1,52 @@
+/**
+ * Compact JWS with ES256 on node:crypto: about 4x the signing rate of a generic JOSE library on
+ * this hardware (architecture page, "Platform facts"). The algorithm is pinned: verification
+ * accepts exactly `ES256` with `typ: at+jwt` and a known `kid`, nothing else.
+ */
+import { createSign, createVerify, type KeyObject } from 'node:crypto';
+
+export const TOKEN_ALG = 'ES256';
+export const TOKEN_TYP = 'at+jwt';
+
+export interface JwsHeader {
+  alg: string;
+  typ?: string;
+  kid?: string;
+}
+
+const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64url');
+
+export function signJws(payload: Record<string, unknown>, kid: string, key: KeyObject): string {
+  const input = `${b64(JSON.stringify({ alg: TOKEN_ALG, typ: TOKEN_TYP, kid }))}.${b64(JSON.stringify(payload))}`;
+  const sig = createSign('SHA256').update(input).sign({ key, dsaEncoding: 'ieee-p1363' });
+  return `${input}.${sig.toString('base64url')}`;
+}
+
+export interface DecodedJws {
+  header: JwsHeader;
+  payload: Record<string, unknown>;
+  signingInput: string;
+  signature: Buffer;
+}
+
+/** Splits and parses; returns null for anything that is not a well-formed compact JWS. */
+export function decodeJws(token: string): DecodedJws | null {
+  if (token.length > 8192) return null;
+  const parts = token.split('.');
+  if (parts.length !== 3) return null;
+  const [h, p, s] = parts;
+  if (!/^[A-Za-z0-9_-]+$/.test(h) || !/^[A-Za-z0-9_-]+$/.test(p) || !/^[A-Za-z0-9_-]*$/.test(s)) return null;
+  try {
+    const header = JSON.parse(Buffer.from(h, 'base64url').toString('utf8')) as JwsHeader;
+    const payload = JSON.parse(Buffer.from(p, 'base64url').toString('utf8')) as Record<string, unknown>;
+    if (typeof header !== 'object' || header === null || typeof payload !== 'object' || payload === null || Array.isArray(payload)) return null;
+    return { header, payload, signingInput: `${h}.${p}`, signature: Buffer.from(s, 'base64url') };
+  } catch {
+    return null;
+  }
+}
+
+export function verifyJwsSignature(decoded: DecodedJws, key: KeyObject): boolean {
+  if (decoded.signature.length !== 64) return false;
+  return createVerify('SHA256').update(decoded.signingInput).verify({ key, dsaEncoding: 'ieee-p1363' }, decoded.signature);
+}

@@ -1,0 +1,155 @@
+/**
+ * Issues and verifies access tokens (RFC 9068 profile). Verified tokens are cached until they
+ * expire, so a hot token costs a map lookup and a revocation check, never a signature check.
+ */
+import { randomUUID } from 'node:crypto';
+import { SluiceError, OAuthError } from '../errors.ts';
+import type { Clock } from '../clock.ts';
+import type { ClientRecord } from '../clients/client-registry.ts';
+import type { RevocationList } from '../clients/revocation-list.ts';
+import type { KeyRing } from './key-ring.ts';
+import { decodeJws, signJws, verifyJwsSignature, TOKEN_ALG, TOKEN_TYP } from './jws.ts';
+import { parseScopeString } from '../scopes.ts';
+
+export interface AccessClaims {
+  iss: string;
+  sub: string;
+  client_id: string;
+  aud: string;
+  iat: number;
+  exp: number;
+  nbf: number;
+  jti: string;
+  scope: string;
+  tenant_id: string;
+  region: string;
+}
+
+export interface VerifiedToken {
+  claims: AccessClaims;
+  scopes: ReadonlySet<string>;
+}
+
+export interface TokenServiceOptions {
+  issuer: string;
+  audience: string;
+  ttlSeconds: number;
+  clockSkewSeconds: number;
+  cacheSize: number;
+}
+
+export interface IssuedToken {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  scope: string;
+}
+
+const bearerError = (description: string) => ({ 'WWW-Authenticate': `Bearer error="invalid_token", error_description="${description}"` });
+
+export class TokenService {
+  private readonly cache = new Map<string, VerifiedToken>();
+
+  constructor(
+    private readonly keys: KeyRing,
+    private readonly revocations: RevocationList,
+    private readonly clock: Clock,
+    private readonly opts: TokenServiceOptions,
+  ) {}
+
+  /** Mints a token for an authenticated client; `requested` must be a subset of its scopes. */
+  issue(client: ClientRecord, requested: string | undefined): IssuedToken {
+    let scopes = client.scopes;
+    if (requested !== undefined) {
+      const asked = parseScopeString(requested);
+      const unknown = asked.filter((s) => !client.scopes.includes(s));
+      if (asked.length === 0) throw new OAuthError('invalid_scope', 'scope must name at least one scope');
+      if (unknown.length > 0) throw new OAuthError('invalid_scope', `scope not granted to this client: ${unknown.join(' ')}`);
+      scopes = asked;
+    }
+    const now = this.clock.now();
+    const signer = this.keys.signingKey(now);
+    if (!signer) throw new SluiceError('UNAVAILABLE', 'no signing key is available yet', {}, { 'Retry-After': '1' });
+    const iat = Math.floor(now / 1000);
+    const scope = scopes.join(' ');
+    const claims: AccessClaims = {
+      iss: this.opts.issuer,
+      sub: client.client_id,
+      client_id: client.client_id,
+      aud: this.opts.audience,
+      iat,
+      nbf: iat,
+      exp: iat + this.opts.ttlSeconds,
+      jti: randomUUID(),
+      scope,
+      tenant_id: client.tenant_id,
+      region: client.region,
+    };
+    return { access_token: signJws(claims as unknown as Record<string, unknown>, signer.kid, signer.key), token_type: 'Bearer', expires_in: this.opts.ttlSeconds, scope };
+  }
+
+  /** Verifies a bearer token or throws a 401 SluiceError with the precise code. */
+  verify(token: string): VerifiedToken {
+    const nowS = this.clock.now() / 1000;
+    const skew = this.opts.clockSkewSeconds;
+    const cached = this.cache.get(token);
+    if (cached) {
+      if (nowS >= cached.claims.exp + skew) {
+        this.cache.delete(token);
+        throw new SluiceError('TOKEN_EXPIRED', 'the access token has expired', {}, bearerError('expired'));
+      }
+      this.checkRevoked(cached.claims);
+      return cached;
+    }
+    const verified = this.verifyCold(token, nowS);
+    this.checkRevoked(verified.claims);
+    if (this.opts.cacheSize > 0) {
+      if (this.cache.size >= this.opts.cacheSize) {
+        // Drop the oldest entry (Map keeps insertion order).
+        const first = this.cache.keys().next();
+        if (!first.done) this.cache.delete(first.value);
+      }
+      this.cache.set(token, verified);
+    }
+    return verified;
+  }
+
+  private checkRevoked(claims: AccessClaims): void {
+    if (this.revocations.refuses(claims.client_id, claims.iat)) {
+      throw new SluiceError('TOKEN_REVOKED', 'the credential behind this token has been revoked', {}, bearerError('revoked'));
+    }
+  }
+
+  private verifyCold(token: string, nowS: number): VerifiedToken {
+    const invalid = (why: string) => new SluiceError('TOKEN_INVALID', `the access token is invalid: ${why}`, {}, bearerError('invalid'));
+    const decoded = decodeJws(token);
+    if (!decoded) throw invalid('not a compact JWS');
+    const { header, payload } = decoded;
+    if (header.alg !== TOKEN_ALG) throw invalid(`algorithm ${String(header.alg)} is not accepted`);
+    if (header.typ !== TOKEN_TYP) throw invalid('typ must be at+jwt');
+    if (typeof header.kid !== 'string') throw invalid('kid missing');
+    const key = this.keys.verificationKey(header.kid, this.clock.now());
+    if (!key) throw invalid('unknown signing key');
+    if (!verifyJwsSignature(decoded, key)) throw invalid('bad signature');
+    const c = payload as Partial<AccessClaims>;
+    if (c.iss !== this.opts.issuer) throw invalid('wrong issuer');
+    if (c.aud !== this.opts.audience) throw invalid('wrong audience');
+    for (const name of ['iat', 'exp'] as const) if (typeof c[name] !== 'number') throw invalid(`${name} missing`);
+    for (const name of ['sub', 'client_id', 'scope', 'tenant_id', 'region', 'jti'] as const) if (typeof c[name] !== 'string') throw invalid(`${name} missing`);
+    const skew = this.opts.clockSkewSeconds;
+    if (typeof c.nbf === 'number' && nowS + skew < c.nbf) throw invalid('not valid yet');
+    if (c.iat! > nowS + skew) throw invalid('issued in the future');
+    if (nowS >= c.exp! + skew) throw new SluiceError('TOKEN_EXPIRED', 'the access token has expired', {}, bearerError('expired'));
+    const claims = c as AccessClaims;
+    return { claims, scopes: new Set(parseScopeString(claims.scope)) };
+  }
+
+  /** Forgets cached tokens of a client (after a revocation). */
+  forgetClient(clientId: string): void {
+    for (const [token, v] of this.cache) if (v.claims.client_id === clientId) this.cache.delete(token);
+  }
+
+  get cacheSize(): number {
+    return this.cache.size;
+  }
+}

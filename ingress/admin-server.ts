@@ -1,0 +1,35 @@
+/** Health, readiness and metrics on the admin port (plain node:http: not on the hot path). */
+import { createServer, type Server } from 'node:http';
+import type { Metrics } from '../core/metrics.ts';
+
+export interface Health {
+  ready: () => boolean;
+  /** null when healthy, otherwise why the node refuses traffic. */
+  problem: () => string | null;
+  details: () => Record<string, unknown>;
+}
+
+export function startAdminServer(host: string, port: number, metrics: Metrics, health: Health): Promise<{ port: number; close(): Promise<void> }> {
+  const server: Server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path === '/healthz' || path === '/readyz') {
+      const problem = health.problem();
+      const ok = path === '/healthz' ? true : health.ready() && problem === null;
+      res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ status: ok ? 'ok' : 'unavailable', ready: health.ready(), problem, ...health.details() }));
+    } else if (path === '/metrics') {
+      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
+      res.end(metrics.render());
+    } else {
+      res.writeHead(404, { 'content-type': 'application/problem+json' });
+      res.end(JSON.stringify({ type: 'about:blank', title: 'Not found', status: 404, code: 'NOT_FOUND', detail: 'admin routes: /healthz, /readyz, /metrics' }));
+    }
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      const addr = server.address();
+      resolve({ port: typeof addr === 'object' && addr ? addr.port : port, close: () => new Promise((r) => server.close(() => r())) });
+    });
+  });
+}

@@ -1,0 +1,142 @@
+/**
+ * The request lifecycle every route goes through, in this order:
+ * match route → authenticate (bearer) → region → scope → content type and size → parse body →
+ * handle → reply. Everything up to the body is synchronous: a refused request costs no await.
+ */
+import type { Context } from '../core/context.ts';
+import { SluiceError, OAuthError, invalidRequest } from '../core/errors.ts';
+import { parseJsonBody } from '../core/json.ts';
+import type { Metrics } from '../core/metrics.ts';
+import type { VerifiedToken } from '../core/tokens/token-service.ts';
+import type { Router } from './router.ts';
+import type { AppRequest, IncomingRequest, Reply, Route } from './types.ts';
+
+export interface PipelineDeps {
+  ctx: Context;
+  router: Router;
+  metrics: Metrics;
+  /** Returns a reason when the node must refuse tokens (fail closed), else null. */
+  unavailableReason: () => string | null;
+}
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+export type BodyReader = () => Promise<Buffer>;
+
+export class Pipeline {
+  constructor(private readonly deps: PipelineDeps) {}
+
+  /** Synchronous front half: a Reply when the request is refused before its body is needed. */
+  front(req: IncomingRequest): { reply: Reply } | { route: Route; params: Record<string, string>; auth: VerifiedToken | null } {
+    try {
+      const m = this.deps.router.match(req.method, req.path);
+      if (m.kind === 'not-found') throw new SluiceError('NOT_FOUND', `no route for ${req.path}`);
+      if (m.kind === 'method') {
+        throw new SluiceError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${req.path}; allowed: ${m.allow.join(', ')}`, { allow: m.allow }, { Allow: m.allow.join(', ') });
+      }
+      const { route, params } = m;
+      const auth = route.scope === null ? null : this.authorize(req, route);
+      if (route.body !== 'none' && BODY_METHODS.has(req.method)) {
+        const length = Number(req.headers['content-length'] ?? '0');
+        if (length > this.deps.ctx.config.maxBodyBytes) throw tooLarge(this.deps.ctx.config.maxBodyBytes);
+        checkContentType(route, req);
+      }
+      return { route, params, auth };
+    } catch (err) {
+      return { reply: this.errorReply(err, req, undefined) };
+    }
+  }
+
+  async back(req: IncomingRequest, route: Route, params: Record<string, string>, auth: VerifiedToken | null, readBody: BodyReader): Promise<Reply> {
+    try {
+      let rawBody: Buffer = Buffer.alloc(0);
+      let body: unknown = undefined;
+      if (route.body !== 'none' && BODY_METHODS.has(req.method)) {
+        rawBody = await readBody();
+        if (route.body !== 'raw') body = parseBody(rawBody, req.headers['content-type'] ?? '');
+      }
+      const appReq: AppRequest = { ...req, params, auth, rawBody, body };
+      return await route.handler(appReq);
+    } catch (err) {
+      return this.errorReply(err, req, route);
+    }
+  }
+
+  private authorize(req: IncomingRequest, route: Route): VerifiedToken {
+    const header = req.headers.authorization;
+    const challenge = { 'WWW-Authenticate': 'Bearer realm="sluice"' };
+    if (!header) throw new SluiceError('TOKEN_MISSING', 'this route needs an Authorization: Bearer <access token> header', {}, challenge);
+    const m = /^Bearer ([A-Za-z0-9._~+\/-]+=*)$/i.exec(header.trim());
+    if (!m) throw new SluiceError('TOKEN_INVALID', 'the Authorization header must be "Bearer <access token>"', {}, { 'WWW-Authenticate': 'Bearer error="invalid_request"' });
+    const down = this.deps.unavailableReason();
+    if (down) throw new SluiceError('UNAVAILABLE', down, {}, { 'Retry-After': '1' });
+    const auth = this.deps.ctx.tokens.verify(m[1]);
+    const region = this.deps.ctx.config.region;
+    if (auth.claims.region !== region) {
+      throw new SluiceError('MISDIRECTED_REQUEST', `this token belongs to region "${auth.claims.region}"; this node serves region "${region}"`, { token_region: auth.claims.region, node_region: region });
+    }
+    const needed = typeof route.scope === 'function' ? route.scope(req) : route.scope!;
+    if (!auth.scopes.has(needed)) {
+      const granted = [...auth.scopes];
+      throw new SluiceError('SCOPE_VIOLATION', `this route needs the scope "${needed}", which the token does not carry`, { missing_scope: needed, granted_scopes: granted }, {
+        'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${needed}"`,
+      });
+    }
+    return auth;
+  }
+
+  errorReply(err: unknown, req: IncomingRequest, route: Route | undefined): Reply {
+    const { metrics, ctx } = this.deps;
+    if (err instanceof OAuthError) {
+      metrics.inc('sluice_oauth_errors_total', { error: err.error });
+      const headers: Record<string, string> = { 'content-type': 'application/json', 'cache-control': 'no-store', pragma: 'no-cache' };
+      if (err.status === 401) headers['WWW-Authenticate'] = 'Basic realm="sluice"';
+      return { status: err.status, headers, body: JSON.stringify({ error: err.error, error_description: err.message }) };
+    }
+    let e: SluiceError;
+    if (err instanceof SluiceError) e = err;
+    else {
+      ctx.log.error('unhandled error', { path: req.path, method: req.method, error: (err as Error)?.stack ?? String(err) });
+      e = new SluiceError('INTERNAL', 'an internal error occurred; it has been logged');
+    }
+    metrics.inc('sluice_errors_total', { code: e.code });
+    if (route?.oauthErrors) {
+      return { status: e.status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...e.headers }, body: JSON.stringify({ error: 'invalid_request', error_description: e.message }) };
+    }
+    return { status: e.status, headers: { 'content-type': 'application/problem+json', ...e.headers }, body: JSON.stringify(e.toProblem(req.path)) };
+  }
+}
+
+export function tooLarge(max: number): SluiceError {
+  return new SluiceError('PAYLOAD_TOO_LARGE', `the request body exceeds ${max} bytes`, { max_bytes: max });
+}
+
+function mediaType(contentType: string): string {
+  return contentType.split(';')[0].trim().toLowerCase();
+}
+
+function checkContentType(route: Route, req: IncomingRequest): void {
+  if (route.body === 'raw') return;
+  const type = mediaType(req.headers['content-type'] ?? '');
+  const allowed = route.body === 'json-or-form' ? ['application/json', 'application/x-www-form-urlencoded'] : ['application/json'];
+  // A body-less DELETE or POST without a body needs no content type.
+  if (type === '' && (req.headers['content-length'] === undefined || req.headers['content-length'] === '0') && req.headers['transfer-encoding'] === undefined) return;
+  if (!allowed.includes(type)) {
+    throw new SluiceError('UNSUPPORTED_MEDIA_TYPE', `Content-Type must be ${allowed.join(' or ')}, got "${type || '(none)'}"`, { accepted: allowed });
+  }
+}
+
+function parseBody(raw: Buffer, contentType: string): unknown {
+  const type = mediaType(contentType);
+  if (raw.length === 0) return undefined;
+  if (type === 'application/x-www-form-urlencoded') {
+    const out: Record<string, string> = {};
+    const params = new URLSearchParams(raw.toString('utf8'));
+    for (const [k, v] of params) {
+      if (k in out) throw invalidRequest([{ path: `$.${k}`, message: 'must not be repeated' }]);
+      out[k] = v;
+    }
+    return out;
+  }
+  return parseJsonBody(raw.toString('utf8'));
+}

@@ -1,0 +1,71 @@
+/**
+ * The data plane behind the edge (inference, pipelines, telemetry): after the scope check the
+ * request is proxied to the configured upstream with the caller's tenant, region and client in
+ * headers. The client's Authorization header never leaves the edge.
+ */
+import { request } from 'undici';
+import type { Context } from '../../core/context.ts';
+import { SluiceError } from '../../core/errors.ts';
+import type { AppRequest, IncomingRequest, Reply, Route } from '../types.ts';
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'authorization', 'content-length', 'cookie']);
+
+interface Family {
+  prefix: string;
+  resource: string;
+  upstream: keyof Context['config']['upstreams'];
+}
+
+const FAMILIES: Family[] = [
+  { prefix: '/v1/inference', resource: 'inference', upstream: 'inference' },
+  { prefix: '/v1/pipelines', resource: 'pipeline', upstream: 'pipelines' },
+  { prefix: '/v1/telemetry', resource: 'telemetry', upstream: 'telemetry' },
+];
+
+/** GET/HEAD read, other methods write; `/v1/telemetry/export` needs `telemetry:export`. */
+export function dataPlaneScope(family: Family, req: IncomingRequest): string {
+  if (family.resource === 'telemetry' && (req.path === '/v1/telemetry/export' || req.path.startsWith('/v1/telemetry/export/'))) return 'telemetry:export';
+  return req.method === 'GET' || req.method === 'HEAD' ? `${family.resource}:read` : `${family.resource}:write`;
+}
+
+export function dataPlaneRoutes(ctx: Context, timeoutMs = 30_000): Route[] {
+  const routes: Route[] = [];
+  for (const family of FAMILIES) {
+    const handler = async (req: AppRequest): Promise<Reply> => {
+      const base = ctx.config.upstreams[family.upstream];
+      if (!base) throw new SluiceError('UPSTREAM_UNAVAILABLE', `no upstream is configured for ${family.prefix} (set SLUICE_UPSTREAM_${family.upstream.toUpperCase()})`);
+      const headers: Record<string, string> = {};
+      for (const [k, v] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(k) && !k.startsWith('x-sluice-')) headers[k] = v;
+      const claims = req.auth!.claims;
+      headers['x-sluice-tenant'] = claims.tenant_id;
+      headers['x-sluice-region'] = claims.region;
+      headers['x-sluice-client-id'] = claims.client_id;
+      headers['x-forwarded-for'] = req.remoteAddress;
+      const qs = req.query.toString();
+      try {
+        const up = await request(`${base}${req.path}${qs ? `?${qs}` : ''}`, {
+          method: req.method as 'GET',
+          headers,
+          body: req.rawBody.length > 0 ? req.rawBody : undefined,
+          headersTimeout: timeoutMs,
+          bodyTimeout: timeoutMs,
+          maxRedirections: 0,
+        } as Parameters<typeof request>[1]);
+        const body = Buffer.from(await up.body.arrayBuffer());
+        const out: Record<string, string> = {};
+        for (const [k, v] of Object.entries(up.headers)) if (!HOP_BY_HOP.has(k) && v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v;
+        return { status: up.statusCode, headers: out, body };
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') throw new SluiceError('UPSTREAM_TIMEOUT', `the ${family.resource} upstream did not answer in time`);
+        throw new SluiceError('UPSTREAM_UNAVAILABLE', `the ${family.resource} upstream is unreachable`);
+      }
+    };
+    for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']) {
+      for (const pattern of [family.prefix, `${family.prefix}/*`]) {
+        routes.push({ method, pattern, scope: (req) => dataPlaneScope(family, req), body: 'raw', handler });
+      }
+    }
+  }
+  return routes;
+}

@@ -1,0 +1,58 @@
+/** Starts an ingress node: the public uWS listener and the admin listener over a shared Context. */
+import type { Context } from '../core/context.ts';
+import { Metrics } from '../core/metrics.ts';
+import { Router } from './router.ts';
+import { Pipeline } from './pipeline.ts';
+import { listen } from './uws-adapter.ts';
+import { startAdminServer } from './admin-server.ts';
+import { authRoutes } from './routes/auth.ts';
+import { dataPlaneRoutes } from './routes/data-plane.ts';
+import type { Route } from './types.ts';
+
+export interface IngressOptions {
+  port?: number;
+  adminPort?: number;
+  host?: string;
+  /** Routes contributed by other capabilities (webhooks, revocation, audit...). */
+  routes?: Route[];
+}
+
+export interface Ingress {
+  port: number;
+  adminPort: number;
+  metrics: Metrics;
+  close(): Promise<void>;
+}
+
+export async function startIngress(ctx: Context, opts: IngressOptions = {}): Promise<Ingress> {
+  const metrics = new Metrics();
+  const router = new Router();
+  router.add(authRoutes(ctx, metrics));
+  router.add(opts.routes ?? []);
+  router.add(dataPlaneRoutes(ctx));
+  const staleness = () => Date.now() - ctx.state.lastContactAt;
+  const unavailableReason = () => {
+    const ms = staleness();
+    return ms > ctx.config.kafkaStaleMs ? `this node has not heard from Kafka for ${ms} ms and refuses tokens until it has caught up (fail closed)` : null;
+  };
+  const pipeline = new Pipeline({ ctx, router, metrics, unavailableReason });
+  const host = opts.host ?? ctx.config.host;
+  const http = await listen(pipeline, host, opts.port ?? ctx.config.port, ctx.config.maxBodyBytes);
+  metrics.gauge('sluice_token_cache_entries', () => ctx.tokens.cacheSize);
+  metrics.gauge('sluice_kafka_staleness_ms', staleness);
+  const admin = await startAdminServer(host, opts.adminPort ?? ctx.config.adminPort, metrics, {
+    ready: () => ctx.state.ready,
+    problem: unavailableReason,
+    details: () => ({ region: ctx.config.region, kafka_staleness_ms: staleness(), clients: ctx.clients.size }),
+  });
+  ctx.log.info('ingress listening', { port: http.port, admin_port: admin.port, region: ctx.config.region });
+  return {
+    port: http.port,
+    adminPort: admin.port,
+    metrics,
+    async close() {
+      http.close();
+      await admin.close();
+    },
+  };
+}

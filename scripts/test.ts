@@ -1,0 +1,51 @@
+/**
+ * `npm test`: starts a real Kafka broker (unless KAFKA_BROKERS is set), runs tap with
+ * KAFKA_BROKERS pointing at it, and stops the broker. Each test file uses its own topic prefix,
+ * so one broker serves them all.
+ */
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../core/config.ts';
+import { startLocalKafka } from '../core/kafka/local-broker.ts';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function main(): Promise<number> {
+  let brokers = process.env.KAFKA_BROKERS;
+  let stop = async () => {};
+  if (!brokers) {
+    const config = loadConfig({ ...process.env, KAFKA_BROKERS: undefined });
+    let port = await freePort();
+    while (port > 65000) port = await freePort();
+    const started = Date.now();
+    const kafka = await startLocalKafka({ cacheDir: config.cacheDir, port, dataDir: join(config.cacheDir, `kafka-test-${port}`), fresh: true, log: (l) => console.log(`# ${l}`) });
+    console.log(`# test Kafka broker ready at ${kafka.brokers.join(',')} in ${Date.now() - started} ms`);
+    brokers = kafka.brokers.join(',');
+    stop = () => kafka.stop();
+  }
+  const tap = spawn(join(root, 'node_modules/.bin/tap'), process.argv.slice(2), { stdio: 'inherit', env: { ...process.env, KAFKA_BROKERS: brokers }, cwd: root });
+  const code = await new Promise<number>((resolve) => tap.once('exit', (c, sig) => resolve(c ?? (sig ? 1 : 0))));
+  await stop();
+  return code;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err) => {
+    console.error(`npm test: ${(err as Error).message}`);
+    process.exit(1);
+  },
+);

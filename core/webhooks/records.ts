@@ -1,0 +1,95 @@
+/**
+ * The records of webhook delivery as they travel through Kafka. Shared by the ingress (which
+ * writes endpoints and events and reads the DLQ view) and the dispatcher (which delivers).
+ */
+
+export type EndpointState = 'PENDING' | 'ACTIVE';
+
+/** `sluice.endpoints`, key = id (compacted; a tombstone deletes). */
+export interface EndpointRecord {
+  id: string; // ep_…
+  tenant_id: string;
+  url: string;
+  /** Event kinds, or ['*'] for all. */
+  events: string[];
+  metadata: Record<string, unknown> | null;
+  /** The per-endpoint HMAC secret, sealed with the master key (core/secrets.ts seal/unseal): the dispatcher needs it in clear to sign. */
+  secret_sealed: string;
+  state: EndpointState;
+  created_at: number; // ms
+  updated_at: number; // ms
+  verified_at: number | null; // ms
+}
+
+/** `sluice.events`, key = tenant_id: an event published for a tenant. */
+export interface EventRecord {
+  id: string; // evt_… or the publisher's own id
+  tenant_id: string;
+  type: string;
+  data: unknown;
+  created_at: number; // ms
+}
+
+/** `sluice.deliveries` and `sluice.retry.<rung>`, key = endpoint_id: one (event, endpoint) pair. */
+export interface DeliveryRecord {
+  delivery_id: string; // dlv_…
+  endpoint_id: string;
+  tenant_id: string;
+  event: EventRecord;
+  /** The attempt this record asks for (1-based). */
+  attempt: number;
+  /** When attempt 1 ran (ms), null before it. */
+  first_attempt_at: number | null;
+  /** Not before this time (ms); the retry rungs hold a record until it is due. */
+  due_at: number;
+  last_status: number | null;
+  last_error: string | null;
+  last_attempt_at: number | null;
+}
+
+/** `sluice.dlq`, key = tenant_id: a dead-lettered delivery (the entry of the architecture page). */
+export interface DlqEntry {
+  id: string; // dlq_…
+  event_id: string;
+  endpoint_id: string;
+  tenant_id: string;
+  event_type: string;
+  attempts: number;
+  last_status: number | null;
+  last_error: string | null;
+  first_attempt_at: string; // ISO 8601
+  last_attempt_at: string;
+  dead_lettered_at: string;
+  expires_at: string;
+  payload: EventRecord;
+}
+
+/** Also on `sluice.dlq`: marks an entry as replayed (gone from the list). */
+export interface DlqReplayMarker {
+  kind: 'replayed';
+  id: string;
+  tenant_id: string;
+  replayed_at: string;
+}
+
+/** The JSON body every delivery carries (architecture page, "Delivery"). */
+export interface WebhookBody {
+  id: string;
+  type: string;
+  tenant_id: string;
+  created_at: string; // ISO 8601
+  timestamp: number; // unix seconds, equals X-Service-Timestamp
+  data: unknown;
+}
+
+export const KNOWN_EVENT_KINDS = [
+  'ping',
+  'inference.completed',
+  'inference.failed',
+  'pipeline.started',
+  'pipeline.completed',
+  'pipeline.failed',
+  'telemetry.exported',
+  'credential.rotated',
+  'credential.revoked',
+] as const;

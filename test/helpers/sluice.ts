@@ -81,7 +81,7 @@ export async function call(base: string, method: string, path: string, opts: { t
     body = JSON.stringify(opts.body);
     headers['content-type'] ??= 'application/json';
   }
-  const res = await fetch(`${base}${path}`, { method, headers, body });
+  const res = await fetch(`${base}${path}`, { method, headers, body: body as BodyInit | undefined });
   const text = await res.text();
   let json: any = undefined;
   try {

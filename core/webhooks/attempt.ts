@@ -1,0 +1,69 @@
+/**
+ * One HTTP attempt at a webhook target. Success is a 2xx within the timeout; any other status,
+ * a redirect (never followed), a connection error or no full response in time is a failure. The
+ * outcome is a value, never an exception, so the caller decides on it.
+ */
+import { Agent, request } from 'undici';
+
+export interface AttemptOutcome {
+  ok: boolean;
+  status: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+export interface AttemptOptions {
+  timeoutMs: number;
+  /** Runs before connecting (SSRF check on the resolved address); throws to refuse the target. */
+  checkTarget?: (url: URL) => Promise<void>;
+  dispatcher?: Agent;
+}
+
+/** A shared keep-alive agent; connections per origin are bounded so one host cannot take them all. */
+export function createDeliveryAgent(connectionsPerOrigin = 16): Agent {
+  return new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 120_000, connections: connectionsPerOrigin, pipelining: 1, connect: { timeout: 10_000 } });
+}
+
+const MAX_RESPONSE_BYTES = 64 * 1024;
+
+export async function attemptDelivery(url: string, rawBody: string, headers: Record<string, string>, opts: AttemptOptions): Promise<AttemptOutcome> {
+  const started = Date.now();
+  const done = (ok: boolean, status: number | null, error: string | null): AttemptOutcome => ({ ok, status, error, durationMs: Date.now() - started });
+  let target: URL;
+  try {
+    target = new URL(url);
+  } catch {
+    return done(false, null, 'invalid URL');
+  }
+  const signal = AbortSignal.timeout(opts.timeoutMs);
+  try {
+    if (opts.checkTarget) await opts.checkTarget(target);
+    const res = await request(target, {
+      method: 'POST',
+      headers,
+      body: rawBody,
+      signal,
+      dispatcher: opts.dispatcher,
+      headersTimeout: opts.timeoutMs,
+      bodyTimeout: opts.timeoutMs,
+    });
+    // Read (a bounded amount of) the body: the response is complete only when its body is.
+    let size = 0;
+    for await (const chunk of res.body) {
+      size += (chunk as Buffer).length;
+      if (size > MAX_RESPONSE_BYTES) {
+        res.body.destroy();
+        break;
+      }
+    }
+    const status = res.statusCode;
+    if (status >= 200 && status < 300) return done(true, status, null);
+    if (status >= 300 && status < 400) return done(false, status, `redirect to ${res.headers.location ?? '(no location)'} not followed`);
+    return done(false, status, `HTTP ${status}`);
+  } catch (err) {
+    if (signal.aborted) return done(false, null, `no full response within ${opts.timeoutMs} ms`);
+    const e = err as { code?: string; message?: string; cause?: { code?: string; message?: string } };
+    const code = e.cause?.code ?? e.code;
+    return done(false, null, code ? `${code}: ${e.cause?.message ?? e.message}` : (e.message ?? String(err)));
+  }
+}

@@ -1,46 +1,96 @@
-/** JSON parsing that reports where a fault is, as a JSON path (`$.events[2]`). */
-import { invalidRequest, type FieldError } from './errors.ts';
+/** JSON parsing that reports where a fault is, as a JSON path (`$.events[2]`) and a position. */
+import { invalidRequest } from './errors.ts';
 
-/** The JSON path of the value being read at `pos` in `text` (best effort for malformed input). */
-export function jsonPathAt(text: string, pos: number): string {
-  type Frame = { kind: 'object'; key: string | null; expectKey: boolean } | { kind: 'array'; index: number };
-  const stack: Frame[] = [];
+export interface JsonFault {
+  path: string;
+  position: number;
+  message: string;
+}
+
+/**
+ * A strict recursive-descent scan of JSON text that stops at the first fault. V8's JSON.parse
+ * messages no longer carry a position, so this finds it (and the path) when JSON.parse fails.
+ */
+export function findJsonFault(text: string): JsonFault | null {
   let i = 0;
-  const end = Math.min(pos, text.length);
-  while (i < end) {
-    const ch = text[i];
-    const top = stack[stack.length - 1];
-    if (ch === '"') {
-      let j = i + 1;
-      let s = '';
-      while (j < text.length && text[j] !== '"') {
-        if (text[j] === '\\') {
-          s += text[j + 1] ?? '';
-          j += 2;
-        } else s += text[j++];
-      }
-      if (top?.kind === 'object' && top.expectKey) {
-        top.key = s;
-        top.expectKey = false;
-      }
-      i = j + 1;
-      continue;
+  const path: (string | number)[] = [];
+  const render = () => '$' + path.map((p) => (typeof p === 'number' ? `[${p}]` : /^[A-Za-z_][A-Za-z0-9_]*$/.test(p) ? `.${p}` : `[${JSON.stringify(p)}]`)).join('');
+  class Fault extends Error {}
+  const fail = (message: string): never => {
+    throw Object.assign(new Fault(message), { position: i });
+  };
+  const ws = () => {
+    while (i < text.length && ' \t\n\r'.includes(text[i])) i++;
+  };
+  const str = (): string => {
+    if (text[i] !== '"') fail('expected a string');
+    const start = i++;
+    while (i < text.length && text[i] !== '"') {
+      if (text[i] === '\\') i++;
+      else if (text.charCodeAt(i) < 0x20) fail('control character in string');
+      i++;
     }
-    if (ch === '{') stack.push({ kind: 'object', key: null, expectKey: true });
-    else if (ch === '[') stack.push({ kind: 'array', index: 0 });
-    else if (ch === '}' || ch === ']') stack.pop();
-    else if (ch === ',') {
-      if (top?.kind === 'array') top.index++;
-      else if (top?.kind === 'object') top.expectKey = true;
-    }
+    if (i >= text.length) fail('unterminated string');
     i++;
+    return JSON.parse(text.slice(start, i)) as string;
+  };
+  const value = (): void => {
+    ws();
+    const c = text[i];
+    if (c === undefined) return fail('unexpected end of input');
+    if (c === '{') {
+      i++;
+      ws();
+      if (text[i] === '}') return void i++;
+      for (;;) {
+        ws();
+        const key = str();
+        ws();
+        if (text[i] !== ':') fail(`expected ':' after key "${key}"`);
+        i++;
+        path.push(key);
+        value();
+        path.pop();
+        ws();
+        if (text[i] === ',') {
+          i++;
+          continue;
+        }
+        if (text[i] === '}') return void i++;
+        fail(text[i] === undefined ? 'unexpected end of input' : `expected ',' or '}' but found '${text[i]}'`);
+      }
+    }
+    if (c === '[') {
+      i++;
+      ws();
+      if (text[i] === ']') return void i++;
+      for (let n = 0; ; n++) {
+        path.push(n);
+        value();
+        path.pop();
+        ws();
+        if (text[i] === ',') {
+          i++;
+          continue;
+        }
+        if (text[i] === ']') return void i++;
+        fail(text[i] === undefined ? 'unexpected end of input' : `expected ',' or ']' but found '${text[i]}'`);
+      }
+    }
+    if (c === '"') return void str();
+    const m = /^(?:-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)/.exec(text.slice(i, i + 400));
+    if (!m) fail(`unexpected character '${c}'`);
+    i += m![0].length;
+  };
+  try {
+    value();
+    ws();
+    if (i < text.length) fail(`unexpected '${text[i]}' after the JSON value`);
+    return null;
+  } catch (err) {
+    if (!(err instanceof Fault)) throw err;
+    return { path: render(), position: (err as Fault & { position: number }).position, message: err.message };
   }
-  let path = '$';
-  for (const f of stack) {
-    if (f.kind === 'array') path += `[${f.index}]`;
-    else if (f.key !== null) path += /^[A-Za-z_][A-Za-z0-9_]*$/.test(f.key) ? `.${f.key}` : `[${JSON.stringify(f.key)}]`;
-  }
-  return path;
 }
 
 /** Parses a JSON body or throws 400 INVALID_REQUEST naming the path and position of the fault. */
@@ -49,9 +99,7 @@ export function parseJsonBody(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
-    const m = /position (\d+)/.exec((err as Error).message);
-    const pos = m ? Number(m[1]) : text.length;
-    const errors: FieldError[] = [{ path: jsonPathAt(text, pos), message: `malformed JSON at position ${pos}: ${(err as Error).message.replace(/ in JSON at position \d+.*$/, '')}` }];
-    throw invalidRequest(errors);
+    const fault = findJsonFault(text) ?? { path: '$', position: 0, message: (err as Error).message };
+    throw invalidRequest([{ path: fault.path, message: `malformed JSON at position ${fault.position}: ${fault.message}` }]);
   }
 }

@@ -1,0 +1,29 @@
+import t from 'tap';
+import { findJsonFault, parseJsonBody } from '../../core/json.ts';
+import { SluiceError } from '../../core/errors.ts';
+
+t.test('findJsonFault names the path and position of the first fault', async (t) => {
+  t.same(findJsonFault('{"url": "x", "events": ["a", "b", ]}'), { path: '$.events[2]', position: 34, message: "unexpected character ']'" });
+  t.equal(findJsonFault('{"metadata": {"k": }}')!.path, '$.metadata.k');
+  t.equal(findJsonFault('[1, 2, {"a": [x')!.path, '$[2].a[0]');
+  t.equal(findJsonFault('{"a": 1 "b": 2}')!.message, "expected ',' or '}' but found '\"'");
+  t.equal(findJsonFault('{"a": 1}')!, null, 'valid JSON has no fault');
+  t.equal(findJsonFault('{"a": 1} x')!.message, "unexpected 'x' after the JSON value");
+});
+
+t.test('parseJsonBody throws 400 INVALID_REQUEST with the path of the fault', async (t) => {
+  try {
+    parseJsonBody('{"events": ["a", }');
+    t.fail('should throw');
+  } catch (err) {
+    t.ok(err instanceof SluiceError);
+    const e = err as SluiceError;
+    t.equal(e.status, 400);
+    t.equal(e.code, 'INVALID_REQUEST');
+    const errors = e.extra.errors as { path: string; message: string }[];
+    t.equal(errors[0].path, '$.events[1]');
+    t.match(errors[0].message, /position 17/);
+  }
+  t.throws(() => parseJsonBody('   '), { code: 'INVALID_REQUEST' });
+  t.same(parseJsonBody('{"a":1}'), { a: 1 });
+});

@@ -53,8 +53,30 @@ export class DurableProducer {
   }
 }
 
+/**
+ * Retries an admin operation through the transient errors of a broker that has just started or
+ * is electing leaders ("coordinator is loading", "not the leader for that topic-partition").
+ */
+export async function withRetry<T>(what: string, fn: () => Promise<T>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
+    try {
+      return await fn();
+    } catch (err) {
+      const e = err as { retriable?: boolean; name?: string; message?: string };
+      const transient = e.retriable === true || /leader|coordinator|not available|ECONNREFUSED|timeout|metadata/i.test(`${e.name} ${e.message}`);
+      if (!transient || Date.now() + delay > deadline) throw new Error(`${what}: ${e.message ?? String(err)}`);
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+}
+
 /** Creates missing topics and aligns the config of existing ones; safe to run on every start. */
 export async function ensureTopics(kafka: Kafka, specs: TopicSpec[]): Promise<void> {
+  await withRetry('creating topics', () => ensureTopicsOnce(kafka, specs));
+}
+
+async function ensureTopicsOnce(kafka: Kafka, specs: TopicSpec[]): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
   try {
@@ -87,12 +109,20 @@ export async function ensureTopics(kafka: Kafka, specs: TopicSpec[]): Promise<vo
         })),
       });
     }
+    // Leaders elected for every partition before anyone produces or consumes.
+    const meta = await admin.fetchTopicMetadata({ topics: specs.map((s) => s.name) });
+    const leaderless = meta.topics.filter((t) => t.partitions.some((p) => p.leader < 0)).map((t) => t.name);
+    if (leaderless.length > 0) throw Object.assign(new Error(`no leader yet for ${leaderless.join(', ')}`), { retriable: true });
   } finally {
     await admin.disconnect();
   }
 }
 
-export async function endOffsets(kafka: Kafka, topics: string[]): Promise<Map<string, Map<number, bigint>>> {
+export function endOffsets(kafka: Kafka, topics: string[]): Promise<Map<string, Map<number, bigint>>> {
+  return withRetry('reading end offsets', () => endOffsetsOnce(kafka, topics));
+}
+
+async function endOffsetsOnce(kafka: Kafka, topics: string[]): Promise<Map<string, Map<number, bigint>>> {
   const admin = kafka.admin();
   await admin.connect();
   try {

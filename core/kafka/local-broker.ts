@@ -160,6 +160,7 @@ export async function startLocalKafka(opts: LocalKafkaOptions): Promise<LocalKaf
     }
     await new Promise((r) => setTimeout(r, 200));
   }
+  await waitForController(port, deadline, () => exited);
   // Stop the broker with us when the parent dies without calling stop().
   const onExit = () => {
     if (!exited) child.kill('SIGKILL');
@@ -178,6 +179,28 @@ export async function startLocalKafka(opts: LocalKafkaOptions): Promise<LocalKaf
       clearTimeout(timer);
     },
   };
+}
+
+/** The port accepting connections is not enough: wait until the cluster names a controller. */
+async function waitForController(port: number, deadline: number, exited: () => boolean): Promise<void> {
+  const { Kafka, logLevel } = await import('kafkajs');
+  const admin = new Kafka({ brokers: [`127.0.0.1:${port}`], logLevel: logLevel.NOTHING, retry: { retries: 0 } }).admin();
+  try {
+    for (;;) {
+      try {
+        await admin.connect();
+        const cluster = await admin.describeCluster();
+        if (cluster.controller !== null && cluster.controller >= 0) return;
+      } catch {
+        /* not ready yet */
+      }
+      if (exited()) throw new LocalKafkaError('START_FAILED', 'the Kafka broker exited during start-up');
+      if (Date.now() > deadline) throw new LocalKafkaError('START_FAILED', 'the Kafka broker did not name a controller in time');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  } finally {
+    await admin.disconnect().catch(() => {});
+  }
 }
 
 /** Lists what is in the jar cache (for `sluice kafka --fetch-only`). */

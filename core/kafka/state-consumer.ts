@@ -40,6 +40,8 @@ export class StateConsumer {
   lastContactAt = 0;
   ready = false;
   private stopped = false;
+  /** Next offset to read per "topic:partition", past control records too (read_committed). */
+  private readonly positions = new Map<string, bigint>();
 
   constructor(private readonly kafka: Kafka, views: StateView[], private readonly opts: StateConsumerOptions) {
     for (const v of views) this.views.set(v.topic, [...(this.views.get(v.topic) ?? []), v]);
@@ -52,6 +54,11 @@ export class StateConsumer {
     });
     this.consumer.on(this.consumer.events.FETCH, () => {
       this.lastContactAt = Date.now();
+    });
+    // END_BATCH_PROCESS also fires for batches of only transaction markers, which eachBatch never sees.
+    this.consumer.on(this.consumer.events.END_BATCH_PROCESS, (e) => {
+      const { topic, partition, lastOffset } = e.payload;
+      this.advance(`${topic}:${partition}`, BigInt(lastOffset) + 1n);
     });
     this.consumer.on(this.consumer.events.CRASH, (e) => {
       if (!this.stopped) opts.onError?.(e.payload.error);
@@ -94,6 +101,7 @@ export class StateConsumer {
           }
         }
         const key = `${batch.topic}:${batch.partition}`;
+        if (batch.messages.length > 0) this.advance(key, BigInt(batch.messages[batch.messages.length - 1].offset) + 1n);
         const end = this.pending.get(key);
         if (end !== undefined && BigInt(batch.highWatermark) >= end && BigInt(batch.lastOffset()) + 1n >= end) {
           this.pending.delete(key);
@@ -109,6 +117,25 @@ export class StateConsumer {
         timer = setTimeout(() => reject(new Error(`state views did not catch up within ${timeout} ms (left: ${[...this.pending.keys()].join(', ')})`)), timeout);
       }),
     ]).finally(() => clearTimeout(timer));
+  }
+
+  private advance(key: string, next: bigint): void {
+    if (next > (this.positions.get(key) ?? 0n)) this.positions.set(key, next);
+    // A partition that ends in transaction markers is caught up without eachBatch seeing its end.
+    const end = this.pending.get(key);
+    if (end !== undefined && next >= end) {
+      this.pending.delete(key);
+      this.checkReady();
+    }
+  }
+
+  /** The next offset this consumer will read on a partition (0 before the first batch). */
+  position(topic: string, partition: number): bigint {
+    return this.positions.get(`${topic}:${partition}`) ?? 0n;
+  }
+
+  viewsOf(topic: string): readonly StateView[] {
+    return this.views.get(topic) ?? [];
   }
 
   private checkReady(): void {

@@ -36,9 +36,20 @@ async function main(): Promise<number> {
     brokers = kafka.brokers.join(',');
     stop = () => kafka.stop();
   }
-  const tap = spawn(join(root, 'node_modules/.bin/tap'), process.argv.slice(2), { stdio: 'inherit', env: { ...process.env, KAFKA_BROKERS: brokers }, cwd: root });
-  const code = await new Promise<number>((resolve) => tap.once('exit', (c, sig) => resolve(c ?? (sig ? 1 : 0))));
+  const tap = spawn(join(root, 'node_modules/.bin/tap'), process.argv.slice(2), { stdio: ['inherit', 'pipe', 'inherit'], env: { ...process.env, KAFKA_BROKERS: brokers }, cwd: root });
+  // Echo tap's output and keep its summary line ("# { total: 9, pass: 8, fail: 1 }").
+  let tail = '';
+  tap.stdout!.on('data', (chunk: Buffer) => {
+    process.stdout.write(chunk);
+    tail = (tail + chunk.toString()).slice(-4096);
+  });
+  const code = await new Promise<number>((resolve) => tap.once('close', (c, sig) => resolve(c ?? (sig ? 1 : 0))));
   await stop();
+  const summary = /# \{ total: (\d+)(?:, pass: (\d+))?(?:, fail: (\d+))?(?:, skip: (\d+))?/.exec(tail);
+  if (summary) {
+    const [, , pass = '0', fail = '0', skip] = summary;
+    console.log(`${pass} passed, ${fail} failed${skip ? `, ${skip} skipped` : ''}`);
+  }
   return code;
 }
 

@@ -8,6 +8,18 @@ import type { StateView } from '../core/kafka/state-consumer.ts';
 import { openContext, type Context } from '../core/context.ts';
 import { startIngress, type Ingress } from '../ingress/server.ts';
 import type { Route } from '../ingress/types.ts';
+import { openapiRoutes } from '../ingress/routes/openapi.ts';
+import { AuditView } from '../core/audit/audit-view.ts';
+import { topicNames } from '../core/topics.ts';
+import { revocationRoutes } from '../ingress/routes/revocations.ts';
+import { auditRoutes } from '../ingress/routes/audit.ts';
+import { clientRoutes } from '../ingress/routes/clients.ts';
+import { webhookEndpointRoutes } from '../ingress/routes/webhook-endpoints.ts';
+import { webhookEventRoutes } from '../ingress/routes/webhook-events.ts';
+import { webhookDlqRoutes } from '../ingress/routes/webhook-dlq.ts';
+import { EventIdView } from '../core/webhooks/idempotency.ts';
+import { startDispatcher } from '../dispatcher/index.ts';
+import { RotationScheduler } from '../core/rotation/scheduler.ts';
 
 export interface NodeOptions {
   brokers: string[];
@@ -32,18 +44,20 @@ export interface SluiceNode {
 }
 
 /** Extra state views every node materializes (endpoints, DLQ, audit...). */
-function buildViews(_config: Readonly<Config>): StateView[] {
-  return [];
+export function buildViews(config: Readonly<Config>): StateView[] {
+  return [new AuditView(topicNames(config.topicPrefix).audit), new EventIdView(topicNames(config.topicPrefix).control)];
 }
 
 /** Control-plane routes beyond the auth routes (webhooks, DLQ, revocation, audit...). */
-function buildRoutes(_ctx: Context): Route[] {
-  return [];
+function buildRoutes(ctx: Context): Route[] {
+  return [...webhookEndpointRoutes(ctx), ...webhookEventRoutes(ctx), ...webhookDlqRoutes(ctx), ...revocationRoutes(ctx), ...clientRoutes(ctx), ...auditRoutes(ctx), ...openapiRoutes()];
 }
 
 /** Background workers by role. */
-async function startWorkers(_ctx: Context, _roles: { ingress: boolean; dispatcher: boolean }): Promise<Record<string, Worker>> {
+async function startWorkers(ctx: Context, roles: { ingress: boolean; dispatcher: boolean }): Promise<Record<string, Worker>> {
   const workers: Record<string, Worker> = {};
+  if (roles.ingress) workers.rotation = await RotationScheduler.start(ctx);
+  if (roles.dispatcher) workers.dispatcher = await startDispatcher(ctx);
   return workers;
 }
 

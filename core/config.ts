@@ -46,7 +46,19 @@ export interface Config {
   keyRotationDays: number;
   secretRotationDays: number;
   secretGraceDays: number;
+  /** How often the rotation leader checks whether a key or secret is due (real milliseconds). */
+  rotationCheckMs: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /** Webhook deliveries in flight at once in one dispatcher process. */
+  dispatchConcurrency: number;
+  /** Deliveries in flight at once to one endpoint (also the keep-alive connections per origin). */
+  dispatchPerEndpoint: number;
+  /** An attempt slower than this marks its endpoint slow: its other records in the batch are re-queued, not awaited. */
+  dispatchSlowMs: number;
+  /** Records of a batch not started within this time are re-queued to the first rung (uncounted). */
+  dispatchBatchBudgetMs: number;
+  /** How often (before SLUICE_TIME_SCALE) a delivery held for a PENDING endpoint is re-checked. */
+  dispatchHoldRecheckMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -199,7 +211,13 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
     keyRotationDays: num(env, 'SLUICE_KEY_ROTATION_DAYS', 30, 0.0001, 365),
     secretRotationDays: num(env, 'SLUICE_SECRET_ROTATION_DAYS', 30, 0.0001, 365),
     secretGraceDays: num(env, 'SLUICE_SECRET_GRACE_DAYS', 7, 0, 365),
+    rotationCheckMs: int(env, 'SLUICE_ROTATION_CHECK_MS', 60_000, 50, 3_600_000),
     logLevel,
+    dispatchConcurrency: int(env, 'SLUICE_DISPATCH_CONCURRENCY', 256, 1, 10_000),
+    dispatchPerEndpoint: int(env, 'SLUICE_DISPATCH_PER_ENDPOINT', 8, 1, 1000),
+    dispatchSlowMs: int(env, 'SLUICE_DISPATCH_SLOW_MS', 2000, 50, 10_000),
+    dispatchBatchBudgetMs: int(env, 'SLUICE_DISPATCH_BATCH_BUDGET_MS', 5000, 100, 60_000),
+    dispatchHoldRecheckMs: int(env, 'SLUICE_DISPATCH_HOLD_RECHECK_MS', 15 * 60_000, 1000, 24 * 3600_000),
   };
   return Object.freeze(config);
 }

@@ -13,6 +13,8 @@ import { KeyRing } from './tokens/key-ring.ts';
 import { ClientRegistry } from './clients/client-registry.ts';
 import { RevocationList } from './clients/revocation-list.ts';
 import { TokenService } from './tokens/token-service.ts';
+import { EndpointRegistry } from './webhooks/endpoint-registry.ts';
+import { DlqView } from './webhooks/dlq-view.ts';
 import { RUNG_LABELS, DLQ_RETENTION_MS } from './backoff.ts';
 import { createLogger, type Logger } from './log.ts';
 
@@ -27,8 +29,14 @@ export interface Context {
   clients: ClientRegistry;
   revocations: RevocationList;
   tokens: TokenService;
+  /** Webhook endpoints (`sluice.endpoints`): the same instance for ingress routes and the dispatcher. */
+  endpoints: EndpointRegistry;
+  /** Dead-lettered deliveries (`sluice.dlq`) minus replayed and expired ones: every node answers the DLQ list. */
+  dlq: DlqView;
   state: StateConsumer;
   log: Logger;
+  /** Run by close() before the state consumer and producer stop (e.g. the audit writer's producer). */
+  closers: Array<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -63,7 +71,9 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
     cacheSize: config.tokenCacheSize,
   });
   revocations.onChange = (clientId) => tokens.forgetClient(clientId);
-  const state = new StateConsumer(kafka, [keys, clients, revocations, ...(opts.views ?? [])], {
+  const endpoints = new EndpointRegistry(topics.endpoints, config.masterKey);
+  const dlq = new DlqView(topics.dlq);
+  const state = new StateConsumer(kafka, [keys, clients, revocations, endpoints, dlq, ...(opts.views ?? [])], {
     groupPrefix: config.topicPrefix,
     onError: (err) => log.error('state view error', { error: err.message }),
   });
@@ -79,9 +89,13 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
     clients,
     revocations,
     tokens,
+    endpoints,
+    dlq,
     state,
     log,
+    closers: [],
     async close() {
+      for (const c of ctx.closers.splice(0).reverse()) await c().catch(() => {});
       await state.stop().catch(() => {});
       await producer.disconnect().catch(() => {});
     },

@@ -28,6 +28,7 @@ export class Pipeline {
 
   /** Synchronous front half: a Reply when the request is refused before its body is needed. */
   front(req: IncomingRequest): { reply: Reply } | { route: Route; params: Record<string, string>; auth: VerifiedToken | null } {
+    let matched: Route | undefined;
     try {
       const m = this.deps.router.match(req.method, req.path);
       if (m.kind === 'not-found') throw new SluiceError('NOT_FOUND', `no route for ${req.path}`);
@@ -35,6 +36,7 @@ export class Pipeline {
         throw new SluiceError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${req.path}; allowed: ${m.allow.join(', ')}`, { allow: m.allow }, { Allow: m.allow.join(', ') });
       }
       const { route, params } = m;
+      matched = route;
       const auth = route.scope === null ? null : this.authorize(req, route);
       if (route.body !== 'none' && BODY_METHODS.has(req.method)) {
         const length = Number(req.headers['content-length'] ?? '0');
@@ -43,7 +45,7 @@ export class Pipeline {
       }
       return { route, params, auth };
     } catch (err) {
-      return { reply: this.errorReply(err, req, undefined) };
+      return { reply: this.errorReply(err, req, matched) };
     }
   }
 

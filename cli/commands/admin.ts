@@ -1,4 +1,8 @@
+import { userInfo } from 'node:os';
 import { createClient } from '../../core/clients/provisioning.ts';
+import { revokeClient, reenableClient } from '../../core/clients/revocation.ts';
+import { loadConfig } from '../../core/config.ts';
+import { buildViews } from '../assemble.ts';
 import { parse, required, UsageError } from '../args.ts';
 import { say, withContext } from '../runtime.ts';
 import type { Command } from './index.ts';
@@ -11,10 +15,14 @@ actions:
   list-clients [--tenant T] [--json]
       lists service principals (never their secrets)
   roles
-      lists the configured roles and their scopes`;
+      lists the configured roles and their scopes
+  revoke --client-id ID --reason TEXT [--actor NAME] [--json]
+      emergency revocation of any tenant's client (audited; idempotent)
+  reenable --client-id ID --reason TEXT [--actor NAME] [--force] [--json]
+      lifts a revocation (audited); refused while pre-revocation tokens could still verify, unless --force`;
 
 export const admin: Command = {
-  summary: 'operator actions: create-client, list-clients, roles',
+  summary: 'operator actions: create-client, list-clients, roles, revoke, reenable',
   async run(argv) {
     const [action, ...rest] = argv;
     if (!action || action === '--help' || action === '-h') {
@@ -34,7 +42,7 @@ export const ACTIONS: Record<string, (argv: string[]) => Promise<number>> = {
     const tenant = required(values, 'tenant', usage);
     const role = required(values, 'role', usage);
     return withContext('admin', async (ctx) => {
-      const c = await createClient(ctx, { tenant, role, region: values.region });
+      const c = await createClient(ctx, { tenant, role, region: values.region, actor: operator() });
       if (values.json) say(JSON.stringify(c));
       else {
         say(`client_id:     ${c.client_id}`);
@@ -43,7 +51,7 @@ export const ACTIONS: Record<string, (argv: string[]) => Promise<number>> = {
         say('The secret is shown only this once; Sluice stores only a keyed hash of it.');
       }
       return 0;
-    });
+    }, withViews());
   },
   async 'list-clients'(argv) {
     const usage = 'usage: sluice admin list-clients [--tenant T] [--json]';
@@ -58,6 +66,31 @@ export const ACTIONS: Record<string, (argv: string[]) => Promise<number>> = {
       return 0;
     });
   },
+  async revoke(argv) {
+    const usage = 'usage: sluice admin revoke --client-id ID --reason TEXT [--actor NAME] [--json]';
+    const { values } = parse(argv, { 'client-id': { type: 'string' }, reason: { type: 'string' }, actor: { type: 'string' }, json: { type: 'boolean' } }, usage);
+    const clientId = required(values, 'client-id', usage);
+    const reason = required(values, 'reason', usage);
+    return withContext('admin', async (ctx) => {
+      const { record, created } = await revokeClient(ctx, { clientId, reason, actor: operator(values.actor), tenant: null });
+      const out = { revocation_id: record.revocation_id, client_id: record.client_id, tenant_id: record.tenant_id, revoked_at: new Date(record.revoked_at).toISOString(), audit_entry_id: record.audit_entry_id, created };
+      if (values.json) say(JSON.stringify(out));
+      else say(`${created ? 'revoked' : 'already revoked'}: ${out.client_id} (tenant ${out.tenant_id}) at ${out.revoked_at}, revocation ${out.revocation_id}, audit entry ${out.audit_entry_id}`);
+      return 0;
+    }, withViews());
+  },
+  async reenable(argv) {
+    const usage = 'usage: sluice admin reenable --client-id ID --reason TEXT [--actor NAME] [--force] [--json]';
+    const { values } = parse(argv, { 'client-id': { type: 'string' }, reason: { type: 'string' }, actor: { type: 'string' }, force: { type: 'boolean' }, json: { type: 'boolean' } }, usage);
+    const clientId = required(values, 'client-id', usage);
+    const reason = required(values, 'reason', usage);
+    return withContext('admin', async (ctx) => {
+      const r = await reenableClient(ctx, { clientId, reason, actor: operator(values.actor), force: values.force === true });
+      if (values.json) say(JSON.stringify({ client_id: clientId, reenabled: true, audit_entry_id: r.audit_entry_id }));
+      else say(`re-enabled: ${clientId}, audit entry ${r.audit_entry_id}`);
+      return 0;
+    }, withViews());
+  },
   async roles(argv) {
     parse(argv, {}, 'usage: sluice admin roles');
     const { loadConfig } = await import('../../core/config.ts');
@@ -65,3 +98,12 @@ export const ACTIONS: Record<string, (argv: string[]) => Promise<number>> = {
     return 0;
   },
 };
+
+function operator(name?: string): string {
+  return `operator:${name ?? process.env.SLUICE_OPERATOR ?? userInfo().username}`;
+}
+
+/** Audited actions need the audit view (the chain's tail) on the admin's context. */
+function withViews() {
+  return { views: buildViews(loadConfig()) };
+}

@@ -25,10 +25,27 @@ export interface OutRecord {
   headers?: Record<string, string>;
 }
 
-/** A producer whose `send` resolves only once Kafka acknowledged the write (acks=all, idempotent). */
+interface PendingSend {
+  topic: string;
+  records: OutRecord[];
+  resolve: () => void;
+  reject: (err: Error) => void;
+}
+
+/** Most records one produce request carries; the rest wait for the next. */
+const MAX_BATCH_RECORDS = 2000;
+
+/**
+ * A producer whose `send` resolves only once Kafka acknowledged the write (acks=all, idempotent).
+ * The idempotent producer allows one request in flight, so sends that arrive while one is in
+ * flight are queued and go out together as the next request: one round trip for many callers,
+ * in arrival order (so per-key order holds).
+ */
 export class DurableProducer {
   private readonly producer: Producer;
   private connected = false;
+  private readonly queue: PendingSend[] = [];
+  private flushing = false;
   constructor(kafka: Kafka) {
     this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, retry: { retries: 10, initialRetryTime: 100 } });
   }
@@ -36,12 +53,42 @@ export class DurableProducer {
     await this.producer.connect();
     this.connected = true;
   }
-  async send(topic: string, records: OutRecord[]): Promise<void> {
-    if (!this.connected) throw new SluiceError('UNAVAILABLE', 'Kafka producer is not connected');
+  send(topic: string, records: OutRecord[]): Promise<void> {
+    if (!this.connected) return Promise.reject(new SluiceError('UNAVAILABLE', 'Kafka producer is not connected', {}, { 'Retry-After': '1' }));
+    if (records.length === 0) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ topic, records, resolve, reject });
+      void this.flush();
+    });
+  }
+  private async flush(): Promise<void> {
+    if (this.flushing) return;
+    this.flushing = true;
     try {
-      await this.producer.send({ topic, acks: -1, messages: records.map((r) => ({ key: r.key, value: r.value, headers: r.headers })) });
-    } catch (err) {
-      throw new SluiceError('UNAVAILABLE', `Kafka did not accept the write: ${(err as Error).message}`, {}, { 'Retry-After': '1' });
+      while (this.queue.length > 0) {
+        const batch: PendingSend[] = [];
+        let count = 0;
+        while (this.queue.length > 0 && (batch.length === 0 || count + this.queue[0].records.length <= MAX_BATCH_RECORDS)) {
+          const next = this.queue.shift()!;
+          count += next.records.length;
+          batch.push(next);
+        }
+        const byTopic = new Map<string, { key: string; value: string | null; headers?: Record<string, string> }[]>();
+        for (const b of batch) {
+          const list = byTopic.get(b.topic) ?? [];
+          for (const r of b.records) list.push({ key: r.key, value: r.value, headers: r.headers });
+          byTopic.set(b.topic, list);
+        }
+        try {
+          await this.producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+          for (const b of batch) b.resolve();
+        } catch (err) {
+          const e = new SluiceError('UNAVAILABLE', `Kafka did not accept the write: ${(err as Error).message}`, {}, { 'Retry-After': '1' });
+          for (const b of batch) b.reject(e);
+        }
+      }
+    } finally {
+      this.flushing = false;
     }
   }
   async sendJson(topic: string, key: string, value: unknown, headers?: Record<string, string>): Promise<void> {

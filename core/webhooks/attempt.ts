@@ -3,6 +3,7 @@
  * a redirect (never followed), a connection error or no full response in time is a failure. The
  * outcome is a value, never an exception, so the caller decides on it.
  */
+import type { LookupFunction } from 'node:net';
 import { Agent, request } from 'undici';
 
 export interface AttemptOutcome {
@@ -19,9 +20,12 @@ export interface AttemptOptions {
   dispatcher?: Agent;
 }
 
-/** A shared keep-alive agent; connections per origin are bounded so one host cannot take them all. */
-export function createDeliveryAgent(connectionsPerOrigin = 16): Agent {
-  return new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 120_000, connections: connectionsPerOrigin, pipelining: 1, connect: { timeout: 10_000 } });
+/**
+ * A shared keep-alive agent; connections per origin are bounded so one host cannot take them all.
+ * `lookup` (target-guard.ts guardedLookup) makes every new connection go to a checked address.
+ */
+export function createDeliveryAgent(connectionsPerOrigin = 16, lookup?: LookupFunction): Agent {
+  return new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 120_000, connections: connectionsPerOrigin, pipelining: 1, connect: { timeout: 10_000, ...(lookup ? { lookup } : {}) } });
 }
 
 const MAX_RESPONSE_BYTES = 64 * 1024;

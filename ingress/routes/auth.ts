@@ -1,6 +1,6 @@
 /** OAuth 2.0 client-credentials token endpoint (RFC 6749 §4.4), JWKS and RFC 8414 metadata. */
 import type { Context } from '../../core/context.ts';
-import { OAuthError } from '../../core/errors.ts';
+import { OAuthError, SluiceError } from '../../core/errors.ts';
 import { ALL_SCOPES } from '../../core/scopes.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import { json, type AppRequest, type Route } from '../types.ts';
@@ -48,6 +48,9 @@ export function authRoutes(ctx: Context, metrics: Metrics): Route[] {
     if (!creds) throw new OAuthError('invalid_client', 'client authentication is required: client_id and client_secret');
     if (basic && bodyId !== undefined && bodyId !== basic.clientId) throw new OAuthError('invalid_request', 'client_id in the body differs from the Basic credentials');
     const scope = param(b, 'scope');
+    // A node with a stale revocation list must not mint tokens for a client revoked meanwhile.
+    const staleMs = Date.now() - ctx.state.lastContactAt;
+    if (staleMs > ctx.config.kafkaStaleMs) throw new SluiceError('UNAVAILABLE', `this node has not heard from Kafka for ${staleMs} ms and issues no tokens (fail closed)`, {}, { 'Retry-After': '1' });
     const client = ctx.clients.authenticate(creds.clientId, creds.clientSecret, ctx.clock.now());
     if (!client || ctx.revocations.get(client.client_id)) throw new OAuthError('invalid_client', 'client authentication failed');
     const issued = ctx.tokens.issue(client, scope);

@@ -1,0 +1,95 @@
+/**
+ * Dispatcher throughput and latency, end to end on a real Kafka: events published through
+ * `POST /v1/webhooks/events`, fanned out, signed and delivered to a local node:http receiver that
+ * answers 204. Reports events/s from the first publish to the last 2xx, and p50/p99 of
+ * publish-to-receipt latency (publish = the moment the POST was sent).
+ *
+ *   KAFKA_BROKERS=127.0.0.1:9092 node bin/run-ts.js bench/dispatcher.ts [--events 5000] [--concurrency 32] [--no-id]
+ */
+import { createServer } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { cpus, totalmem } from 'node:os';
+import { loadConfig } from '../core/config.ts';
+import { createClient } from '../core/clients/provisioning.ts';
+import { startNode } from '../cli/assemble.ts';
+
+const arg = (name: string, def: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : def;
+};
+const EVENTS = arg('events', 5000);
+const CONCURRENCY = arg('concurrency', 32);
+// --no-id: publish without an id (one Kafka write per publish instead of claim + event + done).
+const WITH_ID = !process.argv.includes('--no-id');
+const brokersEnv = process.env.KAFKA_BROKERS;
+if (!brokersEnv) {
+  console.error('KAFKA_BROKERS is not set: start one with `node bin/sluice.js kafka --port 9092` and pass KAFKA_BROKERS=127.0.0.1:9092');
+  process.exit(2);
+}
+const brokers = brokersEnv.split(',');
+
+const received = new Map<string, number>();
+let done: () => void = () => {};
+const finished = new Promise<void>((r) => (done = r));
+const receiver = createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    const at = performance.now();
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id: string; type: string };
+    res.writeHead(body.type === 'ping' ? 200 : 204).end();
+    if (body.type !== 'ping' && !received.has(body.id)) {
+      received.set(body.id, at);
+      if (received.size === EVENTS) done();
+    }
+  });
+});
+await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+const receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
+
+const config = loadConfig({
+  ...process.env,
+  SLUICE_TOPIC_PREFIX: `bench-${randomBytes(4).toString('hex')}`,
+  SLUICE_PORT: '0',
+  SLUICE_ADMIN_PORT: '0',
+  SLUICE_HOST: '127.0.0.1',
+  SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
+  SLUICE_LOG_LEVEL: 'error',
+});
+const node = await startNode(config, { brokers, ingress: true, dispatcher: true });
+const base = `http://127.0.0.1:${node.ingress!.port}`;
+const client = await createClient(node.ctx, { tenant: 'bench', role: 'admin' });
+const tokenRes = await fetch(`${base}/v1/auth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret }) });
+const token = ((await tokenRes.json()) as { access_token: string }).access_token;
+const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+const reg = await fetch(`${base}/v1/webhooks/endpoints`, { method: 'POST', headers: auth, body: JSON.stringify({ url: receiverUrl, events: ['*'] }) });
+if (reg.status !== 201) throw new Error(`registration failed: ${reg.status} ${await reg.text()}`);
+
+const sentAt = new Map<string, number>();
+let next = 0;
+const t0 = performance.now();
+async function publisher(): Promise<void> {
+  while (next < EVENTS) {
+    const i = next++;
+    const started = performance.now();
+    const res = await fetch(`${base}/v1/webhooks/events`, { method: 'POST', headers: auth, body: JSON.stringify({ type: 'inference.completed', data: { i, pad: 'x'.repeat(200) }, ...(WITH_ID ? { id: `bench-${i}` } : {}) }) });
+    if (res.status !== 202) throw new Error(`publish failed: ${res.status} ${await res.text()}`);
+    sentAt.set(((await res.json()) as { id: string }).id, started);
+  }
+}
+await Promise.all(Array.from({ length: CONCURRENCY }, publisher));
+const publishedIn = performance.now() - t0;
+await Promise.race([finished, new Promise((_, rej) => setTimeout(() => rej(new Error(`only ${received.size}/${EVENTS} delivered within 120 s`)), 120_000))]);
+const total = Math.max(...received.values()) - t0;
+const lat = [...received].map(([id, at]) => at - sentAt.get(id)!).sort((a, b) => a - b);
+const pct = (p: number) => lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))];
+
+console.log(`command: KAFKA_BROKERS=${brokersEnv} node bin/run-ts.js bench/dispatcher.ts --events ${EVENTS} --concurrency ${CONCURRENCY}${WITH_ID ? '' : ' --no-id'}`);
+console.log(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; one process runs ingress + dispatcher, Kafka on the same host`);
+console.log(`events: ${EVENTS} published ${WITH_ID ? 'with an id (idempotent path)' : 'without an id'} by ${CONCURRENCY} concurrent clients, 1 endpoint, receiver answers 204`);
+console.log(`publish: ${(EVENTS / (publishedIn / 1000)).toFixed(0)} events/s accepted (202)`);
+console.log(`end to end: ${(EVENTS / (total / 1000)).toFixed(0)} events/s from the first publish to the last 2xx (${(total / 1000).toFixed(2)} s)`);
+console.log(`publish-to-receipt latency: p50 ${pct(50).toFixed(1)} ms, p99 ${pct(99).toFixed(1)} ms, max ${lat[lat.length - 1].toFixed(1)} ms`);
+await node.close();
+receiver.close();
+process.exit(0);

@@ -1,0 +1,112 @@
+/**
+ * Revocation propagation across separate ingress processes: 3 `sluice ingress` processes on this
+ * machine, 200 clients revoked one after the other through node 1; per node, the time from the
+ * 201 until that node refuses the client's token (each node polled back to back).
+ *
+ *   KAFKA_BROKERS=127.0.0.1:23092 node bin/run-ts.js bench/revocation.ts [--revocations 200]
+ */
+import { performance } from 'node:perf_hooks';
+import { cpus } from 'node:os';
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../core/config.ts';
+import { openContext } from '../core/context.ts';
+import { createClient, type CreatedClient } from '../core/clients/provisioning.ts';
+import { buildViews } from '../cli/assemble.ts';
+import { startLocalKafka, type LocalKafka } from '../core/kafka/local-broker.ts';
+import { cliEnv, spawnIngress, type IngressProcess } from '../test/helpers/cli.ts';
+import { freePort, uniquePrefix } from '../test/helpers/sluice.ts';
+
+const { values } = parseArgs({ options: { revocations: { type: 'string', default: '200' }, nodes: { type: 'string', default: '3' } } });
+const N = Number(values.revocations);
+const NODES = Number(values.nodes);
+
+let local: LocalKafka | null = null;
+let brokers = process.env.KAFKA_BROKERS?.split(',');
+const port = await freePort();
+const baseConfig = loadConfig({ ...process.env, SLUICE_TOPIC_PREFIX: uniquePrefix('bench-rev'), SLUICE_LOG_LEVEL: 'error', SLUICE_ISSUER: `http://127.0.0.1:${port}`, SLUICE_HOST: '127.0.0.1' });
+if (!brokers) {
+  local = await startLocalKafka({ cacheDir: baseConfig.cacheDir, port: await freePort(), fresh: true });
+  brokers = local.brokers;
+}
+const config = loadConfig({ ...process.env, KAFKA_BROKERS: brokers.join(','), SLUICE_TOPIC_PREFIX: baseConfig.topicPrefix, SLUICE_LOG_LEVEL: 'error', SLUICE_ISSUER: baseConfig.issuer, SLUICE_HOST: '127.0.0.1' });
+const ctx = await openContext(config, { brokers, component: 'bench', views: buildViews(config) });
+
+process.stdout.write(`starting ${NODES} ingress processes...\n`);
+const nodes: IngressProcess[] = [];
+for (let i = 0; i < NODES; i++) nodes.push(await spawnIngress(cliEnv(config), await freePort(), await freePort()));
+
+async function post(base: string, path: string, body: unknown, token?: string) {
+  const res = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) });
+  return { status: res.status, json: (await res.json()) as any };
+}
+const tokenOf = async (c: CreatedClient) => (await post(nodes[0].base, '/v1/auth/token', { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret })).json.access_token as string;
+/** The status a node gives the token on a route it may use (audit:read). */
+async function statusOn(base: string, token: string): Promise<number> {
+  const res = await fetch(`${base}/v1/audit?limit=1`, { headers: { authorization: `Bearer ${token}` } });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+process.stdout.write(`creating ${N} clients...\n`);
+const officer = await createClient(ctx, { tenant: 'bench', role: 'security-officer' });
+const victims: CreatedClient[] = [];
+for (let i = 0; i < N; i++) victims.push(await createClient(ctx, { tenant: 'bench', role: 'security-officer' }));
+let officerToken = await tokenOf(officer);
+let officerTokenAt = Date.now();
+
+const latencies: number[][] = nodes.map(() => []);
+/** The same, from the moment the POST left (the 201 waits for the audit append and node 1's view). */
+const fromSent: number[][] = nodes.map(() => []);
+const answer201: number[] = [];
+for (let i = 0; i < N; i++) {
+  if (Date.now() - officerTokenAt > 600_000) {
+    officerToken = await tokenOf(officer);
+    officerTokenAt = Date.now();
+  }
+  const token = await tokenOf(victims[i]);
+  for (const n of nodes) if ((await statusOn(n.base, token)) !== 200) throw new Error('the token should work before the revocation');
+  let t201 = Number.POSITIVE_INFINITY;
+  let stop = false;
+  // Every node is polled back to back from before the revocation is sent.
+  const pollers = nodes.map(async (n) => {
+    for (;;) {
+      const status = await statusOn(n.base, token);
+      const at = performance.now();
+      if (status === 401) return at;
+      if (stop) return Number.NaN;
+    }
+  });
+  const sent = performance.now();
+  const res = await post(nodes[0].base, '/v1/auth/revocations', { client_id: victims[i].client_id, reason: 'bench' }, officerToken);
+  t201 = performance.now();
+  if (res.status !== 201) throw new Error(`revocation answered ${res.status}: ${JSON.stringify(res.json)}`);
+  const timeout = setTimeout(() => (stop = true), 10_000);
+  const refusedAt = await Promise.all(pollers);
+  clearTimeout(timeout);
+  refusedAt.forEach((at, k) => {
+    latencies[k].push(Math.max(0, at - t201));
+    fromSent[k].push(at - sent);
+  });
+  answer201.push(t201 - sent);
+}
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
+};
+const fmt = (x: number) => (Number.isNaN(x) ? 'never' : `${x.toFixed(1)} ms`);
+process.stdout.write(`\nrevocation propagation: ${N} revocations through node 1, ${NODES} ingress processes, ${cpus().length} cores, Kafka ${brokers.join(',')}\n`);
+process.stdout.write('time from the 201 until the node refuses the revoked client\'s token (TOKEN_REVOKED):\n');
+latencies.forEach((xs, k) => {
+  process.stdout.write(`  node ${k + 1}${k === 0 ? ' (answered the 201)' : ''}: p50 ${fmt(pct(xs, 50))}  p99 ${fmt(pct(xs, 99))}  max ${fmt(Math.max(...xs))}\n`);
+});
+const all = latencies.flat();
+process.stdout.write(`  all nodes: p50 ${fmt(pct(all, 50))}  p99 ${fmt(pct(all, 99))}  max ${fmt(Math.max(...all))}\n`);
+process.stdout.write(`time from sending the POST until the node refuses the token (includes the audit append):\n`);
+fromSent.forEach((xs, k) => process.stdout.write(`  node ${k + 1}: p50 ${fmt(pct(xs, 50))}  p99 ${fmt(pct(xs, 99))}  max ${fmt(Math.max(...xs))}\n`));
+process.stdout.write(`POST /v1/auth/revocations until its 201: p50 ${fmt(pct(answer201, 50))}  p99 ${fmt(pct(answer201, 99))}  max ${fmt(Math.max(...answer201))}\n`);
+
+for (const n of nodes) await n.stop();
+await ctx.close();
+await local?.stop();
+process.exit(0);

@@ -1,0 +1,112 @@
+/**
+ * The contract as data: loads contracts/openapi.yaml and lists its operations with their
+ * scopes, request bodies and documented responses ($refs to components resolved).
+ *
+ *   const doc = loadContract();
+ *   for (const op of listOperations(doc)) console.log(op.method, op.path, op.scopes);
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parse } from 'yaml';
+
+export const CONTRACT_PATH = fileURLToPath(new URL('./openapi.yaml', import.meta.url));
+
+export type Json = Record<string, any>;
+
+export interface MediaType {
+  schema?: Json;
+}
+
+export interface HeaderSpec {
+  required?: boolean;
+  schema?: Json;
+}
+
+export interface ResponseSpec {
+  description: string;
+  headers?: Record<string, HeaderSpec>;
+  content?: Record<string, MediaType>;
+}
+
+export interface Operation {
+  operationId: string;
+  method: string; // upper case
+  path: string; // /v1/webhooks/endpoints/{endpoint_id}
+  /** Scopes the operation needs; null when it takes no token. */
+  scopes: string[] | null;
+  requestBody: { required: boolean; content: Record<string, MediaType> } | null;
+  responses: Record<string, ResponseSpec>;
+  parameters: Json[];
+}
+
+export const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
+
+export function loadContract(path = CONTRACT_PATH): Json {
+  return parse(readFileSync(path, 'utf8')) as Json;
+}
+
+/** Follows a local `$ref` (`#/components/...`) until the object is not a reference. */
+export function deref<T = Json>(doc: Json, value: any): T {
+  let v = value;
+  for (let hops = 0; v && typeof v === 'object' && typeof v.$ref === 'string'; hops++) {
+    if (hops > 20) throw new Error(`$ref loop at ${v.$ref}`);
+    v = pointer(doc, v.$ref);
+  }
+  return v as T;
+}
+
+export function pointer(doc: Json, ref: string): any {
+  if (!ref.startsWith('#/')) throw new Error(`only local $refs are supported, got ${ref}`);
+  let v: any = doc;
+  for (const raw of ref.slice(2).split('/')) {
+    const key = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    v = v?.[key];
+    if (v === undefined) throw new Error(`cannot resolve ${ref}`);
+  }
+  return v;
+}
+
+export function listOperations(doc: Json): Operation[] {
+  const out: Operation[] = [];
+  for (const [path, rawItem] of Object.entries<Json>(doc.paths ?? {})) {
+    const item = deref(doc, rawItem);
+    for (const m of HTTP_METHODS) {
+      const op = item[m];
+      if (!op) continue;
+      const security: Json[] = op.security ?? doc.security ?? [];
+      const scopes = security.length === 0 ? null : security.flatMap((s) => Object.values<string[]>(s).flat());
+      const rb = op.requestBody ? deref(doc, op.requestBody) : null;
+      const responses: Record<string, ResponseSpec> = {};
+      for (const [status, r] of Object.entries(op.responses ?? {})) {
+        const resp = deref<ResponseSpec>(doc, r);
+        const headers: Record<string, HeaderSpec> = {};
+        for (const [h, spec] of Object.entries(resp.headers ?? {})) headers[h] = deref<HeaderSpec>(doc, spec);
+        responses[status] = { ...resp, headers };
+      }
+      out.push({
+        operationId: op.operationId,
+        method: m.toUpperCase(),
+        path,
+        scopes,
+        requestBody: rb ? { required: rb.required === true, content: rb.content ?? {} } : null,
+        responses,
+        parameters: [...(item.parameters ?? []), ...(op.parameters ?? [])].map((p: Json) => deref(doc, p)),
+      });
+    }
+  }
+  return out;
+}
+
+/** The documented methods of a path (for the 405 check's Allow header). */
+export function methodsOf(doc: Json, path: string): string[] {
+  const item = deref(doc, doc.paths?.[path] ?? {});
+  return HTTP_METHODS.filter((m) => item[m]).map((m) => m.toUpperCase());
+}
+
+/** A documented response component by name (e.g. MethodNotAllowed), headers resolved. */
+export function responseComponent(doc: Json, name: string): ResponseSpec {
+  const resp = deref<ResponseSpec>(doc, { $ref: `#/components/responses/${name}` });
+  const headers: Record<string, HeaderSpec> = {};
+  for (const [h, spec] of Object.entries(resp.headers ?? {})) headers[h] = deref<HeaderSpec>(doc, spec);
+  return { ...resp, headers };
+}

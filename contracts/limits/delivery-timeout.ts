@@ -1,0 +1,29 @@
+/** Spec 6.4/8: a delivery fails after 10 s without a response: how long the dispatcher holds a silent target's connection. */
+import { api, register, startTarget } from './webhook-target.ts';
+import { result, type LimitCheck } from './types.ts';
+
+export const deliveryTimeout: LimitCheck = {
+  limit: 'delivery TCP timeout',
+  spec: '10 s',
+  async run(ctx) {
+    let resolveHeld: (ms: number) => void = () => {};
+    const held = new Promise<number>((r) => (resolveHeld = r));
+    const target = await startTarget((req) => {
+      const started = performance.now();
+      // Never answer: measure when the dispatcher gives up on the connection.
+      req.socket.once('close', () => resolveHeld(performance.now() - started));
+    });
+    try {
+      const ep = await register(ctx, target.url);
+      if ('skip' in ep) return result(this, 'skip', '-', ep.skip);
+      const published = await api(ctx, 'POST', '/v1/webhooks/events', { type: 'inference.completed', data: { guard: 'delivery-timeout' } });
+      if (published.status !== 202) return result(this, 'skip', '-', `publishing answered ${published.status}`);
+      const ms = await Promise.race([held, new Promise<number>((r) => setTimeout(() => r(-1), 30_000))]);
+      await api(ctx, 'DELETE', `/v1/webhooks/endpoints/${ep.id}`);
+      if (ms < 0) return result(this, 'skip', '-', 'no delivery arrived within 30 s (is a dispatcher running?)');
+      return result(this, ms >= 9_500 && ms <= 11_000 ? 'pass' : 'fail', `connection dropped after ${(ms / 1000).toFixed(2)} s`);
+    } finally {
+      await target.close();
+    }
+  },
+};

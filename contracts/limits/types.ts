@@ -1,0 +1,38 @@
+/** One guard per limit of the spec (sections 8, 6.2, 6.4): measured against a live Sluice, reported next to the spec's value. */
+
+export interface LimitContext {
+  baseUrl: string;
+  clientId: string;
+  clientSecret: string;
+  /** A client of the same tenant that the revocation guard may revoke. */
+  revocable?: { clientId: string; clientSecret: string };
+  /** The SLUICE_TIME_SCALE the Sluice under test runs with; the ladder guards need one (e.g. 4320). */
+  timeScale?: number;
+}
+
+export interface LimitResult {
+  limit: string;
+  spec: string;
+  measured: string;
+  outcome: 'pass' | 'fail' | 'skip';
+  reason?: string;
+}
+
+export interface LimitCheck {
+  limit: string;
+  spec: string;
+  run(ctx: LimitContext): Promise<LimitResult>;
+}
+
+export function result(check: Pick<LimitCheck, 'limit' | 'spec'>, outcome: LimitResult['outcome'], measured: string, reason?: string): LimitResult {
+  return { limit: check.limit, spec: check.spec, measured, outcome, reason };
+}
+
+export async function issueToken(baseUrl: string, clientId: string, clientSecret: string): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${baseUrl}/v1/auth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
+  });
+  return { status: res.status, body: await res.json().catch(() => null) };
+}

@@ -1,0 +1,42 @@
+/** A local webhook target for the delivery guards: answers the ping with 200 and the rest as told. */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { issueToken } from './types.ts';
+import type { LimitContext } from './types.ts';
+
+export interface Target {
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startTarget(onEvent: (req: IncomingMessage, res: ServerResponse) => void, onPing: (res: ServerResponse) => void = (res) => res.writeHead(200).end()): Promise<Target> {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => (req.headers['x-service-event-type'] === 'ping' ? onPing(res) : onEvent(req, res)));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    close: () => new Promise<void>((r) => {
+      server.closeAllConnections();
+      server.close(() => r());
+    }),
+  };
+}
+
+export async function api(ctx: LimitContext, method: string, path: string, body?: unknown): Promise<{ status: number; body: any; ms: number }> {
+  const token = (await issueToken(ctx.baseUrl, ctx.clientId, ctx.clientSecret)).body.access_token;
+  const started = performance.now();
+  const res = await fetch(`${ctx.baseUrl}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null, ms: performance.now() - started };
+}
+
+/** Registers an endpoint at `url`; a reason to skip when the Sluice cannot reach local targets or lacks the route. */
+export async function register(ctx: LimitContext, url: string, events = ['inference.completed']): Promise<{ id: string; state: string; ms: number } | { skip: string }> {
+  const r = await api(ctx, 'POST', '/v1/webhooks/endpoints', { url, events });
+  if (r.status === 404) return { skip: 'POST /v1/webhooks/endpoints is not implemented' };
+  if (r.status === 422 || r.status === 400) return { skip: `a local target was refused (${r.status}); start Sluice with SLUICE_DEV_ALLOW_INSECURE_TARGETS=true` };
+  if (r.status !== 201) return { skip: `registration answered ${r.status}` };
+  return { id: r.body.id, state: r.body.state, ms: r.ms };
+}

@@ -1,0 +1,156 @@
+/**
+ * Appends to the hash chain from any number of processes without forking it (docs/decisions.md,
+ * "Audit chain with several writers"). Every writer uses the same Kafka transactional id, so the
+ * one that initialises last fences all others: a writer that still holds its epoch knows nobody
+ * else appended since it read the tail, and a fenced writer's commit fails, it re-initialises
+ * (fencing the others in turn), re-reads the tail and retries.
+ */
+import type { Kafka, Producer, Admin } from 'kafkajs';
+import type { Clock } from '../clock.ts';
+import type { StateConsumer } from '../kafka/state-consumer.ts';
+import type { Logger } from '../log.ts';
+import { SluiceError } from '../errors.ts';
+import { newId } from '../secrets.ts';
+import { GENESIS_HASH, sealEntry, type AuditEntry } from './entry.ts';
+import type { AuditView } from './audit-view.ts';
+
+export interface AuditInput {
+  tenant_id: string;
+  actor: string;
+  action: string;
+  subject: string;
+  reason?: string | null;
+}
+
+export interface AppendedEntry {
+  id: string;
+  seq: number;
+  hash: string;
+}
+
+export interface AuditWriterDeps {
+  kafka: Kafka;
+  topic: string;
+  transactionalId: string;
+  view: AuditView;
+  state: StateConsumer;
+  clock: Clock;
+  log: Logger;
+}
+
+const ATTEMPTS = 10;
+const CATCH_UP_MS = 10_000;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class AuditWriter {
+  private producer: Producer | null = null;
+  private admin: Admin | null = null;
+  /** The last entry of the chain, valid only while this writer's epoch is unfenced. */
+  private tail: { seq: number; hash: string } | null = null;
+  private queue: Promise<unknown> = Promise.resolve();
+  private closed = false;
+
+  constructor(private readonly deps: AuditWriterDeps) {}
+
+  /** Appends one entry; concurrent calls in one process are serialised. */
+  append(input: AuditInput): Promise<AppendedEntry> {
+    const run = this.queue.then(() => this.appendNow(input));
+    this.queue = run.catch(() => {});
+    return run;
+  }
+
+  private async appendNow(input: AuditInput): Promise<AppendedEntry> {
+    const { view, clock, topic } = this.deps;
+    const id = newId('aud');
+    const at = new Date(clock.now()).toISOString();
+    let lastError: unknown = null;
+    for (let attempt = 0; attempt < ATTEMPTS && !this.closed; attempt++) {
+      try {
+        if (!this.producer || !this.tail) await this.claim();
+        // An earlier attempt may have committed before its acknowledgement was lost.
+        const done = view.get(id);
+        if (done) return { id, seq: done.seq, hash: done.hash };
+        const entry: AuditEntry = sealEntry(
+          { id, seq: this.tail!.seq + 1, at, tenant_id: input.tenant_id, actor: input.actor, action: input.action, subject: input.subject, reason: input.reason ?? null },
+          this.tail!.hash,
+        );
+        const tx = await this.producer!.transaction();
+        try {
+          await tx.send({ topic, acks: -1, messages: [{ key: entry.tenant_id, value: JSON.stringify(entry) }] });
+          await tx.commit();
+        } catch (err) {
+          await tx.abort().catch(() => {});
+          throw err;
+        }
+        this.tail = { seq: entry.seq, hash: entry.hash };
+        await this.waitVisible(id);
+        return { id, seq: entry.seq, hash: entry.hash };
+      } catch (err) {
+        lastError = err;
+        this.deps.log.debug('audit append retry', { attempt, error: (err as Error).message });
+        await this.drop();
+        // Writers that fenced each other back off by different amounts so one of them gets through.
+        await sleep(10 + Math.random() * 40 * (attempt + 1));
+      }
+    }
+    throw new SluiceError('UNAVAILABLE', `the audit log did not take the entry: ${(lastError as Error | null)?.message ?? 'closed'}`, {}, { 'Retry-After': '1' });
+  }
+
+  /** Becomes the writer (fencing every other one) and reads the chain's tail as of that moment. */
+  private async claim(): Promise<void> {
+    const { kafka, transactionalId, state, view, topic } = this.deps;
+    const producer = kafka.producer({
+      transactionalId,
+      idempotent: true,
+      maxInFlightRequests: 1,
+      allowAutoTopicCreation: false,
+      transactionTimeout: 30_000,
+      // kafkajs backs off 300 ms on CONCURRENT_TRANSACTIONS by default: far too long here.
+      retry: { initialRetryTime: 5, maxRetryTime: 200, retries: 25 },
+    });
+    await producer.connect();
+    this.producer = producer;
+    // kafkajs sends the transactional InitProducerId (which bumps the epoch, fencing every other
+    // writer, and settles any transaction they left open) on the first transaction(), not on
+    // connect(): open and abort an empty one so the fence is up before the tail is read.
+    const fence = await producer.transaction();
+    await fence.abort();
+    if (!this.admin) {
+      this.admin = kafka.admin();
+      await this.admin.connect();
+    }
+    const offsets = await this.admin.fetchTopicOffsets(topic);
+    const end = BigInt(offsets.find((o) => o.partition === 0)?.high ?? '0');
+    const deadline = Date.now() + CATCH_UP_MS;
+    while (state.position(topic, 0) < end) {
+      if (Date.now() > deadline) throw new Error(`the audit view did not reach offset ${end} within ${CATCH_UP_MS} ms`);
+      await sleep(5);
+    }
+    const last = view.tail();
+    this.tail = last ? { seq: last.seq, hash: last.hash } : { seq: 0, hash: GENESIS_HASH };
+  }
+
+  private async waitVisible(id: string): Promise<void> {
+    const deadline = Date.now() + CATCH_UP_MS;
+    while (!this.deps.view.get(id)) {
+      if (Date.now() > deadline) throw new Error('the appended audit entry did not become visible');
+      await sleep(2);
+    }
+  }
+
+  private async drop(): Promise<void> {
+    const p = this.producer;
+    this.producer = null;
+    this.tail = null;
+    await p?.disconnect().catch(() => {});
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.queue;
+    await this.drop();
+    await this.admin?.disconnect().catch(() => {});
+    this.admin = null;
+  }
+}

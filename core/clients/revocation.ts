@@ -1,0 +1,73 @@
+/**
+ * Emergency revocation and its undoing. Both write the audit entry first, then the compacted
+ * `sluice.revocations` record (a tombstone re-enables), and return once this node's view shows it.
+ *
+ *   const { record, created } = await revokeClient(ctx, { clientId, reason, actor, tenant: auth.tenantId });
+ */
+import type { Context } from '../context.ts';
+import { waitFor } from '../context.ts';
+import { SluiceError } from '../errors.ts';
+import { newId } from '../secrets.ts';
+import { appendAudit } from '../audit/audit-log.ts';
+import type { RevocationRecord } from './revocation-list.ts';
+
+export interface RevokeInput {
+  clientId: string;
+  reason: string;
+  /** client_id of the caller, or "operator:<name>". */
+  actor: string;
+  /** The caller's tenant; null for an operator, who may revoke any tenant's client. */
+  tenant: string | null;
+}
+
+const inFlight = new Map<string, Promise<{ record: RevocationRecord; created: boolean }>>();
+
+/** `created` is false when the client was already revoked: the existing record comes back unchanged. */
+export async function revokeClient(ctx: Context, input: RevokeInput): Promise<{ record: RevocationRecord; created: boolean }> {
+  const client = ctx.clients.get(input.clientId);
+  // Another tenant's client is indistinguishable from an unknown one.
+  if (!client || (input.tenant !== null && client.tenant_id !== input.tenant)) throw new SluiceError('NOT_FOUND', `no client "${input.clientId}" in this tenant`);
+  const existing = ctx.revocations.get(client.client_id);
+  if (existing) return { record: existing, created: false };
+  const key = `${ctx.topics.revocations}/${client.client_id}`;
+  const running = inFlight.get(key);
+  if (running) return running.then((r) => ({ record: r.record, created: false }));
+  const p = (async () => {
+    const audit = await appendAudit(ctx, { tenant_id: client.tenant_id, actor: input.actor, action: 'credential.revoked', subject: client.client_id, reason: input.reason });
+    const record: RevocationRecord = {
+      revocation_id: newId('rev'),
+      client_id: client.client_id,
+      tenant_id: client.tenant_id,
+      reason: input.reason,
+      actor: input.actor,
+      revoked_at: ctx.clock.now(),
+      audit_entry_id: audit.id,
+    };
+    await ctx.producer.sendJson(ctx.topics.revocations, client.client_id, record);
+    await waitFor(() => ctx.revocations.get(client.client_id)?.revocation_id === record.revocation_id, 10_000, 'revocation record');
+    return { record, created: true };
+  })();
+  inFlight.set(key, p);
+  try {
+    return await p;
+  } finally {
+    inFlight.delete(key);
+  }
+}
+
+/**
+ * Lifts a revocation (operator only). Tokens issued before the revocation would verify again once
+ * the record is gone, so this waits out their lifetime unless `force` says the operator accepts that.
+ */
+export async function reenableClient(ctx: Context, input: { clientId: string; reason: string; actor: string; force?: boolean }): Promise<{ audit_entry_id: string; revocation: RevocationRecord }> {
+  const rec = ctx.revocations.get(input.clientId);
+  if (!rec) throw new SluiceError('NOT_FOUND', `client "${input.clientId}" is not revoked`);
+  const safeAt = rec.revoked_at + (ctx.config.tokenTtlSeconds + ctx.config.clockSkewSeconds) * 1000 + 1000;
+  if (!input.force && ctx.clock.now() < safeAt) {
+    throw new SluiceError('CONFLICT', `tokens issued before the revocation stay valid until ${new Date(safeAt).toISOString()}; re-enabling earlier would make them verify again (use --force to accept that)`, { safe_at: new Date(safeAt).toISOString() });
+  }
+  const audit = await appendAudit(ctx, { tenant_id: rec.tenant_id, actor: input.actor, action: 'credential.reenabled', subject: rec.client_id, reason: input.reason });
+  await ctx.producer.sendJson(ctx.topics.revocations, rec.client_id, null);
+  await waitFor(() => !ctx.revocations.get(rec.client_id), 10_000, 'revocation tombstone');
+  return { audit_entry_id: audit.id, revocation: rec };
+}

@@ -1,0 +1,37 @@
+/**
+ * Signing-key rotation, one step: write what the key ring's plan asks for (the successor before it
+ * signs), retire keys whose last token has expired, audit both. Idempotent: a step with nothing due
+ * writes nothing.
+ */
+import type { Context } from '../context.ts';
+import { DAY_MS, waitFor } from '../context.ts';
+import { appendAudit } from '../audit/audit-log.ts';
+import { SYSTEM_TENANT } from '../audit/entry.ts';
+
+export const ROTATION_ACTOR = 'sluice:rotation';
+
+export async function rotateKeys(ctx: Context): Promise<{ created: string[]; retired: string[] }> {
+  const now = ctx.clock.now();
+  const plan = { rotationMs: ctx.config.keyRotationDays * DAY_MS, tokenLifetimeMs: (ctx.config.tokenTtlSeconds + ctx.config.clockSkewSeconds) * 1000 };
+  const created: string[] = [];
+  for (const k of ctx.keys.plan(now, plan)) {
+    await appendAudit(ctx, {
+      tenant_id: SYSTEM_TENANT,
+      actor: ROTATION_ACTOR,
+      action: 'signing_key.created',
+      subject: k.kid,
+      reason: `signs from ${new Date(k.signs_from).toISOString()} until ${new Date(k.signs_until).toISOString()}, published until ${new Date(k.published_until).toISOString()}`,
+    });
+    await ctx.producer.sendJson(ctx.topics.keys, k.kid, k);
+    await waitFor(() => ctx.keys.records().some((r) => r.kid === k.kid), 10_000, 'signing key');
+    created.push(k.kid);
+  }
+  const retired: string[] = [];
+  for (const kid of ctx.keys.expired(now)) {
+    await appendAudit(ctx, { tenant_id: SYSTEM_TENANT, actor: ROTATION_ACTOR, action: 'signing_key.retired', subject: kid, reason: 'its last token has expired' });
+    await ctx.producer.sendJson(ctx.topics.keys, kid, null);
+    await waitFor(() => !ctx.keys.records().some((r) => r.kid === kid), 10_000, 'signing key tombstone');
+    retired.push(kid);
+  }
+  return { created, retired };
+}

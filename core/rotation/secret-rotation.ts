@@ -1,0 +1,69 @@
+/**
+ * Client-secret rotation, one step: every active client whose `rotate_at` has come gets a new
+ * secret; the old ones keep working until the grace window ends. The new secret is kept sealed on
+ * the record for `GET /v1/auth/clients/{id}/secret`, and a `credential.rotated` event (without the
+ * secret) tells the tenant's webhooks to fetch it.
+ */
+import type { Context } from '../context.ts';
+import { DAY_MS } from '../context.ts';
+import { appendAudit } from '../audit/audit-log.ts';
+import { writeClient } from '../clients/provisioning.ts';
+import type { ClientRecord } from '../clients/client-registry.ts';
+import { hashSecret, newId, newSecret, seal, unseal } from '../secrets.ts';
+import type { EventRecord } from '../webhooks/records.ts';
+import { ROTATION_ACTOR } from './key-rotation.ts';
+
+export const CREDENTIAL_ROTATED = 'credential.rotated';
+
+/** What the sealed `pending_secret_sealed` holds. */
+export interface RotatedSecret {
+  client_secret: string;
+  rotated_at: number;
+  previous_secret_expires_at: number;
+}
+
+export function openRotatedSecret(masterKey: Buffer, rec: ClientRecord): RotatedSecret | null {
+  if (!rec.pending_secret_sealed) return null;
+  return JSON.parse(unseal(masterKey, rec.pending_secret_sealed)) as RotatedSecret;
+}
+
+export async function rotateSecrets(ctx: Context): Promise<string[]> {
+  const now = ctx.clock.now();
+  const due = ctx.clients.all().filter((c) => c.status === 'active' && c.rotate_at !== null && c.rotate_at <= now && !ctx.revocations.get(c.client_id));
+  const rotated: string[] = [];
+  for (const c of due) {
+    await rotateSecret(ctx, c, now);
+    rotated.push(c.client_id);
+  }
+  return rotated;
+}
+
+export async function rotateSecret(ctx: Context, c: ClientRecord, now: number): Promise<void> {
+  const graceEnds = now + ctx.config.secretGraceDays * DAY_MS;
+  const secret = newSecret('sk');
+  const kept = c.secrets.filter((s) => s.expires_at === null || now < s.expires_at).map((s) => ({ ...s, expires_at: s.expires_at === null ? graceEnds : Math.min(s.expires_at, graceEnds) }));
+  const pending: RotatedSecret = { client_secret: secret, rotated_at: now, previous_secret_expires_at: graceEnds };
+  const record: ClientRecord = {
+    ...c,
+    secrets: [...kept, { hash: hashSecret(ctx.config.masterKey, secret), created_at: now, expires_at: null }],
+    updated_at: now,
+    rotate_at: now + ctx.config.secretRotationDays * DAY_MS,
+    pending_secret_sealed: seal(ctx.config.masterKey, JSON.stringify(pending)),
+  };
+  await appendAudit(ctx, { tenant_id: c.tenant_id, actor: ROTATION_ACTOR, action: 'client_secret.rotated', subject: c.client_id, reason: `previous secret valid until ${new Date(graceEnds).toISOString()}` });
+  await writeClient(ctx, record);
+  const event: EventRecord = {
+    id: newId('evt'),
+    tenant_id: c.tenant_id,
+    type: CREDENTIAL_ROTATED,
+    created_at: now,
+    data: {
+      client_id: c.client_id,
+      rotated_at: new Date(now).toISOString(),
+      previous_secret_expires_at: new Date(graceEnds).toISOString(),
+      next_rotation_at: new Date(record.rotate_at!).toISOString(),
+      secret_url: `${ctx.config.issuer}/v1/auth/clients/${c.client_id}/secret`,
+    },
+  };
+  await ctx.producer.sendJson(ctx.topics.events, c.tenant_id, event);
+}

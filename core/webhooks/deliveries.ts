@@ -1,0 +1,68 @@
+/**
+ * Building the unit of delivery: one DeliveryRecord per (event, endpoint). Shared by the fan-out
+ * (events → deliveries) and DLQ replay (entry → a fresh delivery, attempt 1).
+ *
+ *   const rec = newDelivery(event, endpoint.id, now);                       // fan-out: stable id
+ *   const again = newDelivery(entry.payload, entry.endpoint_id, now, true); // replay: new id
+ */
+import { createHash } from 'node:crypto';
+import { newId } from '../secrets.ts';
+import { KNOWN_EVENT_KINDS, type DeliveryRecord, type EventRecord } from './records.ts';
+
+/** A custom kind is `<word>.<word>` in lowercase; `ping` is reserved for verification. */
+export const EVENT_TYPE_PATTERN = /^[a-z][a-z0-9_]{0,31}\.[a-z][a-z0-9_]{0,31}$/;
+export const EVENT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+export const MAX_EVENT_DATA_BYTES = 256 * 1024;
+
+export function isPublishableType(type: string): boolean {
+  return type !== 'ping' && ((KNOWN_EVENT_KINDS as readonly string[]).includes(type) || EVENT_TYPE_PATTERN.test(type));
+}
+
+/**
+ * The fan-out derives the delivery id from (tenant, event, endpoint), so a fan-out repeated after a
+ * crash yields the same id (and the same DLQ entry id later); a replay asks for a fresh one.
+ */
+export function newDelivery(event: EventRecord, endpointId: string, nowMs: number, fresh = false): DeliveryRecord {
+  const deliveryId = fresh ? newId('dlv') : `dlv_${createHash('sha256').update(`${event.tenant_id}\0${event.id}\0${endpointId}`).digest('hex').slice(0, 24)}`;
+  return {
+    delivery_id: deliveryId,
+    endpoint_id: endpointId,
+    tenant_id: event.tenant_id,
+    event,
+    attempt: 1,
+    first_attempt_at: null,
+    due_at: nowMs,
+    last_status: null,
+    last_error: null,
+    last_attempt_at: null,
+  };
+}
+
+/** Checks a record read from `sluice.events` (data-plane producers write there directly). */
+export function parseEventRecord(value: Buffer | null): EventRecord | null {
+  if (value === null) return null;
+  let v: unknown;
+  try {
+    v = JSON.parse(value.toString('utf8'));
+  } catch {
+    return null;
+  }
+  const e = v as Partial<EventRecord>;
+  if (typeof e !== 'object' || e === null) return null;
+  if (typeof e.id !== 'string' || !EVENT_ID_PATTERN.test(e.id)) return null;
+  if (typeof e.tenant_id !== 'string' || e.tenant_id === '') return null;
+  if (typeof e.type !== 'string' || !isPublishableType(e.type)) return null;
+  if (typeof e.created_at !== 'number' || !Number.isFinite(e.created_at)) return null;
+  return { id: e.id, tenant_id: e.tenant_id, type: e.type, data: e.data ?? null, created_at: e.created_at };
+}
+
+export function parseDeliveryRecord(value: Buffer | null): DeliveryRecord | null {
+  if (value === null) return null;
+  try {
+    const r = JSON.parse(value.toString('utf8')) as DeliveryRecord;
+    if (typeof r.delivery_id !== 'string' || typeof r.endpoint_id !== 'string' || typeof r.attempt !== 'number' || typeof r.event?.id !== 'string') return null;
+    return r;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * Publishing an event for a tenant: one record on `sluice.events` (key tenant), acknowledged only
+ * after Kafka acknowledged it. With a caller-chosen `id`, a repeat within 24 h answers the first
+ * publish's result and writes nothing (see idempotency.ts and docs/decisions.md).
+ *
+ *   const { id, matched_endpoints } = await publishEvent(ctx, { tenant_id: 'acme', type: 'pipeline.failed', data });
+ */
+import { randomUUID } from 'node:crypto';
+import type { Context } from '../context.ts';
+import { waitFor } from '../context.ts';
+import { SluiceError } from '../errors.ts';
+import { newId } from '../secrets.ts';
+import type { EventRecord } from './records.ts';
+import { eventIdKey, eventIdViewOf, STALE_CLAIM_MS, type EventIdClaim } from './idempotency.ts';
+
+export interface PublishInput {
+  tenant_id: string;
+  type: string;
+  data: unknown;
+  id?: string;
+}
+
+export interface Published {
+  id: string;
+  matched_endpoints: number;
+  /** True when this answers an earlier publish of the same id. */
+  repeated: boolean;
+}
+
+export async function publishEvent(ctx: Context, input: PublishInput): Promise<Published> {
+  const now = ctx.clock.now();
+  const matched = ctx.endpoints.matching(input.tenant_id, input.type).length;
+  if (input.id === undefined) {
+    const id = newId('evt');
+    await writeEvent(ctx, { id, tenant_id: input.tenant_id, type: input.type, data: input.data, created_at: now });
+    return { id, matched_endpoints: matched, repeated: false };
+  }
+  const view = eventIdViewOf(ctx);
+  const key = eventIdKey(input.tenant_id, input.id);
+  const answer = (w: EventIdClaim): Published => ({ id: input.id!, matched_endpoints: w.matched_endpoints, repeated: true });
+  for (let round = 0; round < 2; round++) {
+    const existing = view.winner(key, ctx.clock.now());
+    if (existing?.state === 'published') return answer(existing);
+    if (existing && ctx.clock.now() - existing.claimed_at < STALE_CLAIM_MS) {
+      const done = await settle(() => view.winner(key, ctx.clock.now()), STALE_CLAIM_MS);
+      if (done?.state === 'published') return answer(done);
+      continue;
+    }
+    const claim: EventIdClaim = { kind: 'event-id', tenant_id: input.tenant_id, event_id: input.id, claim: randomUUID(), state: 'claimed', matched_endpoints: matched, claimed_at: ctx.clock.now() };
+    await ctx.producer.sendJson(ctx.topics.control, key, claim);
+    await waitFor(() => view.seen(claim.claim), 10_000, 'event-id claim');
+    const winner = view.winner(key, ctx.clock.now());
+    if (winner?.claim !== claim.claim) continue;
+    await writeEvent(ctx, { id: input.id, tenant_id: input.tenant_id, type: input.type, data: input.data, created_at: claim.claimed_at });
+    await ctx.producer.sendJson(ctx.topics.control, key, { ...claim, state: 'published' } satisfies EventIdClaim);
+    return { id: input.id, matched_endpoints: matched, repeated: false };
+  }
+  throw new SluiceError('UNAVAILABLE', `another publish of event id "${input.id}" is in flight; retry shortly`, {}, { 'Retry-After': '1' });
+}
+
+async function writeEvent(ctx: Context, event: EventRecord): Promise<void> {
+  await ctx.producer.sendJson(ctx.topics.events, event.tenant_id, event);
+}
+
+/** Waits until the claim is published or the time runs out; returns the last winner seen. */
+async function settle(read: () => EventIdClaim | undefined, timeoutMs: number): Promise<EventIdClaim | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  let w = read();
+  while (w?.state !== 'published' && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 10));
+    w = read();
+  }
+  return w;
+}

@@ -1,0 +1,156 @@
+/**
+ * SSRF guard for webhook targets. A target must be an `https` URL without credentials whose host
+ * resolves only to public addresses: never loopback, private, link-local, shared (CGNAT),
+ * multicast, reserved or a cloud metadata address. Checked at registration and before every
+ * delivery; `guardedLookup` also makes the connection itself go to an address that passed the
+ * check, which closes the DNS-rebinding gap between checking a name and connecting to it.
+ *
+ *   const url = checkTargetUrl(body.url, { allowInsecure });   // syntax: throws 422
+ *   await assertPublicAddress(url, { allowInsecure });         // after DNS: throws 422
+ *
+ * `allowInsecure` (SLUICE_DEV_ALLOW_INSECURE_TARGETS, refused in production) allows `http` and
+ * non-public addresses for local development and tests; cloud metadata stays refused even then.
+ */
+import { lookup as dnsLookup } from 'node:dns/promises';
+import { isIP, type LookupFunction } from 'node:net';
+import { SluiceError } from '../errors.ts';
+import { classifyAddress, displayAddress, type BlockedKind } from './ip-ranges.ts';
+
+export const MAX_TARGET_URL_LENGTH = 2048;
+const DNS_TIMEOUT_MS = 5000;
+
+export interface ResolvedAddress {
+  address: string;
+  family: number;
+}
+
+/** Resolves a hostname to all its addresses (injectable so tests can make a name resolve anywhere). */
+export type TargetLookup = (hostname: string) => Promise<ResolvedAddress[]>;
+
+export interface TargetGuardOptions {
+  allowInsecure: boolean;
+  lookup?: TargetLookup;
+}
+
+export type TargetRefusal = 'invalid_url' | 'too_long' | 'scheme' | 'credentials' | 'unresolvable' | BlockedKind;
+
+/** Names that reach a metadata service or loopback whatever DNS says. */
+const METADATA_NAMES = new Set(['metadata.google.internal', 'metadata.goog', 'metadata', 'instance-data', 'instance-data.ec2.internal']);
+
+function refuse(reason: TargetRefusal, detail: string, extra: Record<string, unknown> = {}): SluiceError {
+  return new SluiceError('UNPROCESSABLE_TARGET', detail, { reason, ...extra });
+}
+
+/** Syntax checks that need no network; returns the parsed URL. */
+export function checkTargetUrl(url: string, opts: { allowInsecure: boolean }): URL {
+  if (url.length > MAX_TARGET_URL_LENGTH) throw refuse('too_long', `the target URL must be at most ${MAX_TARGET_URL_LENGTH} characters`);
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw refuse('invalid_url', 'the target URL is not an absolute URL');
+  }
+  const schemes = opts.allowInsecure ? ['https:', 'http:'] : ['https:'];
+  if (!schemes.includes(parsed.protocol)) {
+    throw refuse('scheme', `the target URL must use ${opts.allowInsecure ? 'https or http' : 'https'}, got "${parsed.protocol.replace(/:$/, '')}"`);
+  }
+  if (parsed.username !== '' || parsed.password !== '') throw refuse('credentials', 'the target URL must not carry credentials (user:password@); authenticate with the signature instead');
+  if (hostOf(parsed) === '') throw refuse('invalid_url', 'the target URL has no host');
+  return parsed;
+}
+
+/** The hostname without IPv6 brackets or a trailing root dot, lower case. */
+function hostOf(url: URL): string {
+  return url.hostname.replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '').toLowerCase();
+}
+
+/** Refuses one resolved address unless it is public (or allowed for development). */
+function checkAddress(hostname: string, address: string, allowInsecure: boolean): void {
+  const blocked = classifyAddress(address);
+  if (!blocked) return;
+  if (allowInsecure && blocked.blocked !== 'metadata' && blocked.blocked !== 'invalid') return;
+  const via = hostname === address ? '' : ` (${hostname} resolves to it)`;
+  throw refuse(blocked.blocked, `the target address ${displayAddress(address)}${via} is a ${blocked.blocked} address (${blocked.range}); webhook targets must be public`, {
+    address,
+    range: blocked.range,
+  });
+}
+
+function checkName(hostname: string, allowInsecure: boolean): void {
+  if (METADATA_NAMES.has(hostname)) throw refuse('metadata', `the target host ${hostname} is a cloud metadata service`);
+  // RFC 6761: localhost names are loopback whatever a resolver answers.
+  if (!allowInsecure && (hostname === 'localhost' || hostname.endsWith('.localhost'))) throw refuse('loopback', `the target host ${hostname} is a loopback name; webhook targets must be public`);
+}
+
+const systemLookup: TargetLookup = async (hostname) => {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      dnsLookup(hostname, { all: true, verbatim: true }),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no DNS answer within ${DNS_TIMEOUT_MS} ms`)), DNS_TIMEOUT_MS);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+};
+
+/** Every address of `hostname`, each checked; throws 422 when the name does not resolve or any address is refused. */
+export async function resolveTarget(hostname: string, opts: TargetGuardOptions): Promise<ResolvedAddress[]> {
+  const host = hostname.replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '').toLowerCase();
+  const family = isIP(host);
+  if (family !== 0) {
+    checkAddress(host, host, opts.allowInsecure);
+    return [{ address: host, family }];
+  }
+  checkName(host, opts.allowInsecure);
+  let addresses: ResolvedAddress[];
+  try {
+    addresses = await (opts.lookup ?? systemLookup)(host);
+  } catch (err) {
+    throw refuse('unresolvable', `the target host ${host} does not resolve: ${(err as Error).message}`);
+  }
+  if (addresses.length === 0) throw refuse('unresolvable', `the target host ${host} has no addresses`);
+  // Every address, not only the first: a resolver may hand out any of them at connect time.
+  for (const a of addresses) checkAddress(host, a.address, opts.allowInsecure);
+  return addresses;
+}
+
+/** Resolves the URL's host (all addresses) and refuses any non-public one; throws SluiceError UNPROCESSABLE_TARGET. */
+export async function assertPublicAddress(url: URL, opts: TargetGuardOptions): Promise<void> {
+  await resolveTarget(hostOf(url), opts);
+}
+
+/** Both checks in one, in the shape attemptDelivery's `checkTarget` takes. */
+export function targetGuard(opts: TargetGuardOptions): (url: URL) => Promise<void> {
+  return async (url) => {
+    checkTargetUrl(url.href, opts);
+    await assertPublicAddress(url, opts);
+  };
+}
+
+/**
+ * A `lookup` for net/tls.connect (undici Agent `connect.lookup`): resolves, checks every address
+ * and connects only to a checked one, so a name that re-resolves to a private address between the
+ * check and the connect (DNS rebinding) is refused at connect time. IP-literal hosts never reach a
+ * lookup; `targetGuard` covers those before the request.
+ */
+export function guardedLookup(opts: TargetGuardOptions): LookupFunction {
+  return (hostname, options, callback) => {
+    resolveTarget(hostname, opts).then(
+      (addresses) => {
+        const want = options.family === 4 || options.family === 'IPv4' ? 4 : options.family === 6 || options.family === 'IPv6' ? 6 : 0;
+        const usable = want === 0 ? addresses : addresses.filter((a) => a.family === want);
+        if (usable.length === 0) {
+          const err: NodeJS.ErrnoException = new Error(`${hostname} has no IPv${want} address`);
+          err.code = 'ENOTFOUND';
+          return callback(err, '', 0);
+        }
+        if (options.all) callback(null, usable);
+        else callback(null, usable[0].address, usable[0].family);
+      },
+      (err: Error) => callback(err as NodeJS.ErrnoException, '', 0),
+    );
+  };
+}

@@ -1,0 +1,206 @@
+/**
+ * Consumer plumbing shared by the fan-out, the delivery consumer and the rung consumer:
+ *
+ * - `GroupConsumer`: one kafkajs consumer group member (autoCommit off, eachBatch) that is
+ *   rebuilt when kafkajs reports a crash it will not recover from itself (kafka-notes.md).
+ * - `OffsetTracker`: deliveries finish out of order; the committed offset of a partition is the
+ *   lowest one whose outcome is not yet durable, so a crash repeats deliveries and never loses one.
+ */
+import type { Kafka } from 'kafkajs';
+import type { EachBatchPayload } from 'kafkajs';
+import { consumer as newConsumer, type Consumer } from '../core/kafka/client.ts';
+import type { Logger } from '../core/log.ts';
+
+export interface GroupConsumerOptions {
+  groupId: string;
+  topics: string[];
+  maxWaitTimeInMs?: number;
+  partitionsConsumedConcurrently?: number;
+  eachBatch(payload: EachBatchPayload, member: GroupConsumer): Promise<void>;
+}
+
+export class GroupConsumer {
+  private consumer: Consumer | null = null;
+  private stopped = false;
+  private restarting: Promise<void> | null = null;
+  restarts = 0;
+
+  constructor(private readonly kafka: Kafka, private readonly log: Logger, readonly opts: GroupConsumerOptions) {}
+
+  async start(): Promise<void> {
+    const c = newConsumer(this.kafka, {
+      groupId: this.opts.groupId,
+      maxWaitTimeInMs: this.opts.maxWaitTimeInMs ?? 100,
+      sessionTimeout: 30_000,
+      heartbeatInterval: 3000,
+      retry: { retries: 10, initialRetryTime: 200, maxRetryTime: 5000 },
+    });
+    c.on(c.events.CRASH, (e) => {
+      if (this.stopped) return;
+      this.log.error('consumer crashed', { group: this.opts.groupId, error: e.payload.error?.message, kafkajs_restarts: e.payload.restart });
+      // kafkajs restarts by itself after a retriable crash; otherwise the member is dead: rebuild it.
+      if (!e.payload.restart) void this.restart(c);
+    });
+    this.consumer = c;
+    await c.connect();
+    await c.subscribe({ topics: this.opts.topics, fromBeginning: true });
+    await c.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: this.opts.partitionsConsumedConcurrently ?? 1,
+      eachBatch: (payload) => this.opts.eachBatch(payload, this),
+    });
+  }
+
+  private restart(dead: Consumer): Promise<void> {
+    if (this.restarting || this.consumer !== dead) return this.restarting ?? Promise.resolve();
+    this.restarting = (async () => {
+      this.restarts++;
+      await dead.disconnect().catch(() => {});
+      for (let delay = 500; !this.stopped; delay = Math.min(delay * 2, 10_000)) {
+        await new Promise((r) => setTimeout(r, delay));
+        if (this.stopped) return;
+        try {
+          await this.start();
+          this.log.info('consumer restarted', { group: this.opts.groupId });
+          return;
+        } catch (err) {
+          this.log.error('consumer restart failed', { group: this.opts.groupId, error: (err as Error).message });
+          await this.consumer?.disconnect().catch(() => {});
+        }
+      }
+    })().finally(() => {
+      this.restarting = null;
+    });
+    return this.restarting;
+  }
+
+  /** Commits "next offset to read" per partition; a commit refused after a rebalance is harmless (the records repeat). */
+  async commit(offsets: Array<{ topic: string; partition: number; offset: string }>): Promise<void> {
+    if (!this.consumer || offsets.length === 0) return;
+    try {
+      await this.consumer.commitOffsets(offsets);
+    } catch (err) {
+      this.log.debug('offset commit refused', { group: this.opts.groupId, error: (err as Error).message });
+    }
+  }
+
+  resume(topic: string, partition: number): void {
+    this.consumer?.resume([{ topic, partitions: [partition] }]);
+  }
+
+  pauseAll(): void {
+    if (this.consumer) this.consumer.pause(this.opts.topics.map((topic) => ({ topic })));
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.restarting?.catch(() => {});
+    await this.consumer?.disconnect().catch(() => {});
+  }
+}
+
+/** Offsets of one partition handed to delivery, in order; they finish in any order. */
+class PartitionWindow {
+  private readonly queue: Array<{ offset: bigint; done: boolean }> = [];
+  /** One past the highest offset handed out. */
+  next = -1n;
+  committed = -1n;
+  private waiters: Array<() => void> = [];
+
+  get size(): number {
+    return this.queue.length;
+  }
+
+  /** False when this offset was already handed out (a refetch after a restart or rebalance). */
+  accept(offset: bigint): boolean {
+    if (offset < this.next) return false;
+    this.queue.push({ offset, done: false });
+    this.next = offset + 1n;
+    return true;
+  }
+
+  finish(offset: bigint): void {
+    const item = this.queue.find((q) => q.offset === offset);
+    if (item) item.done = true;
+    while (this.queue.length > 0 && this.queue[0].done) this.queue.shift();
+    const w = this.waiters;
+    this.waiters = [];
+    for (const resolve of w) resolve();
+  }
+
+  /** The offset to commit: the lowest not yet durable, else one past the last handed out. */
+  commitPoint(): bigint {
+    return this.queue.length > 0 ? this.queue[0].offset : this.next;
+  }
+
+  untilBelow(limit: number): Promise<void> {
+    if (this.queue.length < limit) return Promise.resolve();
+    return new Promise<void>((resolve) => this.waiters.push(resolve)).then(() => this.untilBelow(limit));
+  }
+}
+
+export class OffsetTracker {
+  private readonly windows = new Map<string, PartitionWindow>();
+  private timer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(private readonly member: GroupConsumer, private readonly maxWindow = 5000, private readonly commitEveryMs = 100) {}
+
+  private window(topic: string, partition: number): PartitionWindow {
+    const key = `${topic}\0${partition}`;
+    let w = this.windows.get(key);
+    if (!w) {
+      w = new PartitionWindow();
+      this.windows.set(key, w);
+    }
+    return w;
+  }
+
+  accept(topic: string, partition: number, offset: string): boolean {
+    return this.window(topic, partition).accept(BigInt(offset));
+  }
+
+  /** Backpressure: waits while a partition has too many deliveries whose outcome is not durable yet. */
+  room(topic: string, partition: number): Promise<void> {
+    return this.window(topic, partition).untilBelow(this.maxWindow);
+  }
+
+  finish(topic: string, partition: number, offset: string): void {
+    this.window(topic, partition).finish(BigInt(offset));
+    this.timer ??= setTimeout(() => {
+      this.timer = null;
+      void this.flush();
+    }, this.commitEveryMs);
+  }
+
+  get pending(): number {
+    let n = 0;
+    for (const w of this.windows.values()) n += w.size;
+    return n;
+  }
+
+  flush(): Promise<void> {
+    this.flushing = this.flushing.then(async () => {
+      const offsets: Array<{ topic: string; partition: number; offset: string }> = [];
+      for (const [key, w] of this.windows) {
+        const point = w.commitPoint();
+        if (point > w.committed && point >= 0n) {
+          const [topic, partition] = key.split('\0');
+          offsets.push({ topic, partition: Number(partition), offset: point.toString() });
+          w.committed = point;
+        }
+      }
+      await this.member.commit(offsets);
+    });
+    return this.flushing;
+  }
+
+  async drain(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.pending > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.flush();
+  }
+}

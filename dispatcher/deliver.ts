@@ -1,0 +1,41 @@
+/**
+ * One delivery attempt: sign afresh (a new timestamp every attempt, so a retry hours later still
+ * passes the receiver's 300-second window) and POST through the shared keep-alive agent.
+ * The network timeout is 10 s of real time, never divided by SLUICE_TIME_SCALE.
+ */
+import type { Agent } from 'undici';
+import type { Context } from '../core/context.ts';
+import { attemptDelivery, createDeliveryAgent, type AttemptOutcome } from '../core/webhooks/attempt.ts';
+import { signDelivery } from '../core/webhooks/signing.ts';
+import { guardedLookup, targetGuard } from '../core/webhooks/target-guard.ts';
+import type { DeliveryRecord, EndpointRecord } from '../core/webhooks/records.ts';
+
+export const DELIVERY_TIMEOUT_MS = 10_000;
+
+export interface Deliverer {
+  attempt(rec: DeliveryRecord, endpoint: EndpointRecord): Promise<{ result: AttemptOutcome; startedAt: number }>;
+  close(): Promise<void>;
+}
+
+export function createDeliverer(ctx: Context): Deliverer {
+  const allowInsecure = ctx.config.devAllowInsecureTargets;
+  // The dev flag turns the SSRF guard off entirely (loopback receivers in tests); otherwise the
+  // URL is checked before the request and the connection itself goes to a checked address.
+  const checkTarget = allowInsecure ? undefined : targetGuard({ allowInsecure: false });
+  const agent: Agent = createDeliveryAgent(ctx.config.dispatchPerEndpoint, allowInsecure ? undefined : guardedLookup({ allowInsecure: false }));
+  return {
+    async attempt(rec, endpoint) {
+      const startedAt = ctx.clock.now();
+      const secret = ctx.endpoints.secret(endpoint.id);
+      if (secret === undefined) {
+        return { startedAt, result: { ok: false, status: null, error: 'the endpoint has no signing secret', durationMs: 0 } };
+      }
+      const signed = signDelivery(secret, rec.event, rec.attempt, startedAt);
+      const result = await attemptDelivery(endpoint.url, signed.rawBody, signed.headers, { timeoutMs: DELIVERY_TIMEOUT_MS, checkTarget, dispatcher: agent });
+      return { result, startedAt };
+    },
+    async close() {
+      await agent.close().catch(() => {});
+    },
+  };
+}

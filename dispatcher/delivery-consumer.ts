@@ -1,0 +1,81 @@
+/**
+ * The delivery consumers: one group over `sluice.deliveries` and one over every rung
+ * (`sluice.retry.<label>` and the hold rung). Each batch is handed to delivery record by record
+ * without waiting for the attempts, so many deliveries are in flight at once and a slow endpoint
+ * holds up nobody; offsets are committed as outcomes become durable (OffsetTracker).
+ */
+import type { EachBatchPayload } from 'kafkajs';
+import type { Context } from '../core/context.ts';
+import { headerString } from '../core/kafka/client.ts';
+import type { Metrics } from '../core/metrics.ts';
+import { parseDeliveryRecord } from '../core/webhooks/deliveries.ts';
+import type { DeliveryRecord } from '../core/webhooks/records.ts';
+import { GroupConsumer, OffsetTracker } from './consume.ts';
+import { processDelivery, type Stage } from './process.ts';
+import { HEADER_HELD_SINCE, type OutcomeRecorder } from './record.ts';
+import { gate, PauseTimers, type TopicMode } from './rungs.ts';
+
+export interface DeliveryConsumer {
+  member: GroupConsumer;
+  tracker: OffsetTracker;
+  timers: PauseTimers;
+  stop(drainMs: number): Promise<void>;
+}
+
+export function deliveryConsumer(stage: Stage, recorder: OutcomeRecorder, metrics: Metrics, opts: { groupId: string; topics: string[]; modeOf(topic: string): TopicMode; maxWaitTimeInMs: number; concurrency: number }): DeliveryConsumer {
+  const { ctx } = stage;
+  const timers = new PauseTimers();
+  // A held delivery may go early once its endpoint is ACTIVE again (or gone: then it is dropped).
+  const released = (rec: DeliveryRecord) => ctx.endpoints.get(rec.endpoint_id)?.state !== 'PENDING';
+  let tracker!: OffsetTracker;
+
+  const eachBatch = async (p: EachBatchPayload): Promise<void> => {
+    const { batch } = p;
+    const { topic, partition } = batch;
+    const mode = opts.modeOf(topic);
+    const items = batch.messages.map((m) => ({ m, rec: parseDeliveryRecord(m.value), heldSince: numberOrNull(headerString(m.headers, HEADER_HELD_SINCE)) }));
+    const now = ctx.clock.now();
+    const { take, wakeAt } = gate(mode, items, now, released);
+    for (let i = 0; i < take; i++) {
+      if (!p.isRunning() || p.isStale()) return;
+      const { m, rec, heldSince } = items[i];
+      if (tracker.accept(topic, partition, m.offset)) {
+        await tracker.room(topic, partition);
+        void handle(ctx, stage, recorder, rec, heldSince).then(() => tracker.finish(topic, partition, m.offset));
+      }
+      p.resolveOffset(m.offset);
+      if (i % 200 === 199) await p.heartbeat();
+    }
+    if (wakeAt !== null) {
+      const resume = p.pause();
+      timers.set(topic, partition, wakeAt - ctx.clock.now(), resume);
+      metrics.inc('sluice_rung_pauses_total', { topic });
+    }
+  };
+
+  const member = new GroupConsumer(ctx.kafka, ctx.log, { groupId: opts.groupId, topics: opts.topics, maxWaitTimeInMs: opts.maxWaitTimeInMs, partitionsConsumedConcurrently: opts.concurrency, eachBatch });
+  tracker = new OffsetTracker(member);
+  return {
+    member,
+    tracker,
+    timers,
+    async stop(drainMs) {
+      member.pauseAll();
+      timers.clear();
+      await tracker.drain(drainMs);
+      await member.stop();
+    },
+  };
+}
+
+async function handle(ctx: Context, stage: Stage, recorder: OutcomeRecorder, rec: DeliveryRecord | null, heldSince: number | null): Promise<void> {
+  const outcome = await processDelivery(stage, rec, heldSince);
+  if (outcome.kind === 'dead-letter') ctx.log.info('delivery dead-lettered', { delivery_id: outcome.rec.delivery_id, endpoint_id: outcome.rec.endpoint_id, attempts: outcome.entry.attempts });
+  await recorder.record(outcome);
+}
+
+function numberOrNull(v: string | undefined): number | null {
+  if (v === undefined) return null;
+  const n = Number(v);
+  return Number.isFinite(n) ? n : null;
+}

@@ -1,0 +1,80 @@
+/**
+ * The webhook dispatcher of one process: the fan-out (events → deliveries), the delivery
+ * consumer (`sluice.deliveries`) and the rung consumer (retry rungs and the hold rung), sharing
+ * one keep-alive agent, one set of in-flight limits and one outcome recorder.
+ *
+ *   const d = await startDispatcher(ctx);  // ... await d.stop();
+ */
+import type { Context } from '../core/context.ts';
+import { ensureTopics } from '../core/kafka/client.ts';
+import { Metrics } from '../core/metrics.ts';
+import { RUNG_LABELS } from '../core/backoff.ts';
+import { createDeliverer } from './deliver.ts';
+import { deliveryConsumer, type DeliveryConsumer } from './delivery-consumer.ts';
+import { fanOutConsumer } from './fan-out.ts';
+import { HOLD_LABEL } from './ladder.ts';
+import { DeliveryLimits } from './limits.ts';
+import { OutcomeRecorder } from './record.ts';
+import type { GroupConsumer } from './consume.ts';
+
+export { HOLD_LABEL } from './ladder.ts';
+export type { Outcome } from './ladder.ts';
+
+export interface Dispatcher {
+  metrics: Metrics;
+  fanOut: GroupConsumer;
+  deliveries: DeliveryConsumer;
+  rungs: DeliveryConsumer;
+  stop(): Promise<void>;
+}
+
+const DAY_MS = 24 * 3600 * 1000;
+
+export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
+  const t = ctx.topics;
+  // The hold rung is the dispatcher's own topic; the retry rungs come with openContext.
+  await ensureTopics(ctx.kafka, [{ name: t.retry(HOLD_LABEL), partitions: ctx.config.topicPartitions, config: { 'cleanup.policy': 'delete', 'retention.ms': String(7 * DAY_MS) } }]);
+  const metrics = new Metrics();
+  const limits = new DeliveryLimits(ctx.config.dispatchConcurrency, ctx.config.dispatchPerEndpoint, ctx.config.dispatchBatchBudgetMs);
+  const deliverer = createDeliverer(ctx);
+  const stage = { ctx, limits, deliverer };
+  const recorder = new OutcomeRecorder(ctx, metrics);
+  const rungTopics = [...RUNG_LABELS, HOLD_LABEL].map((l) => t.retry(l));
+  const holdTopic = t.retry(HOLD_LABEL);
+  const deliveries = deliveryConsumer(stage, recorder, metrics, {
+    groupId: `${ctx.config.topicPrefix}.dispatch`,
+    topics: [t.deliveries],
+    modeOf: () => 'main',
+    maxWaitTimeInMs: 100,
+    concurrency: ctx.config.topicPartitions,
+  });
+  const rungs = deliveryConsumer(stage, recorder, metrics, {
+    groupId: `${ctx.config.topicPrefix}.dispatch-rungs`,
+    topics: rungTopics,
+    modeOf: (topic) => (topic === holdTopic ? 'hold' : 'rung'),
+    // Short polls: a resumed rung partition is fetched again within this, which bounds lateness.
+    maxWaitTimeInMs: 50,
+    concurrency: 4,
+  });
+  const onEndpoint = (_id: string, rec: { state: string } | null) => {
+    if (rec === null || rec.state !== 'PENDING') rungs.timers.wake(holdTopic);
+  };
+  ctx.endpoints.listeners.add(onEndpoint);
+  const fanOut = fanOutConsumer(ctx, metrics);
+  await Promise.all([deliveries.member.start(), rungs.member.start(), fanOut.start()]);
+  metrics.gauge('sluice_deliveries_in_flight', () => limits.inFlight);
+  return {
+    metrics,
+    fanOut,
+    deliveries,
+    rungs,
+    async stop() {
+      ctx.endpoints.listeners.delete(onEndpoint);
+      await fanOut.stop();
+      // In-flight attempts finish (10 s at most) so their outcomes are recorded and committed.
+      await Promise.all([deliveries.stop(12_000), rungs.stop(12_000)]);
+      recorder.stopped = true;
+      await deliverer.close();
+    },
+  };
+}

@@ -1,0 +1,65 @@
+/**
+ * The retry ladder as values: what happens to a delivery after an attempt (or instead of one).
+ * `delivered`, `retry` (to a rung, due at a time), `dead-letter` after the 17th consecutive
+ * failure; and, without an attempt: `held` (endpoint PENDING), `deferred` (its endpoint is slow
+ * right now) or `dropped` (endpoint deleted, record unreadable). Nothing here touches Kafka.
+ */
+import { MAX_ATTEMPTS, RETRY_SPAN_MS, RUNGS, retryDelayMs, rungAfter } from '../core/backoff.ts';
+import type { AttemptOutcome } from '../core/webhooks/attempt.ts';
+import type { DeliveryRecord, DlqEntry } from '../core/webhooks/records.ts';
+import { deadLetterEntry } from './dlq.ts';
+
+/** The rung that holds deliveries of PENDING endpoints until they are verified. */
+export const HOLD_LABEL = 'hold';
+
+export type Outcome =
+  | { kind: 'delivered'; rec: DeliveryRecord; status: number }
+  | { kind: 'retry'; rec: DeliveryRecord; next: DeliveryRecord; rung: string }
+  | { kind: 'dead-letter'; rec: DeliveryRecord; entry: DlqEntry }
+  | { kind: 'held'; rec: DeliveryRecord; next: DeliveryRecord; heldSince: number }
+  | { kind: 'deferred'; rec: DeliveryRecord; next: DeliveryRecord; rung: string }
+  | { kind: 'dropped'; rec: DeliveryRecord | null; reason: 'endpoint-deleted' | 'malformed' };
+
+export interface LadderClock {
+  now: number;
+  timeScale: number;
+  random?: () => number;
+}
+
+/** Decides on the result of attempt `rec.attempt`, which started at `startedAt`. */
+export function afterAttempt(rec: DeliveryRecord, result: AttemptOutcome, startedAt: number, c: LadderClock): Outcome {
+  if (result.ok) return { kind: 'delivered', rec, status: result.status ?? 200 };
+  const tried: DeliveryRecord = {
+    ...rec,
+    first_attempt_at: rec.first_attempt_at ?? startedAt,
+    last_status: result.status,
+    last_error: result.error,
+    last_attempt_at: startedAt,
+  };
+  if (rec.attempt >= MAX_ATTEMPTS) return { kind: 'dead-letter', rec, entry: deadLetterEntry(tried, rec.attempt, c.now, c.timeScale) };
+  const rung = rungAfter(rec.attempt);
+  const next: DeliveryRecord = { ...tried, attempt: rec.attempt + 1, due_at: c.now + retryDelayMs(rec.attempt, c.timeScale, c.random) };
+  return { kind: 'retry', rec, next, rung: rung.label };
+}
+
+/**
+ * A delivery whose endpoint is PENDING waits on the hold rung, uncounted, re-checked every
+ * `recheckMs` (scaled) or as soon as the endpoint changes; it is dead-lettered once the 72-hour
+ * span (scaled) since its first attempt, or since it was first held, ran out.
+ */
+export function hold(rec: DeliveryRecord, heldSince: number | null, recheckMs: number, c: LadderClock): Outcome {
+  const since = heldSince ?? c.now;
+  const deadline = (rec.first_attempt_at ?? since) + RETRY_SPAN_MS / c.timeScale;
+  if (c.now >= deadline) {
+    const last: DeliveryRecord = { ...rec, last_error: rec.last_error ?? 'the endpoint stayed PENDING (unverified) until the 72-hour retry span ran out' };
+    return { kind: 'dead-letter', rec, entry: deadLetterEntry(last, rec.attempt - 1, c.now, c.timeScale) };
+  }
+  const next: DeliveryRecord = { ...rec, due_at: Math.min(deadline, c.now + recheckMs / c.timeScale) };
+  return { kind: 'held', rec, next, heldSince: since };
+}
+
+/** Not attempted now because its endpoint is slow: back through the first rung, attempt unchanged. */
+export function defer(rec: DeliveryRecord, c: LadderClock): Outcome {
+  const rung = RUNGS[0];
+  return { kind: 'deferred', rec, next: { ...rec, due_at: c.now + rung.delayMs / c.timeScale }, rung: rung.label };
+}

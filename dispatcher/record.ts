@@ -1,0 +1,84 @@
+/**
+ * Makes an outcome durable: a retry, a deferral or a hold is re-produced to its rung, a dead
+ * letter to `sluice.dlq`; a delivery or a drop needs no write. Writes of concurrent outcomes are
+ * gathered into one produce per topic, and a failed produce is retried until it succeeds or the
+ * dispatcher stops (the offset stays uncommitted meanwhile, so nothing is lost either way).
+ */
+import type { Context } from '../core/context.ts';
+import type { OutRecord } from '../core/kafka/client.ts';
+import type { Metrics } from '../core/metrics.ts';
+import { HOLD_LABEL, type Outcome } from './ladder.ts';
+
+export const HEADER_HELD_SINCE = 'sluice-held-since';
+export const HEADER_DUE_AT = 'sluice-due-at';
+export const HEADER_ATTEMPT = 'sluice-attempt';
+
+interface Pending {
+  record: OutRecord;
+  resolve(): void;
+}
+
+export class OutcomeRecorder {
+  private readonly queues = new Map<string, Pending[]>();
+  private scheduled = false;
+  stopped = false;
+
+  constructor(private readonly ctx: Context, private readonly metrics: Metrics) {}
+
+  async record(o: Outcome): Promise<void> {
+    this.metrics.inc('sluice_deliveries_total', { outcome: o.kind });
+    const t = this.ctx.topics;
+    switch (o.kind) {
+      case 'delivered':
+      case 'dropped':
+        return;
+      case 'retry':
+      case 'deferred':
+        return this.enqueue(t.retry(o.rung), rungRecord(o.next.endpoint_id, o.next));
+      case 'held':
+        return this.enqueue(t.retry(HOLD_LABEL), rungRecord(o.next.endpoint_id, o.next, { [HEADER_HELD_SINCE]: String(o.heldSince) }));
+      case 'dead-letter':
+        return this.enqueue(t.dlq, { key: o.entry.tenant_id, value: JSON.stringify(o.entry) });
+    }
+  }
+
+  private enqueue(topic: string, record: OutRecord): Promise<void> {
+    return new Promise<void>((resolve) => {
+      let q = this.queues.get(topic);
+      if (!q) {
+        q = [];
+        this.queues.set(topic, q);
+      }
+      q.push({ record, resolve });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  private async flush(): Promise<void> {
+    this.scheduled = false;
+    const batches = [...this.queues];
+    this.queues.clear();
+    await Promise.all(batches.map(([topic, items]) => this.send(topic, items)));
+  }
+
+  private async send(topic: string, items: Pending[]): Promise<void> {
+    for (let delay = 200; ; delay = Math.min(delay * 2, 5000)) {
+      try {
+        await this.ctx.producer.send(topic, items.map((i) => i.record));
+        for (const i of items) i.resolve();
+        return;
+      } catch (err) {
+        this.ctx.log.error('could not record delivery outcomes; retrying', { topic, count: items.length, error: (err as Error).message });
+        if (this.stopped) return; // left unresolved: their offsets stay uncommitted
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
+  }
+}
+
+export function rungRecord(key: string, rec: { due_at: number; attempt: number }, headers: Record<string, string> = {}): OutRecord {
+  return { key, value: JSON.stringify(rec), headers: { [HEADER_DUE_AT]: String(Math.round(rec.due_at)), [HEADER_ATTEMPT]: String(rec.attempt), ...headers } };
+}

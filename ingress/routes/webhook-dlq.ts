@@ -1,0 +1,68 @@
+/**
+ * The DLQ of the caller's tenant: `GET /v1/webhooks/dlq` (webhooks:read; filters endpoint_id and
+ * event_type, limit 1..1000, opaque cursor, oldest first), `POST /v1/webhooks/dlq/{id}/replay`
+ * and `POST /v1/webhooks/dlq/replay` (webhooks:write; by `{endpoint_id?, event_type?}` or by
+ * `{ids}`), answering 202 `{replayed}` once the deliveries and markers are in Kafka.
+ */
+import type { Context } from '../../core/context.ts';
+import { SluiceError } from '../../core/errors.ts';
+import { Fields, queryInt } from '../../core/validate.ts';
+import { replayDlq } from '../../core/webhooks/dlq-replay.ts';
+import type { DlqEntry } from '../../core/webhooks/records.ts';
+import { json, type AppRequest, type Route } from '../types.ts';
+
+const MAX_IDS = 1000;
+
+function queryString(req: AppRequest, name: string): string | undefined {
+  const v = req.query.get(name);
+  return v === null || v === '' ? undefined : v;
+}
+
+export function webhookDlqRoutes(ctx: Context): Route[] {
+  const list = (req: AppRequest) => {
+    const limit = queryInt(req.query, 'limit', 100, 1, 1000);
+    const page = ctx.dlq.list(
+      req.auth!.claims.tenant_id,
+      { endpoint_id: queryString(req, 'endpoint_id'), event_type: queryString(req, 'event_type'), limit, cursor: queryString(req, 'cursor') },
+      ctx.clock.now(),
+    );
+    return json(200, page);
+  };
+
+  const replayOne = async (req: AppRequest) => {
+    const tenant = req.auth!.claims.tenant_id;
+    const entry = ctx.dlq.get(tenant, req.params.id, ctx.clock.now());
+    if (!entry) throw new SluiceError('NOT_FOUND', `no DLQ entry ${req.params.id}`);
+    const replayed = await replayDlq(ctx, tenant, [entry], { actor: req.auth!.claims.client_id });
+    return json(202, { replayed });
+  };
+
+  const replayBulk = async (req: AppRequest) => {
+    const tenant = req.auth!.claims.tenant_id;
+    const f = Fields.object(req.body ?? {}).only(['endpoint_id', 'event_type', 'ids']);
+    const endpointId = f.string('endpoint_id', { min: 1, max: 128 });
+    const eventType = f.string('event_type', { min: 1, max: 65 });
+    const ids = f.stringArray('ids', { minItems: 1, maxItems: MAX_IDS, maxLength: 128 });
+    if (ids !== undefined && (endpointId !== undefined || eventType !== undefined)) f.fail('ids', 'replay either by ids or by filter (endpoint_id, event_type), not both');
+    f.done();
+    const now = ctx.clock.now();
+    let entries: DlqEntry[];
+    let subject: string;
+    if (ids) {
+      entries = [...new Set(ids)].map((id) => ctx.dlq.get(tenant, id, now)).filter((e): e is DlqEntry => e !== undefined);
+      subject = `dlq ids: ${entries.map((e) => e.id).join(',')}`.slice(0, 1000);
+    } else {
+      const filter = { endpoint_id: endpointId, event_type: eventType };
+      entries = ctx.dlq.all(tenant, filter, now);
+      subject = `dlq filter: ${JSON.stringify(filter)}`;
+    }
+    const replayed = await replayDlq(ctx, tenant, entries, { actor: req.auth!.claims.client_id, subject });
+    return json(202, { replayed });
+  };
+
+  return [
+    { method: 'GET', pattern: '/v1/webhooks/dlq', scope: 'webhooks:read', body: 'none', handler: list },
+    { method: 'POST', pattern: '/v1/webhooks/dlq/replay', scope: 'webhooks:write', body: 'json', handler: replayBulk },
+    { method: 'POST', pattern: '/v1/webhooks/dlq/:id/replay', scope: 'webhooks:write', body: 'none', handler: replayOne },
+  ];
+}

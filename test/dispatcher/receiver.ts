@@ -1,0 +1,102 @@
+/**
+ * Test receivers for the dispatcher: real node:http servers on 127.0.0.1 that record every
+ * request (raw body, headers, arrival time) and answer as told: a status, a connection reset, or
+ * a hang. The verification ping gets `pingStatus` (200 by default) so endpoints register ACTIVE.
+ */
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { call, type TestNode } from '../helpers/sluice.ts';
+
+export interface Hit {
+  headers: IncomingHttpHeaders;
+  rawBody: string;
+  body: { id: string; type: string; tenant_id: string; created_at: string; timestamp: number; data: unknown };
+  at: number;
+}
+
+export type Answer = number | 'reset' | 'hang';
+
+export interface TestReceiver {
+  url: string;
+  hits: Hit[];
+  /** Hits other than the verification ping. */
+  events(): Hit[];
+  answer: Answer;
+  /** Decides per request when set (e.g. fail only first attempts). */
+  answerFor?: (hit: Hit) => Answer;
+  pingStatus: number;
+  until(check: (events: Hit[]) => boolean, timeoutMs?: number, what?: string): Promise<Hit[]>;
+  close(): Promise<void>;
+}
+
+export async function receiver(answer: Answer = 200): Promise<TestReceiver> {
+  const hits: Hit[] = [];
+  const hanging = new Set<ServerResponse>();
+  const sockets = new Set<Socket>();
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const rawBody = Buffer.concat(chunks).toString('utf8');
+      let body: Hit['body'];
+      try {
+        body = JSON.parse(rawBody);
+      } catch {
+        body = {} as Hit['body'];
+      }
+      const hit: Hit = { headers: req.headers, rawBody, body, at: Date.now() };
+      hits.push(hit);
+      const a = body.type === 'ping' ? r.pingStatus : (r.answerFor?.(hit) ?? r.answer);
+      if (a === 'hang') return void hanging.add(res);
+      if (a === 'reset') return void req.socket.destroy();
+      res.writeHead(a, a >= 300 && a < 400 ? { location: 'http://127.0.0.1:1/elsewhere' } : {}).end('ok');
+    });
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  const r: TestReceiver = {
+    url: `http://127.0.0.1:${port}/hook`,
+    hits,
+    answer,
+    pingStatus: 200,
+    events: () => hits.filter((h) => h.body.type !== 'ping'),
+    async until(check, timeoutMs = 30_000, what = 'deliveries') {
+      const deadline = Date.now() + timeoutMs;
+      while (!check(r.events())) {
+        if (Date.now() > deadline) throw new Error(`${what}: not there within ${timeoutMs} ms (have ${r.events().length} events)`);
+        await new Promise((res) => setTimeout(res, 25));
+      }
+      return r.events();
+    },
+    async close() {
+      for (const res of hanging) res.destroy();
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+  return r;
+}
+
+/** An independent check of the signature (node:crypto only, nothing from Sluice). */
+export function signatureValid(hit: Hit, secret: string): boolean {
+  const expected = Buffer.from(`sha256=${createHmac('sha256', secret).update(hit.rawBody).digest('hex')}`);
+  const got = Buffer.from(String(hit.headers['x-service-signature-256'] ?? ''));
+  return got.length === expected.length && timingSafeEqual(got, expected);
+}
+
+export async function registerEndpoint(node: TestNode, token: string, url: string, events: string[]): Promise<{ id: string; secret: string; state: string }> {
+  const res = await call(node.base, 'POST', '/v1/webhooks/endpoints', { token, body: { url, events } });
+  if (res.status !== 201) throw new Error(`registration failed: ${res.status} ${res.text}`);
+  return res.json;
+}
+
+export async function publish(node: TestNode, token: string, body: unknown) {
+  return call(node.base, 'POST', '/v1/webhooks/events', { token, body });
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,75 @@
+import t, { type Test } from 'tap';
+import { createHmac } from 'node:crypto';
+import { verifyWebhook, WebhookVerificationError, type WebhookVerificationCode } from '../../core/index.ts';
+import { verifyWebhook as fromSubpath } from 'sluice/webhooks';
+import { signDelivery } from '../../core/webhooks/signing.ts';
+import type { EventRecord } from '../../core/webhooks/records.ts';
+
+const secret = 'whsec_test-secret-0123456789abcdefghijklmnopqrstuv';
+const now = 1_760_000_000_000; // ms
+const event: EventRecord = { id: 'evt_1', type: 'inference.completed', tenant_id: 'acme', data: { model: 'm1', ok: true }, created_at: now - 60_000 };
+const signed = signDelivery(secret, event, 1, now);
+
+function expectCode(t: Test, fn: () => unknown, code: WebhookVerificationCode, name: string): void {
+  try {
+    fn();
+    t.fail(`${name}: accepted`);
+  } catch (err) {
+    t.ok(err instanceof WebhookVerificationError, `${name}: a WebhookVerificationError`);
+    t.equal((err as WebhookVerificationError).code, code, `${name}: ${(err as Error).message}`);
+  }
+}
+
+/** Signs an arbitrary raw body the way Sluice does, for cases signDelivery cannot produce. */
+function sign(rawBody: string, key = secret): string {
+  return `sha256=${createHmac('sha256', key).update(rawBody).digest('hex')}`;
+}
+
+t.test('a genuine delivery verifies from a string, a Buffer, a header record or a Headers object', async (t) => {
+  const body = verifyWebhook(signed.rawBody, signed.headers, secret, { now });
+  t.same(body, { id: 'evt_1', type: 'inference.completed', tenant_id: 'acme', created_at: new Date(event.created_at).toISOString(), timestamp: now / 1000, data: { model: 'm1', ok: true } });
+  t.same(verifyWebhook(Buffer.from(signed.rawBody), signed.headers, secret, { now }), body);
+  t.same(verifyWebhook(signed.rawBody, new Headers(signed.headers), secret, { now }), body);
+  const nodeStyle = { 'X-Service-Signature-256': [signed.headers['x-service-signature-256']], 'X-Service-Timestamp': signed.headers['x-service-timestamp'], host: undefined };
+  t.same(verifyWebhook(signed.rawBody, nodeStyle, secret, { now }), body, 'header names in any case, array values');
+  t.same(fromSubpath(signed.rawBody, signed.headers, secret, { now }), body, "the package's sluice/webhooks export is the same function");
+  t.same(verifyWebhook(signed.rawBody, signed.headers, secret, { now: now + 299_000 }), body, 'inside the 300-second window');
+});
+
+t.test('every way a delivery can be wrong has its code', async (t) => {
+  const tampered = signed.rawBody.replace('"ok":true', '"ok":false');
+  t.not(tampered, signed.rawBody);
+  expectCode(t, () => verifyWebhook(tampered, signed.headers, secret, { now }), 'SIGNATURE_MISMATCH', 'tampered body');
+  expectCode(t, () => verifyWebhook(signed.rawBody, signed.headers, 'whsec_someone-else', { now }), 'SIGNATURE_MISMATCH', 'wrong secret');
+  expectCode(t, () => verifyWebhook(signed.rawBody, { ...signed.headers, 'x-service-signature-256': 'sha256=abc' }, secret, { now }), 'SIGNATURE_MISMATCH', 'malformed signature');
+  expectCode(t, () => verifyWebhook(signed.rawBody, { ...signed.headers, 'x-service-signature-256': signed.headers['x-service-signature-256'].replace('sha256=', 'sha1=') }, secret, { now }), 'SIGNATURE_MISMATCH', 'wrong algorithm label');
+  const { 'x-service-signature-256': _s, ...noSig } = signed.headers;
+  expectCode(t, () => verifyWebhook(signed.rawBody, noSig, secret, { now }), 'SIGNATURE_MISSING', 'no signature header');
+  const { 'x-service-timestamp': _ts, ...noTs } = signed.headers;
+  expectCode(t, () => verifyWebhook(signed.rawBody, noTs, secret, { now }), 'TIMESTAMP_MISSING', 'no timestamp header');
+  expectCode(t, () => verifyWebhook(signed.rawBody, { ...signed.headers, 'x-service-timestamp': 'yesterday' }, secret, { now }), 'TIMESTAMP_MISSING', 'a timestamp that is not unix seconds');
+
+  expectCode(t, () => verifyWebhook(signed.rawBody, signed.headers, secret, { now: now + 301_000 }), 'TIMESTAMP_OUT_OF_WINDOW', 'an old delivery (301 s)');
+  expectCode(t, () => verifyWebhook(signed.rawBody, signed.headers, secret, { now: now - 301_000 }), 'TIMESTAMP_OUT_OF_WINDOW', 'a delivery from the future');
+  expectCode(t, () => verifyWebhook(signed.rawBody, signed.headers, secret, { now: now + 61_000, toleranceSeconds: 60 }), 'TIMESTAMP_OUT_OF_WINDOW', 'a tighter tolerance');
+
+  // A captured (authentic) body replayed later with a fresh, unsigned header timestamp.
+  const fresh = String(now / 1000 + 3600);
+  expectCode(t, () => verifyWebhook(signed.rawBody, { ...signed.headers, 'x-service-timestamp': fresh }, secret, { now: now + 3600_000 }), 'TIMESTAMP_MISMATCH', 'header and body timestamps differ');
+
+  const notJson = 'not json at all';
+  expectCode(t, () => verifyWebhook(notJson, { ...signed.headers, 'x-service-signature-256': sign(notJson) }, secret, { now }), 'BODY_INVALID', 'a signed body that is not JSON');
+  const notWebhook = JSON.stringify({ hello: 'world', timestamp: now / 1000 });
+  expectCode(t, () => verifyWebhook(notWebhook, { ...signed.headers, 'x-service-signature-256': sign(notWebhook) }, secret, { now }), 'BODY_INVALID', 'a signed body without the webhook fields');
+});
+
+t.test('any one of several signatures may match (rotation-friendly), none may be forged', async (t) => {
+  const header = `sha256=${'0'.repeat(64)}, ${signed.headers['x-service-signature-256']}`;
+  t.equal(verifyWebhook(signed.rawBody, { ...signed.headers, 'x-service-signature-256': header }, secret, { now }).id, 'evt_1');
+  expectCode(t, () => verifyWebhook(signed.rawBody, { ...signed.headers, 'x-service-signature-256': `sha256=${'0'.repeat(64)}, sha256=${'f'.repeat(64)}` }, secret, { now }), 'SIGNATURE_MISMATCH', 'no candidate matches');
+});
+
+t.test('bad arguments are programming errors, not verification failures', async (t) => {
+  t.throws(() => verifyWebhook(signed.rawBody, signed.headers, '', { now }), TypeError);
+  t.throws(() => verifyWebhook(signed.rawBody, signed.headers, secret, { now, toleranceSeconds: -1 }), TypeError);
+});

@@ -1257,18 +1257,27 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
-            /** @description the body is larger than the node's limit */
+            /** @description the body is larger than the node's limit (RFC 6749 error shape, invalid_request) */
             413: {
                 headers: {
+                    "Cache-Control": components["headers"]["NoStore"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeProblem"];
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
-            415: components["responses"]["UnsupportedMediaType"];
-            /** @description no signing key is available yet */
+            /** @description the body is neither JSON nor form-encoded (RFC 6749 error shape, invalid_request) */
+            415: {
+                headers: {
+                    "Cache-Control": components["headers"]["NoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description no signing key is available yet, or the node lost contact with Kafka */
             503: {
                 headers: {
                     "Retry-After": components["headers"]["RetryAfter"];

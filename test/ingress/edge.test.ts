@@ -101,6 +101,47 @@ t.test('403 SCOPE_VIOLATION names the missing scope for every data-plane family'
   t.equal(seen.length, 0, 'nothing reached the upstream');
 });
 
+t.test('403 SCOPE_VIOLATION names the missing scope for every control-plane route, before the body is read', async (t) => {
+  const c = await node.client('inference-reader', 'acme');
+  const token = await node.token(c);
+  const cases: [string, string, string][] = [
+    ['POST', '/v1/webhooks/endpoints', 'webhooks:write'],
+    ['GET', '/v1/webhooks/endpoints', 'webhooks:read'],
+    ['GET', '/v1/webhooks/endpoints/ep_x', 'webhooks:read'],
+    ['DELETE', '/v1/webhooks/endpoints/ep_x', 'webhooks:write'],
+    ['POST', '/v1/webhooks/endpoints/ep_x/verify', 'webhooks:write'],
+    ['POST', '/v1/webhooks/events', 'events:publish'],
+    ['GET', '/v1/webhooks/dlq', 'webhooks:read'],
+    ['POST', '/v1/webhooks/dlq/dlq_x/replay', 'webhooks:write'],
+    ['POST', '/v1/webhooks/dlq/replay', 'webhooks:write'],
+    ['POST', '/v1/auth/revocations', 'credentials:revoke'],
+    ['GET', '/v1/auth/clients/cl_x/secret', 'credentials:read'],
+    ['GET', '/v1/audit', 'audit:read'],
+  ];
+  for (const [method, path, scope] of cases) {
+    // A malformed body: the scope check must answer first.
+    const res = await call(node.base, method, path, { token, raw: method === 'GET' ? undefined : '{not json', headers: { 'content-type': 'application/json' } });
+    t.equal(res.status, 403, `${method} ${path}`);
+    t.equal(res.json.code, 'SCOPE_VIOLATION', `${method} ${path}: code`);
+    t.equal(res.json.missing_scope, scope, `${method} ${path}: missing_scope`);
+    t.same(res.json.granted_scopes, ['inference:read']);
+    t.equal(res.headers.get('www-authenticate'), `Bearer error="insufficient_scope", scope="${scope}"`);
+  }
+});
+
+t.test('400 names the JSON path of a malformed or mistyped body', async (t) => {
+  const malformed = await call(node.base, 'POST', '/v1/webhooks/endpoints', { token: adminToken, raw: '{"url": "https://example.com/h", "events": ["ping", ]}', headers: { 'content-type': 'application/json' } });
+  t.equal(malformed.status, 400);
+  t.equal(malformed.json.code, 'INVALID_REQUEST');
+  t.equal(malformed.json.errors[0].path, '$.events[1]');
+  const wrongType = await call(node.base, 'POST', '/v1/webhooks/endpoints', { token: adminToken, body: { url: 'https://example.com/h', events: 'inference.completed' } });
+  t.equal(wrongType.status, 400);
+  t.ok(wrongType.json.errors.some((e: { path: string }) => e.path === '$.events'), 'names $.events');
+  const wrongMedia = await call(node.base, 'POST', '/v1/webhooks/endpoints', { token: adminToken, raw: 'url=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  t.equal(wrongMedia.status, 415);
+  t.equal(wrongMedia.json.code, 'UNSUPPORTED_MEDIA_TYPE');
+});
+
 t.test('the data-plane proxy reaches the upstream with tenant and region, never the Authorization header', async (t) => {
   seen.length = 0;
   const res = await call(node.base, 'POST', '/v1/pipelines/runs?dry=1', { token: adminToken, body: { name: 'nightly' }, headers: { 'x-request-id': 'r1' } });

@@ -16,18 +16,11 @@ import { loadConfig } from '../core/config.ts';
 import { startLocalKafka } from '../core/kafka/local-broker.ts';
 import { startNode } from '../cli/assemble.ts';
 import { createClient } from '../core/clients/provisioning.ts';
+import { freePort } from '../scripts/free-port.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const k6 = execFileSync('bash', [join(root, 'scripts/install-k6.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
-const free = async () => {
-  const { createServer } = await import('node:net');
-  return new Promise<number>((r) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => r(p));
-    });
-  });
-};
+const free = freePort;
 
 const port = await free();
 const baselinePort = await free();

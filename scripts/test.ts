@@ -4,24 +4,13 @@
  * so one broker serves them all.
  */
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
+import { freePort } from './free-port.ts';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../core/config.ts';
 import { startLocalKafka } from '../core/kafka/local-broker.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function main(): Promise<number> {
   let brokers = process.env.KAFKA_BROKERS;

@@ -3,9 +3,9 @@ import { createClient } from '../../core/clients/provisioning.ts';
 import { revokeClient, reenableClient } from '../../core/clients/revocation.ts';
 import { loadConfig } from '../../core/config.ts';
 import { buildViews } from '../assemble.ts';
-import { parse, required, UsageError } from '../args.ts';
+import { parse, required } from '../args.ts';
 import { say, withContext } from '../runtime.ts';
-import type { Command } from './index.ts';
+import { actionCommand, type Command } from '../command.ts';
 
 const USAGE = `usage: sluice admin <action> [options]      (needs KAFKA_BROKERS)
 
@@ -21,19 +21,6 @@ actions:
   reenable --client-id ID --reason TEXT [--actor NAME] [--force] [--json]
       lifts a revocation (audited); refused while pre-revocation tokens could still verify, unless --force`;
 
-export const admin: Command = {
-  summary: 'operator actions: create-client, list-clients, roles, revoke, reenable',
-  async run(argv) {
-    const [action, ...rest] = argv;
-    if (!action || action === '--help' || action === '-h') {
-      say(USAGE);
-      return action ? 0 : 2;
-    }
-    const handler = ACTIONS[action];
-    if (!handler) throw new UsageError(`unknown admin action "${action}"\n\n${USAGE}`);
-    return handler(rest);
-  },
-};
 
 export const ACTIONS: Record<string, (argv: string[]) => Promise<number>> = {
   async 'create-client'(argv) {
@@ -107,3 +94,5 @@ function operator(name?: string): string {
 function withViews() {
   return { views: buildViews(loadConfig()) };
 }
+
+export const admin: Command = actionCommand('admin', 'operator actions: create-client, list-clients, roles, revoke, reenable', USAGE, ACTIONS);

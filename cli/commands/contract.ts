@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { parse, required, UsageError } from '../args.ts';
 import { say, untilSignal } from '../runtime.ts';
-import type { Command } from './index.ts';
+import { actionCommand, type Command } from '../command.ts';
 
 const USAGE = `usage: sluice contract <action> [options]
 
@@ -23,20 +23,7 @@ actions:
       (signature, timestamp window, headers, body schema), answers 200 to good ones and 400 to
       bad ones, and prints a line per delivery; Ctrl-C prints a summary`;
 
-export const contract: Command = {
-  summary: 'contract tooling: verify a live Sluice, run a webhook conformance receiver',
-  async run(argv) {
-    const [action, ...rest] = argv;
-    if (!action || action === '--help' || action === '-h') {
-      say(USAGE);
-      return action ? 0 : 2;
-    }
-    if (action === 'verify') return verify(rest);
-    if (action === 'receiver') return receiver(rest);
-    if (action === 'limits') return limits(rest);
-    throw new UsageError(`unknown contract action "${action}"\n\n${USAGE}`);
-  },
-};
+export const contract: Command = actionCommand('contract', 'contract tooling: verify a live Sluice, run a webhook conformance receiver', USAGE, { verify: (a) => verify(a), receiver: (a) => receiver(a), limits: (a) => limits(a) });
 
 async function verify(argv: string[]): Promise<number> {
   const { values } = parse(

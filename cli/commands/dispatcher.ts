@@ -2,7 +2,7 @@ import { loadConfig } from '../../core/config.ts';
 import { parse } from '../args.ts';
 import { kafkaFor, say, untilSignal } from '../runtime.ts';
 import { startNode } from '../assemble.ts';
-import type { Command } from './index.ts';
+import type { Command } from '../command.ts';
 
 const USAGE = `usage: sluice dispatcher      (needs KAFKA_BROKERS)
 

@@ -5,7 +5,7 @@ import { replayDlq } from '../../core/webhooks/dlq-replay.ts';
 import type { DlqEntry } from '../../core/webhooks/records.ts';
 import { parse, required, UsageError } from '../args.ts';
 import { say, withContext } from '../runtime.ts';
-import type { Command } from './index.ts';
+import { actionCommand, type Command } from '../command.ts';
 
 const USAGE = `usage: sluice dlq <list|replay> --tenant T [options]      (needs KAFKA_BROKERS)
 
@@ -24,50 +24,44 @@ const OPTIONS = {
   json: { type: 'boolean' },
 } as const;
 
-export const dlq: Command = {
-  summary: 'list or replay a tenant\'s dead-lettered webhook deliveries',
-  async run(argv) {
-    const [action, ...rest] = argv;
-    if (!action || action === '--help' || action === '-h') {
-      say(USAGE);
-      return action ? 0 : 2;
-    }
-    if (action !== 'list' && action !== 'replay') throw new UsageError(`unknown dlq action "${action}"\n\n${USAGE}`);
-    const { values } = parse(rest, OPTIONS, USAGE);
-    const tenant = required(values, 'tenant', USAGE);
-    const filter = { endpoint_id: values['endpoint-id'], event_type: values['event-type'] };
-    const ids = values.ids ? values.ids.split(',').map((s) => s.trim()).filter(Boolean) : undefined;
-    if (ids && (filter.endpoint_id || filter.event_type)) throw new UsageError(`--ids goes alone, without --endpoint-id or --event-type\n\n${USAGE}`);
-    const views = [new AuditView(topicNames(loadConfig().topicPrefix).audit)];
-    return withContext(
-      'dlq',
-      async (ctx) => {
-        const now = ctx.clock.now();
-        const entries: DlqEntry[] = ids ? ids.map((id) => ctx.dlq.get(tenant, id, now)).filter((e): e is DlqEntry => e !== undefined) : ctx.dlq.all(tenant, filter, now);
-        if (action === 'list') {
-          if (values.json) say(JSON.stringify(entries));
-          else {
-            for (const e of entries) say(`${e.id}  ${e.dead_lettered_at}  ${e.endpoint_id}  ${e.event_type.padEnd(22)} ${e.event_id}  attempts=${e.attempts}  last=${e.last_status ?? e.last_error ?? ''}`);
-            say(`${entries.length} entr${entries.length === 1 ? 'y' : 'ies'}`);
-          }
-          return 0;
+async function run(action: 'list' | 'replay', rest: string[]): Promise<number> {
+  const { values } = parse(rest, OPTIONS, USAGE);
+  const tenant = required(values, 'tenant', USAGE);
+  const filter = { endpoint_id: values['endpoint-id'], event_type: values['event-type'] };
+  const ids = values.ids ? values.ids.split(',').map((s) => s.trim()).filter(Boolean) : undefined;
+  if (ids && (filter.endpoint_id || filter.event_type)) throw new UsageError(`--ids goes alone, without --endpoint-id or --event-type\n\n${USAGE}`);
+  const views = [new AuditView(topicNames(loadConfig().topicPrefix).audit)];
+  return withContext(
+    'dlq',
+    async (ctx) => {
+      const now = ctx.clock.now();
+      const entries: DlqEntry[] = ids ? ids.map((id) => ctx.dlq.get(tenant, id, now)).filter((e): e is DlqEntry => e !== undefined) : ctx.dlq.all(tenant, filter, now);
+      if (action === 'list') {
+        if (values.json) say(JSON.stringify(entries));
+        else {
+          for (const e of entries) say(`${e.id}  ${e.dead_lettered_at}  ${e.endpoint_id}  ${e.event_type.padEnd(22)} ${e.event_id}  attempts=${e.attempts}  last=${e.last_status ?? e.last_error ?? ''}`);
+          say(`${entries.length} entr${entries.length === 1 ? 'y' : 'ies'}`);
         }
-        if (ids && entries.length < ids.length) say(`${ids.length - entries.length} of the given ids are not in the tenant's DLQ; skipping them`);
-        if (entries.length === 0) {
-          say('nothing to replay');
-          return 0;
-        }
-        const started = Date.now();
-        const n = await replayDlq(ctx, tenant, entries, {
-          actor: 'operator:cli',
-          reason: values.reason ?? null,
-          subject: ids ? `dlq ids: ${entries.map((e) => e.id).join(',')}`.slice(0, 1000) : `dlq filter: ${JSON.stringify(filter)}`,
-          onProgress: (done, total) => say(`replayed ${done}/${total} (${Math.round((done / total) * 100)}%)`),
-        });
-        say(`done: ${n} entr${n === 1 ? 'y' : 'ies'} back in delivery in ${((Date.now() - started) / 1000).toFixed(1)} s`);
         return 0;
-      },
-      { views },
-    );
-  },
-};
+      }
+      if (ids && entries.length < ids.length) say(`${ids.length - entries.length} of the given ids are not in the tenant's DLQ; skipping them`);
+      if (entries.length === 0) {
+        say('nothing to replay');
+        return 0;
+      }
+      const started = Date.now();
+      const n = await replayDlq(ctx, tenant, entries, {
+        actor: 'operator:cli',
+        reason: values.reason ?? null,
+        subject: ids ? `dlq ids: ${entries.map((e) => e.id).join(',')}`.slice(0, 1000) : `dlq filter: ${JSON.stringify(filter)}`,
+        onProgress: (done, total) => say(`replayed ${done}/${total} (${Math.round((done / total) * 100)}%)`),
+      });
+      say(`done: ${n} entr${n === 1 ? 'y' : 'ies'} back in delivery in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      return 0;
+    },
+    { views },
+  );
+}
+
+export const dlq: Command = actionCommand('dlq', 'list or replay a tenant\'s dead-lettered webhook deliveries', USAGE, { list: (a) => run('list', a), replay: (a) => run('replay', a) });
+

@@ -7,9 +7,7 @@ import { dlq } from './dlq.ts';
 import { audit } from './audit.ts';
 import { contract } from './contract.ts';
 
-export interface Command {
-  summary: string;
-  run(argv: string[]): Promise<number>;
-}
+export type { Command } from '../command.ts';
+import type { Command } from '../command.ts';
 
 export const COMMANDS: Record<string, Command> = { start, ingress, dispatcher, kafka, admin, audit, contract, dlq };

@@ -2,7 +2,7 @@ import { loadConfig } from '../../core/config.ts';
 import { ensureKafkaJars, jarCount, startLocalKafka } from '../../core/kafka/local-broker.ts';
 import { parse } from '../args.ts';
 import { say, untilSignal } from '../runtime.ts';
-import type { Command } from './index.ts';
+import type { Command } from '../command.ts';
 
 const USAGE = `usage: sluice kafka [--port 9092] [--data-dir DIR] [--fresh] [--fetch-only]
 

@@ -3,7 +3,7 @@ import { createClient } from '../../core/clients/provisioning.ts';
 import { parse } from '../args.ts';
 import { kafkaFor, say, untilSignal } from '../runtime.ts';
 import { startNode } from '../assemble.ts';
-import type { Command } from './index.ts';
+import type { Command } from '../command.ts';
 
 const USAGE = `usage: sluice start
 

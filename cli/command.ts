@@ -1,0 +1,26 @@
+/** What a CLI subcommand is, and the shape shared by commands made of actions (`sluice admin revoke`). */
+import { UsageError } from './args.ts';
+
+export interface Command {
+  summary: string;
+  run(argv: string[]): Promise<number>;
+}
+
+export type Action = (argv: string[]) => Promise<number>;
+
+/** `<command> <action> [options]`: usage for none or --help, a usage error for an unknown action. */
+export function actionCommand(name: string, summary: string, usage: string, actions: Record<string, Action>): Command {
+  return {
+    summary,
+    async run(argv) {
+      const [action, ...rest] = argv;
+      if (!action || action === '--help' || action === '-h') {
+        process.stdout.write(usage.trimEnd() + '\n');
+        return action ? 0 : 2;
+      }
+      const handler = Object.hasOwn(actions, action) ? actions[action] : undefined;
+      if (!handler) throw new UsageError(`unknown ${name} action "${action}"\n\n${usage}`);
+      return handler(rest);
+    },
+  };
+}

@@ -7,8 +7,8 @@
  *   ctx.dlq.list('acme', { endpoint_id, event_type, limit: 100, cursor }, now) // { data, next_cursor }
  */
 import type { StateRecord, StateView } from '../kafka/state-consumer.ts';
-import { invalidRequest } from '../errors.ts';
 import type { DlqEntry, DlqReplayMarker } from './records.ts';
+import { encodeCursor, isAfter, type Position } from '../paging.ts';
 
 export interface DlqFilter {
   endpoint_id?: string;
@@ -88,13 +88,12 @@ export class DlqView implements StateView {
       .map((h) => h.entry);
   }
 
-  list(tenantId: string, q: DlqFilter & { limit: number; cursor?: string }, nowMs: number): { data: DlqEntry[]; next_cursor: string | null } {
-    const after = q.cursor ? decodeCursor(q.cursor) : null;
+  list(tenantId: string, q: DlqFilter & { limit: number; after: Position | null }, nowMs: number): { data: DlqEntry[]; next_cursor: string | null } {
     const data: DlqEntry[] = [];
     let more = false;
     for (const h of this.ordered(tenantId, nowMs)) {
       if (h.expiresMs <= nowMs || !matches(h.entry, q)) continue;
-      if (after && (h.deadMs < after.t || (h.deadMs === after.t && h.entry.id <= after.id))) continue;
+      if (!isAfter(h.deadMs, h.entry.id, q.after)) continue;
       if (data.length === q.limit) {
         more = true;
         break;
@@ -102,7 +101,7 @@ export class DlqView implements StateView {
       data.push(h.entry);
     }
     const last = data[data.length - 1];
-    return { data, next_cursor: more && last ? encodeCursor(Date.parse(last.dead_lettered_at), last.id) : null };
+    return { data, next_cursor: more && last ? encodeCursor({ key: Date.parse(last.dead_lettered_at), id: last.id }) : null };
   }
 }
 
@@ -110,16 +109,4 @@ function matches(e: DlqEntry, f: DlqFilter): boolean {
   return (f.endpoint_id === undefined || e.endpoint_id === f.endpoint_id) && (f.event_type === undefined || e.event_type === f.event_type);
 }
 
-function encodeCursor(t: number, id: string): string {
-  return Buffer.from(JSON.stringify([t, id])).toString('base64url');
-}
 
-function decodeCursor(cursor: string): { t: number; id: string } {
-  try {
-    const [t, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [unknown, unknown];
-    if (typeof t === 'number' && typeof id === 'string') return { t, id };
-  } catch {
-    /* fall through */
-  }
-  throw invalidRequest([{ path: 'query.cursor', message: 'is not a cursor this API handed out' }]);
-}

@@ -60,7 +60,13 @@ export function targetGuardOptions(ctx: Context): TargetGuardOptions {
 /** Checks the target, writes the endpoint as PENDING, pings it, and makes it ACTIVE on a 2xx. */
 export async function createEndpoint(ctx: Context, input: NewEndpoint): Promise<EndpointOutcome & { secret: string }> {
   const guard = targetGuardOptions(ctx);
-  await assertPublicAddress(checkTargetUrl(input.url, guard), guard);
+  try {
+    await assertPublicAddress(checkTargetUrl(input.url, guard), guard);
+  } catch (err) {
+    // A name that does not resolve yet (DNS not set up, or a resolver hiccup) is not a refusal:
+    // the endpoint is registered PENDING, and every ping and delivery checks the target again.
+    if (!(err instanceof SluiceError && err.extra.reason === 'unresolvable')) throw err;
+  }
   const now = ctx.clock.now();
   const secret = newSecret('whsec');
   const record: EndpointRecord = {

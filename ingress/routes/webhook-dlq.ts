@@ -5,8 +5,9 @@
  * `{ids}`), answering 202 `{replayed}` once the deliveries and markers are in Kafka.
  */
 import type { Context } from '../../core/context.ts';
-import { SluiceError } from '../../core/errors.ts';
+import { SluiceError, invalidRequest } from '../../core/errors.ts';
 import { Fields, queryInt } from '../../core/validate.ts';
+import { readCursor } from '../../core/paging.ts';
 import { replayDlq } from '../../core/webhooks/dlq-replay.ts';
 import type { DlqEntry } from '../../core/webhooks/records.ts';
 import { json, type AppRequest, type Route } from '../types.ts';
@@ -23,7 +24,7 @@ export function webhookDlqRoutes(ctx: Context): Route[] {
     const limit = queryInt(req.query, 'limit', 100, 1, 1000);
     const page = ctx.dlq.list(
       req.auth!.claims.tenant_id,
-      { endpoint_id: queryString(req, 'endpoint_id'), event_type: queryString(req, 'event_type'), limit, cursor: queryString(req, 'cursor') },
+      { endpoint_id: queryString(req, 'endpoint_id'), event_type: queryString(req, 'event_type'), limit, after: readCursor(req.query) },
       ctx.clock.now(),
     );
     return json(200, page);
@@ -39,7 +40,9 @@ export function webhookDlqRoutes(ctx: Context): Route[] {
 
   const replayBulk = async (req: AppRequest) => {
     const tenant = req.auth!.claims.tenant_id;
-    const f = Fields.object(req.body ?? {}).only(['endpoint_id', 'event_type', 'ids']);
+    // No body is a mistake, not "everything": `{}` is the explicit way to replay the whole DLQ.
+    if (req.body === undefined) throw invalidRequest([{ path: '$', message: 'a JSON body is required: {"ids": [...]}, a filter {"endpoint_id", "event_type"}, or {} for every entry' }]);
+    const f = Fields.object(req.body).only(['endpoint_id', 'event_type', 'ids']);
     const endpointId = f.string('endpoint_id', { min: 1, max: 128 });
     const eventType = f.string('event_type', { min: 1, max: 65 });
     const ids = f.stringArray('ids', { minItems: 1, maxItems: MAX_IDS, maxLength: 128 });

@@ -11,6 +11,7 @@ import { MAX_TARGET_URL_LENGTH } from '../../core/webhooks/target-guard.ts';
 import type { AttemptOutcome } from '../../core/webhooks/attempt.ts';
 import { createEndpoint, deleteEndpoint, endpointView, verifyEndpoint, type NewEndpoint } from '../../core/webhooks/endpoint-service.ts';
 import { json, type AppRequest, type Reply, type Route } from '../types.ts';
+import { encodeCursor, isAfter, readCursor } from '../../core/paging.ts';
 
 export const MAX_EVENT_FILTER_ITEMS = 64;
 export const MAX_METADATA_BYTES = 4096;
@@ -39,25 +40,6 @@ function parseCreate(body: unknown): Omit<NewEndpoint, 'tenant_id' | 'actor'> {
   return { url: url!, events: events!, metadata };
 }
 
-/** The opaque cursor is the (created_at, id) of the last endpoint of the previous page. */
-function encodeCursor(rec: EndpointRecord): string {
-  return Buffer.from(JSON.stringify([rec.created_at, rec.id])).toString('base64url');
-}
-
-function decodeCursor(raw: string | null): [number, string] | null {
-  if (raw === null || raw === '') return null;
-  try {
-    const v: unknown = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
-    if (Array.isArray(v) && v.length === 2 && Number.isFinite(v[0]) && typeof v[1] === 'string') return [v[0], v[1]];
-  } catch {
-    /* refused below */
-  }
-  throw invalidRequest([{ path: 'query.cursor', message: 'is not a cursor this API handed out' }]);
-}
-
-function afterCursor(rec: EndpointRecord, cursor: [number, string]): boolean {
-  return rec.created_at > cursor[0] || (rec.created_at === cursor[0] && rec.id > cursor[1]);
-}
 
 /** The target refusal names the request field it came from. */
 function withUrlPath(err: unknown): unknown {
@@ -101,11 +83,11 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
 
   const list = (req: AppRequest): Reply => {
     const limit = queryInt(req.query, 'limit', 100, 1, 1000);
-    const cursor = decodeCursor(req.query.get('cursor'));
+    const cursor = readCursor(req.query);
     const all = ctx.endpoints.listTenant(req.auth!.claims.tenant_id);
-    const rest = cursor ? all.filter((e) => afterCursor(e, cursor)) : all;
+    const rest = all.filter((e) => isAfter(e.created_at, e.id, cursor));
     const page = rest.slice(0, limit);
-    const next = rest.length > limit ? encodeCursor(page[page.length - 1]) : null;
+    const next = rest.length > limit ? encodeCursor({ key: page[page.length - 1].created_at, id: page[page.length - 1].id }) : null;
     return json(200, { data: page.map(endpointView), next_cursor: next });
   };
 

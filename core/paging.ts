@@ -1,0 +1,34 @@
+/**
+ * Keyset paging shared by every list (endpoints, DLQ, audit). A cursor is the position after
+ * the last item of a page: its sort key (an integer: a time or a sequence number) and, to break
+ * ties, its id — `1732245000000.dlq_ab12`. Clients treat it as opaque; any string of that form
+ * is a well-defined position, so a cursor never "expires" and a forged one only skips ahead.
+ */
+import { invalidRequest } from './errors.ts';
+
+export interface Position {
+  key: number;
+  id: string;
+}
+
+export const CURSOR_PATTERN = /^(\d{1,16})(?:\.([A-Za-z0-9_-]{1,128}))?$/;
+
+export function encodeCursor(p: Position): string {
+  return p.id ? `${p.key}.${p.id}` : String(p.key);
+}
+
+/** The `cursor` query parameter: null when absent, 400 when empty or not a cursor. */
+export function readCursor(query: URLSearchParams): Position | null {
+  const raw = query.get('cursor');
+  if (raw === null) return null;
+  const m = CURSOR_PATTERN.exec(raw);
+  if (!m || !Number.isSafeInteger(Number(m[1]))) {
+    throw invalidRequest([{ path: 'query.cursor', message: 'must be the next_cursor of a previous page' }]);
+  }
+  return { key: Number(m[1]), id: m[2] ?? '' };
+}
+
+/** True when (key, id) comes after the cursor's position in (key, id) order. */
+export function isAfter(key: number, id: string, cursor: Position | null): boolean {
+  return cursor === null || key > cursor.key || (key === cursor.key && id > cursor.id);
+}

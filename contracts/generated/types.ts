@@ -982,7 +982,7 @@ export interface components {
     parameters: {
         /** @description page size */
         Limit: number;
-        /** @description the opaque `next_cursor` of the previous page */
+        /** @description the opaque `next_cursor` of the previous page (a keyset position; any value of this form is a valid position) */
         Cursor: string;
         EndpointId: string;
         ClientId: string;
@@ -1407,7 +1407,7 @@ export interface operations {
             query?: {
                 /** @description page size */
                 limit?: components["parameters"]["Limit"];
-                /** @description the opaque `next_cursor` of the previous page */
+                /** @description the opaque `next_cursor` of the previous page (a keyset position; any value of this form is a valid position) */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -1438,7 +1438,7 @@ export interface operations {
             query?: {
                 /** @description page size */
                 limit?: components["parameters"]["Limit"];
-                /** @description the opaque `next_cursor` of the previous page */
+                /** @description the opaque `next_cursor` of the previous page (a keyset position; any value of this form is a valid position) */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -1654,7 +1654,7 @@ export interface operations {
                 event_type?: components["schemas"]["EventType"];
                 /** @description page size */
                 limit?: components["parameters"]["Limit"];
-                /** @description the opaque `next_cursor` of the previous page */
+                /** @description the opaque `next_cursor` of the previous page (a keyset position; any value of this form is a valid position) */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;

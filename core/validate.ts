@@ -35,7 +35,7 @@ export class Fields {
     return v;
   }
 
-  stringArray(name: string, opts: { required?: boolean; minItems?: number; maxItems?: number; maxLength?: number } = {}): string[] | undefined {
+  stringArray(name: string, opts: { required?: boolean; minItems?: number; maxItems?: number; minLength?: number; maxLength?: number } = {}): string[] | undefined {
     const v = this.value[name];
     if (v === undefined) {
       if (opts.required) this.fail(name, 'is required');
@@ -48,6 +48,9 @@ export class Fields {
     v.forEach((item, i) => {
       if (typeof item !== 'string') {
         this.fail(`${name}[${i}]`, 'must be a string');
+        ok = false;
+      } else if (opts.minLength !== undefined && item.length < opts.minLength) {
+        this.fail(`${name}[${i}]`, `must be at least ${opts.minLength} character(s)`);
         ok = false;
       } else if (opts.maxLength !== undefined && item.length > opts.maxLength) {
         this.fail(`${name}[${i}]`, `must be at most ${opts.maxLength} characters`);

@@ -634,6 +634,7 @@ export interface components {
          * @enum {unknown}
          */
         EventKind: "ping" | "inference.completed" | "inference.failed" | "pipeline.started" | "pipeline.completed" | "pipeline.failed" | "telemetry.exported" | "credential.rotated" | "credential.revoked";
+        /** @description an event kind of KNOWN_EVENT_KINDS or a custom `<word>.<word>` */
         EventType: string;
         /** @description an event kind, or `*` for all */
         EventFilterItem: components["schemas"]["EventKind"] | "*";
@@ -685,7 +686,7 @@ export interface components {
             next_cursor: components["schemas"]["NextCursor"];
         };
         EventPublish: {
-            type: components["schemas"]["EventType"];
+            type: components["schemas"]["EventType"] & unknown;
             /** @description any JSON value, delivered as the body's `data` */
             data: unknown;
             /** @description the publisher's own id; a repeat within 24 h is accepted once */

@@ -29,7 +29,6 @@ function parseCreate(body: unknown): Omit<NewEndpoint, 'tenant_id' | 'actor'> {
     events.forEach((kind, i) => {
       if (kind !== '*' && !KNOWN.has(kind)) f.fail(`events[${i}]`, `unknown event kind "${kind}"; known kinds: ${KNOWN_EVENT_KINDS.join(', ')}, or "*" for all`);
       else if (seen.has(kind)) f.fail(`events[${i}]`, `"${kind}" is listed twice`);
-      else if (kind === '*' && events.length > 1) f.fail(`events[${i}]`, '"*" takes every kind and must be the only item');
       seen.add(kind);
     });
   }

@@ -51,7 +51,9 @@ t.test('17 failures: growing spacing, the 17th in [60 h, 72 h] of scaled time, f
   gaps.forEach((g, i) => t.ok(g * SCALE >= rungAfter(i + 1).delayMs * 0.99, `gap ${i + 1}: ${((g * SCALE) / 60_000).toFixed(1)} min scaled >= ${rungAfter(i + 1).label}`));
   // Where the delay dwarfs the rung's polling latency (>= 1 h scaled), the spacing never shrinks.
   for (let i = 8; i < gaps.length; i++) t.ok(gaps[i] >= gaps[i - 1] * 0.9, `gap ${i + 1} (${gaps[i]} ms) >= gap ${i} (${gaps[i - 1]} ms)`);
-  t.ok(gaps[gaps.length - 1] > gaps[0] * 100, 'the spacing grows from seconds to hours (scaled)');
+  // The first rungs (30 s scaled = 7 ms real) sit under the polling latency floor (~100-200 ms on a
+  // busy machine), so compare with a margin: the nominal ratio of the last to the first gap is 1080.
+  t.ok(gaps[gaps.length - 1] > gaps[0] * 20, 'the spacing grows from seconds to hours (scaled)');
   const span = (mine[16].at - mine[0].at) * SCALE;
   t.comment(`attempt 17 came ${(span / H).toFixed(2)} h (scaled) after attempt 1; gaps in real ms: ${gaps.join(' ')}`);
   t.ok(span >= 60 * H && span <= 72 * H, `attempt 17 at ${(span / H).toFixed(1)} h scaled`);

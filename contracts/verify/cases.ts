@@ -75,6 +75,12 @@ export async function methodCase(s: Session, op: Operation, donePaths: Set<strin
 function wrongValue(doc: Json, raw: Json): unknown {
   const schema = deref(doc, raw);
   if ('const' in schema) return typeof schema.const === 'string' ? 12345 : 'wrong';
+  if (Array.isArray(schema.allOf)) {
+    for (const part of schema.allOf) {
+      const v = wrongValue(doc, part);
+      if (v !== undefined) return v;
+    }
+  }
   const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
   if (type === 'string' || schema.enum) return 12345;
   if (type === 'array') return 'not-an-array';

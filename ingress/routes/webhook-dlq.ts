@@ -17,12 +17,12 @@ const MAX_IDS = 1000;
 
 function queryString(req: AppRequest, name: string, valid: (v: string) => boolean, rule: string): string | undefined {
   const v = req.query.get(name);
-  if (v === null || v === '') return undefined;
+  if (v === null) return undefined;
   if (!valid(v)) throw invalidRequest([{ path: `query.${name}`, message: rule }]);
   return v;
 }
 
-const endpointIdOk = (v: string) => v.length <= 128;
+const endpointIdOk = (v: string) => v.length >= 1 && v.length <= 128;
 const eventTypeOk = (v: string) => v.length <= 65 && EVENT_TYPE_PATTERN.test(v);
 const EVENT_TYPE_RULE = 'must be an event kind: "<word>.<word>" in lowercase letters, digits and "_"';
 
@@ -31,7 +31,7 @@ export function webhookDlqRoutes(ctx: Context): Route[] {
     const limit = queryInt(req.query, 'limit', 100, 1, 1000);
     const page = ctx.dlq.list(
       req.auth!.claims.tenant_id,
-      { endpoint_id: queryString(req, 'endpoint_id', endpointIdOk, 'must be at most 128 characters'), event_type: queryString(req, 'event_type', eventTypeOk, EVENT_TYPE_RULE), limit, after: readCursor(req.query) },
+      { endpoint_id: queryString(req, 'endpoint_id', endpointIdOk, 'must be 1 to 128 characters'), event_type: queryString(req, 'event_type', eventTypeOk, EVENT_TYPE_RULE), limit, after: readCursor(req.query) },
       ctx.clock.now(),
     );
     return json(200, page);

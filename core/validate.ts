@@ -80,7 +80,7 @@ export class Fields {
 /** Query-string integer within bounds, or a 400 naming the parameter. */
 export function queryInt(query: URLSearchParams, name: string, def: number, min: number, max: number): number {
   const raw = query.get(name);
-  if (raw === null || raw === '') return def;
+  if (raw === null) return def;
   if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
     throw invalidRequest([{ path: `query.${name}`, message: `must be an integer between ${min} and ${max}` }]);
   }

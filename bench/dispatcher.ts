@@ -4,7 +4,11 @@
  * answers 204. Reports events/s from the first publish to the last 2xx, and p50/p99 of
  * publish-to-receipt latency (publish = the moment the POST was sent).
  *
- *   KAFKA_BROKERS=127.0.0.1:9092 node bin/run-ts.js bench/dispatcher.ts [--events 5000] [--concurrency 32] [--no-id]
+ * Three rounds in one run, side by side: a baseline that POSTs signed bodies straight to the
+ * receiver (the ceiling without Kafka), then publishes without an id (one Kafka write each), then
+ * with an id (the idempotent path: claim + event + published marker).
+ *
+ *   KAFKA_BROKERS=127.0.0.1:9092 node bin/run-ts.js bench/dispatcher.ts [--events 5000] [--concurrency 32]
  */
 import { createServer } from 'node:http';
 import { randomBytes } from 'node:crypto';
@@ -12,6 +16,7 @@ import { cpus, totalmem } from 'node:os';
 import { loadConfig } from '../core/config.ts';
 import { createClient } from '../core/clients/provisioning.ts';
 import { startNode } from '../cli/assemble.ts';
+import { signDelivery } from '../core/webhooks/signing.ts';
 
 const arg = (name: string, def: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -19,8 +24,6 @@ const arg = (name: string, def: number) => {
 };
 const EVENTS = arg('events', 5000);
 const CONCURRENCY = arg('concurrency', 32);
-// --no-id: publish without an id (one Kafka write per publish instead of claim + event + done).
-const WITH_ID = !process.argv.includes('--no-id');
 const brokersEnv = process.env.KAFKA_BROKERS;
 if (!brokersEnv) {
   console.error('KAFKA_BROKERS is not set: start one with `node bin/sluice.js kafka --port 9092` and pass KAFKA_BROKERS=127.0.0.1:9092');
@@ -30,7 +33,6 @@ const brokers = brokersEnv.split(',');
 
 const received = new Map<string, number>();
 let done: () => void = () => {};
-const finished = new Promise<void>((r) => (done = r));
 const receiver = createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
@@ -66,30 +68,50 @@ const reg = await fetch(`${base}/v1/webhooks/endpoints`, { method: 'POST', heade
 if (reg.status !== 201) throw new Error(`registration failed: ${reg.status} ${await reg.text()}`);
 
 const sentAt = new Map<string, number>();
-let next = 0;
-const t0 = performance.now();
-async function publisher(): Promise<void> {
-  while (next < EVENTS) {
-    const i = next++;
-    const started = performance.now();
-    const res = await fetch(`${base}/v1/webhooks/events`, { method: 'POST', headers: auth, body: JSON.stringify({ type: 'inference.completed', data: { i, pad: 'x'.repeat(200) }, ...(WITH_ID ? { id: `bench-${i}` } : {}) }) });
-    if (res.status !== 202) throw new Error(`publish failed: ${res.status} ${await res.text()}`);
-    sentAt.set(((await res.json()) as { id: string }).id, started);
-  }
-}
-await Promise.all(Array.from({ length: CONCURRENCY }, publisher));
-const publishedIn = performance.now() - t0;
-await Promise.race([finished, new Promise((_, rej) => setTimeout(() => rej(new Error(`only ${received.size}/${EVENTS} delivered within 120 s`)), 120_000))]);
-const total = Math.max(...received.values()) - t0;
-const lat = [...received].map(([id, at]) => at - sentAt.get(id)!).sort((a, b) => a - b);
-const pct = (p: number) => lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))];
 
-console.log(`command: KAFKA_BROKERS=${brokersEnv} node bin/run-ts.js bench/dispatcher.ts --events ${EVENTS} --concurrency ${CONCURRENCY}${WITH_ID ? '' : ' --no-id'}`);
+type Mode = 'direct' | 'no-id' | 'id';
+
+async function round(mode: Mode): Promise<string> {
+  received.clear();
+  sentAt.clear();
+  const finished = new Promise<void>((r) => (done = r));
+  let next = 0;
+  const tag = randomBytes(3).toString('hex');
+  const t0 = performance.now();
+  async function publisher(): Promise<void> {
+    while (next < EVENTS) {
+      const i = next++;
+      const started = performance.now();
+      const data = { i, pad: 'x'.repeat(200) };
+      if (mode === 'direct') {
+        const id = `direct-${tag}-${i}`;
+        sentAt.set(id, started);
+        const signed = signDelivery('whsec_bench', { id, type: 'inference.completed', tenant_id: 'bench', data, created_at: Date.now() }, 1, Date.now());
+        const res = await fetch(receiverUrl, { method: 'POST', headers: signed.headers, body: signed.rawBody });
+        await res.arrayBuffer();
+        continue;
+      }
+      const res = await fetch(`${base}/v1/webhooks/events`, { method: 'POST', headers: auth, body: JSON.stringify({ type: 'inference.completed', data, ...(mode === 'id' ? { id: `bench-${tag}-${i}` } : {}) }) });
+      if (res.status !== 202) throw new Error(`publish failed: ${res.status} ${await res.text()}`);
+      sentAt.set(((await res.json()) as { id: string }).id, started);
+    }
+  }
+  await Promise.all(Array.from({ length: CONCURRENCY }, publisher));
+  const publishedIn = performance.now() - t0;
+  await Promise.race([finished, new Promise((_, rej) => setTimeout(() => rej(new Error(`only ${received.size}/${EVENTS} delivered within 120 s`)), 120_000))]);
+  const total = Math.max(...received.values()) - t0;
+  const lat = [...received].map(([id, at]) => at - sentAt.get(id)!).sort((a, b) => a - b);
+  const pct = (p: number) => lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))].toFixed(1);
+  const label = { direct: 'baseline: signed POST straight to the receiver', 'no-id': 'Sluice: publish without id → Kafka → delivery', id: 'Sluice: publish with id (idempotent) → delivery' }[mode];
+  return `| ${label} | ${(EVENTS / (publishedIn / 1000)).toFixed(0)} | ${(EVENTS / (total / 1000)).toFixed(0)} | ${pct(50)} | ${pct(99)} | ${lat[lat.length - 1].toFixed(1)} |`;
+}
+
+console.log(`command: KAFKA_BROKERS=${brokersEnv} node bin/run-ts.js bench/dispatcher.ts --events ${EVENTS} --concurrency ${CONCURRENCY}`);
 console.log(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; one process runs ingress + dispatcher, Kafka on the same host`);
-console.log(`events: ${EVENTS} published ${WITH_ID ? 'with an id (idempotent path)' : 'without an id'} by ${CONCURRENCY} concurrent clients, 1 endpoint, receiver answers 204`);
-console.log(`publish: ${(EVENTS / (publishedIn / 1000)).toFixed(0)} events/s accepted (202)`);
-console.log(`end to end: ${(EVENTS / (total / 1000)).toFixed(0)} events/s from the first publish to the last 2xx (${(total / 1000).toFixed(2)} s)`);
-console.log(`publish-to-receipt latency: p50 ${pct(50).toFixed(1)} ms, p99 ${pct(99).toFixed(1)} ms, max ${lat[lat.length - 1].toFixed(1)} ms`);
+console.log(`${EVENTS} events per round by ${CONCURRENCY} concurrent clients, 1 endpoint, node:http receiver answering 204\n`);
+console.log('| round | accepted/s | end to end events/s | p50 ms | p99 ms | max ms |');
+console.log('|---|---:|---:|---:|---:|---:|');
+for (const mode of ['direct', 'no-id', 'id'] as const) console.log(await round(mode));
 await node.close();
 receiver.close();
 process.exit(0);

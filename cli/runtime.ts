@@ -28,10 +28,23 @@ export async function withContext<T>(component: string, fn: (ctx: Context) => Pr
   }
 }
 
-/** Resolves on SIGINT/SIGTERM. */
-export function untilSignal(): Promise<string> {
+/**
+ * Resolves on the first SIGINT/SIGTERM. From then on a shutdown has `graceMs` to finish (a node
+ * that lost Kafka can wait forever on kafkajs retries) and a second signal exits at once.
+ */
+export function untilSignal(graceMs = 15_000): Promise<string> {
   return new Promise((resolve) => {
-    process.once('SIGINT', () => resolve('SIGINT'));
-    process.once('SIGTERM', () => resolve('SIGTERM'));
+    const first = (signal: string) => {
+      const force = () => {
+        process.stderr.write(`sluice: shutdown did not finish; exiting\n`);
+        process.exit(1);
+      };
+      setTimeout(force, graceMs).unref();
+      process.once('SIGINT', force);
+      process.once('SIGTERM', force);
+      resolve(signal);
+    };
+    process.once('SIGINT', () => first('SIGINT'));
+    process.once('SIGTERM', () => first('SIGTERM'));
   });
 }

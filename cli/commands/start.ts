@@ -31,6 +31,9 @@ export const start: Command = {
         say(`  client_secret=${c.client_secret}`);
         say(`  curl -s ${base}/v1/auth/token -H 'content-type: application/json' \\`);
         say(`    -d '{"grant_type":"client_credentials","client_id":"${c.client_id}","client_secret":"${c.client_secret}"}'`);
+      } else {
+        say(`${node.ctx.clients.size} client(s) exist already (the bootstrap credential is printed only on the first start);`);
+        say(`create another: KAFKA_BROKERS=${brokers.join(',')} npx sluice admin create-client --tenant local --role admin`);
       }
       const signal = await untilSignal();
       say(`${signal}: shutting down`);

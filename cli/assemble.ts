@@ -5,7 +5,8 @@
 import type { Config } from '../core/config.ts';
 import type { Clock } from '../core/clock.ts';
 import type { StateView } from '../core/kafka/state-consumer.ts';
-import { openContext, type Context } from '../core/context.ts';
+import { openContext, waitFor, type Context } from '../core/context.ts';
+import { rotateKeys } from '../core/rotation/key-rotation.ts';
 import { startIngress, type Ingress } from '../ingress/server.ts';
 import type { Route } from '../ingress/types.ts';
 import { openapiRoutes } from '../ingress/routes/openapi.ts';
@@ -63,7 +64,10 @@ async function startWorkers(ctx: Context, roles: { ingress: boolean; dispatcher:
 
 export async function startNode(config: Readonly<Config>, opts: NodeOptions): Promise<SluiceNode> {
   const roles = { ingress: opts.ingress !== false, dispatcher: opts.dispatcher === true };
-  const ctx = await openContext(config, { brokers: opts.brokers, clock: opts.clock, component: roles.ingress ? 'ingress' : 'dispatcher', ensureKeys: true, views: buildViews(config) });
+  const ctx = await openContext(config, { brokers: opts.brokers, clock: opts.clock, component: roles.ingress ? 'ingress' : 'dispatcher', views: buildViews(config) });
+  // Every node makes sure a key signs now (the same audited step the rotation scheduler runs).
+  await rotateKeys(ctx);
+  await waitFor(() => ctx.keys.signingKey(ctx.clock.now()) !== null, 10_000, 'a signing key');
   const ingress = roles.ingress ? await startIngress(ctx, { port: opts.port, adminPort: opts.adminPort, routes: buildRoutes(ctx) }) : null;
   const workers = await startWorkers(ctx, roles);
   return {

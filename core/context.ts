@@ -46,8 +46,6 @@ export interface ContextOptions {
   /** More views for the same state consumer (endpoints, DLQ, audit...). */
   views?: StateView[];
   component?: string;
-  /** Write a signing key when none can sign (every serving node does this). */
-  ensureKeys?: boolean;
 }
 
 export const DAY_MS = 24 * 3600 * 1000;
@@ -100,20 +98,7 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
       await producer.disconnect().catch(() => {});
     },
   };
-  if (opts.ensureKeys) await ensureSigningKeys(ctx);
   return ctx;
-}
-
-/** Writes whatever keys the plan asks for and waits until this node's view holds a signing key. */
-export async function ensureSigningKeys(ctx: Context): Promise<void> {
-  const now = ctx.clock.now();
-  const due = ctx.keys.plan(now, { rotationMs: ctx.config.keyRotationDays * DAY_MS, tokenLifetimeMs: (ctx.config.tokenTtlSeconds + ctx.config.clockSkewSeconds) * 1000 });
-  for (const k of due) await ctx.producer.sendJson(ctx.topics.keys, k.kid, k);
-  const deadline = Date.now() + 10_000;
-  while (!ctx.keys.signingKey(ctx.clock.now())) {
-    if (Date.now() > deadline) throw new Error('no signing key became visible within 10 s');
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 /** Waits until `check` holds (a view caught up with a write of our own). */

@@ -1,0 +1,39 @@
+import t from 'tap';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+function tsFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    return statSync(p).isDirectory() ? tsFiles(p) : p.endsWith('.ts') ? [p] : [];
+  });
+}
+
+function importsOf(file: string): string[] {
+  const src = readFileSync(file, 'utf8');
+  return [...src.matchAll(/(?:import|export)[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)].map((m) => m[1] ?? m[2]);
+}
+
+/** Top-level folder an import of `file` lands in, for relative imports. */
+function target(file: string, spec: string): string | null {
+  if (!spec.startsWith('.')) return null;
+  return relative(root, join(file, '..', spec)).split('/')[0];
+}
+
+const rules: Record<string, string[]> = {
+  core: ['ingress', 'dispatcher', 'cli', 'contracts', 'bench', 'test'],
+  ingress: ['dispatcher', 'cli', 'contracts', 'bench', 'test'],
+  dispatcher: ['ingress', 'cli', 'contracts', 'bench', 'test'],
+};
+
+for (const [layer, forbidden] of Object.entries(rules)) {
+  t.test(`${layer}/ imports none of ${forbidden.join(', ')}`, async (t) => {
+    const files = tsFiles(join(root, layer));
+    t.ok(files.length > 0, `${layer}/ has TypeScript files`);
+    const offences = files.flatMap((f) => importsOf(f).filter((s) => forbidden.includes(target(f, s) ?? '')).map((s) => `${relative(root, f)} imports ${s}`));
+    t.same(offences, []);
+  });
+}

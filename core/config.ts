@@ -49,6 +49,12 @@ export interface Config {
   /** How often the rotation leader checks whether a key or secret is due (real milliseconds). */
   rotationCheckMs: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /** Requests per second per client per node at the edge (0: off), and the burst above it. */
+  clientRateLimit: number;
+  clientRateBurst: number;
+  /** Failed token requests per second per client id and per address (0: off). */
+  authFailureRate: number;
+  authFailureBurst: number;
   /** Webhook deliveries in flight at once in one dispatcher process. */
   dispatchConcurrency: number;
   /** Deliveries in flight at once to one endpoint (also the keep-alive connections per origin). */
@@ -213,6 +219,10 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
     secretGraceDays: num(env, 'SLUICE_SECRET_GRACE_DAYS', 7, 0, 365),
     rotationCheckMs: int(env, 'SLUICE_ROTATION_CHECK_MS', 60_000, 50, 3_600_000),
     logLevel,
+    clientRateLimit: int(env, 'SLUICE_RATE_LIMIT_PER_CLIENT', 10_000, 0, 10_000_000),
+    clientRateBurst: int(env, 'SLUICE_RATE_LIMIT_BURST', 20_000, 1, 100_000_000),
+    authFailureRate: int(env, 'SLUICE_AUTH_FAILURE_RATE', 5, 0, 1_000_000),
+    authFailureBurst: int(env, 'SLUICE_AUTH_FAILURE_BURST', 20, 1, 1_000_000),
     dispatchConcurrency: int(env, 'SLUICE_DISPATCH_CONCURRENCY', 256, 1, 10_000),
     dispatchPerEndpoint: int(env, 'SLUICE_DISPATCH_PER_ENDPOINT', 8, 1, 1000),
     dispatchSlowMs: int(env, 'SLUICE_DISPATCH_SLOW_MS', 2000, 50, 10_000),

@@ -7,6 +7,7 @@ import type { Context } from '../core/context.ts';
 import { SluiceError, OAuthError, invalidRequest } from '../core/errors.ts';
 import { parseJsonBody } from '../core/json.ts';
 import type { Metrics } from '../core/metrics.ts';
+import type { RateLimiter } from '../core/rate-limit.ts';
 import type { VerifiedToken } from '../core/tokens/token-service.ts';
 import type { Router } from './router.ts';
 import type { AppRequest, IncomingRequest, Reply, Route } from './types.ts';
@@ -17,6 +18,8 @@ export interface PipelineDeps {
   metrics: Metrics;
   /** Returns a reason when the node must refuse tokens (fail closed), else null. */
   unavailableReason: () => string | null;
+  /** Per-client request budget at the edge. */
+  clientLimiter: RateLimiter;
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -84,6 +87,8 @@ export class Pipeline {
         'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${needed}"`,
       });
     }
+    const wait = this.deps.clientLimiter.take(auth.claims.client_id);
+    if (wait !== null) throw rateLimited(wait, 'this client is over its request rate at this node');
     return auth;
   }
 
@@ -103,10 +108,15 @@ export class Pipeline {
     }
     metrics.inc('sluice_errors_total', { code: e.code });
     if (route?.oauthErrors) {
-      return { status: e.status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...e.headers }, body: JSON.stringify({ error: 'invalid_request', error_description: e.message }) };
+      const error = e.code === 'RATE_LIMITED' || e.code === 'UNAVAILABLE' ? 'temporarily_unavailable' : 'invalid_request';
+      return { status: e.status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...e.headers }, body: JSON.stringify({ error, error_description: e.message }) };
     }
     return { status: e.status, headers: { 'content-type': 'application/problem+json', ...e.headers }, body: JSON.stringify(e.toProblem(req.path)) };
   }
+}
+
+export function rateLimited(retryAfterSeconds: number, detail: string): SluiceError {
+  return new SluiceError('RATE_LIMITED', `${detail}; retry after ${retryAfterSeconds} s`, { retry_after: retryAfterSeconds }, { 'Retry-After': String(retryAfterSeconds) });
 }
 
 export function tooLarge(max: number): SluiceError {

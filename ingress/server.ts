@@ -1,6 +1,7 @@
 /** Starts an ingress node: the public uWS listener and the admin listener over a shared Context. */
 import type { Context } from '../core/context.ts';
 import { Metrics } from '../core/metrics.ts';
+import { RateLimiter } from '../core/rate-limit.ts';
 import { Router } from './router.ts';
 import { Pipeline } from './pipeline.ts';
 import { listen } from './uws-adapter.ts';
@@ -35,7 +36,8 @@ export async function startIngress(ctx: Context, opts: IngressOptions = {}): Pro
     const ms = staleness();
     return ms > ctx.config.kafkaStaleMs ? `this node has not heard from Kafka for ${ms} ms and refuses tokens until it has caught up (fail closed)` : null;
   };
-  const pipeline = new Pipeline({ ctx, router, metrics, unavailableReason });
+  const clientLimiter = new RateLimiter(ctx.config.clientRateLimit, ctx.config.clientRateBurst);
+  const pipeline = new Pipeline({ ctx, router, metrics, unavailableReason, clientLimiter });
   const host = opts.host ?? ctx.config.host;
   const http = await listen(pipeline, host, opts.port ?? ctx.config.port, ctx.config.maxBodyBytes);
   metrics.gauge('sluice_token_cache_entries', () => ctx.tokens.cacheSize);

@@ -538,7 +538,7 @@ export interface components {
         };
         OAuthError: {
             /** @enum {unknown} */
-            error: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "invalid_scope";
+            error: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "invalid_scope" | "temporarily_unavailable";
             error_description?: string;
         };
         /** @description the claims of the access token (RFC 9068 profile); exp = iat + 900 */
@@ -1278,7 +1278,18 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
-            /** @description no signing key is available yet, or the node lost contact with Kafka */
+            /** @description a failed client authentication beyond the budget for this client id or address (temporarily_unavailable); the right secret is never refused */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Cache-Control": components["headers"]["NoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description no signing key is available yet, or the node lost contact with Kafka (temporarily_unavailable) */
             503: {
                 headers: {
                     "Retry-After": components["headers"]["RetryAfter"];

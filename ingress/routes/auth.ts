@@ -3,6 +3,8 @@ import type { Context } from '../../core/context.ts';
 import { OAuthError, SluiceError } from '../../core/errors.ts';
 import { ALL_SCOPES } from '../../core/scopes.ts';
 import type { Metrics } from '../../core/metrics.ts';
+import { RateLimiter } from '../../core/rate-limit.ts';
+import { rateLimited } from '../pipeline.ts';
 import { json, type AppRequest, type Route } from '../types.ts';
 
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
@@ -33,6 +35,7 @@ function param(body: Record<string, unknown>, name: string): string | undefined 
 
 export function authRoutes(ctx: Context, metrics: Metrics): Route[] {
   const issuer = ctx.config.issuer;
+  const failures = new RateLimiter(ctx.config.authFailureRate, ctx.config.authFailureBurst);
   const token = (req: AppRequest) => {
     const body = req.body;
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new OAuthError('invalid_request', 'the request body must be a JSON object or a form with grant_type, client_id and client_secret');
@@ -52,7 +55,15 @@ export function authRoutes(ctx: Context, metrics: Metrics): Route[] {
     const staleMs = Date.now() - ctx.state.lastContactAt;
     if (staleMs > ctx.config.kafkaStaleMs) throw new SluiceError('UNAVAILABLE', `this node has not heard from Kafka for ${staleMs} ms and issues no tokens (fail closed)`, {}, { 'Retry-After': '1' });
     const client = ctx.clients.authenticate(creds.clientId, creds.clientSecret, ctx.clock.now());
-    if (!client || ctx.revocations.get(client.client_id)) throw new OAuthError('invalid_client', 'client authentication failed');
+    if (!client || ctx.revocations.get(client.client_id)) {
+      metrics.inc('sluice_client_auth_failures_total');
+      // Failures beyond a budget per client id and per address answer 429: a guesser is slowed
+      // down, while the right secret always works (a lockout would let anyone who knows a
+      // client id lock its owner out; 256-bit secrets need no lockout to resist guessing).
+      const waits = [failures.take(`id:${creds.clientId}`), failures.take(`ip:${req.remoteAddress}`)].filter((w): w is number => w !== null);
+      if (waits.length > 0) throw rateLimited(Math.max(...waits), 'too many failed client authentications');
+      throw new OAuthError('invalid_client', 'client authentication failed');
+    }
     const issued = ctx.tokens.issue(client, scope);
     metrics.inc('sluice_tokens_issued_total');
     return json(200, issued, NO_STORE);

@@ -1,0 +1,55 @@
+/**
+ * Token buckets keyed by a string (a client id, an address). In memory, per node: a node limits
+ * what reaches it, so a cluster-wide limit is roughly the per-node limit times the nodes.
+ */
+export class RateLimiter {
+  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+
+  /** `ratePerSec` 0 disables the limiter. */
+  constructor(
+    private readonly ratePerSec: number,
+    private readonly burst: number,
+    private readonly maxKeys = 100_000,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  get enabled(): boolean {
+    return this.ratePerSec > 0;
+  }
+
+  /** Takes one token: null when allowed, else the whole seconds until one is available. */
+  take(key: string): number | null {
+    if (!this.enabled) return null;
+    const now = this.now();
+    const b = this.refill(key, now);
+    if (b.tokens >= 1) {
+      b.tokens -= 1;
+      return null;
+    }
+    return Math.max(1, Math.ceil((1 - b.tokens) / this.ratePerSec));
+  }
+
+  /** Seconds until a token is available without taking one (null: available now). */
+  peek(key: string): number | null {
+    if (!this.enabled) return null;
+    const b = this.refill(key, this.now());
+    return b.tokens >= 1 ? null : Math.max(1, Math.ceil((1 - b.tokens) / this.ratePerSec));
+  }
+
+  private refill(key: string, now: number): { tokens: number; at: number } {
+    let b = this.buckets.get(key);
+    if (!b) {
+      b = { tokens: this.burst, at: now };
+      if (this.buckets.size >= this.maxKeys) {
+        const oldest = this.buckets.keys().next();
+        if (!oldest.done) this.buckets.delete(oldest.value);
+      }
+    } else {
+      b.tokens = Math.min(this.burst, b.tokens + ((now - b.at) / 1000) * this.ratePerSec);
+      b.at = now;
+      this.buckets.delete(key); // re-inserted below: the map's order is least recently used first
+    }
+    this.buckets.set(key, b);
+    return b;
+  }
+}

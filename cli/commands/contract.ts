@@ -15,9 +15,12 @@ actions:
       --allow-unimplemented). The client should hold at least two scopes (admin does).
   limits --base-url URL --client-id ID --client-secret SECRET [--time-scale N]
          [--revocable-client-id ID --revocable-client-secret S]
+         [--rotation-scale N --rotation-check-ms M]
       measures every limit of the spec (section 8, 6.2, 6.4) against a live Sluice and prints
       measured next to spec; guards that cannot run say why (skipped). --time-scale must equal
-      the SLUICE_TIME_SCALE of the Sluice (e.g. 4320 runs the 72 h ladder in a minute)
+      the SLUICE_TIME_SCALE of the Sluice (e.g. 4320 runs the 72 h ladder in a minute);
+      --rotation-scale N: the Sluice rotates every 30/N days (SLUICE_KEY_ROTATION_DAYS and
+      SLUICE_SECRET_ROTATION_DAYS), checked every M ms (SLUICE_ROTATION_CHECK_MS)
   receiver --port P --secret S [--host H] [--tolerance 300]
       a webhook receiver that checks every delivery against the contract and spec 6.2
       (signature, timestamp window, headers, body schema), answers 200 to good ones and 400 to
@@ -88,9 +91,13 @@ async function receiver(argv: string[]): Promise<number> {
 async function limits(argv: string[]): Promise<number> {
   const { values } = parse(
     argv,
-    { 'base-url': { type: 'string' }, 'client-id': { type: 'string' }, 'client-secret': { type: 'string' }, 'time-scale': { type: 'string' }, 'revocable-client-id': { type: 'string' }, 'revocable-client-secret': { type: 'string' } },
+    { 'base-url': { type: 'string' }, 'client-id': { type: 'string' }, 'client-secret': { type: 'string' }, 'time-scale': { type: 'string' }, 'revocable-client-id': { type: 'string' }, 'revocable-client-secret': { type: 'string' }, 'rotation-scale': { type: 'string' }, 'rotation-check-ms': { type: 'string' } },
     USAGE,
   );
+  const rotationScale = values['rotation-scale'] !== undefined ? Number(values['rotation-scale']) : undefined;
+  const rotationCheckMs = Number(values['rotation-check-ms'] ?? 60_000);
+  if (rotationScale !== undefined && !(rotationScale >= 1)) throw new UsageError('--rotation-scale must be a number >= 1');
+  if (!(rotationCheckMs > 0)) throw new UsageError('--rotation-check-ms must be a positive number');
   const scale = values['time-scale'] !== undefined ? Number(values['time-scale']) : undefined;
   if (scale !== undefined && !(scale >= 1)) throw new UsageError('--time-scale must be a number >= 1');
   const revId = values['revocable-client-id'];
@@ -102,6 +109,7 @@ async function limits(argv: string[]): Promise<number> {
     clientSecret: required(values, 'client-secret', USAGE),
     timeScale: scale,
     revocable: revId && revSecret ? { clientId: revId, clientSecret: revSecret } : undefined,
+    rotation: rotationScale !== undefined ? { scale: rotationScale, checkMs: rotationCheckMs } : undefined,
   });
   say(formatLimits(rows));
   return rows.some((r) => r.outcome === 'fail') ? 1 : 0;

@@ -8,6 +8,12 @@ export interface LimitContext {
   revocable?: { clientId: string; clientSecret: string };
   /** The SLUICE_TIME_SCALE the Sluice under test runs with; the ladder guards need one (e.g. 4320). */
   timeScale?: number;
+  /**
+   * The rotation guard watches real rotations when the Sluice under test rotates in scaled time:
+   * SLUICE_SECRET_ROTATION_DAYS and SLUICE_KEY_ROTATION_DAYS set to 30 / `scale`, and
+   * SLUICE_ROTATION_CHECK_MS to `checkMs` (the scheduler's tick, which bounds how late a rotation may be).
+   */
+  rotation?: { scale: number; checkMs: number };
 }
 
 export interface LimitResult {

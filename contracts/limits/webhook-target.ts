@@ -9,10 +9,11 @@ export interface Target {
   close(): Promise<void>;
 }
 
-export async function startTarget(onEvent: (req: IncomingMessage, res: ServerResponse) => void, onPing: (res: ServerResponse) => void = (res) => res.writeHead(200).end()): Promise<Target> {
+export async function startTarget(onEvent: (req: IncomingMessage, res: ServerResponse, raw: Buffer) => void, onPing: (res: ServerResponse) => void = (res) => res.writeHead(200).end()): Promise<Target> {
   const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => (req.headers['x-service-event-type'] === 'ping' ? onPing(res) : onEvent(req, res)));
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => (req.headers['x-service-event-type'] === 'ping' ? onPing(res) : onEvent(req, res, Buffer.concat(chunks))));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {

@@ -23,15 +23,4 @@ export class ManualClock implements Clock {
   }
 }
 
-/** Real time shifted by an offset the test moves; keeps running like a wall clock. */
-export class OffsetClock implements Clock {
-  offsetMs = 0;
-  now(): number {
-    return Date.now() + this.offsetMs;
-  }
-  advance(ms: number): void {
-    this.offsetMs += ms;
-  }
-}
-
 export const nowSeconds = (clock: Clock): number => Math.floor(clock.now() / 1000);

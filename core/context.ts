@@ -17,6 +17,7 @@ import { EndpointRegistry } from './webhooks/endpoint-registry.ts';
 import { DlqView } from './webhooks/dlq-view.ts';
 import { RUNG_LABELS, DLQ_RETENTION_MS } from './backoff.ts';
 import { createLogger, type Logger } from './log.ts';
+import { SluiceError } from './errors.ts';
 
 export interface Context {
   config: Readonly<Config>;
@@ -101,11 +102,20 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
   return ctx;
 }
 
-/** Waits until `check` holds (a view caught up with a write of our own). */
+/**
+ * Waits until `check` holds (this node's view caught up with a write of our own). Kafka took the
+ * write but the view lags: to an API caller that is a 503 to retry, never a 500.
+ */
 export async function waitFor(check: () => boolean, timeoutMs = 10_000, what = 'state'): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
-    if (Date.now() > deadline) throw new Error(`${what} did not become visible within ${timeoutMs} ms`);
+    if (Date.now() > deadline) throw new SluiceError('UNAVAILABLE', `${what} did not become visible in this node's view within ${timeoutMs} ms`, {}, { 'Retry-After': '1' });
     await new Promise((r) => setTimeout(r, 5));
   }
+}
+
+/** Writes a state record (null: a tombstone) and answers only once this node's view shows it. */
+export async function writeState(ctx: Context, topic: string, key: string, value: unknown, visible: () => boolean, what: string): Promise<void> {
+  await ctx.producer.sendJson(topic, key, value);
+  await waitFor(visible, 10_000, what);
 }

@@ -34,15 +34,28 @@ export function findJsonFault(text: string): JsonFault | null {
     i++;
     return JSON.parse(text.slice(start, i)) as string;
   };
+  /** The members of an object or the items of an array, after its opening bracket. */
+  const members = (close: '}' | ']', member: (n: number) => void): void => {
+    i++;
+    ws();
+    if (text[i] === close) return void i++;
+    for (let n = 0; ; n++) {
+      member(n);
+      ws();
+      if (text[i] === ',') {
+        i++;
+        continue;
+      }
+      if (text[i] === close) return void i++;
+      fail(text[i] === undefined ? 'unexpected end of input' : `expected ',' or '${close}' but found '${text[i]}'`);
+    }
+  };
   const value = (): void => {
     ws();
     const c = text[i];
     if (c === undefined) return fail('unexpected end of input');
     if (c === '{') {
-      i++;
-      ws();
-      if (text[i] === '}') return void i++;
-      for (;;) {
+      return members('}', () => {
         ws();
         const key = str();
         ws();
@@ -51,31 +64,14 @@ export function findJsonFault(text: string): JsonFault | null {
         path.push(key);
         value();
         path.pop();
-        ws();
-        if (text[i] === ',') {
-          i++;
-          continue;
-        }
-        if (text[i] === '}') return void i++;
-        fail(text[i] === undefined ? 'unexpected end of input' : `expected ',' or '}' but found '${text[i]}'`);
-      }
+      });
     }
     if (c === '[') {
-      i++;
-      ws();
-      if (text[i] === ']') return void i++;
-      for (let n = 0; ; n++) {
+      return members(']', (n) => {
         path.push(n);
         value();
         path.pop();
-        ws();
-        if (text[i] === ',') {
-          i++;
-          continue;
-        }
-        if (text[i] === ']') return void i++;
-        fail(text[i] === undefined ? 'unexpected end of input' : `expected ',' or ']' but found '${text[i]}'`);
-      }
+      });
     }
     if (c === '"') return void str();
     const m = /^(?:-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)/.exec(text.slice(i, i + 400));

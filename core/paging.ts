@@ -28,6 +28,21 @@ export function readCursor(query: URLSearchParams): Position | null {
   return { key: Number(m[1]), id: m[2] ?? '' };
 }
 
+/**
+ * One page of `items` (already in (key, id) order): the first `limit` after the cursor, and the
+ * cursor of the next page (null on the last one).
+ */
+export function pageOf<T>(items: Iterable<T>, position: (item: T) => Position, after: Position | null, limit: number): { data: T[]; next_cursor: string | null } {
+  const data: T[] = [];
+  for (const item of items) {
+    const p = position(item);
+    if (!isAfter(p.key, p.id, after)) continue;
+    if (data.length === limit) return { data, next_cursor: encodeCursor(position(data[data.length - 1])) };
+    data.push(item);
+  }
+  return { data, next_cursor: null };
+}
+
 /** True when (key, id) comes after the cursor's position in (key, id) order. */
 export function isAfter(key: number, id: string, cursor: Position | null): boolean {
   return cursor === null || key > cursor.key || (key === cursor.key && id > cursor.id);

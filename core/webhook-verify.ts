@@ -9,9 +9,9 @@
  *
  * Pass the body exactly as received (a Buffer or the undecoded string): re-serialized JSON fails.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import type { WebhookBody } from './webhooks/records.ts';
-import { SIGNATURE_HEADER, TIMESTAMP_HEADER } from './webhooks/signing.ts';
+import { SIGNATURE_HEADER, TIMESTAMP_HEADER, webhookHmac } from './webhooks/signing.ts';
 
 export type { WebhookBody };
 
@@ -85,7 +85,7 @@ export function verifyWebhook(rawBody: string | Buffer, headers: WebhookHeaders,
   const timestamp = Number(tsValues[0].trim());
 
   const body = typeof rawBody === 'string' ? Buffer.from(rawBody, 'utf8') : rawBody;
-  const expected = createHmac('sha256', Buffer.from(secret, 'utf8')).update(body).digest();
+  const expected = webhookHmac(secret, body);
   const candidates = signatureCandidates(sigValues);
   // Compare with every candidate (no early exit), each in constant time.
   let matched = false;

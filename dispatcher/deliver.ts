@@ -18,11 +18,11 @@ export interface Deliverer {
 }
 
 export function createDeliverer(ctx: Context): Deliverer {
-  const allowInsecure = ctx.config.devAllowInsecureTargets;
-  // The dev flag turns the SSRF guard off entirely (loopback receivers in tests); otherwise the
-  // URL is checked before the request and the connection itself goes to a checked address.
-  const checkTarget = allowInsecure ? undefined : targetGuard({ allowInsecure: false });
-  const agent: Agent = createDeliveryAgent(ctx.config.dispatchPerEndpoint, allowInsecure ? undefined : guardedLookup({ allowInsecure: false }));
+  // The URL is checked before each request and every connection goes to a checked address. The
+  // dev flag relaxes both the same way as at registration (loopback allowed, metadata never).
+  const guard = { allowInsecure: ctx.config.devAllowInsecureTargets };
+  const checkTarget = targetGuard(guard);
+  const agent: Agent = createDeliveryAgent(ctx.config.dispatchPerEndpoint, guardedLookup(guard));
   return {
     async attempt(rec, endpoint) {
       const startedAt = ctx.clock.now();

@@ -5,7 +5,8 @@
  *
  *   const v = checkDelivery(rawBody, headers, secret, { schemas, now: Date.now() }); // [] when conformant
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
+import { webhookHmac } from '../../core/webhooks/signing.ts';
 import type { Json } from '../contract.ts';
 import type { ContractSchemas } from '../schemas.ts';
 
@@ -27,7 +28,7 @@ const KIND_SCHEMA = (doc: Json, type: string): string | null => {
 export function signatureMatches(secret: string, rawBody: Buffer, header: string): boolean {
   const m = /^sha256=([0-9a-f]{64})$/.exec(header);
   if (!m) return false;
-  const expected = createHmac('sha256', Buffer.from(secret, 'utf8')).update(rawBody).digest();
+  const expected = webhookHmac(secret, rawBody);
   return timingSafeEqual(expected, Buffer.from(m[1], 'hex'));
 }
 

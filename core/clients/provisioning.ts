@@ -1,6 +1,6 @@
 /** Creating service principals: validated, written to `sluice.clients`, secret returned once. */
 import type { Context } from '../context.ts';
-import { DAY_MS, waitFor } from '../context.ts';
+import { DAY_MS, writeState } from '../context.ts';
 import { SluiceError } from '../errors.ts';
 import { newClient, TENANT_PATTERN, type ClientRecord } from './client-registry.ts';
 import { appendAudit } from '../audit/audit-log.ts';
@@ -28,6 +28,5 @@ export async function createClient(ctx: Context, input: { tenant: string; role: 
 
 /** Writes a client record and waits until this node's own view shows it. */
 export async function writeClient(ctx: Context, record: ClientRecord): Promise<void> {
-  await ctx.producer.sendJson(ctx.topics.clients, record.client_id, record);
-  await waitFor(() => ctx.clients.get(record.client_id)?.updated_at === record.updated_at, 10_000, 'client record');
+  await writeState(ctx, ctx.topics.clients, record.client_id, record, () => ctx.clients.get(record.client_id)?.updated_at === record.updated_at, 'client record');
 }

@@ -5,7 +5,7 @@
  *   const { record, created } = await revokeClient(ctx, { clientId, reason, actor, tenant: auth.tenantId });
  */
 import type { Context } from '../context.ts';
-import { waitFor } from '../context.ts';
+import { writeState } from '../context.ts';
 import { SluiceError } from '../errors.ts';
 import { newId } from '../secrets.ts';
 import { appendAudit } from '../audit/audit-log.ts';
@@ -43,8 +43,7 @@ export async function revokeClient(ctx: Context, input: RevokeInput): Promise<{ 
       revoked_at: ctx.clock.now(),
       audit_entry_id: audit.id,
     };
-    await ctx.producer.sendJson(ctx.topics.revocations, client.client_id, record);
-    await waitFor(() => ctx.revocations.get(client.client_id)?.revocation_id === record.revocation_id, 10_000, 'revocation record');
+    await writeState(ctx, ctx.topics.revocations, client.client_id, record, () => ctx.revocations.get(client.client_id)?.revocation_id === record.revocation_id, 'revocation record');
     return { record, created: true };
   })();
   inFlight.set(key, p);
@@ -67,7 +66,6 @@ export async function reenableClient(ctx: Context, input: { clientId: string; re
     throw new SluiceError('CONFLICT', `tokens issued before the revocation stay valid until ${new Date(safeAt).toISOString()}; re-enabling earlier would make them verify again (use --force to accept that)`, { safe_at: new Date(safeAt).toISOString() });
   }
   const audit = await appendAudit(ctx, { tenant_id: rec.tenant_id, actor: input.actor, action: 'credential.reenabled', subject: rec.client_id, reason: input.reason });
-  await ctx.producer.sendJson(ctx.topics.revocations, rec.client_id, null);
-  await waitFor(() => !ctx.revocations.get(rec.client_id), 10_000, 'revocation tombstone');
+  await writeState(ctx, ctx.topics.revocations, rec.client_id, null, () => !ctx.revocations.get(rec.client_id), 'revocation tombstone');
   return { audit_entry_id: audit.id, revocation: rec };
 }

@@ -4,7 +4,7 @@
  * writes nothing.
  */
 import type { Context } from '../context.ts';
-import { DAY_MS, waitFor } from '../context.ts';
+import { DAY_MS, writeState } from '../context.ts';
 import { appendAudit } from '../audit/audit-log.ts';
 import { SYSTEM_TENANT } from '../audit/entry.ts';
 
@@ -22,15 +22,13 @@ export async function rotateKeys(ctx: Context): Promise<{ created: string[]; ret
       subject: k.kid,
       reason: `signs from ${new Date(k.signs_from).toISOString()} until ${new Date(k.signs_until).toISOString()}, published until ${new Date(k.published_until).toISOString()}`,
     });
-    await ctx.producer.sendJson(ctx.topics.keys, k.kid, k);
-    await waitFor(() => ctx.keys.records().some((r) => r.kid === k.kid), 10_000, 'signing key');
+    await writeState(ctx, ctx.topics.keys, k.kid, k, () => ctx.keys.records().some((r) => r.kid === k.kid), 'signing key');
     created.push(k.kid);
   }
   const retired: string[] = [];
   for (const kid of ctx.keys.expired(now)) {
     await appendAudit(ctx, { tenant_id: SYSTEM_TENANT, actor: ROTATION_ACTOR, action: 'signing_key.retired', subject: kid, reason: 'its last token has expired' });
-    await ctx.producer.sendJson(ctx.topics.keys, kid, null);
-    await waitFor(() => !ctx.keys.records().some((r) => r.kid === kid), 10_000, 'signing key tombstone');
+    await writeState(ctx, ctx.topics.keys, kid, null, () => !ctx.keys.records().some((r) => r.kid === kid), 'signing key tombstone');
     retired.push(kid);
   }
   return { created, retired };

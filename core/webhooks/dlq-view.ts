@@ -8,7 +8,7 @@
  */
 import type { StateRecord, StateView } from '../kafka/state-consumer.ts';
 import type { DlqEntry, DlqReplayMarker } from './records.ts';
-import { encodeCursor, isAfter, type Position } from '../paging.ts';
+import { pageOf, type Position } from '../paging.ts';
 
 export interface DlqFilter {
   endpoint_id?: string;
@@ -89,19 +89,9 @@ export class DlqView implements StateView {
   }
 
   list(tenantId: string, q: DlqFilter & { limit: number; after: Position | null }, nowMs: number): { data: DlqEntry[]; next_cursor: string | null } {
-    const data: DlqEntry[] = [];
-    let more = false;
-    for (const h of this.ordered(tenantId, nowMs)) {
-      if (h.expiresMs <= nowMs || !matches(h.entry, q)) continue;
-      if (!isAfter(h.deadMs, h.entry.id, q.after)) continue;
-      if (data.length === q.limit) {
-        more = true;
-        break;
-      }
-      data.push(h.entry);
-    }
-    const last = data[data.length - 1];
-    return { data, next_cursor: more && last ? encodeCursor({ key: Date.parse(last.dead_lettered_at), id: last.id }) : null };
+    const listed = this.ordered(tenantId, nowMs).filter((h) => h.expiresMs > nowMs && matches(h.entry, q));
+    const page = pageOf(listed, (h) => ({ key: h.deadMs, id: h.entry.id }), q.after, q.limit);
+    return { data: page.data.map((h) => h.entry), next_cursor: page.next_cursor };
   }
 }
 

@@ -6,7 +6,7 @@
  *   const { record, secret, ping } = await createEndpoint(ctx, { tenant_id, actor, url, events, metadata: null });
  */
 import { appendAudit } from '../audit/audit-log.ts';
-import { waitFor, type Context } from '../context.ts';
+import { writeState, type Context } from '../context.ts';
 import { SluiceError } from '../errors.ts';
 import { newId, newSecret, seal } from '../secrets.ts';
 import type { AttemptOutcome } from './attempt.ts';
@@ -101,8 +101,7 @@ export async function verifyEndpoint(ctx: Context, rec: EndpointRecord): Promise
 
 export async function deleteEndpoint(ctx: Context, rec: EndpointRecord, actor: string): Promise<void> {
   await appendAudit(ctx, { tenant_id: rec.tenant_id, actor, action: 'endpoint.deleted', subject: rec.id });
-  await ctx.producer.send(ctx.topics.endpoints, [{ key: rec.id, value: null }]);
-  await visible(() => ctx.endpoints.get(rec.id) === undefined);
+  await writeState(ctx, ctx.topics.endpoints, rec.id, null, () => ctx.endpoints.get(rec.id) === undefined, 'endpoint tombstone');
 }
 
 async function markVerified(ctx: Context, id: string): Promise<EndpointRecord> {
@@ -117,17 +116,8 @@ async function markVerified(ctx: Context, id: string): Promise<EndpointRecord> {
 
 /** Writes a record and waits until this node's view holds exactly it. */
 export async function writeEndpoint(ctx: Context, rec: EndpointRecord): Promise<void> {
-  await ctx.producer.sendJson(ctx.topics.endpoints, rec.id, rec);
   const written = JSON.stringify(rec);
-  await visible(() => JSON.stringify(ctx.endpoints.get(rec.id)) === written);
-}
-
-async function visible(check: () => boolean): Promise<void> {
-  try {
-    await waitFor(check, 10_000, 'endpoint record');
-  } catch (err) {
-    throw new SluiceError('UNAVAILABLE', `Kafka took the write but this node's view did not show it in time: ${(err as Error).message}`, {}, { 'Retry-After': '1' });
-  }
+  await writeState(ctx, ctx.topics.endpoints, rec.id, rec, () => JSON.stringify(ctx.endpoints.get(rec.id)) === written, 'endpoint record');
 }
 
 function notFound(id: string): SluiceError {

@@ -12,8 +12,13 @@ export const EVENT_ID_HEADER = 'x-service-event-id';
 export const EVENT_TYPE_HEADER = 'x-service-event-type';
 export const ATTEMPT_HEADER = 'x-service-delivery-attempt';
 
+/** HMAC-SHA256 of the raw body keyed with the endpoint secret's UTF-8 bytes: the one definition. */
+export function webhookHmac(secret: string, rawBody: string | Buffer): Buffer {
+  return createHmac('sha256', Buffer.from(secret, 'utf8')).update(rawBody).digest();
+}
+
 export function hmacHex(secret: string, rawBody: string | Buffer): string {
-  return createHmac('sha256', Buffer.from(secret, 'utf8')).update(rawBody).digest('hex');
+  return webhookHmac(secret, rawBody).toString('hex');
 }
 
 export interface SignedDelivery {

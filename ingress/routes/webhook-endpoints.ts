@@ -11,7 +11,7 @@ import { MAX_TARGET_URL_LENGTH } from '../../core/webhooks/target-guard.ts';
 import type { AttemptOutcome } from '../../core/webhooks/attempt.ts';
 import { createEndpoint, deleteEndpoint, endpointView, verifyEndpoint, type NewEndpoint } from '../../core/webhooks/endpoint-service.ts';
 import { json, type AppRequest, type Reply, type Route } from '../types.ts';
-import { encodeCursor, isAfter, readCursor } from '../../core/paging.ts';
+import { pageOf, readCursor } from '../../core/paging.ts';
 
 export const MAX_EVENT_FILTER_ITEMS = 64;
 export const MAX_METADATA_BYTES = 4096;
@@ -82,12 +82,8 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
 
   const list = (req: AppRequest): Reply => {
     const limit = queryInt(req.query, 'limit', 100, 1, 1000);
-    const cursor = readCursor(req.query);
-    const all = ctx.endpoints.listTenant(req.auth!.claims.tenant_id);
-    const rest = all.filter((e) => isAfter(e.created_at, e.id, cursor));
-    const page = rest.slice(0, limit);
-    const next = rest.length > limit ? encodeCursor({ key: page[page.length - 1].created_at, id: page[page.length - 1].id }) : null;
-    return json(200, { data: page.map(endpointView), next_cursor: next });
+    const page = pageOf(ctx.endpoints.listTenant(req.auth!.claims.tenant_id), (e) => ({ key: e.created_at, id: e.id }), readCursor(req.query), limit);
+    return json(200, { data: page.data.map(endpointView), next_cursor: page.next_cursor });
   };
 
   const remove = async (req: AppRequest): Promise<Reply> => {

@@ -148,6 +148,30 @@ t.test('DNS rebinding: the connection goes only to an address that passed the ch
   t.equal(r.received.length, 1);
 });
 
+t.test('targetGuard checks each request without DNS; names are checked at connect by guardedLookup', async (t) => {
+  let lookups = 0;
+  const counting: TargetLookup = async () => {
+    lookups++;
+    return [{ address: '10.0.0.7', family: 4 }];
+  };
+  const guard = targetGuard({ allowInsecure: false, lookup: counting });
+  await guard(new URL('https://hooks.example.com/x'));
+  t.equal(lookups, 0, 'a hostname costs no DNS round trip per request');
+  for (const [url, reason] of [['https://10.0.0.1/x', 'private'], ['https://169.254.169.254/latest', 'metadata'], ['https://metadata.google.internal/x', 'metadata'], ['https://localhost/x', 'loopback'], ['https://[::1]/x', 'loopback']]) {
+    await t.rejects(guard(new URL(url)), { code: 'UNPROCESSABLE_TARGET', extra: { reason } }, `${url} refused without DNS`);
+  }
+  t.equal(lookups, 0);
+  // The same name is refused when a connection is made: the lookup sees the private address.
+  const r = await startReceiver(200);
+  t.teardown(() => r.close());
+  const agent = createDeliveryAgent(1, guardedLookup({ allowInsecure: false, lookup: counting }));
+  t.teardown(() => agent.destroy());
+  const outcome = await attemptDelivery(`http://hooks.example.com:${new URL(r.url).port}/x`, '{}', {}, { timeoutMs: 5000, checkTarget: targetGuard({ allowInsecure: true }), dispatcher: agent });
+  t.equal(outcome.ok, false);
+  t.equal(lookups, 1, 'resolved once, at connect');
+  t.equal(r.received.length, 0);
+});
+
 t.test('targetGuard refuses before any connection', async (t) => {
   const r = await startReceiver(200);
   t.teardown(() => r.close());

@@ -1,6 +1,6 @@
 /**
  * The request lifecycle every route goes through, in this order:
- * match route → authenticate (bearer) → region → scope → content type and size → parse body →
+ * canonical path → match route → authenticate (bearer) → region → scope → content type and size → parse body →
  * handle → reply. Everything up to the body is synchronous: a refused request costs no await.
  */
 import type { Context } from '../core/context.ts';
@@ -9,6 +9,7 @@ import { parseJsonBody } from '../core/json.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { RateLimiter } from '../core/rate-limit.ts';
 import type { VerifiedToken } from '../core/tokens/token-service.ts';
+import { canonicalPath } from './canonical-path.ts';
 import type { Router } from './router.ts';
 import type { AppRequest, IncomingRequest, Reply, Route } from './types.ts';
 
@@ -33,6 +34,8 @@ export class Pipeline {
   front(req: IncomingRequest): { reply: Reply } | { route: Route; params: Record<string, string>; auth: VerifiedToken | null } {
     let matched: Route | undefined;
     try {
+      // Every decision below, and the proxied URL, uses this one form of the path.
+      req.path = canonicalPath(req.path);
       const m = this.deps.router.match(req.method, req.path);
       if (m.kind === 'not-found') throw new SluiceError('NOT_FOUND', `no route for ${req.path}`);
       if (m.kind === 'method') {

@@ -5,7 +5,7 @@
  */
 import { request } from 'undici';
 import type { Context } from '../../core/context.ts';
-import { SluiceError } from '../../core/errors.ts';
+import { SluiceError, invalidRequest } from '../../core/errors.ts';
 import type { AppRequest, IncomingRequest, Reply, Route } from '../types.ts';
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'authorization', 'content-length', 'cookie']);
@@ -22,10 +22,24 @@ const FAMILIES: Family[] = [
   { prefix: '/v1/telemetry', resource: 'telemetry', upstream: 'telemetry' },
 ];
 
-/** GET/HEAD read, other methods write; `/v1/telemetry/export` needs `telemetry:export`. */
+/**
+ * GET/HEAD read, other methods write; `/v1/telemetry/export` and below need `telemetry:export`.
+ * `req.path` is canonical (see canonical-path.ts), so segment 2 is what the upstream will see.
+ */
 export function dataPlaneScope(family: Family, req: IncomingRequest): string {
-  if (family.resource === 'telemetry' && (req.path === '/v1/telemetry/export' || req.path.startsWith('/v1/telemetry/export/'))) return 'telemetry:export';
+  if (family.resource === 'telemetry' && req.path.split('/')[3] === 'export') return 'telemetry:export';
   return req.method === 'GET' || req.method === 'HEAD' ? `${family.resource}:read` : `${family.resource}:write`;
+}
+
+/** The upstream URL for a canonical path; refuses (as a 400) any URL that leaves the family's prefix. */
+export function upstreamUrl(base: string, prefix: string, path: string, query: URLSearchParams): URL {
+  const qs = query.toString();
+  const url = new URL(`${base}${path}${qs ? `?${qs}` : ''}`);
+  const root = new URL(base).pathname.replace(/\/$/, '') + prefix;
+  if (url.pathname !== root && !url.pathname.startsWith(`${root}/`)) {
+    throw invalidRequest([{ path: 'path', message: `the request path leaves ${prefix}` }]);
+  }
+  return url;
 }
 
 export function dataPlaneRoutes(ctx: Context, timeoutMs = 30_000): Route[] {
@@ -41,9 +55,9 @@ export function dataPlaneRoutes(ctx: Context, timeoutMs = 30_000): Route[] {
       headers['x-sluice-region'] = claims.region;
       headers['x-sluice-client-id'] = claims.client_id;
       headers['x-forwarded-for'] = req.remoteAddress;
-      const qs = req.query.toString();
+      const target = upstreamUrl(base, family.prefix, req.path, req.query);
       try {
-        const up = await request(`${base}${req.path}${qs ? `?${qs}` : ''}`, {
+        const up = await request(target, {
           method: req.method as 'GET',
           headers,
           body: req.rawBody.length > 0 ? req.rawBody : undefined,

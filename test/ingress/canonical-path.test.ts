@@ -1,0 +1,95 @@
+import t from 'tap';
+import { createServer } from 'node:http';
+import { canonicalPath } from '../../ingress/canonical-path.ts';
+import { upstreamUrl } from '../../ingress/routes/data-plane.ts';
+import { startTestNode, freePort } from '../helpers/sluice.ts';
+import { rawGet } from '../helpers/raw-http.ts';
+
+t.test('canonicalPath keeps plain paths and decodes only unreserved escapes', async (t) => {
+  t.equal(canonicalPath('/v1/telemetry/export'), '/v1/telemetry/export');
+  t.equal(canonicalPath('/v1/telemetry/%65xport'), '/v1/telemetry/export', '%65 is "e"');
+  t.equal(canonicalPath('/v1/inference/a%2dB%7E'), '/v1/inference/a-B~');
+  t.equal(canonicalPath('/v1/inference/a%20b'), '/v1/inference/a%20b', 'a space stays encoded');
+  t.equal(canonicalPath('/v1/inference/a%3fb'), '/v1/inference/a%3Fb', 'hex of kept escapes is upper-cased');
+  t.equal(canonicalPath('/v1/webhooks/endpoints/'), '/v1/webhooks/endpoints/', 'one trailing slash is kept');
+  t.equal(canonicalPath('/'), '/');
+});
+
+t.test('canonicalPath refuses every form an upstream could read differently', async (t) => {
+  const refused = [
+    '/v1/telemetry/./export',
+    '/v1/telemetry/../../admin/secrets',
+    '/v1/inference/../telemetry/export',
+    '/v1/telemetry/%2e/export',
+    '/v1/telemetry/%2E%2E/x',
+    '/v1/telemetry/.%2e/x',
+    '/v1/telemetry/%2fexport',
+    '/v1/telemetry/%5Cexport',
+    '/v1/telemetry\\export',
+    '/v1/telemetry//export',
+    '//v1/telemetry/export',
+    '/v1/telemetry/ex%00port',
+    '/v1/telemetry/%zz',
+    '/v1/telemetry/%4',
+    '/v1/telemetry/a b',
+    'v1/telemetry',
+    '/v1/telemetry/..',
+  ];
+  for (const p of refused) {
+    t.throws(() => canonicalPath(p), { code: 'INVALID_REQUEST' }, p);
+  }
+});
+
+t.test('upstreamUrl never leaves the family prefix', async (t) => {
+  const q = new URLSearchParams('a=1');
+  t.equal(upstreamUrl('http://up:1', '/v1/telemetry', '/v1/telemetry/x', q).href, 'http://up:1/v1/telemetry/x?a=1');
+  t.equal(upstreamUrl('http://up:1/base', '/v1/telemetry', '/v1/telemetry', q).pathname, '/base/v1/telemetry', 'a base path is kept');
+  t.throws(() => upstreamUrl('http://up:1', '/v1/telemetry', '/v1/telemetryx', q), { code: 'INVALID_REQUEST' });
+  t.throws(() => upstreamUrl('http://up:1', '/v1/telemetry', '/v1/inference/x', q), { code: 'INVALID_REQUEST' });
+});
+
+t.test('live: no dot segment, encoding or slash trick reaches the upstream or changes the scope', async (t) => {
+  const seen: string[] = [];
+  const port = await freePort();
+  const upstream = createServer((req, res) => {
+    seen.push(req.url!);
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{}');
+  });
+  await new Promise<void>((r) => upstream.listen(port, '127.0.0.1', r));
+  const up = `http://127.0.0.1:${port}`;
+  const node = await startTestNode({ SLUICE_UPSTREAM_INFERENCE: up, SLUICE_UPSTREAM_PIPELINES: up, SLUICE_UPSTREAM_TELEMETRY: up });
+  t.teardown(async () => {
+    await node.close();
+    upstream.close();
+  });
+  const port_ = node.ingress!.port;
+  const telemetry = await node.token(await node.client('admin', 'acme'), 'telemetry:read');
+  const inference = await node.token(await node.client('admin', 'acme'), 'inference:read');
+
+  const plain = await rawGet(port_, '/v1/telemetry/metrics', { authorization: `Bearer ${telemetry}` });
+  t.equal(plain.statuses[0], 200, 'a plain telemetry:read path works');
+  t.same(seen, ['/v1/telemetry/metrics'], 'and reaches the upstream as sent');
+  seen.length = 0;
+
+  const exportPlain = await rawGet(port_, '/v1/telemetry/export', { authorization: `Bearer ${telemetry}` });
+  t.equal(exportPlain.statuses[0], 403, 'export without telemetry:export is 403');
+  const encoded = await rawGet(port_, '/v1/telemetry/%65xport', { authorization: `Bearer ${telemetry}` });
+  t.equal(encoded.statuses[0], 403, 'an encoded letter does not change the scope');
+  t.match(encoded.text, /telemetry:export/, 'and names telemetry:export');
+
+  for (const [path, token] of [
+    ['/v1/telemetry/./export', telemetry],
+    ['/v1/telemetry/../../admin/secrets', telemetry],
+    ['/v1/inference/../telemetry/export', inference],
+    ['/v1/inference/%2e%2e/telemetry/export', inference],
+    ['/v1/inference/..%2ftelemetry/export', inference],
+    ['/v1/telemetry//export', telemetry],
+    ['/v1/inference/..\\telemetry', inference],
+  ] as const) {
+    const res = await rawGet(port_, path, { authorization: `Bearer ${token}` });
+    t.equal(res.statuses[0], 400, `${path}: 400`);
+    t.match(res.text, /not canonical/, `${path}: says why`);
+  }
+  t.same(seen, [], 'nothing reached the upstream');
+});

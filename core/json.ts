@@ -26,8 +26,14 @@ export function findJsonFault(text: string): JsonFault | null {
     if (text[i] !== '"') fail('expected a string');
     const start = i++;
     while (i < text.length && text[i] !== '"') {
-      if (text[i] === '\\') i++;
-      else if (text.charCodeAt(i) < 0x20) fail('control character in string');
+      if (text[i] === '\\') {
+        const e = text[i + 1];
+        if (e === 'u') {
+          if (!/^[0-9A-Fa-f]{4}$/.test(text.slice(i + 2, i + 6))) fail('\\u must be followed by four hex digits');
+          i += 4;
+        } else if (e === undefined || !'"\\/bfnrt'.includes(e)) fail(`invalid escape '\\${e ?? ''}' in string`);
+        i++;
+      } else if (text.charCodeAt(i) < 0x20) fail('control character in string');
       i++;
     }
     if (i >= text.length) fail('unterminated string');
@@ -84,8 +90,9 @@ export function findJsonFault(text: string): JsonFault | null {
     if (i < text.length) fail(`unexpected '${text[i]}' after the JSON value`);
     return null;
   } catch (err) {
-    if (!(err instanceof Fault)) throw err;
-    return { path: render(), position: (err as Fault & { position: number }).position, message: err.message };
+    // Anything else (a RangeError, say) is still a fault of the text, never a 500.
+    const message = err instanceof Fault ? err.message : `malformed JSON (${(err as Error).message})`;
+    return { path: render(), position: i, message };
   }
 }
 

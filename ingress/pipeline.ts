@@ -6,6 +6,7 @@
 import type { Context } from '../core/context.ts';
 import { SluiceError, OAuthError, invalidRequest } from '../core/errors.ts';
 import { parseJsonBody } from '../core/json.ts';
+import { throttled } from '../core/log.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { RateLimiter } from '../core/rate-limit.ts';
 import type { VerifiedToken } from '../core/tokens/token-service.ts';
@@ -28,7 +29,11 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 export type BodyReader = () => Promise<Buffer>;
 
 export class Pipeline {
-  constructor(private readonly deps: PipelineDeps) {}
+  private readonly logUnhandled: ReturnType<typeof throttled>;
+
+  constructor(private readonly deps: PipelineDeps) {
+    this.logUnhandled = throttled((msg, fields) => deps.ctx.log.error(msg, fields));
+  }
 
   /** Synchronous front half: a Reply when the request is refused before its body is needed. */
   front(req: IncomingRequest): { reply: Reply } | { route: Route; params: Record<string, string>; auth: VerifiedToken | null } {
@@ -96,7 +101,7 @@ export class Pipeline {
   }
 
   errorReply(err: unknown, req: IncomingRequest, route: Route | undefined): Reply {
-    const { metrics, ctx } = this.deps;
+    const { metrics } = this.deps;
     if (err instanceof OAuthError) {
       metrics.inc('sluice_oauth_errors_total', { error: err.error });
       const headers: Record<string, string> = { 'content-type': 'application/json', 'cache-control': 'no-store', pragma: 'no-cache' };
@@ -106,7 +111,7 @@ export class Pipeline {
     let e: SluiceError;
     if (err instanceof SluiceError) e = err;
     else {
-      ctx.log.error('unhandled error', { path: req.path, method: req.method, error: (err as Error)?.stack ?? String(err) });
+      this.logUnhandled('unhandled error', { path: req.path, method: req.method, error: (err as Error)?.stack ?? String(err) });
       e = new SluiceError('INTERNAL', 'an internal error occurred; it has been logged');
     }
     metrics.inc('sluice_errors_total', { code: e.code });

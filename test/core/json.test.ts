@@ -1,6 +1,7 @@
 import t from 'tap';
 import { findJsonFault, parseJsonBody } from '../../core/json.ts';
 import { SluiceError } from '../../core/errors.ts';
+import { throttled } from '../../core/log.ts';
 
 t.test('findJsonFault names the path and position of the first fault', async (t) => {
   t.same(findJsonFault('{"url": "x", "events": ["a", "b", ]}'), { path: '$.events[2]', position: 34, message: "unexpected character ']'" });
@@ -26,4 +27,25 @@ t.test('parseJsonBody throws 400 INVALID_REQUEST with the path of the fault', as
   }
   t.throws(() => parseJsonBody('   '), { code: 'INVALID_REQUEST' });
   t.same(parseJsonBody('{"a":1}'), { a: 1 });
+});
+
+t.test('invalid escapes are faults of the text, never a thrown SyntaxError', async (t) => {
+  for (const text of ['{"\\q":1}', '{"a":"\\x41"}', '["\\u12"]', '["\\u12zz"]', '["\\', '{"a\\']) {
+    const fault = findJsonFault(text);
+    t.ok(fault, `${JSON.stringify(text)} has a fault`);
+    t.throws(() => parseJsonBody(text), { code: 'INVALID_REQUEST' }, `${JSON.stringify(text)}: 400`);
+  }
+  t.match(findJsonFault('{"\\q":1}')!.message, /invalid escape/);
+  t.same(parseJsonBody('{"a":"\\u0041\\n\\/"}'), { a: 'A\n/' }, 'valid escapes still parse');
+});
+
+t.test('throttled logging writes at most the limit per window and counts the rest', async (t) => {
+  const lines: string[] = [];
+  let now = 0;
+  const log = throttled((msg, f) => lines.push(`${msg}${f?.suppressed ? ` ${f.suppressed}` : ''}`), 3, 1000, () => now);
+  for (let i = 0; i < 100; i++) log('boom');
+  t.same(lines, ['boom', 'boom', 'boom']);
+  now = 1000;
+  log('boom');
+  t.same(lines.slice(3), ['log lines suppressed by the throttle 97', 'boom']);
 });

@@ -1,6 +1,9 @@
 /** JSON parsing that reports where a fault is, as a JSON path (`$.events[2]`) and a position. */
 import { invalidRequest } from './errors.ts';
 
+/** The deepest nesting of arrays and objects a JSON body may have (documented in docs/configuration.md). */
+export const MAX_JSON_DEPTH = 64;
+
 export interface JsonFault {
   path: string;
   position: number;
@@ -11,8 +14,9 @@ export interface JsonFault {
  * A strict recursive-descent scan of JSON text that stops at the first fault. V8's JSON.parse
  * messages no longer carry a position, so this finds it (and the path) when JSON.parse fails.
  */
-export function findJsonFault(text: string): JsonFault | null {
+export function findJsonFault(text: string, maxDepth = MAX_JSON_DEPTH): JsonFault | null {
   let i = 0;
+  let depth = 0;
   const path: (string | number)[] = [];
   const render = () => '$' + path.map((p) => (typeof p === 'number' ? `[${p}]` : /^[A-Za-z_][A-Za-z0-9_]*$/.test(p) ? `.${p}` : `[${JSON.stringify(p)}]`)).join('');
   class Fault extends Error {}
@@ -42,9 +46,10 @@ export function findJsonFault(text: string): JsonFault | null {
   };
   /** The members of an object or the items of an array, after its opening bracket. */
   const members = (close: '}' | ']', member: (n: number) => void): void => {
+    if (++depth > maxDepth) fail(`nested deeper than ${maxDepth} levels`);
     i++;
     ws();
-    if (text[i] === close) return void i++;
+    if (text[i] === close) return void (i++, depth--);
     for (let n = 0; ; n++) {
       member(n);
       ws();
@@ -52,7 +57,7 @@ export function findJsonFault(text: string): JsonFault | null {
         i++;
         continue;
       }
-      if (text[i] === close) return void i++;
+      if (text[i] === close) return void (i++, depth--);
       fail(text[i] === undefined ? 'unexpected end of input' : `expected ',' or '${close}' but found '${text[i]}'`);
     }
   };
@@ -96,10 +101,30 @@ export function findJsonFault(text: string): JsonFault | null {
   }
 }
 
+/** The position where nesting first goes deeper than `max`, or -1. Linear, no recursion. */
+export function depthExceededAt(text: string, max = MAX_JSON_DEPTH): number {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return i;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return -1;
+}
+
 /** Parses a JSON body or throws 400 INVALID_REQUEST naming the path and position of the fault. */
 export function parseJsonBody(text: string): unknown {
   if (text.trim() === '') throw invalidRequest([{ path: '$', message: 'the request body is empty; a JSON document is required' }]);
   try {
+    // Bounded before parsing: a deep document parses, then overflows the stack of whatever
+    // walks it next (JSON.stringify when it is stored or delivered).
+    if (depthExceededAt(text) >= 0) throw new RangeError('too deep');
     return JSON.parse(text);
   } catch (err) {
     const fault = findJsonFault(text) ?? { path: '$', position: 0, message: (err as Error).message };

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { findJsonFault, parseJsonBody } from '../../core/json.ts';
+import { findJsonFault, parseJsonBody, depthExceededAt, MAX_JSON_DEPTH } from '../../core/json.ts';
 import { SluiceError } from '../../core/errors.ts';
 import { throttled } from '../../core/log.ts';
 
@@ -37,6 +37,26 @@ t.test('invalid escapes are faults of the text, never a thrown SyntaxError', asy
   }
   t.match(findJsonFault('{"\\q":1}')!.message, /invalid escape/);
   t.same(parseJsonBody('{"a":"\\u0041\\n\\/"}'), { a: 'A\n/' }, 'valid escapes still parse');
+});
+
+t.test('nesting is bounded at MAX_JSON_DEPTH, with the path of the too-deep value', async (t) => {
+  const nest = (n: number) => '['.repeat(n) + ']'.repeat(n);
+  t.ok(parseJsonBody(nest(MAX_JSON_DEPTH)), `${MAX_JSON_DEPTH} levels parse`);
+  t.throws(() => parseJsonBody(nest(MAX_JSON_DEPTH + 1)), { code: 'INVALID_REQUEST' }, 'one more is a 400');
+  t.throws(() => parseJsonBody('['.repeat(10_000)), { code: 'INVALID_REQUEST' }, '10,000 unclosed [ is a 400');
+  t.throws(() => parseJsonBody(nest(100_000)), { code: 'INVALID_REQUEST' }, '100,000 levels is a 400, not a stack overflow');
+  const deepObject = '{"data":' + '{"a":'.repeat(70) + '1' + '}'.repeat(71);
+  try {
+    parseJsonBody(deepObject);
+    t.fail('should throw');
+  } catch (err) {
+    const e = (err as SluiceError).extra.errors as { path: string; message: string }[];
+    t.match(e[0].message, /nested deeper than 64/);
+    t.match(e[0].path, /^\$\.data(\.a)+$/, 'the path points into data');
+  }
+  t.equal(depthExceededAt('["[[[[[[[[[[[[[[[[[["]', 2), -1, 'brackets inside strings do not count');
+  t.equal(depthExceededAt('[["\\"[[["]]', 2), -1, 'nor after an escaped quote');
+  t.equal(depthExceededAt('[[[]]]', 2), 2);
 });
 
 t.test('throttled logging writes at most the limit per window and counts the rest', async (t) => {

@@ -20,6 +20,10 @@ t.test('malformed and deep bodies are 400 with the path of the fault on every JS
     ['an invalid escape in a key', '{"\\q":1}'],
     ['an invalid escape in a value', '{"a":"\\x"}'],
     ['a short \\u escape', '{"a":"\\u12"}'],
+    ['10,000 unclosed [', '['.repeat(10_000)],
+    ['10,000 nested arrays', nest(10_000)],
+    ['data nested 4,100 levels', deepData(4_100)],
+    ['data nested 65 levels', deepData(65)],
   ];
   for (const [method, path, auth] of routes) {
     for (const [name, raw] of bodies) {
@@ -27,6 +31,9 @@ t.test('malformed and deep bodies are 400 with the path of the fault on every JS
       t.equal(res.status, 400, `${path}, ${name}: 400`);
     }
   }
+  const res = await call(node.base, 'POST', '/v1/webhooks/events', { raw: deepData(100), headers: { 'content-type': 'application/json' }, token });
+  t.match(res.json.errors[0].message, /nested deeper than 64 levels/, 'the depth limit is named');
+  t.match(res.json.errors[0].path, /^\$\.data\.v/, 'at the path of the too-deep value');
   const ok = await call(node.base, 'POST', '/v1/webhooks/events', { raw: deepData(20), headers: { 'content-type': 'application/json' }, token });
   t.equal(ok.status, 202, 'data nested 20 levels is accepted');
 });

@@ -6,6 +6,7 @@ export const CONTROL_PLANE_SCOPES = [
   'events:publish',
   'credentials:revoke',
   'credentials:read',
+  'credentials:read-any',
   'audit:read',
 ] as const;
 

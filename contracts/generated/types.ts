@@ -112,6 +112,9 @@ export interface paths {
          * The secret the service rotated in for a client of the caller's tenant
          * @description During the grace window after a rotation both the new and the previous secret work. A
          *     client that has not been rotated yet answers 404 (its secret is the one shown at creation).
+         *     A client reads its own secret with `credentials:read`; another client's needs
+         *     `credentials:read-any` too, is refused (403) when that client holds a scope the caller's
+         *     token lacks, and each such read is written to the audit log (`client_secret.read`).
          */
         get: operations["getClientSecret"];
         put?: never;

@@ -80,10 +80,11 @@ t.test('signing keys: 95 simulated days, every token verifies until its expiry a
 
 t.test('client secrets: a new one every 30 days, both work through the grace window, the old one is refused after', async (t) => {
   const clock = new ManualClock();
-  const node = await startTestNode({ SLUICE_ROTATION_CHECK_MS: '3600000', SLUICE_SECRET_GRACE_DAYS: '7' }, { clock });
+  const roles = { 'rotating-reader': ['inference:read', 'credentials:read'], 'secret-reader': ['credentials:read', 'credentials:read-any'] };
+  const node = await startTestNode({ SLUICE_ROTATION_CHECK_MS: '3600000', SLUICE_SECRET_GRACE_DAYS: '7', SLUICE_ROLES: JSON.stringify(roles) }, { clock });
   t.teardown(() => node.close());
   const scheduler = await leader(node);
-  const c = await node.client('inference-reader', 'acme');
+  const c = await node.client('rotating-reader', 'acme');
   const grant = (secret: string) => call(node.base, 'POST', '/v1/auth/token', { body: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: secret } });
 
   clock.advance(29 * DAY_MS);
@@ -92,10 +93,9 @@ t.test('client secrets: a new one every 30 days, both work through the grace win
 
   clock.advance(1 * DAY_MS + MIN);
   await scheduler.check();
-  const officer = await node.client('security-officer', 'acme');
-  const officerToken = await node.token(officer);
-  const res = await call(node.base, 'GET', `/v1/auth/clients/${c.client_id}/secret`, { token: officerToken });
-  t.equal(res.status, 200);
+  const secretOf = async (reader: { client_id: string; client_secret: string }) => call(node.base, 'GET', `/v1/auth/clients/${c.client_id}/secret`, { token: await node.token(reader as never) });
+  const res = await call(node.base, 'GET', `/v1/auth/clients/${c.client_id}/secret`, { token: tokenAt(node, c.client_id) });
+  t.equal(res.status, 200, 'the client reads its own secret');
   t.equal(res.headers.get('cache-control'), 'no-store');
   const s1 = res.json.client_secret as string;
   t.match(s1, /^sk_/);
@@ -105,10 +105,18 @@ t.test('client secrets: a new one every 30 days, both work through the grace win
   t.equal((await grant(c.client_secret)).status, 200, 'the old secret works in the grace window');
   t.equal((await grant(s1)).status, 200, 'the new secret works');
 
-  const other = await node.client('security-officer', 'globex');
-  t.equal((await call(node.base, 'GET', `/v1/auth/clients/${c.client_id}/secret`, { token: await node.token(other) })).status, 404, 'another tenant cannot read it');
-  const reader = await node.client('inference-reader', 'acme');
-  t.equal((await call(node.base, 'GET', `/v1/auth/clients/${c.client_id}/secret`, { token: await node.token(reader) })).status, 403, 'credentials:read is needed');
+  t.equal((await secretOf(await node.client('security-officer', 'globex'))).status, 404, 'another tenant cannot read it');
+  t.equal((await secretOf(await node.client('inference-reader', 'acme'))).status, 403, 'credentials:read is needed');
+  const officerRead = await secretOf(await node.client('security-officer', 'acme'));
+  t.equal(officerRead.status, 403, "credentials:read alone does not read another client's secret");
+  t.equal(officerRead.json.missing_scope, 'credentials:read-any', 'and names credentials:read-any');
+  const weaker = await secretOf(await node.client('secret-reader', 'acme'));
+  t.equal(weaker.status, 403, 'read-any does not reach a client stronger than the caller');
+  t.equal(weaker.json.missing_scope, 'inference:read', 'and names the scope the caller lacks');
+  const admin = await node.client('admin', 'acme');
+  const byAdmin = await secretOf(admin);
+  t.equal(byAdmin.status, 200, 'an admin (read-any, every scope) reads it');
+  t.equal(byAdmin.json.client_secret, s1);
 
   clock.advance(7 * DAY_MS - 2 * MIN);
   await scheduler.check();
@@ -124,4 +132,6 @@ t.test('client secrets: a new one every 30 days, both work through the grace win
   const entries = auditViewOf(node.ctx).page('acme', 0, 1000).data.filter((e) => e.action === 'client_secret.rotated' && e.subject === c.client_id);
   t.equal(entries.length, 1, 'the rotation is audited once');
   t.equal(entries[0].actor, 'sluice:rotation');
+  const reads = auditViewOf(node.ctx).page('acme', 0, 1000).data.filter((e) => e.action === 'client_secret.read' && e.subject === c.client_id);
+  t.same(reads.map((e) => e.actor), [admin.client_id], "only the admin's cross-client read is audited, with the admin as actor");
 });

@@ -7,6 +7,7 @@
 import uWS from '@trufflesuite/uws-js-unofficial';
 import type { Pipeline } from './pipeline.ts';
 import { tooLarge } from './pipeline.ts';
+import { invalidRequest } from '../core/errors.ts';
 import type { IncomingRequest, Reply } from './types.ts';
 
 const STATUS_TEXT: Record<number, string> = {
@@ -21,15 +22,44 @@ export interface HttpServer {
   close(): void;
 }
 
+/**
+ * Strict framing (RFC 9112 §6): a request whose body length could be read two ways is refused
+ * and its connection closed, so nothing after it on the connection (a smuggled request) is read.
+ */
+export function framingFault(contentLengths: string[], transferEncodings: string[]): string | null {
+  if (contentLengths.length > 1) return 'more than one Content-Length header';
+  if (contentLengths.length === 1 && !/^\d{1,15}$/.test(contentLengths[0])) return 'Content-Length must be a decimal number';
+  if (transferEncodings.length > 1) return 'more than one Transfer-Encoding header';
+  if (transferEncodings.length === 1) {
+    if (transferEncodings[0].trim().toLowerCase() !== 'chunked') return 'the only Transfer-Encoding accepted is "chunked"';
+    if (contentLengths.length > 0) return 'Content-Length and Transfer-Encoding together';
+  }
+  return null;
+}
+
 export function listen(pipeline: Pipeline, host: string, port: number, maxBodyBytes: number): Promise<HttpServer> {
   const app = uWS.App();
+  /**
+   * uWS parses every request already in a connection's buffer before it closes the connection,
+   * so bytes pipelined behind a refused request would still be answered. Requests from the
+   * refused peer in the same turn of the event loop are closed unanswered instead.
+   */
+  const refusedPeers = new Set<string>();
   app.any('/*', (res, req) => {
+    const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
+    if (refusedPeers.has(remoteAddress)) return void res.close();
     let aborted = false;
+    let onAbort: (() => void) | null = null;
     res.onAborted(() => {
       aborted = true;
+      onAbort?.();
     });
     const headers: Record<string, string> = {};
+    const contentLengths: string[] = [];
+    const transferEncodings: string[] = [];
     req.forEach((k, v) => {
+      if (k === 'content-length') contentLengths.push(v);
+      else if (k === 'transfer-encoding') transferEncodings.push(v);
       headers[k] = k in headers ? `${headers[k]}, ${v}` : v;
     });
     const incoming: IncomingRequest = {
@@ -37,22 +67,31 @@ export function listen(pipeline: Pipeline, host: string, port: number, maxBodyBy
       path: req.getUrl(),
       query: new URLSearchParams(req.getQuery() ?? ''),
       headers,
-      remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
+      remoteAddress,
     };
-    const write = (reply: Reply) => {
+    const write = (reply: Reply, close = false) => {
       if (aborted) return;
-      res.cork(() => {
+      const send = () => {
         res.writeStatus(`${reply.status} ${STATUS_TEXT[reply.status] ?? 'Status'}`);
         for (const [k, v] of Object.entries(reply.headers ?? {})) res.writeHeader(k, v);
-        if (incoming.method === 'HEAD') res.endWithoutBody();
-        else res.end(reply.body ?? '');
-      });
+        if (incoming.method === 'HEAD') res.endWithoutBody(undefined, close);
+        else res.end(reply.body ?? '', close);
+      };
+      // uWS closes a connection on end(…, true) only when the socket is not corked.
+      if (close) send();
+      else res.cork(send);
     };
     try {
+      const fault = framingFault(contentLengths, transferEncodings);
+      if (fault) {
+        refusedPeers.add(remoteAddress);
+        setImmediate(() => refusedPeers.delete(remoteAddress));
+        return write(pipeline.errorReply(invalidRequest([{ path: 'headers', message: `request framing refused: ${fault}` }]), incoming, undefined), true);
+      }
       const front = pipeline.front(incoming);
       if ('reply' in front) return write(front.reply);
       // Start reading the body now, synchronously, as uWS requires.
-      const body = readBody(res, maxBodyBytes);
+      const body = readBody(res, maxBodyBytes, (settle) => (onAbort = settle));
       pipeline
         .back(incoming, front.route, front.params, front.auth, () => body)
         .then(write, (err) => write(pipeline.errorReply(err, incoming, front.route)));
@@ -68,8 +107,10 @@ export function listen(pipeline: Pipeline, host: string, port: number, maxBodyBy
   });
 }
 
-function readBody(res: uWS.HttpResponse, max: number): Promise<Buffer> {
+/** Reads the body; `onAbort` is handed a function that fails it when the client goes away mid-upload. */
+function readBody(res: uWS.HttpResponse, max: number, onAbort: (settle: () => void) => void): Promise<Buffer> {
   const p = new Promise<Buffer>((resolve, reject) => {
+    onAbort(() => reject(invalidRequest([{ path: 'body', message: 'the client closed the connection before the body ended' }])));
     const chunks: Buffer[] = [];
     let size = 0;
     let failed = false;

@@ -1,0 +1,68 @@
+import t from 'tap';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { framingFault } from '../../ingress/uws-adapter.ts';
+import { startTestNode, call, freePort } from '../helpers/sluice.ts';
+import { rawHttp } from '../helpers/raw-http.ts';
+
+const seen: { url: string; headers: IncomingHttpHeaders }[] = [];
+const upstreamPort = await freePort();
+const upstream = createServer((req, res) => {
+  seen.push({ url: req.url!, headers: req.headers });
+  req.resume();
+  req.on('end', () => {
+    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=600' });
+    res.end('{}');
+  });
+});
+await new Promise<void>((r) => upstream.listen(upstreamPort, '127.0.0.1', r));
+const node = await startTestNode({ SLUICE_UPSTREAM_INFERENCE: `http://127.0.0.1:${upstreamPort}` });
+t.teardown(async () => {
+  await node.close();
+  upstream.close();
+});
+const port = node.ingress!.port;
+const token = await node.token(await node.client('admin', 'acme'));
+
+t.test('framingFault refuses every length that could be read two ways', async (t) => {
+  t.equal(framingFault([], []), null);
+  t.equal(framingFault(['5'], []), null);
+  t.equal(framingFault([], ['chunked']), null);
+  t.equal(framingFault([], ['Chunked']), null);
+  t.match(framingFault(['5', '40'], []), /more than one Content-Length/);
+  t.match(framingFault(['5', '5'], []), /more than one Content-Length/, 'even when equal');
+  t.match(framingFault(['+5'], []), /decimal/);
+  t.match(framingFault(['5, 40'], []), /decimal/);
+  t.match(framingFault(['-1'], []), /decimal/);
+  t.match(framingFault([], ['gzip']), /only Transfer-Encoding/);
+  t.match(framingFault([], ['chunked, gzip']), /only Transfer-Encoding/);
+  t.match(framingFault([], ['gzip, chunked']), /only Transfer-Encoding/);
+  t.match(framingFault([], ['chunked', 'chunked']), /more than one Transfer-Encoding/);
+  t.match(framingFault(['3'], ['chunked']), /together/);
+});
+
+t.test('conflicting framing is a 400 that closes the connection: the smuggled request is never answered', async (t) => {
+  const auth = `authorization: Bearer ${token}\r\n`;
+  const smuggled = 'GET /v1/inference/smuggled HTTP/1.1\r\nhost: x\r\n\r\n';
+  const cases: [string, string][] = [
+    ['two Content-Length', `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}content-length: 5\r\ncontent-length: ${5 + smuggled.length}\r\n\r\nhello${smuggled}`],
+    ['Transfer-Encoding gzip', `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}transfer-encoding: gzip, chunked\r\n\r\n0\r\n\r\n${smuggled}`],
+    ['Content-Length with chunked', `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}transfer-encoding: chunked\r\ncontent-length: 3\r\n\r\n0\r\n\r\n${smuggled}`],
+    ['a signed Content-Length', `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}content-length: +5\r\n\r\nhello${smuggled}`],
+  ];
+  for (const [name, raw] of cases) {
+    const res = await rawHttp(port, raw);
+    t.ok(res.statuses.every((s) => s === 400), `${name}: only 400s (${res.statuses.join(',') || 'closed without an answer'})`);
+    t.ok(res.statuses.length <= 1, `${name}: at most one answer`);
+    t.ok(res.closed, `${name}: the connection is closed`);
+  }
+  t.notOk(seen.some((s) => s.url.includes('smuggled')), 'no smuggled request reached the upstream');
+  const alone = await rawHttp(port, `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}content-length: 2\r\ncontent-length: 3\r\n\r\n{}`);
+  t.same(alone.statuses, [400], 'with nothing behind it, the refusal is a 400');
+  t.match(alone.text, /request framing refused: more than one Content-Length/, 'that says why');
+  t.ok(alone.closed, 'and closes the connection');
+  const plain = await rawHttp(port, `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}content-type: application/json\r\ncontent-length: 2\r\n\r\n{}`);
+  t.same(plain.statuses, [200], 'one Content-Length is fine');
+  const chunked = await rawHttp(port, `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`);
+  t.same(chunked.statuses, [200], 'chunked alone is fine');
+});
+

@@ -22,6 +22,13 @@ export interface HttpServer {
   close(): void;
 }
 
+/** Every response carries these; authenticated ones (a request with Authorization) are never cached. */
+const ALWAYS = { 'x-content-type-options': 'nosniff' };
+const AUTHENTICATED = { 'cache-control': 'no-store' };
+
+// uWS otherwise announces itself in a `uWebSockets: 20` header on every response.
+uWS._cfg('silent');
+
 /**
  * Strict framing (RFC 9112 §6): a request whose body length could be read two ways is refused
  * and its connection closed, so nothing after it on the connection (a smuggled request) is read.
@@ -69,11 +76,13 @@ export function listen(pipeline: Pipeline, host: string, port: number, maxBodyBy
       headers,
       remoteAddress,
     };
+    const authenticated = incoming.headers.authorization !== undefined;
     const write = (reply: Reply, close = false) => {
       if (aborted) return;
       const send = () => {
         res.writeStatus(`${reply.status} ${STATUS_TEXT[reply.status] ?? 'Status'}`);
-        for (const [k, v] of Object.entries(reply.headers ?? {})) res.writeHeader(k, v);
+        const out = { ...reply.headers, ...ALWAYS, ...(authenticated ? AUTHENTICATED : {}) };
+        for (const [k, v] of Object.entries(out)) res.writeHeader(k, v);
         if (incoming.method === 'HEAD') res.endWithoutBody(undefined, close);
         else res.end(reply.body ?? '', close);
       };

@@ -9,6 +9,12 @@ import { SluiceError, invalidRequest } from '../../core/errors.ts';
 import type { AppRequest, IncomingRequest, Reply, Route } from '../types.ts';
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'authorization', 'content-length', 'cookie']);
+/**
+ * Headers a client could use to lie to the upstream about who it is or which path it asked for.
+ * The edge sets `x-forwarded-for` itself; the rest never pass.
+ */
+const CLIENT_CLAIMS = new Set(['forwarded', 'x-real-ip', 'x-client-ip', 'true-client-ip', 'cf-connecting-ip', 'x-cluster-client-ip', 'x-original-url', 'x-rewrite-url', 'x-original-uri', 'x-http-method-override', 'x-http-method', 'x-method-override']);
+const isClientClaim = (name: string) => CLIENT_CLAIMS.has(name) || name.startsWith('x-forwarded-') || name.startsWith('x-sluice-');
 
 interface Family {
   prefix: string;
@@ -49,7 +55,7 @@ export function dataPlaneRoutes(ctx: Context, timeoutMs = 30_000): Route[] {
       const base = ctx.config.upstreams[family.upstream];
       if (!base) throw new SluiceError('UPSTREAM_UNAVAILABLE', `no upstream is configured for ${family.prefix} (set SLUICE_UPSTREAM_${family.upstream.toUpperCase()})`);
       const headers: Record<string, string> = {};
-      for (const [k, v] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(k) && !k.startsWith('x-sluice-')) headers[k] = v;
+      for (const [k, v] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(k) && !isClientClaim(k)) headers[k] = v;
       const claims = req.auth!.claims;
       headers['x-sluice-tenant'] = claims.tenant_id;
       headers['x-sluice-region'] = claims.region;

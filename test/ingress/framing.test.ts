@@ -66,3 +66,44 @@ t.test('conflicting framing is a 400 that closes the connection: the smuggled re
   t.same(chunked.statuses, [200], 'chunked alone is fine');
 });
 
+t.test('no server banner; nosniff everywhere; authenticated responses are never cached', async (t) => {
+  const anon = await call(node.base, 'GET', '/v1/auth/jwks');
+  t.equal(anon.headers.get('uwebsockets'), null, 'no uWebSockets header');
+  t.equal(anon.headers.get('x-content-type-options'), 'nosniff');
+  const authed = await call(node.base, 'GET', '/v1/webhooks/endpoints', { token });
+  t.equal(authed.status, 200);
+  t.equal(authed.headers.get('x-content-type-options'), 'nosniff');
+  t.equal(authed.headers.get('cache-control'), 'no-store');
+  const proxied = await call(node.base, 'GET', '/v1/inference/models', { token });
+  t.equal(proxied.status, 200);
+  t.equal(proxied.headers.get('cache-control'), 'no-store', "the upstream's cache-control does not make an authenticated answer cacheable");
+  const refused = await call(node.base, 'GET', '/v1/inference/models', { headers: { authorization: 'Bearer nope' } });
+  t.equal(refused.status, 401);
+  t.equal(refused.headers.get('cache-control'), 'no-store');
+});
+
+t.test('client claims about address, host or path never reach the upstream', async (t) => {
+  seen.length = 0;
+  const lies = {
+    forwarded: 'for=1.2.3.4;host=evil',
+    'x-real-ip': '1.2.3.4',
+    'x-forwarded-for': '1.2.3.4',
+    'x-forwarded-host': 'evil',
+    'x-forwarded-proto': 'https',
+    'x-original-url': '/admin/secrets',
+    'x-rewrite-url': '/admin/secrets',
+    'x-http-method-override': 'DELETE',
+    'true-client-ip': '1.2.3.4',
+    'x-sluice-tenant': 'globex',
+    'x-custom': 'kept',
+  };
+  const res = await call(node.base, 'GET', '/v1/inference/models', { token, headers: lies });
+  t.equal(res.status, 200);
+  const h = seen[0].headers;
+  for (const name of ['forwarded', 'x-real-ip', 'x-forwarded-host', 'x-forwarded-proto', 'x-original-url', 'x-rewrite-url', 'x-http-method-override', 'true-client-ip']) {
+    t.equal(h[name], undefined, `${name} is stripped`);
+  }
+  t.equal(h['x-forwarded-for'], '127.0.0.1', 'x-forwarded-for is the edge’s own');
+  t.equal(h['x-sluice-tenant'], 'acme', 'the tenant header is the edge’s own');
+  t.equal(h['x-custom'], 'kept', 'other headers pass');
+});

@@ -8,6 +8,7 @@ import type { StateView } from '../core/kafka/state-consumer.ts';
 import { openContext, waitFor, type Context } from '../core/context.ts';
 import { rotateKeys } from '../core/rotation/key-rotation.ts';
 import { startIngress, type Ingress } from '../ingress/server.ts';
+import { startAdminServer } from '../ingress/admin-server.ts';
 import type { Route } from '../ingress/types.ts';
 import { openapiRoutes } from '../ingress/routes/openapi.ts';
 import { AuditView } from '../core/audit/audit-view.ts';
@@ -70,12 +71,15 @@ export async function startNode(config: Readonly<Config>, opts: NodeOptions): Pr
   await waitFor(() => ctx.keys.signingKey(ctx.clock.now()) !== null, 10_000, 'a signing key');
   const ingress = roles.ingress ? await startIngress(ctx, { port: opts.port, adminPort: opts.adminPort, routes: buildRoutes(ctx) }) : null;
   const workers = await startWorkers(ctx, roles);
+  // A process without the ingress still serves /healthz, /readyz and /metrics on its admin port.
+  const admin = ingress ? null : await startAdminServer(config.host, opts.adminPort ?? config.adminPort, ctx.metrics, { ready: () => ctx.state.ready, problem: () => null, details: () => ({ role: 'dispatcher' }) });
   return {
     ctx,
     ingress,
     workers,
     async close() {
       await ingress?.close();
+      await admin?.close();
       for (const w of Object.values(workers).reverse()) await w.stop().catch(() => {});
       await ctx.close();
     },

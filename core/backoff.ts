@@ -41,6 +41,13 @@ export function rungAfter(failedAttempt: number): Rung {
   return RUNGS[Math.min(failedAttempt - 1, RUNGS.length - 1)];
 }
 
+/** The rung for a wait of `delayMs` (already scaled): the longest whose scaled delay fits in it, else the first. */
+export function rungForDelay(delayMs: number, timeScale = 1): Rung {
+  let best = RUNGS[0];
+  for (const r of RUNGS) if (r.delayMs / timeScale <= delayMs) best = r;
+  return best;
+}
+
 /** The delay before the next attempt, jittered and divided by the time scale. */
 export function retryDelayMs(failedAttempt: number, timeScale = 1, random: () => number = Math.random): number {
   return (rungAfter(failedAttempt).delayMs * (1 + JITTER * random())) / timeScale;

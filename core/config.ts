@@ -59,10 +59,10 @@ export interface Config {
   dispatchConcurrency: number;
   /** Deliveries in flight at once to one endpoint (also the keep-alive connections per origin). */
   dispatchPerEndpoint: number;
-  /** An attempt slower than this marks its endpoint slow: its other records in the batch are re-queued, not awaited. */
+  /** An attempt slower than this (or timed out) marks its endpoint slow: its queued deliveries go back through the first rung. */
   dispatchSlowMs: number;
-  /** Records of a batch not started within this time are re-queued to the first rung (uncounted). */
-  dispatchBatchBudgetMs: number;
+  /** Deliveries one dispatcher process holds in memory (queued or in flight) before it pauses the partitions that feed it. */
+  dispatchBuffer: number;
   /** How often (before SLUICE_TIME_SCALE) a delivery held for a PENDING endpoint is re-checked. */
   dispatchHoldRecheckMs: number;
 }
@@ -226,7 +226,7 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
     dispatchConcurrency: int(env, 'SLUICE_DISPATCH_CONCURRENCY', 256, 1, 10_000),
     dispatchPerEndpoint: int(env, 'SLUICE_DISPATCH_PER_ENDPOINT', 8, 1, 1000),
     dispatchSlowMs: int(env, 'SLUICE_DISPATCH_SLOW_MS', 2000, 50, 10_000),
-    dispatchBatchBudgetMs: int(env, 'SLUICE_DISPATCH_BATCH_BUDGET_MS', 5000, 100, 60_000),
+    dispatchBuffer: int(env, 'SLUICE_DISPATCH_BUFFER', 20_000, 100, 1_000_000),
     dispatchHoldRecheckMs: int(env, 'SLUICE_DISPATCH_HOLD_RECHECK_MS', 15 * 60_000, 1000, 24 * 3600_000),
   };
   return Object.freeze(config);

@@ -17,6 +17,7 @@ import { EndpointRegistry } from './webhooks/endpoint-registry.ts';
 import { DlqView } from './webhooks/dlq-view.ts';
 import { RUNG_LABELS, DLQ_RETENTION_MS } from './backoff.ts';
 import { createLogger, type Logger } from './log.ts';
+import { Metrics } from './metrics.ts';
 import { SluiceError } from './errors.ts';
 
 export interface Context {
@@ -36,6 +37,8 @@ export interface Context {
   dlq: DlqView;
   state: StateConsumer;
   log: Logger;
+  /** The process's one set of counters and gauges, rendered on its admin port. */
+  metrics: Metrics;
   /** Run by close() before the state consumer and producer stop (e.g. the audit writer's producer). */
   closers: Array<() => Promise<void>>;
   close(): Promise<void>;
@@ -78,6 +81,7 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
   });
   await state.start();
   const ctx: Context = {
+    metrics: new Metrics(),
     config,
     brokers: opts.brokers,
     clock,

@@ -100,43 +100,46 @@ export class GroupConsumer {
   }
 }
 
-/** Offsets of one partition handed to delivery, in order; they finish in any order. */
+/**
+ * Offsets of one partition handed to delivery, in order; they finish in any order. Offsets are
+ * numbers (Kafka's are below 2^53 in practice) and looked up in a map, so finishing is O(1).
+ */
 class PartitionWindow {
-  private readonly queue: Array<{ offset: bigint; done: boolean }> = [];
+  private readonly pending = new Map<number, boolean>();
+  /** The lowest offset handed out and not yet finished, or `next` when none is. */
+  private low = -1;
   /** One past the highest offset handed out. */
-  next = -1n;
-  committed = -1n;
-  private waiters: Array<() => void> = [];
+  next = -1;
+  committed = -1;
 
   get size(): number {
-    return this.queue.length;
+    return this.pending.size;
   }
 
   /** False when this offset was already handed out (a refetch after a restart or rebalance). */
-  accept(offset: bigint): boolean {
+  accept(offset: number): boolean {
     if (offset < this.next) return false;
-    this.queue.push({ offset, done: false });
-    this.next = offset + 1n;
+    if (this.pending.size === 0) this.low = offset;
+    this.pending.set(offset, false);
+    this.next = offset + 1;
     return true;
   }
 
-  finish(offset: bigint): void {
-    const item = this.queue.find((q) => q.offset === offset);
-    if (item) item.done = true;
-    while (this.queue.length > 0 && this.queue[0].done) this.queue.shift();
-    const w = this.waiters;
-    this.waiters = [];
-    for (const resolve of w) resolve();
+  finish(offset: number): void {
+    if (!this.pending.has(offset)) return;
+    this.pending.set(offset, true);
+    // Advance past finished offsets; gaps (compacted or skipped offsets) were never handed out.
+    while (this.low < this.next) {
+      const done = this.pending.get(this.low);
+      if (done === false) break;
+      if (done === true) this.pending.delete(this.low);
+      this.low++;
+    }
   }
 
   /** The offset to commit: the lowest not yet durable, else one past the last handed out. */
-  commitPoint(): bigint {
-    return this.queue.length > 0 ? this.queue[0].offset : this.next;
-  }
-
-  untilBelow(limit: number): Promise<void> {
-    if (this.queue.length < limit) return Promise.resolve();
-    return new Promise<void>((resolve) => this.waiters.push(resolve)).then(() => this.untilBelow(limit));
+  commitPoint(): number {
+    return this.pending.size > 0 ? this.low : this.next;
   }
 }
 
@@ -145,7 +148,7 @@ export class OffsetTracker {
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
 
-  constructor(private readonly member: GroupConsumer, private readonly maxWindow = 5000, private readonly commitEveryMs = 100) {}
+  constructor(private readonly member: GroupConsumer, private readonly commitEveryMs = 100) {}
 
   private window(topic: string, partition: number): PartitionWindow {
     const key = `${topic}\0${partition}`;
@@ -158,16 +161,11 @@ export class OffsetTracker {
   }
 
   accept(topic: string, partition: number, offset: string): boolean {
-    return this.window(topic, partition).accept(BigInt(offset));
-  }
-
-  /** Backpressure: waits while a partition has too many deliveries whose outcome is not durable yet. */
-  room(topic: string, partition: number): Promise<void> {
-    return this.window(topic, partition).untilBelow(this.maxWindow);
+    return this.window(topic, partition).accept(Number(offset));
   }
 
   finish(topic: string, partition: number, offset: string): void {
-    this.window(topic, partition).finish(BigInt(offset));
+    this.window(topic, partition).finish(Number(offset));
     this.timer ??= setTimeout(() => {
       this.timer = null;
       void this.flush();
@@ -185,7 +183,7 @@ export class OffsetTracker {
       const offsets: Array<{ topic: string; partition: number; offset: string }> = [];
       for (const [key, w] of this.windows) {
         const point = w.commitPoint();
-        if (point > w.committed && point >= 0n) {
+        if (point > w.committed && point >= 0) {
           const [topic, partition] = key.split('\0');
           offsets.push({ topic, partition: Number(partition), offset: point.toString() });
           w.committed = point;

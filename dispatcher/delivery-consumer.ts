@@ -1,8 +1,9 @@
 /**
  * The delivery consumers: one group over `sluice.deliveries` and one over every rung
- * (`sluice.retry.<label>` and the hold rung). Each batch is handed to delivery record by record
- * without waiting for the attempts, so many deliveries are in flight at once and a slow endpoint
- * holds up nobody; offsets are committed as outcomes become durable (OffsetTracker).
+ * (`sluice.retry.<label>` and the hold rung). Each batch is handed to the scheduler record by
+ * record without waiting for the attempts, so many deliveries are in flight at once and a slow
+ * endpoint holds up nobody; when the scheduler's buffer is full the partition is paused until it
+ * has room (backpressure), and offsets are committed as outcomes become durable (OffsetTracker).
  */
 import type { EachBatchPayload } from 'kafkajs';
 import type { Context } from '../core/context.ts';
@@ -38,13 +39,18 @@ export function deliveryConsumer(stage: Stage, recorder: OutcomeRecorder, metric
     const { take, wakeAt } = gate(mode, items, now, released);
     for (let i = 0; i < take; i++) {
       if (!p.isRunning() || p.isStale()) return;
+      if (stage.scheduler.room === 0) {
+        // Backpressure: the rest of this batch is fetched again once the buffer has drained.
+        stage.scheduler.whenRoom(p.pause());
+        metrics.inc('sluice_backpressure_pauses_total', { topic: mode });
+        return;
+      }
       const { m, rec, heldSince } = items[i];
       if (tracker.accept(topic, partition, m.offset)) {
-        await tracker.room(topic, partition);
         void handle(ctx, stage, recorder, rec, heldSince).then(() => tracker.finish(topic, partition, m.offset));
       }
       p.resolveOffset(m.offset);
-      if (i % 200 === 199) await p.heartbeat();
+      if (i % 500 === 499) await p.heartbeat();
     }
     if (wakeAt !== null) {
       const resume = p.pause();

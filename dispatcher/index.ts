@@ -1,19 +1,20 @@
 /**
  * The webhook dispatcher of one process: the fan-out (events → deliveries), the delivery
  * consumer (`sluice.deliveries`) and the rung consumer (retry rungs and the hold rung), sharing
- * one keep-alive agent, one set of in-flight limits and one outcome recorder.
+ * one keep-alive agent, one scheduler (per-endpoint queues, bounded buffer) and one outcome recorder.
  *
  *   const d = await startDispatcher(ctx);  // ... await d.stop();
  */
 import type { Context } from '../core/context.ts';
 import { ensureTopics } from '../core/kafka/client.ts';
-import { Metrics } from '../core/metrics.ts';
+import type { Metrics } from '../core/metrics.ts';
 import { RUNG_LABELS } from '../core/backoff.ts';
 import { createDeliverer } from './deliver.ts';
 import { deliveryConsumer, type DeliveryConsumer } from './delivery-consumer.ts';
 import { fanOutConsumer } from './fan-out.ts';
 import { HOLD_LABEL } from './ladder.ts';
-import { DeliveryLimits } from './limits.ts';
+import { DeliveryScheduler } from './scheduler.ts';
+import type { Attempted } from './process.ts';
 import { OutcomeRecorder } from './record.ts';
 import type { GroupConsumer } from './consume.ts';
 
@@ -34,10 +35,13 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
   const t = ctx.topics;
   // The hold rung is the dispatcher's own topic; the retry rungs come with openContext.
   await ensureTopics(ctx.kafka, [{ name: t.retry(HOLD_LABEL), partitions: ctx.config.topicPartitions, config: { 'cleanup.policy': 'delete', 'retention.ms': String(7 * DAY_MS) } }]);
-  const metrics = new Metrics();
-  const limits = new DeliveryLimits(ctx.config.dispatchConcurrency, ctx.config.dispatchPerEndpoint, ctx.config.dispatchBatchBudgetMs);
+  const metrics = ctx.metrics;
+  const scheduler = new DeliveryScheduler<Attempted>(
+    { concurrency: ctx.config.dispatchConcurrency, perEndpoint: ctx.config.dispatchPerEndpoint, maxBuffered: ctx.config.dispatchBuffer, now: () => ctx.clock.now() },
+    (_job, attempted) => attempted,
+  );
   const deliverer = createDeliverer(ctx);
-  const stage = { ctx, limits, deliverer };
+  const stage = { ctx, scheduler, deliverer };
   const recorder = new OutcomeRecorder(ctx, metrics);
   const rungTopics = [...RUNG_LABELS, HOLD_LABEL].map((l) => t.retry(l));
   const holdTopic = t.retry(HOLD_LABEL);
@@ -62,7 +66,8 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
   ctx.endpoints.listeners.add(onEndpoint);
   const fanOut = fanOutConsumer(ctx, metrics);
   await Promise.all([deliveries.member.start(), rungs.member.start(), fanOut.start()]);
-  metrics.gauge('sluice_deliveries_in_flight', () => limits.inFlight);
+  metrics.gauge('sluice_deliveries_in_flight', () => scheduler.active);
+  metrics.gauge('sluice_deliveries_buffered', () => scheduler.buffered);
   return {
     metrics,
     fanOut,

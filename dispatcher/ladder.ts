@@ -4,7 +4,7 @@
  * failure; and, without an attempt: `held` (endpoint PENDING), `deferred` (its endpoint is slow
  * right now) or `dropped` (endpoint deleted, record unreadable). Nothing here touches Kafka.
  */
-import { MAX_ATTEMPTS, RETRY_SPAN_MS, RUNGS, retryDelayMs, rungAfter } from '../core/backoff.ts';
+import { MAX_ATTEMPTS, RETRY_SPAN_MS, RUNGS, retryDelayMs, rungAfter, rungForDelay } from '../core/backoff.ts';
 import type { AttemptOutcome } from '../core/webhooks/attempt.ts';
 import type { DeliveryRecord, DlqEntry } from '../core/webhooks/records.ts';
 import { deadLetterEntry } from './dlq.ts';
@@ -37,8 +37,11 @@ export function afterAttempt(rec: DeliveryRecord, result: AttemptOutcome, starte
     last_attempt_at: startedAt,
   };
   if (rec.attempt >= MAX_ATTEMPTS) return { kind: 'dead-letter', rec, entry: deadLetterEntry(tried, rec.attempt, c.now, c.timeScale) };
-  const rung = rungAfter(rec.attempt);
-  const next: DeliveryRecord = { ...tried, attempt: rec.attempt + 1, due_at: c.now + retryDelayMs(rec.attempt, c.timeScale, c.random) };
+  const backoff = retryDelayMs(rec.attempt, c.timeScale, c.random);
+  // A receiver's Retry-After (real time, capped by the ladder's span) lengthens the wait, never shortens it.
+  const asked = Math.min(result.retryAfterMs ?? 0, RETRY_SPAN_MS / c.timeScale);
+  const rung = asked > backoff ? rungForDelay(asked, c.timeScale) : rungAfter(rec.attempt);
+  const next: DeliveryRecord = { ...tried, attempt: rec.attempt + 1, due_at: c.now + Math.max(backoff, asked) };
   return { kind: 'retry', rec, next, rung: rung.label };
 }
 
@@ -58,8 +61,15 @@ export function hold(rec: DeliveryRecord, heldSince: number | null, recheckMs: n
   return { kind: 'held', rec, next, heldSince: since };
 }
 
-/** Not attempted now because its endpoint is slow: back through the first rung, attempt unchanged. */
-export function defer(rec: DeliveryRecord, c: LadderClock): Outcome {
+/**
+ * Not attempted now because its endpoint is slow (back through the first rung) or asked us to
+ * wait until `until` (a Retry-After): attempt unchanged, not counted as a failure.
+ */
+export function defer(rec: DeliveryRecord, c: LadderClock, until: number | null = null): Outcome {
+  if (until !== null && until > c.now) {
+    const rung = rungForDelay(until - c.now, c.timeScale);
+    return { kind: 'deferred', rec, next: { ...rec, due_at: until }, rung: rung.label };
+  }
   const rung = RUNGS[0];
   return { kind: 'deferred', rec, next: { ...rec, due_at: c.now + rung.delayMs / c.timeScale }, rung: rung.label };
 }

@@ -1,17 +1,23 @@
 /**
  * What happens to one delivery record, as an Outcome value: dropped when its endpoint is gone,
- * held while it is PENDING, handed back when its endpoint is slow or saturated, else attempted
- * (signed afresh) and judged by the ladder.
+ * held while it is PENDING, else queued for its endpoint (scheduler.ts) and attempted (signed
+ * afresh) and judged by the ladder, or diverted to a rung when its endpoint is slow or asked
+ * for time.
  */
 import type { Context } from '../core/context.ts';
 import type { DeliveryRecord, EndpointRecord } from '../core/webhooks/records.ts';
 import type { Deliverer } from './deliver.ts';
 import { afterAttempt, defer, hold, type LadderClock, type Outcome } from './ladder.ts';
-import type { DeliveryLimits } from './limits.ts';
+import type { DeliveryScheduler, EndpointSignal } from './scheduler.ts';
+
+/** An outcome and what its attempt says about the endpoint. */
+export interface Attempted extends EndpointSignal {
+  outcome: Outcome;
+}
 
 export interface Stage {
   ctx: Context;
-  limits: DeliveryLimits;
+  scheduler: DeliveryScheduler<Attempted>;
   deliverer: Deliverer;
 }
 
@@ -20,35 +26,42 @@ function clockOf(ctx: Context): LadderClock {
 }
 
 /** The endpoint as the delivery must see it, or the outcome that replaces the attempt. */
-function precheck(s: Stage, rec: DeliveryRecord, heldSince: number | null): EndpointRecord | Outcome {
-  const ep = s.ctx.endpoints.get(rec.endpoint_id);
+function precheck(ctx: Context, rec: DeliveryRecord, heldSince: number | null): EndpointRecord | Outcome {
+  const ep = ctx.endpoints.get(rec.endpoint_id);
   if (!ep || ep.tenant_id !== rec.tenant_id) return { kind: 'dropped', rec, reason: 'endpoint-deleted' };
-  if (ep.state !== 'ACTIVE') return hold(rec, heldSince, s.ctx.config.dispatchHoldRecheckMs, clockOf(s.ctx));
+  if (ep.state !== 'ACTIVE') return hold(rec, heldSince, ctx.config.dispatchHoldRecheckMs, clockOf(ctx));
   return ep;
 }
 
 const isOutcome = (v: EndpointRecord | Outcome): v is Outcome => 'kind' in v;
+const HEALTHY: EndpointSignal = { slow: false, notBefore: null };
 
-export async function processDelivery(s: Stage, rec: DeliveryRecord | null, heldSince: number | null): Promise<Outcome> {
-  if (rec === null) return { kind: 'dropped', rec: null, reason: 'malformed' };
+async function attempt(s: Stage, rec: DeliveryRecord, heldSince: number | null): Promise<Attempted> {
+  const { ctx } = s;
   try {
-    const first = precheck(s, rec, heldSince);
-    if (isOutcome(first)) return first;
-    const permit = await s.limits.acquire(rec.endpoint_id);
-    if (!permit) return defer(rec, clockOf(s.ctx));
-    let slow = false;
-    try {
-      // The endpoint may have been deleted or re-verified while this waited for a permit.
-      const ep = precheck(s, rec, heldSince);
-      if (isOutcome(ep)) return ep;
-      const { result, startedAt } = await s.deliverer.attempt(rec, ep);
-      slow = result.durationMs >= s.ctx.config.dispatchSlowMs;
-      return afterAttempt(rec, result, startedAt, clockOf(s.ctx));
-    } finally {
-      permit.release(slow);
-    }
+    // The endpoint may have been deleted or re-verified while this waited its turn.
+    const ep = precheck(ctx, rec, heldSince);
+    if (isOutcome(ep)) return { outcome: ep, ...HEALTHY };
+    const { result, startedAt } = await s.deliverer.attempt(rec, ep);
+    const slow = result.durationMs >= ctx.config.dispatchSlowMs;
+    const notBefore = result.retryAfterMs ? ctx.clock.now() + Math.min(result.retryAfterMs, 24 * 3600_000) : null;
+    return { outcome: afterAttempt(rec, result, startedAt, clockOf(ctx)), slow, notBefore };
   } catch (err) {
-    s.ctx.log.error('delivery processing failed; re-queued', { delivery_id: rec.delivery_id, error: (err as Error).stack });
-    return defer(rec, clockOf(s.ctx));
+    ctx.log.error('delivery processing failed; re-queued', { delivery_id: rec.delivery_id, error: (err as Error).stack });
+    return { outcome: defer(rec, clockOf(ctx)), ...HEALTHY };
   }
+}
+
+export function processDelivery(s: Stage, rec: DeliveryRecord | null, heldSince: number | null): Promise<Outcome> {
+  if (rec === null) return Promise.resolve({ kind: 'dropped', rec: null, reason: 'malformed' });
+  const first = precheck(s.ctx, rec, heldSince);
+  if (isOutcome(first)) return Promise.resolve(first);
+  return new Promise<Outcome>((resolve) => {
+    s.scheduler.submit({
+      endpointId: rec.endpoint_id,
+      run: () => attempt(s, rec, heldSince),
+      divert: (_reason, until) => ({ outcome: defer(rec, clockOf(s.ctx), until), ...HEALTHY }),
+      resolve: (a) => resolve(a.outcome),
+    });
+  });
 }

@@ -26,7 +26,7 @@ export interface Ingress {
 }
 
 export async function startIngress(ctx: Context, opts: IngressOptions = {}): Promise<Ingress> {
-  const metrics = new Metrics();
+  const metrics = ctx.metrics;
   const router = new Router();
   router.add(authRoutes(ctx, metrics));
   router.add(opts.routes ?? []);

@@ -11,6 +11,8 @@ export interface AttemptOutcome {
   status: number | null;
   error: string | null;
   durationMs: number;
+  /** A 429 or 503 with Retry-After: how long the receiver asked us to wait (ms), else null. */
+  retryAfterMs?: number | null;
 }
 
 export interface AttemptOptions {
@@ -62,6 +64,10 @@ export async function attemptDelivery(url: string, rawBody: string, headers: Rec
     }
     const status = res.statusCode;
     if (status >= 200 && status < 300) return done(true, status, null);
+    if (status === 429 || status === 503) {
+      const wait = retryAfterMs(res.headers['retry-after'], Date.now());
+      if (wait !== null) return { ...done(false, status, `HTTP ${status}, Retry-After ${Math.ceil(wait / 1000)} s`), retryAfterMs: wait };
+    }
     if (status >= 300 && status < 400) return done(false, status, `redirect to ${res.headers.location ?? '(no location)'} not followed`);
     return done(false, status, `HTTP ${status}`);
   } catch (err) {
@@ -70,4 +76,14 @@ export async function attemptDelivery(url: string, rawBody: string, headers: Rec
     const code = e.cause?.code ?? e.code;
     return done(false, null, code ? `${code}: ${e.cause?.message ?? e.message}` : (e.message ?? String(err)));
   }
+}
+
+/** RFC 9110 §10.2.3: delay-seconds or an HTTP-date; null when absent or unreadable. */
+export function retryAfterMs(value: string | string[] | undefined, now: number): number | null {
+  const v = Array.isArray(value) ? value[0] : value;
+  if (v === undefined) return null;
+  const t = v.trim();
+  if (/^\d{1,10}$/.test(t)) return Number(t) * 1000;
+  const at = Date.parse(t);
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
 }

@@ -42,6 +42,8 @@ export interface SluiceNode {
   ingress: Ingress | null;
   /** Named so tests can reach them (e.g. workers.dispatcher). */
   workers: Record<string, Worker>;
+  /** The admin port (/healthz, /readyz, /metrics) of this process. */
+  adminPort: number;
   close(): Promise<void>;
 }
 
@@ -77,6 +79,7 @@ export async function startNode(config: Readonly<Config>, opts: NodeOptions): Pr
     ctx,
     ingress,
     workers,
+    adminPort: ingress ? ingress.adminPort : admin!.port,
     async close() {
       await ingress?.close();
       await admin?.close();

@@ -27,7 +27,12 @@ export function fanOutConsumer(ctx: Context, metrics: Metrics): GroupConsumer {
         }
         const endpoints = ctx.endpoints.matching(event.tenant_id, event.type);
         metrics.inc('sluice_events_total', { outcome: endpoints.length > 0 ? 'matched' : 'unmatched' });
-        for (const ep of endpoints) out.push({ key: ep.id, value: JSON.stringify(newDelivery(event, ep.id, now)) });
+        // Keyed by delivery id: one endpoint's backlog spreads over every partition, so every
+        // dispatcher process shares it (delivery order was never promised; receivers dedupe on id).
+        for (const ep of endpoints) {
+          const d = newDelivery(event, ep.id, now);
+          out.push({ key: d.delivery_id, value: JSON.stringify(d) });
+        }
       }
       if (!isRunning() || isStale()) return;
       for (let i = 0; i < out.length; i += 500) {

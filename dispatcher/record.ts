@@ -34,9 +34,9 @@ export class OutcomeRecorder {
         return;
       case 'retry':
       case 'deferred':
-        return this.enqueue(t.retry(o.rung), rungRecord(o.next.endpoint_id, o.next));
+        return this.enqueue(t.retry(o.rung), rungRecord(o.next.delivery_id, o.next));
       case 'held':
-        return this.enqueue(t.retry(HOLD_LABEL), rungRecord(o.next.endpoint_id, o.next, { [HEADER_HELD_SINCE]: String(o.heldSince) }));
+        return this.enqueue(t.retry(HOLD_LABEL), rungRecord(o.next.delivery_id, o.next, { [HEADER_HELD_SINCE]: String(o.heldSince) }));
       case 'dead-letter':
         return this.enqueue(t.dlq, { key: o.entry.tenant_id, value: JSON.stringify(o.entry) });
     }

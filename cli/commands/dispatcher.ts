@@ -17,7 +17,7 @@ export const dispatcher: Command = {
     const config = loadConfig();
     const { brokers } = await kafkaFor(config, { embedded: false });
     const node = await startNode(config, { brokers, ingress: false, dispatcher: true });
-    say('dispatcher running');
+    say(`dispatcher running (admin: http://${config.host}:${node.adminPort}/metrics)`);
     await untilSignal();
     await node.close();
     return 0;

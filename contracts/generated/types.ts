@@ -224,6 +224,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/events/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Publish up to 1,000 events for the caller's tenant in one request
+         * @description Up to 1,000 events and 1 MiB, written with one Kafka produce and answered per item once
+         *     Kafka acknowledged the write. Each item is validated alone: an invalid one is refused with
+         *     its own error (paths under `$.events[i]`) and the others are published; a batch whose every
+         *     item is invalid is a 400 and writes nothing. Item ids are idempotent as in the single
+         *     route; an id repeated inside the batch answers its first occurrence.
+         */
+        post: operations["publishEventBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/dlq": {
         parameters: {
             query?: never;
@@ -698,6 +722,29 @@ export interface components {
         EventAccepted: {
             id: string;
             matched_endpoints: number;
+        };
+        EventBatch: {
+            events: unknown[];
+        };
+        EventBatchAccepted: {
+            accepted: number;
+            rejected: number;
+            results: ({
+                index: number;
+                id: string;
+                matched_endpoints: number;
+            } | {
+                index: number;
+                error: {
+                    code: components["schemas"]["ErrorCode"];
+                    status: number;
+                    detail: string;
+                    errors?: {
+                        path: string;
+                        message: string;
+                    }[];
+                };
+            })[];
         };
         EventRecord: {
             id: string;
@@ -1650,6 +1697,57 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["EventAccepted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            421: components["responses"]["Misdirected"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    publishEventBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "events": [
+                 *         {
+                 *           "type": "inference.completed",
+                 *           "data": {
+                 *             "model": "m-1"
+                 *           }
+                 *         },
+                 *         {
+                 *           "type": "pipeline.failed",
+                 *           "data": {
+                 *             "run": "r-7"
+                 *           },
+                 *           "id": "run-7-failed"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["EventBatch"];
+            };
+        };
+        responses: {
+            /** @description the batch was processed; each item says whether it was accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventBatchAccepted"];
                 };
             };
             400: components["responses"]["BadRequest"];

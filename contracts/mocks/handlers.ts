@@ -1,6 +1,6 @@
 /**
  * msw (v2) handlers that behave like Sluice, built from the contract: token issuance, endpoint
- * registration and reads, DLQ listing with paging, and the 401/403 problem bodies. Every answer
+ * registration and reads, publishing (single and batch), DLQ listing with paging, and the 401/403 problem bodies. Every answer
  * is validated against contracts/openapi.yaml before it is returned, so a mock cannot drift from
  * the contract without a test noticing.
  *
@@ -55,6 +55,20 @@ function authorize(sluice: MockSluice, request: Request, scope: string): Authori
     });
   }
   return { tenantId: issued.client.tenantId, scopes: issued.scopes };
+}
+
+async function readJson(request: Request): Promise<Json | undefined> {
+  try {
+    return JSON.parse(await request.text()) as Json;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The answer to one accepted publish: the caller's id or a new one, and the endpoints it matches. */
+function published(sluice: MockSluice, tenantId: string, event: Json): { id: string; matched_endpoints: number } {
+  const matched = [...sluice.endpoints.values()].filter((e) => e.tenant_id === tenantId && (e.events.includes('*') || e.events.includes(event.type))).length;
+  return { id: typeof event.id === 'string' ? event.id : `evt_${randomBytes(8).toString('hex')}`, matched_endpoints: matched };
 }
 
 async function readForm(request: Request): Promise<Json | null> {
@@ -119,6 +133,34 @@ export function sluiceHandlers(sluice: MockSluice, opts: HandlerOptions) {
       const endpoint = { id: `ep_${randomBytes(8).toString('hex')}`, url: b.url, events: b.events, metadata: b.metadata ?? null, state: 'ACTIVE' as const, created_at: now, updated_at: now, verified_at: now };
       sluice.endpoints.set(endpoint.id, { ...endpoint, tenant_id: auth.tenantId });
       return reply('#/components/schemas/EndpointCreated', 201, { ...endpoint, secret: randomBytes(32).toString('base64url') }, { location: `/v1/webhooks/endpoints/${endpoint.id}` });
+    }),
+
+    http.post(`${base}/v1/webhooks/events`, async ({ request }) => {
+      const path = new URL(request.url).pathname;
+      const auth = authorize(sluice, request, 'events:publish');
+      if (auth instanceof Response) return auth;
+      const body = await readJson(request);
+      if (body === undefined) return problem(400, 'INVALID_REQUEST', 'Invalid request', 'malformed JSON', path, { errors: [{ path: '$', message: 'malformed JSON' }] });
+      const faults = schemas.errors('#/components/schemas/EventPublish', body);
+      if (faults.length) return problem(400, 'INVALID_REQUEST', 'Invalid request', faults.join('; '), path, { errors: faults.map((f) => ({ path: '$', message: f })) });
+      return reply('#/components/schemas/EventAccepted', 202, published(sluice, auth.tenantId, body as Json));
+    }),
+
+    http.post(`${base}/v1/webhooks/events/batch`, async ({ request }) => {
+      const path = new URL(request.url).pathname;
+      const auth = authorize(sluice, request, 'events:publish');
+      if (auth instanceof Response) return auth;
+      const body = await readJson(request);
+      const shape = body === undefined ? ['malformed JSON'] : schemas.errors('#/components/schemas/EventBatch', body);
+      if (shape.length) return problem(400, 'INVALID_REQUEST', 'Invalid request', shape.join('; '), path, { errors: shape.map((f) => ({ path: '$', message: f })) });
+      const results = (body as { events: Json[] }).events.map((item, index) => {
+        const faults = schemas.errors('#/components/schemas/EventPublish', item);
+        if (faults.length) return { index, error: { code: 'INVALID_REQUEST', status: 400, detail: faults.join('; '), errors: faults.map((f) => ({ path: `$.events[${index}]`, message: f })) } };
+        return { index, ...published(sluice, auth.tenantId, item) };
+      });
+      const accepted = results.filter((r) => !('error' in r)).length;
+      if (accepted === 0) return problem(400, 'INVALID_REQUEST', 'Invalid request', 'every event of the batch is invalid', path, { errors: results.flatMap((r) => (r.error ? r.error.errors : [])) });
+      return reply('#/components/schemas/EventBatchAccepted', 202, { accepted, rejected: results.length - accepted, results });
     }),
 
     http.get(`${base}/v1/webhooks/endpoints`, ({ request }) => {

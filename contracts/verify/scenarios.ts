@@ -26,6 +26,8 @@ export function validBody(s: Session, operationId: string): Json | undefined {
       return { url: s.opts.webhookUrl ?? 'https://webhook-receiver.invalid/sluice', events: ['inference.completed', 'pipeline.failed'], metadata: { source: 'sluice contract verify' } };
     case 'publishEvent':
       return { type: 'inference.completed', data: { model: 'contract-probe', latency_ms: 1 } };
+    case 'publishEventBatch':
+      return { events: [{ type: 'inference.completed', data: { model: 'contract-probe', latency_ms: 1 } }] };
     case 'replayDlq':
       return { endpoint_id: s.state.endpointId ?? 'ep_contract_probe_missing' };
     case 'revokeClient':
@@ -152,6 +154,24 @@ export const SCENARIOS: Record<string, Scenario> = {
     }
   },
 
+  async publishEventBatch(s, op) {
+    const id = `evt_contract_batch_${Date.now().toString(36)}`;
+    const events = [{ type: 'inference.completed', data: { n: 1 }, id }, { type: 'ping', data: null }, { type: 'pipeline.failed', data: { n: 2 } }, { type: 'inference.completed', data: { n: 3 }, id }];
+    await s.probe(op, 'mixed batch → 202, the invalid item refused alone, a repeated id answered once', { method: 'POST', path: op.path, ...(await json(s, op, { events })) }, {
+      status: [202],
+      then: (ex) => {
+        const b = body(ex);
+        const faults: string[] = [];
+        if (b.accepted !== 3 || b.rejected !== 1) faults.push(`accepted ${b.accepted}, rejected ${b.rejected}; expected 3 and 1`);
+        if (b.results?.[1]?.error?.code !== 'INVALID_REQUEST') faults.push('item 1 (type ping) was not refused');
+        if (b.results?.[0]?.id !== id || b.results?.[3]?.id !== id) faults.push('the repeated id did not answer with the same id');
+        return faults;
+      },
+    });
+    await s.probe(op, 'every item invalid → 400', { method: 'POST', path: op.path, ...(await json(s, op, { events: [{ type: 'ping', data: null }] })) }, { status: [400] });
+    await s.probe(op, '1,001 events → 400', { method: 'POST', path: op.path, ...(await json(s, op, { events: Array.from({ length: 1001 }, () => ({ type: 'inference.completed', data: null })) })) }, { status: [400] });
+  },
+
   async listDlq(s, op) {
     await s.probe(op, 'GET → 200', { method: 'GET', path: op.path, headers: await tokenFor(s, op) }, { status: [200] });
     const endpoint = s.state.endpointId ?? 'ep_contract_probe_missing';
@@ -253,4 +273,4 @@ export const SCENARIOS: Record<string, Scenario> = {
 };
 
 /** The order that lets later scenarios use what earlier ones created; the rest follow in contract order. */
-export const ORDER = ['getContract', 'issueToken', 'getJwks', 'getAuthorizationServerMetadata', 'createEndpoint', 'listEndpoints', 'getEndpoint', 'verifyEndpoint', 'publishEvent', 'listDlq', 'replayDlqEntry', 'replayDlq', 'deleteEndpoint', 'getClientSecret', 'listAuditEntries', 'revokeClient'];
+export const ORDER = ['getContract', 'issueToken', 'getJwks', 'getAuthorizationServerMetadata', 'createEndpoint', 'listEndpoints', 'getEndpoint', 'verifyEndpoint', 'publishEvent', 'publishEventBatch', 'listDlq', 'replayDlqEntry', 'replayDlq', 'deleteEndpoint', 'getClientSecret', 'listAuditEntries', 'revokeClient'];

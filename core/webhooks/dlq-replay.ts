@@ -38,7 +38,10 @@ export async function replayDlq(ctx: Context, tenantId: string, entries: DlqEntr
     const now = ctx.clock.now();
     await ctx.producer.send(
       ctx.topics.deliveries,
-      chunk.map((e) => ({ key: e.endpoint_id, value: JSON.stringify(newDelivery(e.payload, e.endpoint_id, now, true)) })),
+      chunk.map((e) => {
+        const d = newDelivery(e.payload, e.endpoint_id, now, true);
+        return { key: d.delivery_id, value: JSON.stringify(d) };
+      }),
     );
     const replayedAt = new Date(now).toISOString();
     await ctx.producer.send(

@@ -58,6 +58,64 @@ export async function publishEvent(ctx: Context, input: PublishInput): Promise<P
   throw new SluiceError('UNAVAILABLE', `another publish of event id "${input.id}" is in flight; retry shortly`, {}, { 'Retry-After': '1' });
 }
 
+/** One item of a batch: its result, or the error that refused it alone. */
+export type BatchItemResult = { ok: true; published: Published } | { ok: false; error: SluiceError };
+
+/**
+ * Publishes many events of one tenant with one Kafka write for the events themselves. Items
+ * with an `id` go through the same claim → event → published steps as publishEvent, each step
+ * one write for all of them; an id repeated inside the batch answers its first occurrence.
+ */
+export async function publishBatch(ctx: Context, tenantId: string, inputs: Omit<PublishInput, 'tenant_id'>[]): Promise<BatchItemResult[]> {
+  const now = ctx.clock.now();
+  const results: BatchItemResult[] = new Array(inputs.length);
+  const ok = (published: Published): BatchItemResult => ({ ok: true, published });
+  const events: EventRecord[] = [];
+  const firstById = new Map<string, number>();
+  const claims: { index: number; claim: EventIdClaim; input: Omit<PublishInput, 'tenant_id'> }[] = [];
+  const view = inputs.some((i) => i.id !== undefined) ? eventIdViewOf(ctx) : null;
+  inputs.forEach((input, index) => {
+    const matched = ctx.endpoints.matching(tenantId, input.type).length;
+    if (input.id === undefined) {
+      const id = newId('evt');
+      events.push({ id, tenant_id: tenantId, type: input.type, data: input.data, created_at: now });
+      results[index] = ok({ id, matched_endpoints: matched, repeated: false });
+      return;
+    }
+    if (firstById.has(input.id)) return; // answered from its first occurrence below
+    firstById.set(input.id, index);
+    const existing = view!.winner(eventIdKey(tenantId, input.id), now);
+    if (existing?.state === 'published') {
+      results[index] = ok({ id: input.id, matched_endpoints: existing.matched_endpoints, repeated: true });
+      return;
+    }
+    if (existing && now - existing.claimed_at < STALE_CLAIM_MS) {
+      results[index] = { ok: false, error: new SluiceError('UNAVAILABLE', `another publish of event id "${input.id}" is in flight; retry shortly`) };
+      return;
+    }
+    claims.push({ index, input, claim: { kind: 'event-id', tenant_id: tenantId, event_id: input.id, claim: randomUUID(), state: 'claimed', matched_endpoints: matched, claimed_at: now } });
+  });
+  if (claims.length > 0) {
+    await ctx.producer.send(ctx.topics.control, claims.map((c) => ({ key: eventIdKey(tenantId, c.input.id!), value: JSON.stringify(c.claim) })));
+    await waitFor(() => claims.every((c) => view!.seen(c.claim.claim)), 10_000, 'event-id claims');
+  }
+  const won = claims.filter((c) => view!.winner(eventIdKey(tenantId, c.input.id!), ctx.clock.now())?.claim === c.claim.claim);
+  for (const c of claims) {
+    results[c.index] = won.includes(c)
+      ? ok({ id: c.input.id!, matched_endpoints: c.claim.matched_endpoints, repeated: false })
+      : { ok: false, error: new SluiceError('UNAVAILABLE', `another publish of event id "${c.input.id}" won the race; retry to read its result`) };
+  }
+  for (const c of won) events.push({ id: c.input.id!, tenant_id: tenantId, type: c.input.type, data: c.input.data, created_at: c.claim.claimed_at });
+  await ctx.producer.send(ctx.topics.events, events.map((e) => ({ key: tenantId, value: JSON.stringify(e) })));
+  if (won.length > 0) await ctx.producer.send(ctx.topics.control, won.map((c) => ({ key: eventIdKey(tenantId, c.input.id!), value: JSON.stringify({ ...c.claim, state: 'published' } satisfies EventIdClaim) })));
+  inputs.forEach((input, index) => {
+    if (results[index] !== undefined) return;
+    const first = results[firstById.get(input.id!)!];
+    results[index] = first.ok ? ok({ ...first.published, repeated: true }) : first;
+  });
+  return results;
+}
+
 async function writeEvent(ctx: Context, event: EventRecord): Promise<void> {
   await ctx.producer.sendJson(ctx.topics.events, event.tenant_id, event);
 }

@@ -30,7 +30,7 @@ export interface EventRecord {
   created_at: number; // ms
 }
 
-/** `sluice.deliveries` and `sluice.retry.<rung>`, key = endpoint_id: one (event, endpoint) pair. */
+/** `sluice.deliveries` and `sluice.retry.<rung>`, key = delivery_id: one (event, endpoint) pair. */
 export interface DeliveryRecord {
   delivery_id: string; // dlv_…
   endpoint_id: string;

@@ -1,5 +1,5 @@
 /** Random identifiers and secrets, keyed hashing and constant-time comparison. */
-import { createHmac, randomBytes, timingSafeEqual, createCipheriv, createDecipheriv } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual, createCipheriv, createDecipheriv, randomFillSync } from 'node:crypto';
 
 /** `prefix_` + 32 random bytes (256 bits) in base64url. */
 export function newSecret(prefix: string): string {
@@ -7,8 +7,19 @@ export function newSecret(prefix: string): string {
 }
 
 /** `prefix_` + 16 random bytes in lowercase hex (ids, not secrets). */
+// Ids take 12 random bytes each from a pool refilled 4 KiB at a time: one call into the CSPRNG
+// per ~340 ids instead of one per id (ids are minted on the publish path).
+const ID_POOL = Buffer.alloc(4096);
+let idPoolOffset = ID_POOL.length;
+
 export function newId(prefix: string): string {
-  return `${prefix}_${randomBytes(12).toString('hex')}`;
+  if (idPoolOffset + 12 > ID_POOL.length) {
+    randomFillSync(ID_POOL);
+    idPoolOffset = 0;
+  }
+  const id = ID_POOL.toString('hex', idPoolOffset, idPoolOffset + 12);
+  idPoolOffset += 12;
+  return `${prefix}_${id}`;
 }
 
 /** HMAC-SHA256 of a secret under the master key: what gets stored, never the secret. */

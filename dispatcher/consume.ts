@@ -16,6 +16,8 @@ export interface GroupConsumerOptions {
   topics: string[];
   maxWaitTimeInMs?: number;
   partitionsConsumedConcurrently?: number;
+  /** Called after every (re)join with the partitions this member now owns. */
+  onAssignment?(assigned: Record<string, number[]>): void;
   eachBatch(payload: EachBatchPayload, member: GroupConsumer): Promise<void>;
 }
 
@@ -41,6 +43,7 @@ export class GroupConsumer {
       // kafkajs restarts by itself after a retriable crash; otherwise the member is dead: rebuild it.
       if (!e.payload.restart) void this.restart(c);
     });
+    c.on(c.events.GROUP_JOIN, (e) => this.opts.onAssignment?.(e.payload.memberAssignment));
     this.consumer = c;
     await c.connect();
     await c.subscribe({ topics: this.opts.topics, fromBeginning: true });
@@ -170,6 +173,18 @@ export class OffsetTracker {
       this.timer = null;
       void this.flush();
     }, this.commitEveryMs);
+  }
+
+  /** Forgets the windows of partitions not in `assigned`; returns their keys (`topic\0partition`). */
+  retain(assigned: Record<string, number[]>): Set<string> {
+    const keep = new Set(Object.entries(assigned).flatMap(([topic, ps]) => ps.map((p) => `${topic}\0${p}`)));
+    const gone = new Set<string>();
+    for (const key of this.windows.keys()) {
+      if (keep.has(key)) continue;
+      gone.add(key);
+      this.windows.delete(key);
+    }
+    return gone;
   }
 
   get pending(): number {

@@ -47,7 +47,7 @@ export function deliveryConsumer(stage: Stage, recorder: OutcomeRecorder, metric
       }
       const { m, rec, heldSince } = items[i];
       if (tracker.accept(topic, partition, m.offset)) {
-        void handle(ctx, stage, recorder, rec, heldSince).then(() => tracker.finish(topic, partition, m.offset));
+        void handle(ctx, stage, recorder, rec, heldSince, `${topic}\0${partition}`).then(() => tracker.finish(topic, partition, m.offset));
       }
       p.resolveOffset(m.offset);
       if (i % 500 === 499) await p.heartbeat();
@@ -59,7 +59,17 @@ export function deliveryConsumer(stage: Stage, recorder: OutcomeRecorder, metric
     }
   };
 
-  const member = new GroupConsumer(ctx.kafka, ctx.log, { groupId: opts.groupId, topics: opts.topics, maxWaitTimeInMs: opts.maxWaitTimeInMs, partitionsConsumedConcurrently: opts.concurrency, eachBatch });
+  // After a rebalance, deliveries still queued for a partition that went to another member are
+  // dropped here: the new owner reads them again from the last commit, so keeping them would only
+  // send them twice. Attempts already in flight finish (a bounded number of duplicates).
+  const onAssignment = (assigned: Record<string, number[]>) => {
+    const gone = tracker.retain(assigned);
+    if (gone.size === 0) return;
+    const dropped = stage.scheduler.dropQueued(gone);
+    metrics.inc('sluice_rebalance_dropped_total', {}, dropped);
+    if (dropped > 0) ctx.log.info('partitions moved to another member; their queued deliveries are left to it', { group: opts.groupId, partitions: gone.size, dropped });
+  };
+  const member = new GroupConsumer(ctx.kafka, ctx.log, { groupId: opts.groupId, topics: opts.topics, maxWaitTimeInMs: opts.maxWaitTimeInMs, partitionsConsumedConcurrently: opts.concurrency, eachBatch, onAssignment });
   tracker = new OffsetTracker(member);
   return {
     member,
@@ -74,8 +84,8 @@ export function deliveryConsumer(stage: Stage, recorder: OutcomeRecorder, metric
   };
 }
 
-async function handle(ctx: Context, stage: Stage, recorder: OutcomeRecorder, rec: DeliveryRecord | null, heldSince: number | null): Promise<void> {
-  const outcome = await processDelivery(stage, rec, heldSince);
+async function handle(ctx: Context, stage: Stage, recorder: OutcomeRecorder, rec: DeliveryRecord | null, heldSince: number | null, origin: string): Promise<void> {
+  const outcome = await processDelivery(stage, rec, heldSince, origin);
   if (outcome.kind === 'dead-letter') ctx.log.info('delivery dead-lettered', { delivery_id: outcome.rec.delivery_id, endpoint_id: outcome.rec.endpoint_id, attempts: outcome.entry.attempts });
   await recorder.record(outcome);
 }

@@ -7,7 +7,7 @@
 import type { Context } from '../core/context.ts';
 import type { OutRecord } from '../core/kafka/client.ts';
 import type { Metrics } from '../core/metrics.ts';
-import { newDelivery, parseEventRecord } from '../core/webhooks/deliveries.ts';
+import { deliveryJson, newDelivery, parseEventRecord } from '../core/webhooks/deliveries.ts';
 import { GroupConsumer } from './consume.ts';
 
 export function fanOutConsumer(ctx: Context, metrics: Metrics): GroupConsumer {
@@ -29,9 +29,10 @@ export function fanOutConsumer(ctx: Context, metrics: Metrics): GroupConsumer {
         metrics.inc('sluice_events_total', { outcome: endpoints.length > 0 ? 'matched' : 'unmatched' });
         // Keyed by delivery id: one endpoint's backlog spreads over every partition, so every
         // dispatcher process shares it (delivery order was never promised; receivers dedupe on id).
+        const eventJson = endpoints.length > 0 ? JSON.stringify(event) : '';
         for (const ep of endpoints) {
           const d = newDelivery(event, ep.id, now);
-          out.push({ key: d.delivery_id, value: JSON.stringify(d) });
+          out.push({ key: d.delivery_id, value: deliveryJson(d, eventJson) });
         }
       }
       if (!isRunning() || isStale()) return;

@@ -52,13 +52,14 @@ async function attempt(s: Stage, rec: DeliveryRecord, heldSince: number | null):
   }
 }
 
-export function processDelivery(s: Stage, rec: DeliveryRecord | null, heldSince: number | null): Promise<Outcome> {
+export function processDelivery(s: Stage, rec: DeliveryRecord | null, heldSince: number | null, origin?: string): Promise<Outcome> {
   if (rec === null) return Promise.resolve({ kind: 'dropped', rec: null, reason: 'malformed' });
   const first = precheck(s.ctx, rec, heldSince);
   if (isOutcome(first)) return Promise.resolve(first);
   return new Promise<Outcome>((resolve) => {
     s.scheduler.submit({
       endpointId: rec.endpoint_id,
+      origin,
       run: () => attempt(s, rec, heldSince),
       divert: (_reason, until) => ({ outcome: defer(rec, clockOf(s.ctx), until), ...HEALTHY }),
       resolve: (a) => resolve(a.outcome),

@@ -22,6 +22,8 @@ export interface SchedulerOptions {
 
 export interface Job<T> {
   endpointId: string;
+  /** Where the record came from (`topic\0partition`): a partition taken away drops its queued jobs. */
+  origin?: string;
   /** Runs the attempt; the scheduler holds a slot for the endpoint until it settles. */
   run(): Promise<T>;
   /** Called instead of run() when the endpoint is diverted (slow, or asked to wait until `until`). */
@@ -165,6 +167,25 @@ export class DeliveryScheduler<T> {
     this.forgetIfIdle(q);
     this.pump();
     this.wakeIfRoom();
+  }
+
+  /**
+   * Forgets queued (not started) jobs whose origin is in `origins`, without resolving them: their
+   * partitions were assigned elsewhere and are consumed again from the last commit there.
+   */
+  dropQueued(origins: Set<string>): number {
+    let dropped = 0;
+    for (const q of this.queues.values()) {
+      const rest = q.drain();
+      for (const job of rest) {
+        if (job.origin !== undefined && origins.has(job.origin)) dropped++;
+        else q.jobs.push(job);
+      }
+      this.forgetIfIdle(q);
+    }
+    this.bufferedCount -= dropped;
+    this.wakeIfRoom();
+    return dropped;
   }
 
   /** Sends an endpoint's waiting deliveries back through the ladder (it is slow or asked for time). */

@@ -38,6 +38,15 @@ export function newDelivery(event: EventRecord, endpointId: string, nowMs: numbe
   };
 }
 
+/**
+ * The JSON of a delivery record, with the event's JSON made once by the caller: a fan-out to N
+ * endpoints serialises the event (and its data, up to 256 KiB) once instead of N times.
+ */
+export function deliveryJson(rec: DeliveryRecord, eventJson: string): string {
+  const { event: _event, ...rest } = rec;
+  return `${JSON.stringify(rest).slice(0, -1)},"event":${eventJson}}`;
+}
+
 /** Checks a record read from `sluice.events` (data-plane producers write there directly). */
 export function parseEventRecord(value: Buffer | null): EventRecord | null {
   if (value === null) return null;

@@ -98,3 +98,29 @@ t.test('Retry-After: nothing goes to that endpoint before the time it asked for'
   submit('busy', 6);
   t.equal(started.at(-1), 'busy6', 'once the time has passed it is attempted again');
 });
+
+t.test('dropQueued forgets the queued jobs of partitions taken away, and only those', async (t) => {
+  const s = new DeliveryScheduler<R>({ concurrency: 1, perEndpoint: 1, maxBuffered: 100, now: () => 0 }, (_j, v) => v);
+  const resolved: number[] = [];
+  let finishFirst: () => void = () => {};
+  for (let i = 0; i < 6; i++) {
+    s.submit({
+      endpointId: 'e',
+      origin: i % 2 === 0 ? 'p0' : 'p1',
+      run: () => new Promise<R>((r) => (finishFirst = () => r({ ep: 'e', n: i, slow: false, notBefore: null }))),
+      divert: () => ({ ep: 'e', n: i, slow: false, notBefore: null }),
+      resolve: (v) => resolved.push(v.n),
+    });
+  }
+  t.equal(s.buffered, 6);
+  t.equal(s.dropQueued(new Set(['p1'])), 3, 'the three queued jobs of p1 are dropped');
+  t.equal(s.buffered, 3, 'and leave the buffer');
+  finishFirst();
+  await new Promise((r) => setImmediate(r));
+  t.same(resolved, [0], 'the one in flight (from p0) still settles');
+  while (s.buffered > 0) {
+    finishFirst();
+    await new Promise((r) => setImmediate(r));
+  }
+  t.same(resolved, [0, 2, 4], 'only p0 jobs ran');
+});

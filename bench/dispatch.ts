@@ -1,0 +1,619 @@
+/**
+ * Webhook dispatch benchmark with every piece its own OS process, as an operator runs them:
+ * Kafka (`sluice kafka`, unless KAFKA_BROKERS is set), `sluice start` (+ `--dispatchers N` extra
+ * `sluice dispatcher` members), a node:http receiver (bench/dispatch/receiver.ts), a Node load
+ * generator (bench/dispatch/load.ts) and the hop-ceiling probes (bench/dispatch/hop-*.ts).
+ * This process only orchestrates: it starts them, registers endpoints, asks the load generator
+ * to publish, waits until the receiver has every delivery, samples /proc, and reports.
+ *
+ *   npm run bench:dispatch -- [--quick] [--big] [--only f1-single,half-sat,...] [--events N]
+ *       [--repeat N] [--concurrency 64] [--batch-size 100] [--rate R] [--dispatchers N]
+ *       [--workers N] [--quiet-timeout 30] [--skip-hops] [--label current] [--results FILE]
+ *       [--sluice-dir DIR]   (measure another checkout, e.g. a worktree of the baseline commit)
+ *       [--profile]          (node --cpu-prof for every Sluice process; profiles in the work dir)
+ *
+ * Scenarios (--only takes their names): f1-single, half-sat, f10-single, f1-batch, f10-batch,
+ * unhealthy (the default run, in this order; the four f* repeated --repeat times, default 2) and
+ * big (100,000 events, fan-out 10; only with --big or --only big). --events N sets every count,
+ * --quick makes them tiny. Batch scenarios are skipped with a note while the batch route is 404.
+ *
+ * Writes its section of bench/RESULTS.md (between `<!-- dispatch:<label>:begin/end -->`), except
+ * with --quick unless --results is given. Exits 1 if a healthy endpoint lost a delivery.
+ */
+import { execFile, fork, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { availableParallelism, cpus, loadavg, release, tmpdir, totalmem, type } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs, promisify } from 'node:util';
+import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
+import { createKafka } from '../core/kafka/client.ts';
+import { freePort } from '../scripts/free-port.ts';
+import { rpc, type HopKafkaResult, type HopKafkaSpec, type HopPostResult, type HopPostSpec, type LoadRequest, type LoadResult, type LoadSpec, type PortMode, type PortStats, type ReceiverRequest, type ReceiverStats } from './dispatch/ipc.ts';
+import { ProcSampler, childPid, listenerPid, processTree, type Usage } from './dispatch/proc-stats.ts';
+import { writeSection } from './dispatch/results.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const RUN_TS = join(ROOT, 'bin/run-ts.js');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const say = (line = '') => process.stdout.write(line + '\n');
+const canListen = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+/** A port p with p … p+n-1 free (`sluice start` worker i serves its admin port on p + i). */
+async function freePorts(n: number): Promise<number> {
+  for (;;) {
+    const p = await freePort();
+    if (p + n <= 65535 && (await Promise.all(Array.from({ length: n - 1 }, (_, i) => canListen(p + 1 + i)))).every(Boolean)) return p;
+  }
+}
+
+const { values: opt } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    big: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    events: { type: 'string' },
+    repeat: { type: 'string' },
+    concurrency: { type: 'string', default: '64' },
+    'batch-size': { type: 'string', default: '100' },
+    rate: { type: 'string' },
+    dispatchers: { type: 'string', default: '0' },
+    workers: { type: 'string' },
+    'quiet-timeout': { type: 'string', default: '30' },
+    'skip-hops': { type: 'boolean', default: false },
+    label: { type: 'string', default: 'current' },
+    'sluice-dir': { type: 'string' },
+    profile: { type: 'boolean', default: false },
+    results: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  },
+});
+if (opt.help) {
+  say(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('*/')[0]);
+  process.exit(0);
+}
+const quick = opt.quick === true;
+const size = (full: number, small: number) => (opt.events ? Number(opt.events) : quick ? small : full);
+const REPEAT = opt.repeat ? Number(opt.repeat) : quick ? 1 : 2;
+const CONCURRENCY = Number(opt.concurrency);
+const BATCH = Number(opt['batch-size']);
+const DISPATCHERS = Number(opt.dispatchers);
+const QUIET_MS = Number(opt['quiet-timeout']) * 1000;
+const PAD = 200;
+/** The Sluice checkout whose processes are measured (another one, e.g. a worktree of an older commit, for a baseline). */
+const SLUICE_DIR = opt['sluice-dir'] ?? ROOT;
+const SLUICE = join(SLUICE_DIR, 'bin/sluice.js');
+if (!/^[a-z0-9-]{1,32}$/.test(opt.label!)) throw new Error('--label must be letters, digits and dashes');
+
+interface Scenario {
+  name: string;
+  title: string;
+  modes: PortMode[];
+  publish: 'single' | 'batch';
+  model: 'closed' | 'open';
+  events: number;
+  runs: number;
+}
+const ok = (n: number): PortMode[] => Array(n).fill('ok');
+const SCENARIOS: Scenario[] = [
+  { name: 'f1-single', title: 'fan-out 1, single publish', modes: ok(1), publish: 'single', model: 'closed', events: size(20_000, 200), runs: REPEAT },
+  // events and rate are set from the f1-single runs just before (or --rate / --events).
+  { name: 'half-sat', title: 'fan-out 1, single, open model at 50 % of saturation', modes: ok(1), publish: 'single', model: 'open', events: 0, runs: 1 },
+  { name: 'f10-single', title: 'fan-out 10, single publish', modes: ok(10), publish: 'single', model: 'closed', events: size(10_000, 100), runs: REPEAT },
+  { name: 'f1-batch', title: `fan-out 1, batch publish (${BATCH}/request)`, modes: ok(1), publish: 'batch', model: 'closed', events: size(50_000, 400), runs: REPEAT },
+  { name: 'f10-batch', title: `fan-out 10, batch publish (${BATCH}/request)`, modes: ok(10), publish: 'batch', model: 'closed', events: size(15_000, 200), runs: REPEAT },
+  { name: 'unhealthy', title: 'fan-out 10: 7 ok, 2 answer 503 + Retry-After, 1 hangs', modes: [...ok(7), '503', '503', 'hang'], publish: 'single', model: 'closed', events: size(10_000, 100), runs: 1 },
+  { name: 'big', title: 'fan-out 10, single publish, big', modes: ok(10), publish: 'single', model: 'closed', events: size(100_000, 100_000), runs: 1 },
+];
+const selected = opt.only ? opt.only.split(',') : [...SCENARIOS.filter((s) => s.name !== 'big').map((s) => s.name), ...(opt.big ? ['big'] : [])];
+for (const name of selected) if (!SCENARIOS.some((s) => s.name === name)) throw new Error(`unknown scenario "${name}"; known: ${SCENARIOS.map((s) => s.name).join(', ')}`);
+
+// ---------------------------------------------------------------- child processes
+
+const work = mkdtempSync(join(tmpdir(), 'sluice-bench-dispatch-'));
+/** stage: the order of shutdown (0 first): bench helpers, then Sluice, then Kafka. */
+const children: { name: string; proc: ChildProcess; stage: 0 | 1 | 2 }[] = [];
+
+function track(name: string, proc: ChildProcess, stage: 0 | 1 | 2): ChildProcess {
+  children.push({ name, proc, stage });
+  return proc;
+}
+
+/** A `node bin/sluice.js …` child; its stdout and stderr go to <work>/<name>.log. */
+function launch(name: string, args: string[], env: NodeJS.ProcessEnv, stage: 1 | 2): { proc: ChildProcess; log: string } {
+  const log = join(work, `${name}.log`);
+  const out = createWriteStream(log);
+  // --profile: every Sluice process (cluster workers included) writes a .cpuprofile into <work>/prof.
+  const prof = opt.profile && name !== 'kafka' ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'prof')}`] : [];
+  const proc = spawn(process.execPath, [...prof, SLUICE, ...args], { cwd: SLUICE_DIR, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  proc.stdout!.pipe(out);
+  proc.stderr!.pipe(out);
+  return { proc: track(name, proc, stage), log };
+}
+
+function tail(log: string): string {
+  try {
+    return readFileSync(log, 'utf8').trimEnd().split('\n').slice(-15).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+function waitForLine(proc: ChildProcess, re: RegExp, timeoutMs: number, what: string, log: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let partial = '';
+    const finish = (err?: Error) => {
+      clearTimeout(timer);
+      proc.stdout!.off('data', onData);
+      proc.off('exit', onExit);
+      if (err) reject(err);
+      else resolve();
+    };
+    const onData = (chunk: Buffer) => {
+      const lines = (partial + chunk.toString('utf8')).split('\n');
+      partial = lines.pop()!;
+      if (lines.some((l) => re.test(l))) finish();
+    };
+    const onExit = (code: number | null) => finish(new Error(`${what} exited (${code}) before it was ready:\n${tail(log)}`));
+    const timer = setTimeout(() => finish(new Error(`${what} not ready within ${timeoutMs / 1000} s:\n${tail(log)}`)), timeoutMs);
+    proc.stdout!.on('data', onData);
+    proc.once('exit', onExit);
+  });
+}
+
+/** A bench helper (TypeScript, through bin/run-ts.js) with an IPC channel. */
+function forkTs(name: string, script: string, args: string[] = []): ChildProcess {
+  return track(name, fork(RUN_TS, [join(ROOT, 'bench/dispatch', script), ...args], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }), 0);
+}
+
+/** A one-shot helper: spec in, one IPC message out. */
+function runOnce<T>(script: string, spec: object): Promise<T> {
+  const proc = forkTs(script, script, [JSON.stringify(spec)]);
+  return new Promise((resolve, reject) => {
+    proc.once('message', (m) => resolve(m as T));
+    proc.once('exit', (code) => reject(new Error(`${script} exited (${code}) without a result`)));
+  });
+}
+
+async function stopProc(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return;
+  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
+  proc.kill('SIGTERM');
+  const timer = setTimeout(() => proc.kill('SIGKILL'), 20_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+let brokers: string[] = [];
+let prefix = '';
+let externalKafka = false;
+
+/** Our topics and groups on a broker we did not start (a local one goes with its data dir). */
+async function dropBenchTopics(): Promise<void> {
+  const admin = createKafka(brokers, 'sluice-bench-cleanup').admin();
+  try {
+    await admin.connect();
+    const topics = (await admin.listTopics()).filter((t) => t.startsWith(`${prefix}.`));
+    if (topics.length > 0) await admin.deleteTopics({ topics });
+    const groups = (await admin.listGroups()).groups.map((g) => g.groupId).filter((g) => g.startsWith(`${prefix}.`) || g.startsWith(`${prefix}-`));
+    if (groups.length > 0) await admin.deleteGroups(groups);
+  } catch (err) {
+    process.stderr.write(`note: could not delete the bench topics ${prefix}.*: ${(err as Error).message}\n`);
+  } finally {
+    await admin.disconnect().catch(() => {});
+  }
+}
+
+let sampler: ProcSampler | null = null;
+let shuttingDown = false;
+/** Stops the children (helpers, then Sluice, then Kafka) and exits; the first call wins. */
+async function shutdown(code: number): Promise<void> {
+  if (shuttingDown) return;
+  shuttingDown = true;
+  sampler?.stop();
+  for (const stage of [0, 1, 2] as const) {
+    await Promise.all(children.filter((c) => c.stage === stage).map((c) => stopProc(c.proc)));
+    if (stage === 1 && externalKafka && prefix) await dropBenchTopics();
+  }
+  if ((code === 0 || code === 1) && !opt.profile) rmSync(work, { recursive: true, force: true });
+  else process.stderr.write(`logs${opt.profile ? ' and CPU profiles (prof/)' : ''} kept in ${work}\n`);
+  process.exit(code);
+}
+for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  process.on(signal, () => {
+    process.stderr.write(`${signal}: stopping the child processes\n`);
+    void shutdown(code);
+  });
+}
+
+// ---------------------------------------------------------------- Sluice API
+
+let base = '';
+let client = { client_id: '', client_secret: '' };
+let token = { value: '', at: 0 };
+
+async function api(method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
+  if (path !== '/v1/auth/token' && Date.now() - token.at > 10 * 60_000) await refreshToken();
+  const headers: Record<string, string> = body === undefined ? {} : { 'content-type': 'application/json' };
+  if (path !== '/v1/auth/token') headers.authorization = `Bearer ${token.value}`;
+  const res = await fetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  try {
+    return { status: res.status, json: text ? JSON.parse(text) : null };
+  } catch {
+    return { status: res.status, json: text };
+  }
+}
+
+async function refreshToken(): Promise<void> {
+  // The ingress may not have read the client a created a moment ago: retry briefly.
+  for (let i = 0; ; i++) {
+    const r = await api('POST', '/v1/auth/token', { grant_type: 'client_credentials', ...client });
+    if (r.status === 200) {
+      token = { value: r.json.access_token, at: Date.now() };
+      return;
+    }
+    if (i >= 40) throw new Error(`POST /v1/auth/token answered ${r.status}: ${JSON.stringify(r.json)}`);
+    await sleep(250);
+  }
+}
+
+let adminPorts: number[] = [];
+/** sluice_deliveries_total{outcome="deferred"} summed over every Sluice process (missing = 0). */
+async function deferredTotal(): Promise<number> {
+  let sum = 0;
+  for (const port of adminPorts) {
+    try {
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      const m = /^sluice_deliveries_total\{outcome="deferred"\} (\d+)$/m.exec(text);
+      sum += m ? Number(m[1]) : 0;
+    } catch {
+      /* a process without an admin port: counts 0 */
+    }
+  }
+  return sum;
+}
+
+// ---------------------------------------------------------------- the run
+
+interface RunResult {
+  sc: Scenario;
+  run: number;
+  load: LoadResult;
+  healthy: number;
+  expected: number;
+  stats: ReceiverStats;
+  deliveredPerSec: number;
+  lost: number;
+  deferred: number;
+  timedOut: boolean;
+  usage: Map<string, Usage>;
+}
+
+const fmt = (n: number | null, digits = 0) => (n === null || !Number.isFinite(n) ? '—' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }));
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
+
+async function main(): Promise<number> {
+  const startedAt = new Date();
+  const load1 = loadavg()[0];
+
+  // 1. Kafka
+  if (process.env.KAFKA_BROKERS) {
+    brokers = process.env.KAFKA_BROKERS.split(',');
+    externalKafka = true;
+  } else {
+    const port = await freePort();
+    say(`starting Kafka on 127.0.0.1:${port} (sluice kafka)...`);
+    const k = launch('kafka', ['kafka', '--port', String(port), '--data-dir', join(work, 'kafka'), '--fresh'], process.env, 2);
+    await waitForLine(k.proc, /Kafka broker ready/, 240_000, 'sluice kafka', k.log);
+    brokers = [`127.0.0.1:${port}`];
+  }
+  const kafkaLauncher = children.find((c) => c.name === 'kafka')?.proc.pid;
+  const [kafkaHost, kafkaPort] = brokers[0].split(':');
+  const kafkaPid = kafkaLauncher ? childPid(kafkaLauncher, 'java') : /^(127\.0\.0\.1|localhost)$/.test(kafkaHost) ? listenerPid(Number(kafkaPort)) : null;
+
+  // 2. receiver and load generator
+  const receiverProc = forkTs('receiver', 'receiver.ts');
+  const receiver = rpc<ReceiverRequest, { ports?: number[]; stats?: ReceiverStats }>(receiverProc);
+  const listen = async (modes: PortMode[]) => (await receiver({ op: 'listen', modes })).ports!;
+  const receiverStats = async (latency: boolean) => (await receiver({ op: 'stats', latency })).stats!;
+  const loadProc = forkTs('load', 'load.ts');
+  const load = rpc<LoadRequest, { result: LoadResult }>(loadProc);
+
+  // 3. Sluice
+  prefix = `bench-${randomBytes(4).toString('hex')}`;
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    KAFKA_BROKERS: brokers.join(','),
+    SLUICE_TOPIC_PREFIX: prefix,
+    SLUICE_HOST: '127.0.0.1',
+    SLUICE_ISSUER: `http://127.0.0.1:${port}`,
+    SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
+    SLUICE_LOG_LEVEL: 'error',
+    ...(opt.workers ? { SLUICE_WORKERS: opt.workers } : {}),
+  };
+  // `sluice start` may run several worker processes (SLUICE_WORKERS, default the core count).
+  const adminPort = await freePorts(opt.workers ? Number(opt.workers) : availableParallelism());
+  say(`starting sluice start (topic prefix ${prefix}) and ${DISPATCHERS} extra dispatcher(s)...`);
+  const sluice = launch('sluice', ['start'], { ...env, SLUICE_PORT: String(port), SLUICE_ADMIN_PORT: String(adminPort) }, 1);
+  base = `http://127.0.0.1:${port}`;
+  const dispatchers: ChildProcess[] = [];
+  const dispatcherAdminPorts: number[] = [];
+  for (let i = 1; i <= DISPATCHERS; i++) {
+    const ap = await freePort();
+    dispatcherAdminPorts.push(ap);
+    const d = launch(`dispatcher-${i}`, ['dispatcher'], { ...env, SLUICE_ADMIN_PORT: String(ap) }, 1);
+    dispatchers.push(d.proc);
+    await waitForLine(d.proc, /dispatcher running/, 120_000, `dispatcher ${i}`, d.log);
+  }
+  const readyz = async (port: number) => {
+    for (const deadline = Date.now() + 120_000; ; ) {
+      if (sluice.proc.exitCode !== null) throw new Error(`sluice start exited (${sluice.proc.exitCode}):\n${tail(sluice.log)}`);
+      if (await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status === 200, () => false)) return;
+      if (Date.now() > deadline) throw new Error(`sluice start: ${port}/readyz not 200 within 120 s:\n${tail(sluice.log)}`);
+      await sleep(250);
+    }
+  };
+  await readyz(adminPort);
+  // Cluster workers, if any, are the node children of the primary; all forked by now.
+  const sluiceWorkers = processTree(sluice.proc.pid!).length - 1;
+  adminPorts = Array.from({ length: Math.max(1, sluiceWorkers) }, (_, i) => adminPort + i);
+  for (const p of adminPorts) await readyz(p);
+  adminPorts.push(...dispatcherAdminPorts);
+
+  const sluiceName = sluiceWorkers > 0 ? `sluice start (primary + ${sluiceWorkers} workers)` : 'sluice start';
+  sampler = new ProcSampler(() => {
+    const m = new Map<string, number[]>();
+    if (kafkaPid) m.set('kafka (java)', [kafkaPid]);
+    m.set(sluiceName, processTree(sluice.proc.pid!));
+    dispatchers.forEach((d, i) => m.set(`dispatcher-${i + 1}`, [d.pid!]));
+    m.set('receiver', [receiverProc.pid!]);
+    m.set('load', [loadProc.pid!]);
+    return m;
+  });
+
+  // 4. credential
+  const created = await promisify(execFile)(process.execPath, [SLUICE, 'admin', 'create-client', '--tenant', 'bench', '--role', 'admin', '--json'], { cwd: SLUICE_DIR, env });
+  client = JSON.parse(created.stdout.split('\n').find((l) => l.startsWith('{'))!);
+  await refreshToken();
+
+  const probe = await api('POST', '/v1/webhooks/events/batch', { events: [] });
+  const batchAvailable = probe.status !== 404;
+  if (!batchAvailable) say('note: POST /v1/webhooks/events/batch answers 404: batch publish not available, batch scenarios skipped');
+
+  // Measure a settled system: a process joining a consumer group later would rebalance it
+  // mid-run and repeat deliveries; and the first events pay for connections and JIT.
+  const notes: string[] = [];
+  let liveEndpoints: string[] = [];
+  const groupMembers = Math.max(1, sluiceWorkers) + DISPATCHERS;
+  if (!(await settleGroups(groupMembers))) notes.push(`the delivery consumer groups were not Stable with ${groupMembers} members within 90 s; measured anyway.`);
+  const warmUp = quick ? 50 : 1000;
+  await measure({ name: 'warm-up', title: 'warm-up', modes: ok(1), publish: 'single', model: 'closed', events: warmUp, runs: 1 }, 0, 0);
+  say(`warm-up: ${warmUp} events delivered (not reported)`);
+
+  // 7. hop ceilings
+  const hops: string[] = [];
+  const postCeiling = new Map<number, number>();
+  if (!opt['skip-hops']) {
+    for (const [endpoints, connections, posts] of [
+      [1, 8, quick ? 1000 : 30_000],
+      [10, 64, quick ? 2000 : 50_000],
+    ]) {
+      const ports = await listen(ok(endpoints));
+      const r = await runOnce<HopPostResult>('hop-post.ts', { ports, connections, posts, padBytes: PAD } satisfies HopPostSpec);
+      const s = await receiverStats(false);
+      const rate = s.unique / ((s.last! - r.startedAt) / 1000);
+      postCeiling.set(endpoints, rate);
+      hops.push(`| signed POST → receiver (hop-post.ts) | ${endpoints} endpoint(s) × ${connections} connections, ${fmt(posts)} POSTs${r.failed ? `, ${r.failed} failed` : ''} | ${fmt(rate)} deliveries/s |`);
+      say(hops[hops.length - 1]);
+    }
+    const records = quick ? 5000 : 100_000;
+    const k = await runOnce<HopKafkaResult>('hop-kafka.ts', { brokers, topic: `${prefix}.hop-kafka`, records, recordBytes: 600, batch: 500, producers: 4, partitions: 6 } satisfies HopKafkaSpec);
+    hops.push(`| Kafka produce (hop-kafka.ts) | ${fmt(records)} records of ~600 B, acks=-1, idempotent, 4 producers × batches of 500, 6 partitions | ${fmt(k.producePerSec)} records/s |`);
+    hops.push(`| Kafka consume (hop-kafka.ts) | the same records, one consumer group, timed from run() (join + first fetch ${fmt(k.consumerJoinMs)} ms included) | ${fmt(k.consumePerSec)} records/s |`);
+    for (const f of [1, 10]) hops.push(`| Kafka-bound delivery ceiling, fan-out ${f} | produce rate × ${f}/(1+${f}): each event is 1 event record + ${f} delivery record(s) | ≈ ${fmt((k.producePerSec * f) / (1 + f))} deliveries/s |`);
+    say(hops.slice(-4).join('\n'));
+  }
+
+  // 8. scenarios
+  const results: RunResult[] = [];
+  for (const sc of SCENARIOS.filter((s) => selected.includes(s.name))) {
+    if (sc.publish === 'batch' && !batchAvailable) {
+      notes.push(`${sc.name}: skipped, the batch route answered 404 (batch publish not available).`);
+      continue;
+    }
+    let rate = 0;
+    if (sc.model === 'open') {
+      const sat = results.filter((r) => r.sc.name === 'f1-single').map((r) => r.load.acceptedPerSec);
+      rate = opt.rate ? Number(opt.rate) : sat.length > 0 ? median(sat) / 2 : 0;
+      if (rate <= 0) {
+        notes.push(`${sc.name}: skipped, needs f1-single in the same run or --rate R.`);
+        continue;
+      }
+      sc.events = opt.events ? Number(opt.events) : Math.max(50, Math.round(rate * (quick ? 3 : 20)));
+      notes.push(`${sc.name}: open model at ${fmt(rate)} events/s (${opt.rate ? '--rate' : '50 % of the median f1-single accepted/s'}), ${fmt(sc.events)} events.`);
+    }
+    for (let run = 1; run <= sc.runs; run++) {
+      const r = await measure(sc, run, rate);
+      if (!r) {
+        notes.push(`${sc.name}: skipped, the batch route answered 404.`);
+        break;
+      }
+      results.push(r);
+      const { load: lr, stats } = r;
+      const matchedOff = Object.keys(lr.matched).filter((k) => Number(k) !== sc.modes.length);
+      if (matchedOff.length > 0) notes.push(`${sc.name} run ${run}: matched_endpoints ≠ ${sc.modes.length} on some publishes: ${JSON.stringify(lr.matched)}.`);
+      say(`${sc.name} run ${run}/${sc.runs}: ${fmt(lr.accepted)} events accepted at ${fmt(lr.acceptedPerSec)}/s, ${fmt(stats.unique)}/${fmt(r.expected)} deliveries at ${fmt(r.deliveredPerSec)}/s, p50 ${fmt(stats.p50)} ms, p99 ${fmt(stats.p99)} ms, ${fmt(stats.duplicates)} duplicates${r.timedOut ? ', TIMED OUT' : ''}`);
+    }
+  }
+  await Promise.all(liveEndpoints.map((id) => api('DELETE', `/v1/webhooks/endpoints/${id}`)));
+
+  /** One run: fresh endpoints (the old ones deleted, so the fan-out stays right), publish, wait, read. Null: no batch route. */
+  async function measure(sc: Scenario, run: number, rate: number): Promise<RunResult | null> {
+    await Promise.all(liveEndpoints.map((id) => api('DELETE', `/v1/webhooks/endpoints/${id}`)));
+    const ports = await listen(sc.modes);
+    liveEndpoints = await Promise.all(
+      ports.map(async (p) => {
+        const r = await api('POST', '/v1/webhooks/endpoints', { url: `http://127.0.0.1:${p}/hook`, events: ['inference.completed'] });
+        if (r.status !== 201 || r.json.state !== 'ACTIVE') throw new Error(`registering an endpoint answered ${r.status}: ${JSON.stringify(r.json)}`);
+        return r.json.id as string;
+      }),
+    );
+    if (DISPATCHERS > 0) await sleep(1000); // every dispatcher's endpoint view sees the change
+    const healthy = sc.modes.filter((m) => m === 'ok').length;
+    const deferred0 = await deferredTotal();
+    const window = sampler!.begin();
+    const spec: LoadSpec = { base, clientId: client.client_id, clientSecret: client.client_secret, publish: sc.publish, batchSize: BATCH, model: sc.model, connections: CONCURRENCY, rate, events: sc.events, padBytes: PAD };
+    const lr = (await load({ op: 'run', spec })).result;
+    if (lr.batchUnavailable) {
+      sampler!.end(window);
+      return null;
+    }
+    const expected = lr.accepted * healthy;
+    const { stats, timedOut } = await waitForDeliveries(expected, deferred0);
+    const usage = sampler!.end(window);
+    const deferred = (await deferredTotal()) - deferred0;
+    const deliveredPerSec = stats.last ? stats.unique / (Math.max(1, stats.last - lr.firstSentAt) / 1000) : 0;
+    return { sc, run, load: lr, healthy, expected, stats, deliveredPerSec, lost: expected - stats.unique, deferred, timedOut, usage };
+  }
+
+  async function settleGroups(members: number): Promise<boolean> {
+    const admin = createKafka(brokers, 'sluice-bench-groups').admin();
+    await admin.connect();
+    try {
+      const ids = ['fan-out', 'dispatch', 'dispatch-rungs'].map((g) => `${prefix}.${g}`);
+      for (let stablePolls = 0, deadline = Date.now() + 90_000; Date.now() < deadline; await sleep(500)) {
+        const { groups } = await admin.describeGroups(ids);
+        stablePolls = groups.every((g) => g.state === 'Stable' && g.members.length >= members) ? stablePolls + 1 : 0;
+        if (stablePolls >= 3) return true;
+      }
+      return false;
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
+  async function waitForDeliveries(expected: number, deferred0: number): Promise<{ stats: ReceiverStats; timedOut: boolean }> {
+    let last = -1;
+    let progressAt = Date.now();
+    for (;;) {
+      const s = await receiverStats(false);
+      if (s.unique >= expected) return { stats: await receiverStats(true), timedOut: false };
+      if (s.unique !== last) {
+        last = s.unique;
+        progressAt = Date.now();
+      }
+      const quiet = Date.now() - progressAt;
+      // A deferred delivery comes back through the 30 s rung: give those 30 s more.
+      if (quiet > QUIET_MS && (quiet > QUIET_MS + 30_000 || (await deferredTotal()) === deferred0)) return { stats: await receiverStats(true), timedOut: true };
+      await sleep(250);
+    }
+  }
+
+  // 10. report
+  const ceilingFor = (sc: Scenario) => postCeiling.get(sc.modes.length === 1 ? 1 : 10) ?? null;
+  const scenarioRows = results.map((r) => {
+    const others = Object.entries(r.load.statuses).filter(([k]) => !(r.sc.publish === 'single' ? ['202'] : ['200', '202']).includes(k));
+    const itemErrs = Object.entries(r.load.itemErrors).map(([k, v]) => `item ${k}×${v}`);
+    const ceiling = ceilingFor(r.sc);
+    const pct = r.sc.model === 'open' || ceiling === null ? '—' : `${fmt((100 * r.deliveredPerSec) / ceiling)} %`;
+    return `| ${r.sc.name} | ${r.run} | ${fmt(r.load.accepted)} × ${r.healthy} | ${fmt(r.load.acceptedPerSec)} | ${fmt(r.deliveredPerSec)} | ${pct} | ${fmt(r.stats.p50)} | ${fmt(r.stats.p99)} | ${fmt(r.lost)}${r.timedOut ? ' (quiet timeout)' : ''} | ${fmt(r.stats.duplicates)} | ${fmt(r.deferred)} | ${[...others.map(([k, v]) => `${k}×${v}`), ...itemErrs].join(', ') || '—'} |`;
+  });
+  const spreadRows = [...new Set(results.map((r) => r.sc))].map((sc) => {
+    const xs = results.filter((r) => r.sc === sc).map((r) => r.deliveredPerSec);
+    return `| ${sc.name} | ${sc.title} | ${xs.length} | ${fmt(Math.min(...xs))} | ${fmt(median(xs))} | ${fmt(Math.max(...xs))} |`;
+  });
+  const unhealthy = results.find((r) => r.sc.name === 'unhealthy');
+  const allHealthy = results.filter((r) => r.sc.name === 'f10-single');
+  if (unhealthy && allHealthy.length > 0) {
+    const ref = median(allHealthy.map((r) => r.deliveredPerSec));
+    const perPort = unhealthy.stats.ports.map((p: PortStats) => `${p.mode} ${fmt(p.received)}`).join(', ');
+    notes.push(
+      `unhealthy: the ${unhealthy.healthy} healthy endpoints got ${fmt(unhealthy.deliveredPerSec)} deliveries/s (${fmt(unhealthy.deliveredPerSec / unhealthy.healthy)} per endpoint) vs ${fmt(ref)}/s (${fmt(ref / 10)} per endpoint) with 10 healthy (f10-single median): ${fmt((100 * unhealthy.deliveredPerSec) / unhealthy.healthy / (ref / 10))} % per endpoint. Received per port (repeats included): ${perPort}.`,
+    );
+  }
+  const procNames = [...new Set(results.flatMap((r) => [...r.usage.keys()]))];
+  const resourceRows = [...new Set(results.map((r) => r.sc))].map((sc) => {
+    const rs = results.filter((r) => r.sc === sc);
+    const delivered = rs.reduce((n, r) => n + r.stats.unique, 0);
+    const cells = procNames.map((name) => {
+      const us = rs.map((r) => r.usage.get(name)).filter((u): u is Usage => u !== undefined);
+      if (us.length === 0) return '—';
+      const cpu = us.reduce((n, u) => n + u.cpuSec, 0);
+      return `${fmt(Math.max(...us.map((u) => u.peakRssMb)))} MB · ${fmt(delivered ? (cpu * 1000) / delivered : null, 2)} s`;
+    });
+    return `| ${sc.name} | ${fmt(delivered)} | ${cells.join(' | ')} |`;
+  });
+
+  const args = process.argv.slice(2);
+  const command = `${externalKafka ? `KAFKA_BROKERS=${brokers.join(',')} ` : ''}npm run bench:dispatch${args.length ? ` -- ${args.join(' ')}` : ''}`;
+  const section = [
+    `### Run "${opt.label}": ${startedAt.toISOString().slice(0, 10)}`,
+    '',
+    `Command: \`${command}\``,
+    '',
+    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ${fmt(totalmem() / 2 ** 30, 1)} GiB, ${type()} ${release()}, Node ${process.version}; Kafka ${KAFKA_VERSION} ${externalKafka ? `already running (${brokers.join(',')})` : 'started by the bench (`sluice kafka`)'}; ${startedAt.toISOString()}; 1-min load average at start ${fmt(load1, 2)}.`,
+    `Processes: Kafka, \`sluice start\` (ingress + dispatcher${sluiceWorkers > 0 ? ` in each of ${sluiceWorkers} cluster workers` : ''}${opt.workers ? `, SLUICE_WORKERS=${opt.workers}` : ''})${DISPATCHERS ? ` + ${DISPATCHERS} \`sluice dispatcher\`` : ''}, the receiver, the load generator (${CONCURRENCY} connections) and the hop probes, each its own OS process on this machine. Measured once the delivery consumer groups were Stable with every process in them and after a warm-up of ${fmt(warmUp)} unreported events.`,
+    'The load generator is a Node open/closed-model generator rather than k6: it counts every response by its exact status (and batch answers per item), and stamps each event with its publish time, carried in the event to the receiver, which measures publish→receipt per delivery.',
+    '',
+    '#### Hop ceilings (same run, before the scenarios)',
+    '',
+    '| hop | setup | rate |',
+    '|---|---|---:|',
+    ...(hops.length ? hops : ['| (skipped: --skip-hops) | | |']),
+    '',
+    '#### Scenarios',
+    '',
+    ...(groupMembers > 1 ? [`The POST ceiling is one sending process; Sluice delivers from ${groupMembers} processes here, so it can pass 100 %.`] : []),
+    'events × healthy endpoints = expected deliveries. delivered/s: healthy deliveries from the first publish to the last first receipt. Latency: publish (request sent) → first receipt. lost: expected − unique received. deferred: `sluice_deliveries_total{outcome="deferred"}` delta over all Sluice processes.',
+    '',
+    '| scenario | run | events × endpoints | accepted/s | delivered/s | % of POST ceiling | p50 ms | p99 ms | lost | dup | deferred | other responses |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
+    ...scenarioRows,
+    '',
+    '| scenario | | runs | delivered/s min | median | max |',
+    '|---|---|---:|---:|---:|---:|',
+    ...spreadRows,
+    '',
+    ...notes.map((n) => `- ${n}`),
+    ...(notes.length ? [''] : []),
+    '#### Per-process resources',
+    '',
+    'Each cell: peak RSS · CPU seconds (user + system, /proc, sampled every 500 ms) per 1,000 healthy deliveries, over the scenario\'s runs; a group of processes (cluster workers) counts as their sum.',
+    '',
+    `| scenario | deliveries | ${procNames.join(' | ')} |`,
+    `|---|---:|${procNames.map(() => '---:').join('|')}|`,
+    ...resourceRows,
+  ].join('\n');
+  say('');
+  say(section);
+
+  const resultsFile = opt.results ?? (quick ? null : join(ROOT, 'bench/RESULTS.md'));
+  if (resultsFile) {
+    writeSection(resultsFile, opt.label!, section);
+    say(`\nwritten to ${resultsFile} (label "${opt.label}")`);
+  } else say('\n(--quick: bench/RESULTS.md left alone; pass --results FILE to write the section)');
+
+  const lossy = results.filter((r) => r.lost > 0);
+  if (lossy.length > 0) {
+    process.stderr.write(`lost deliveries among healthy endpoints: ${lossy.map((r) => `${r.sc.name} run ${r.run}: ${r.lost}`).join(', ')}\n`);
+    return 1;
+  }
+  return 0;
+}
+
+main().then(
+  (code) => shutdown(code),
+  (err: Error) => {
+    // After a signal, errors from the children going away are expected: the shutdown reports.
+    if (!shuttingDown) process.stderr.write(`bench:dispatch failed: ${err.stack ?? err}\n`);
+    return shutdown(2);
+  },
+);

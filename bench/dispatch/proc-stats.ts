@@ -1,0 +1,170 @@
+/**
+ * Per-process CPU and memory for the dispatch bench, from /proc (Linux): utime+stime of
+ * /proc/<pid>/stat in clock ticks and VmRSS of /proc/<pid>/status, sampled every 500 ms. A window
+ * spans one scenario run: CPU seconds used in it and the peak RSS seen.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
+
+const CLK_TCK = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** The fields after "(comm)": index 0 is field 3 (state) of proc(5). */
+function statFields(pid: number): string[] | null {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return s.slice(s.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return null;
+  }
+}
+
+function cpuTicks(pid: number): number | null {
+  const f = statFields(pid);
+  return f ? Number(f[11]) + Number(f[12]) : null; // utime, stime
+}
+
+function rssKb(pid: number): number | null {
+  try {
+    const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+const pids = () => readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number);
+
+/** A child of `parent` whose command name is `comm` (e.g. the java under `sluice kafka`). */
+export function childPid(parent: number, comm: string): number | null {
+  for (const pid of pids()) {
+    const f = statFields(pid);
+    if (f && Number(f[1]) === parent) {
+      try {
+        if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === comm) return pid;
+      } catch {
+        /* gone */
+      }
+    }
+  }
+  return null;
+}
+
+/** The process listening on 127.0.0.1/0.0.0.0:`port` (an already running broker), if visible. */
+export function listenerPid(port: number): number | null {
+  const hex = port.toString(16).toUpperCase().padStart(4, '0');
+  const inodes = new Set<string>();
+  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const c = line.trim().split(/\s+/);
+      if (c.length > 9 && c[1].endsWith(`:${hex}`) && c[3] === '0A') inodes.add(c[9]);
+    }
+  }
+  if (inodes.size === 0) return null;
+  for (const pid of pids()) {
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      try {
+        const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+        if (m && inodes.has(m[1])) return pid;
+      } catch {
+        /* closed meanwhile */
+      }
+    }
+  }
+  return null;
+}
+
+/** `root` and its descendants named `comm` (e.g. the cluster workers of `sluice start`, not tsx's esbuild). */
+export function processTree(root: number, comm = 'node'): number[] {
+  const children = new Map<number, number[]>();
+  for (const pid of pids()) {
+    const f = statFields(pid);
+    if (!f) continue;
+    const ppid = Number(f[1]);
+    children.set(ppid, [...(children.get(ppid) ?? []), pid]);
+  }
+  const out = [root];
+  for (let i = 0; i < out.length; i++) {
+    for (const c of children.get(out[i]) ?? []) {
+      try {
+        if (readFileSync(`/proc/${c}/comm`, 'utf8').trim() === comm) out.push(c);
+      } catch {
+        /* gone */
+      }
+    }
+  }
+  return out;
+}
+
+export interface Usage {
+  cpuSec: number;
+  peakRssMb: number;
+}
+
+interface Window {
+  startTicks: Map<number, number>;
+  peakKb: Map<string, number>;
+}
+
+/** Samples named groups of pids (a group's CPU and RSS are the sums over its pids). */
+export class ProcSampler {
+  private readonly windows = new Set<Window>();
+  private readonly timer: NodeJS.Timeout;
+  /** `groups()` is read at every sample, so processes can come and go. */
+  constructor(private readonly groups: () => Map<string, number[]>) {
+    this.timer = setInterval(() => this.sample(), 500);
+    this.timer.unref();
+  }
+  private sample(): void {
+    for (const [name, list] of this.groups()) {
+      const kb = list.reduce((n, pid) => n + (rssKb(pid) ?? 0), 0);
+      for (const w of this.windows) w.peakKb.set(name, Math.max(w.peakKb.get(name) ?? 0, kb));
+    }
+  }
+  begin(): Window {
+    const w: Window = { startTicks: new Map(), peakKb: new Map() };
+    for (const list of this.groups().values()) {
+      for (const pid of list) {
+        const t = cpuTicks(pid);
+        if (t !== null) w.startTicks.set(pid, t);
+      }
+    }
+    this.windows.add(w);
+    this.sample();
+    return w;
+  }
+  end(w: Window): Map<string, Usage> {
+    this.sample();
+    this.windows.delete(w);
+    const out = new Map<string, Usage>();
+    for (const [name, list] of this.groups()) {
+      let ticks = 0;
+      for (const pid of list) {
+        const t = cpuTicks(pid);
+        if (t !== null) ticks += t - (w.startTicks.get(pid) ?? 0);
+      }
+      out.set(name, { cpuSec: ticks / CLK_TCK, peakRssMb: (w.peakKb.get(name) ?? 0) / 1024 });
+    }
+    return out;
+  }
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}

@@ -59,7 +59,7 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
   const log = createLogger(config.logLevel, opts.component ?? 'sluice');
   const kafka = createKafka(opts.brokers, config.kafkaClientId);
   const topics = topicNames(config.topicPrefix);
-  await ensureTopics(kafka, topicSpecs(config.topicPrefix, config.topicPartitions, RUNG_LABELS, DLQ_RETENTION_MS / config.timeScale));
+  await ensureTopics(kafka, topicSpecs(config.topicPrefix, config.topicPartitions, RUNG_LABELS, DLQ_RETENTION_MS / config.timeScale), { strict: config.timeScale !== 1 });
   const producer = new DurableProducer(kafka);
   await producer.connect();
   const keys = new KeyRing(topics.keys, config.masterKey);

@@ -1,11 +1,14 @@
 /**
  * Makes an outcome durable: a retry, a deferral or a hold is re-produced to its rung, a dead
  * letter to `sluice.dlq`; a delivery or a drop needs no write. Writes of concurrent outcomes are
- * gathered into one produce per topic, and a failed produce is retried until it succeeds or the
- * dispatcher stops (the offset stays uncommitted meanwhile, so nothing is lost either way).
+ * gathered into one produce per topic (the producer splits them by bytes), and a failed produce is
+ * retried until it succeeds or the dispatcher stops (the offset stays uncommitted meanwhile, so
+ * nothing is lost either way). A write Kafka refuses for good (too large) is never retried as it
+ * is: the batch is split, and a single record that still cannot be written is logged, counted
+ * (`sluice_outcome_write_failures_total`) and let go rather than stall its partition.
  */
 import type { Context } from '../core/context.ts';
-import type { OutRecord } from '../core/kafka/client.ts';
+import { isPermanentWriteError, type OutRecord } from '../core/kafka/client.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { HOLD_LABEL, type Outcome } from './ladder.ts';
 
@@ -71,6 +74,17 @@ export class OutcomeRecorder {
         for (const i of items) i.resolve();
         return;
       } catch (err) {
+        if (isPermanentWriteError(err)) {
+          if (items.length > 1) {
+            const half = Math.ceil(items.length / 2);
+            await Promise.all([this.send(topic, items.slice(0, half)), this.send(topic, items.slice(half))]);
+            return;
+          }
+          this.metrics.inc('sluice_outcome_write_failures_total', { topic });
+          this.ctx.log.error('a delivery outcome cannot be written to Kafka (refused for good); it is dropped', { topic, key: items[0].record.key, error: (err as Error).message });
+          items[0].resolve();
+          return;
+        }
         this.ctx.log.error('could not record delivery outcomes; retrying', { topic, count: items.length, error: (err as Error).message });
         if (this.stopped) return; // left unresolved: their offsets stay uncommitted
         await new Promise((r) => setTimeout(r, delay));

@@ -28,12 +28,37 @@ export interface OutRecord {
 interface PendingSend {
   topic: string;
   records: OutRecord[];
+  bytes: number;
   resolve: () => void;
   reject: (err: Error) => void;
 }
 
 /** Most records one produce request carries; the rest wait for the next. */
 const MAX_BATCH_RECORDS = 2000;
+/**
+ * Most bytes one produce request carries. Kafka refuses a partition's batch above the topic's
+ * `max.message.bytes` (1 MiB by default, the value Sluice's topics keep), so requests stay well
+ * under it whatever the partitioning.
+ */
+export const MAX_BATCH_BYTES = 768 * 1024;
+/** The largest single record Sluice writes; larger ones are refused before Kafka sees them. */
+export const MAX_RECORD_BYTES = 900 * 1024;
+
+/** The bytes a record takes on the wire, near enough to bound batches by. */
+export function recordBytes(r: OutRecord): number {
+  let n = 70 + Buffer.byteLength(r.key) + (r.value === null ? 0 : Buffer.byteLength(r.value));
+  if (r.headers) for (const [k, v] of Object.entries(r.headers)) n += Buffer.byteLength(k) + Buffer.byteLength(v) + 8;
+  return n;
+}
+
+/** True when retrying the same write cannot succeed (too large, invalid): the caller must not loop on it. */
+export function isPermanentWriteError(err: unknown): boolean {
+  for (let e = err as { retriable?: boolean; type?: string; name?: string; code?: string; cause?: unknown; originalError?: unknown } | undefined; e; e = (e.cause ?? e.originalError) as typeof e) {
+    if (e instanceof SluiceError) return e.code === 'PAYLOAD_TOO_LARGE';
+    if (e.type && /MESSAGE_TOO_LARGE|RECORD_LIST_TOO_LARGE|INVALID_RECORD|CORRUPT_MESSAGE|TOPIC_AUTHORIZATION_FAILED/.test(e.type)) return true;
+  }
+  return false;
+}
 
 /**
  * A producer whose `send` resolves only once Kafka acknowledged the write (acks=all, idempotent).
@@ -53,13 +78,33 @@ export class DurableProducer {
     await this.producer.connect();
     this.connected = true;
   }
-  send(topic: string, records: OutRecord[]): Promise<void> {
-    if (!this.connected) return Promise.reject(new SluiceError('UNAVAILABLE', 'Kafka producer is not connected', {}, { 'Retry-After': '1' }));
-    if (records.length === 0) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      this.queue.push({ topic, records, resolve, reject });
-      void this.flush();
-    });
+  /**
+   * Resolves once Kafka acknowledged every record. A caller's records go out in one request when
+   * they fit in MAX_BATCH_BYTES, else in several (each acknowledged before the next is sent).
+   */
+  async send(topic: string, records: OutRecord[]): Promise<void> {
+    if (!this.connected) throw new SluiceError('UNAVAILABLE', 'Kafka producer is not connected', {}, { 'Retry-After': '1' });
+    let chunk: OutRecord[] = [];
+    let bytes = 0;
+    const chunks: { records: OutRecord[]; bytes: number }[] = [];
+    for (const r of records) {
+      const size = recordBytes(r);
+      if (size > MAX_RECORD_BYTES) throw new SluiceError('PAYLOAD_TOO_LARGE', `a record of ${size} bytes exceeds the ${MAX_RECORD_BYTES}-byte limit of one Kafka record`, { max_bytes: MAX_RECORD_BYTES });
+      if (chunk.length > 0 && (bytes + size > MAX_BATCH_BYTES || chunk.length >= MAX_BATCH_RECORDS)) {
+        chunks.push({ records: chunk, bytes });
+        chunk = [];
+        bytes = 0;
+      }
+      chunk.push(r);
+      bytes += size;
+    }
+    if (chunk.length > 0) chunks.push({ records: chunk, bytes });
+    for (const c of chunks) {
+      await new Promise<void>((resolve, reject) => {
+        this.queue.push({ topic, records: c.records, bytes: c.bytes, resolve, reject });
+        void this.flush();
+      });
+    }
   }
   private async flush(): Promise<void> {
     if (this.flushing) return;
@@ -68,9 +113,11 @@ export class DurableProducer {
       while (this.queue.length > 0) {
         const batch: PendingSend[] = [];
         let count = 0;
-        while (this.queue.length > 0 && (batch.length === 0 || count + this.queue[0].records.length <= MAX_BATCH_RECORDS)) {
+        let bytes = 0;
+        while (this.queue.length > 0 && (batch.length === 0 || (count + this.queue[0].records.length <= MAX_BATCH_RECORDS && bytes + this.queue[0].bytes <= MAX_BATCH_BYTES))) {
           const next = this.queue.shift()!;
           count += next.records.length;
+          bytes += next.bytes;
           batch.push(next);
         }
         const byTopic = new Map<string, { key: string; value: string | null; headers?: Record<string, string> }[]>();
@@ -83,7 +130,9 @@ export class DurableProducer {
           await this.producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
           for (const b of batch) b.resolve();
         } catch (err) {
-          const e = new SluiceError('UNAVAILABLE', `Kafka did not accept the write: ${(err as Error).message}`, {}, { 'Retry-After': '1' });
+          const e = isPermanentWriteError(err)
+            ? new SluiceError('PAYLOAD_TOO_LARGE', `Kafka refused the write for good: ${(err as Error).message}`, { max_bytes: MAX_RECORD_BYTES })
+            : new SluiceError('UNAVAILABLE', `Kafka did not accept the write: ${(err as Error).message}`, {}, { 'Retry-After': '1' });
           for (const b of batch) b.reject(e);
         }
       }
@@ -118,12 +167,58 @@ export async function withRetry<T>(what: string, fn: () => Promise<T>, timeoutMs
   }
 }
 
-/** Creates missing topics and aligns the config of existing ones; safe to run on every start. */
-export async function ensureTopics(kafka: Kafka, specs: TopicSpec[]): Promise<void> {
-  await withRetry('creating topics', () => ensureTopicsOnce(kafka, specs));
+/** The existing retention values that are longer than desired (kept when other settings are written). */
+function keepLonger(current: Record<string, string>, desired: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const key of RETENTION_KEYS) if (current[key] !== undefined && desired[key] !== undefined && longer(current[key], desired[key])) out[key] = current[key];
+  return out;
 }
 
-async function ensureTopicsOnce(kafka: Kafka, specs: TopicSpec[]): Promise<void> {
+/** A topic's existing settings that a start would weaken; thrown instead of changing them. */
+export class TopicSettingsError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TopicSettingsError';
+  }
+}
+
+const RETENTION_KEYS = ['retention.ms', 'retention.bytes'] as const;
+const longer = (a: string, b: string) => (a === '-1' ? b !== '-1' : b !== '-1' && Number(a) > Number(b));
+
+/**
+ * What to change on an existing topic so it has at least Sluice's settings, never less: a longer
+ * retention is raised to, a longer one kept; a different cleanup policy is refused (changing it
+ * would delete or compact data someone relies on). `strict` (a scaled-time start) refuses to run
+ * against a topic that keeps data longer than it expects instead of silently keeping it.
+ */
+export function reconcileTopicConfig(topic: string, existing: Record<string, string>, desired: Record<string, string>, strict: boolean): Record<string, string> {
+  const alter: Record<string, string> = {};
+  const want = desired['cleanup.policy'];
+  if (want && existing['cleanup.policy'] && existing['cleanup.policy'] !== want) {
+    throw new TopicSettingsError(`topic ${topic} has cleanup.policy=${existing['cleanup.policy']}, Sluice needs ${want}; Sluice does not change it: fix it with Kafka's tools or use another SLUICE_TOPIC_PREFIX`);
+  }
+  for (const key of RETENTION_KEYS) {
+    const d = desired[key];
+    const e = existing[key];
+    if (d === undefined) continue;
+    if (e === undefined || longer(d, e)) alter[key] = d;
+    else if (longer(e, d) && strict) {
+      throw new TopicSettingsError(`topic ${topic} keeps data longer (${key}=${e}) than this scaled-time start expects (${d}): it looks like a real deployment's topic. Sluice never shortens it; start with SLUICE_TIME_SCALE=1 or use another SLUICE_TOPIC_PREFIX`);
+    }
+  }
+  return alter;
+}
+
+/**
+ * Creates missing topics with Sluice's settings and checks existing ones: retention is raised to
+ * Sluice's when shorter, never lowered, and cleanup is never changed (reconcileTopicConfig).
+ * `strict`: refuse topics that keep data longer than asked (a scaled-time start). Safe on every start.
+ */
+export async function ensureTopics(kafka: Kafka, specs: TopicSpec[], opts: { strict?: boolean } = {}): Promise<void> {
+  await withRetry('creating topics', () => ensureTopicsOnce(kafka, specs, opts.strict ?? false));
+}
+
+async function ensureTopicsOnce(kafka: Kafka, specs: TopicSpec[], strict: boolean): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
   try {
@@ -147,14 +242,19 @@ async function ensureTopicsOnce(kafka: Kafka, specs: TopicSpec[]): Promise<void>
     }
     const present = specs.filter((s) => existing.has(s.name));
     if (present.length > 0) {
-      await admin.alterConfigs({
-        validateOnly: false,
-        resources: present.map((s) => ({
-          type: 2, // ConfigResourceTypes.TOPIC
-          name: s.name,
-          configEntries: Object.entries(s.config).map(([name, value]) => ({ name, value })),
-        })),
+      const described = await admin.describeConfigs({
+        includeSynonyms: false,
+        resources: present.map((s) => ({ type: 2 /* ConfigResourceTypes.TOPIC */, name: s.name, configNames: ['cleanup.policy', ...RETENTION_KEYS] })),
       });
+      const changes: { type: number; name: string; configEntries: { name: string; value: string }[] }[] = [];
+      for (const s of present) {
+        const res = described.resources.find((r) => r.resourceName === s.name);
+        const current = Object.fromEntries((res?.configEntries ?? []).map((c) => [c.configName, c.configValue]));
+        const alter = reconcileTopicConfig(s.name, current, s.config, strict);
+        // alterConfigs replaces a topic's whole set of overrides: send the current ones with the change.
+        if (Object.keys(alter).length > 0) changes.push({ type: 2, name: s.name, configEntries: Object.entries({ ...current, ...s.config, ...alter, ...keepLonger(current, s.config) }).map(([name, value]) => ({ name, value })) });
+      }
+      if (changes.length > 0) await admin.alterConfigs({ validateOnly: false, resources: changes });
     }
     // Leaders elected for every partition before anyone produces or consumes.
     const meta = await admin.fetchTopicMetadata({ topics: specs.map((s) => s.name) });

@@ -7,6 +7,10 @@ import type { EndpointRecord } from './records.ts';
 export class EndpointRegistry implements StateView {
   private readonly endpoints = new Map<string, EndpointRecord>();
   private readonly secrets = new Map<string, string>();
+  /** Per tenant: its endpoints by id, the ids by event kind ('*' included), and a sorted list made on demand. */
+  private readonly tenants = new Map<string, { byId: Map<string, EndpointRecord>; byKind: Map<string, Set<string>>; sorted: EndpointRecord[] | null }>();
+  /** Endpoint records read by list and match calls: what a call costs, for tests and metrics. */
+  touched = 0;
   /** Called after every change (the dispatcher releases held deliveries when one turns ACTIVE). */
   readonly listeners = new Set<(id: string, rec: EndpointRecord | null) => void>();
 
@@ -14,10 +18,39 @@ export class EndpointRegistry implements StateView {
 
   apply(r: StateRecord): void {
     const rec = parseJson<EndpointRecord>(r.value);
+    const old = this.endpoints.get(r.key);
+    if (old) this.unindex(old);
     if (rec === null) this.endpoints.delete(r.key);
-    else this.endpoints.set(r.key, rec);
+    else {
+      this.endpoints.set(r.key, rec);
+      this.index(rec);
+    }
     this.secrets.delete(r.key);
     for (const l of this.listeners) l(r.key, rec);
+  }
+
+  private index(rec: EndpointRecord): void {
+    let t = this.tenants.get(rec.tenant_id);
+    if (!t) {
+      t = { byId: new Map(), byKind: new Map(), sorted: null };
+      this.tenants.set(rec.tenant_id, t);
+    }
+    t.byId.set(rec.id, rec);
+    for (const kind of rec.events) {
+      let ids = t.byKind.get(kind);
+      if (!ids) t.byKind.set(kind, (ids = new Set()));
+      ids.add(rec.id);
+    }
+    t.sorted = null;
+  }
+
+  private unindex(rec: EndpointRecord): void {
+    const t = this.tenants.get(rec.tenant_id);
+    if (!t) return;
+    t.byId.delete(rec.id);
+    for (const kind of rec.events) t.byKind.get(kind)?.delete(rec.id);
+    t.sorted = null;
+    if (t.byId.size === 0) this.tenants.delete(rec.tenant_id);
   }
 
   get(id: string): EndpointRecord | undefined {
@@ -30,13 +63,31 @@ export class EndpointRegistry implements StateView {
     return rec && rec.tenant_id === tenantId ? rec : undefined;
   }
 
+  /** The tenant's endpoints, oldest first; reads only that tenant's records. */
   listTenant(tenantId: string): EndpointRecord[] {
-    return [...this.endpoints.values()].filter((e) => e.tenant_id === tenantId).sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : 1));
+    const t = this.tenants.get(tenantId);
+    if (!t) return [];
+    if (!t.sorted) {
+      t.sorted = [...t.byId.values()].sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : 1));
+      this.touched += t.sorted.length;
+    }
+    return t.sorted;
   }
 
-  /** Endpoints of the tenant whose filter takes this event kind. */
+  /** Endpoints of the tenant whose filter takes this event kind; reads only those. */
   matching(tenantId: string, eventType: string): EndpointRecord[] {
-    return this.listTenant(tenantId).filter((e) => e.events.includes('*') || e.events.includes(eventType));
+    const t = this.tenants.get(tenantId);
+    if (!t) return [];
+    const out: EndpointRecord[] = [];
+    for (const kind of [eventType, '*']) {
+      for (const id of t.byKind.get(kind) ?? []) {
+        const rec = t.byId.get(id)!;
+        if (kind === '*' && rec.events.includes(eventType)) continue; // already taken by kind
+        out.push(rec);
+      }
+    }
+    this.touched += out.length;
+    return out;
   }
 
   /** The signing secret in clear, unsealed once and kept in memory. */

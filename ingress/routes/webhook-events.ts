@@ -24,8 +24,11 @@ function parsePublish(body: unknown): { type: string; data: unknown; id?: string
   const id = f.string('id', { min: 1, max: 128, pattern: EVENT_ID_PATTERN });
   const data = f.value.data;
   if (data === undefined) f.fail('data', 'is required (any JSON value)');
-  else if (Buffer.byteLength(JSON.stringify(data)) > MAX_EVENT_DATA_BYTES) f.fail('data', `must be at most ${MAX_EVENT_DATA_BYTES} bytes as JSON`);
   f.done();
+  const bytes = Buffer.byteLength(JSON.stringify(data));
+  if (bytes > MAX_EVENT_DATA_BYTES) {
+    throw new SluiceError('PAYLOAD_TOO_LARGE', `$.data is ${bytes} bytes as JSON; an event's data may be at most ${MAX_EVENT_DATA_BYTES} bytes`, { max_bytes: MAX_EVENT_DATA_BYTES });
+  }
   if (type === undefined) throw invalidRequest([{ path: '$.type', message: 'is required' }]);
   return { type, data, id };
 }
@@ -43,8 +46,9 @@ function parseBatch(body: unknown): unknown[] {
   return events as unknown[];
 }
 
-/** The same error with its paths moved under `$.events[index]`. */
+/** The same error with its paths moved under `$.events[index]` (other errors, e.g. 413, as they are). */
 function atIndex(err: SluiceError, index: number): SluiceError {
+  if (err.code !== 'INVALID_REQUEST') return err;
   const errors = ((err.extra.errors as FieldError[] | undefined) ?? [{ path: '$', message: err.message }]).map((e) => ({ path: `$.events[${index}]${e.path.slice(1)}`, message: e.message }));
   return invalidRequest(errors);
 }
@@ -72,7 +76,10 @@ export function webhookEventRoutes(ctx: Context): Route[] {
         refused.push({ index, error: atIndex(err, index) });
       }
     });
-    if (valid.length === 0) throw invalidRequest(refused.flatMap((r) => r.error.extra.errors as FieldError[]));
+    if (valid.length === 0) {
+      if (refused.every((r) => r.error.code === 'PAYLOAD_TOO_LARGE')) throw refused[0].error;
+      throw invalidRequest(refused.flatMap((r) => (r.error.extra.errors as FieldError[] | undefined) ?? [{ path: `$.events[${r.index}]`, message: r.error.message }]));
+    }
     const out = await publishBatch(ctx, req.auth!.claims.tenant_id, valid.map((v) => v.input));
     const results: Record<string, unknown>[] = new Array(items.length);
     for (const r of refused) results[r.index] = { index: r.index, error: problemOf(r.error) };

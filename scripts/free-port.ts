@@ -11,3 +11,22 @@ export function freePort(): Promise<number> {
     });
   });
 }
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
+/** The first of `n` consecutive free ports (a local Kafka cluster uses port … port + 2·brokers − 1). */
+export async function freePorts(n: number): Promise<number> {
+  for (;;) {
+    const p = await freePort();
+    if (p + n > 65535) continue;
+    let all = true;
+    for (let i = 1; i < n && all; i++) all = await canListen(p + i);
+    if (all) return p;
+  }
+}

@@ -4,7 +4,7 @@
  * so one broker serves them all.
  */
 import { spawn } from 'node:child_process';
-import { freePort } from './free-port.ts';
+import { freePorts } from './free-port.ts';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../core/config.ts';
@@ -17,8 +17,7 @@ async function main(): Promise<number> {
   let stop = async () => {};
   if (!brokers) {
     const config = loadConfig({ ...process.env, KAFKA_BROKERS: undefined });
-    let port = await freePort();
-    while (port > 65000) port = await freePort();
+    const port = await freePorts(2);
     const started = Date.now();
     const kafka = await startLocalKafka({ cacheDir: config.cacheDir, port, dataDir: join(config.cacheDir, `kafka-test-${port}`), fresh: true, log: (l) => console.log(`# ${l}`) });
     console.log(`# test Kafka broker ready at ${kafka.brokers.join(',')} in ${Date.now() - started} ms`);

@@ -4,11 +4,15 @@ import { parse } from '../args.ts';
 import { say, untilSignal } from '../runtime.ts';
 import type { Command } from '../command.ts';
 
-const USAGE = `usage: sluice kafka [--port 9092] [--data-dir DIR] [--fresh] [--fetch-only]
+const USAGE = `usage: sluice kafka [--port 9092] [--brokers N] [--data-dir DIR] [--fresh] [--fetch-only]
 
-Runs a real Apache Kafka broker (KRaft, broker+controller) on 127.0.0.1 in the foreground.
-The jars come from Maven Central once into SLUICE_CACHE_DIR (default .cache/); later starts reuse them.
-  --port        broker port (controller uses port+1); default SLUICE_KAFKA_PORT or 9092
+Runs a real Apache Kafka cluster (KRaft; each broker also a controller) on 127.0.0.1 in the
+foreground. The jars come from Maven Central once into SLUICE_CACHE_DIR (default .cache/); later
+starts reuse them.
+  --port        first broker's port; broker i uses port+2i, its controller port+2i+1;
+                default SLUICE_KAFKA_PORT or 9092
+  --brokers     brokers in the cluster (default 1). 3 is what a deployment runs on: topics get
+                replication factor 3 and min.insync.replicas 2, so one broker can be lost
   --data-dir    log directory; default <cache>/kafka-data-<port>
   --fresh       wipe the data directory first
   --fetch-only  resolve the jars into the cache and exit`;
@@ -16,7 +20,7 @@ The jars come from Maven Central once into SLUICE_CACHE_DIR (default .cache/); l
 export const kafka: Command = {
   summary: 'run the local Kafka broker in the foreground',
   async run(argv) {
-    const { values } = parse(argv, { port: { type: 'string' }, 'data-dir': { type: 'string' }, fresh: { type: 'boolean' }, 'fetch-only': { type: 'boolean' } }, USAGE);
+    const { values } = parse(argv, { port: { type: 'string' }, brokers: { type: 'string' }, 'data-dir': { type: 'string' }, fresh: { type: 'boolean' }, 'fetch-only': { type: 'boolean' } }, USAGE);
     const config = loadConfig();
     if (values['fetch-only']) {
       const libs = ensureKafkaJars(config.cacheDir, say);
@@ -25,8 +29,10 @@ export const kafka: Command = {
     }
     const port = values.port ? Number(values.port) : config.kafkaPort;
     if (!Number.isInteger(port) || port < 1 || port > 65534) throw new Error(`--port must be a port number, got "${values.port}"`);
-    const k = await startLocalKafka({ cacheDir: config.cacheDir, port, dataDir: values['data-dir'], fresh: values.fresh, log: say });
-    say(`Kafka broker ready at ${k.brokers.join(',')}  (KAFKA_BROKERS=${k.brokers.join(',')}); data in ${k.dataDir}; Ctrl-C stops it`);
+    const nodes = values.brokers ? Number(values.brokers) : 1;
+    if (!Number.isInteger(nodes) || nodes < 1 || nodes > 9) throw new Error(`--brokers must be a whole number from 1 to 9, got "${values.brokers}"`);
+    const k = await startLocalKafka({ cacheDir: config.cacheDir, port, nodes, dataDir: values['data-dir'], fresh: values.fresh, log: say });
+    say(`Kafka ${nodes > 1 ? `cluster of ${nodes} brokers` : 'broker'} ready at ${k.brokers.join(',')}  (KAFKA_BROKERS=${k.brokers.join(',')}); data in ${k.dataDir}; Ctrl-C stops it`);
     await untilSignal();
     say('stopping Kafka');
     await k.stop();

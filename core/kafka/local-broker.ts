@@ -50,9 +50,11 @@ export function ensureKafkaJars(cacheDir: string, log: (line: string) => void = 
 
 export interface LocalKafkaOptions {
   cacheDir: string;
+  /** The first broker's port; broker i listens on port + 2i and its controller on port + 2i + 1. */
   port?: number;
-  controllerPort?: number;
-  /** Where the log segments live; wiped first when `fresh` is true. */
+  /** Brokers in the cluster (each also a KRaft controller); 3 gives replication factor 3, min.insync.replicas 2. */
+  nodes?: number;
+  /** Where the log segments live (one sub-directory per broker when nodes > 1); wiped first when `fresh` is true. */
   dataDir?: string;
   fresh?: boolean;
   heapMb?: number;
@@ -60,10 +62,20 @@ export interface LocalKafkaOptions {
   startTimeoutMs?: number;
 }
 
+/** One broker of the local cluster, for fault tests: stop it (gracefully or not) and start it again. */
+export interface LocalKafkaNode {
+  id: number;
+  port: number;
+  readonly running: boolean;
+  stop(signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
+  start(): Promise<void>;
+}
+
 export interface LocalKafka {
   brokers: string[];
   port: number;
   dataDir: string;
+  nodes: LocalKafkaNode[];
   stop(): Promise<void>;
 }
 
@@ -80,49 +92,81 @@ function portOpen(port: number): Promise<boolean> {
 
 const CLUSTER_ID = 'c2x1aWNlLWxvY2FsLWthZmthMQ'; // fixed: a local data dir can be reused across runs
 
+function serverProperties(id: number, port: number, n: number, base: number, dataDir: string): string {
+  const replication = Math.min(3, n);
+  const minIsr = n >= 3 ? 2 : 1;
+  const voters = Array.from({ length: n }, (_, i) => `${i + 1}@127.0.0.1:${base + 2 * i + 1}`).join(',');
+  return [
+    'process.roles=broker,controller',
+    `node.id=${id}`,
+    `controller.quorum.voters=${voters}`,
+    `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${port + 1}`,
+    `advertised.listeners=PLAINTEXT://127.0.0.1:${port}`,
+    'controller.listener.names=CONTROLLER',
+    'inter.broker.listener.name=PLAINTEXT',
+    'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+    `log.dirs=${join(dataDir, 'kraft')}`,
+    'num.partitions=6',
+    `default.replication.factor=${replication}`,
+    `min.insync.replicas=${minIsr}`,
+    `offsets.topic.replication.factor=${replication}`,
+    'offsets.topic.num.partitions=6',
+    `transaction.state.log.replication.factor=${replication}`,
+    `transaction.state.log.min.isr=${minIsr}`,
+    `share.coordinator.state.topic.replication.factor=${replication}`,
+    `share.coordinator.state.topic.min.isr=${minIsr}`,
+    'group.initial.rebalance.delay.ms=0',
+    'auto.create.topics.enable=false',
+    'log.retention.check.interval.ms=10000',
+    'log.segment.delete.delay.ms=1000',
+    // A restarted broker rejoins the ISR quickly on this small, local cluster.
+    'replica.lag.time.max.ms=10000',
+    '',
+  ].join('\n');
+}
+
 export async function startLocalKafka(opts: LocalKafkaOptions): Promise<LocalKafka> {
   const log = opts.log ?? (() => {});
   if (!has('java', ['-version'])) {
     throw new LocalKafkaError('JAVA_MISSING', 'Java is not installed: install a Java 17 runtime (apt-get install openjdk-17-jre-headless) or set KAFKA_BROKERS to an existing cluster');
   }
   const libs = ensureKafkaJars(opts.cacheDir, log);
-  const port = opts.port ?? 9092;
-  const controllerPort = opts.controllerPort ?? port + 1;
-  if (await portOpen(port)) {
-    throw new LocalKafkaError('START_FAILED', `port ${port} on 127.0.0.1 is already in use: stop what listens there, pick another with --port, or point KAFKA_BROKERS at it`);
+  const base = opts.port ?? 9092;
+  const n = opts.nodes ?? 1;
+  if (!Number.isInteger(n) || n < 1 || n > 9) throw new LocalKafkaError('START_FAILED', `a local cluster has 1 to 9 brokers, not ${n}`);
+  for (let i = 0; i < n; i++) {
+    for (const p of [base + 2 * i, base + 2 * i + 1]) {
+      if (await portOpen(p)) throw new LocalKafkaError('START_FAILED', `port ${p} on 127.0.0.1 is already in use: stop what listens there, pick another with --port, or point KAFKA_BROKERS at it`);
+    }
   }
-  const dataDir = opts.dataDir ?? join(opts.cacheDir, `kafka-data-${port}`);
+  const dataDir = opts.dataDir ?? join(opts.cacheDir, `kafka-data-${base}`);
   if (opts.fresh) rmSync(dataDir, { recursive: true, force: true });
+  const deadline = () => Date.now() + (opts.startTimeoutMs ?? 90_000);
+  const nodes = Array.from({ length: n }, (_, i) => brokerNode(i + 1, base + 2 * i, n === 1 ? dataDir : join(dataDir, `node-${i + 1}`), serverPropertiesFor(i), libs, opts.heapMb ?? 512));
+  function serverPropertiesFor(i: number) {
+    return (dir: string) => serverProperties(i + 1, base + 2 * i, n, base, dir);
+  }
+  // A KRaft quorum elects a controller only once a majority runs: start them together.
+  await Promise.all(nodes.map((node) => node.launch(deadline())));
+  await waitForController(base, deadline(), () => nodes.every((node) => !node.running));
+  return {
+    brokers: nodes.map((node) => `127.0.0.1:${node.port}`),
+    port: base,
+    dataDir,
+    nodes,
+    async stop() {
+      await Promise.all(nodes.map((node) => node.stop()));
+    },
+  };
+}
+
+/** One broker process: written config, launched, stoppable and restartable. */
+function brokerNode(id: number, port: number, dataDir: string, properties: (dataDir: string) => string, libs: string, heapMb: number): LocalKafkaNode & { launch(deadline: number): Promise<void> } {
   mkdirSync(dataDir, { recursive: true });
   const logDir = join(dataDir, 'logs');
   mkdirSync(logDir, { recursive: true });
   const props = join(dataDir, 'server.properties');
-  writeFileSync(
-    props,
-    [
-      'process.roles=broker,controller',
-      'node.id=1',
-      `controller.quorum.voters=1@127.0.0.1:${controllerPort}`,
-      `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
-      `advertised.listeners=PLAINTEXT://127.0.0.1:${port}`,
-      'controller.listener.names=CONTROLLER',
-      'inter.broker.listener.name=PLAINTEXT',
-      'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
-      `log.dirs=${join(dataDir, 'kraft')}`,
-      'num.partitions=6',
-      'offsets.topic.replication.factor=1',
-      'offsets.topic.num.partitions=6',
-      'transaction.state.log.replication.factor=1',
-      'transaction.state.log.min.isr=1',
-      'share.coordinator.state.topic.replication.factor=1',
-      'share.coordinator.state.topic.min.isr=1',
-      'group.initial.rebalance.delay.ms=0',
-      'auto.create.topics.enable=false',
-      'log.retention.check.interval.ms=10000',
-      'log.segment.delete.delay.ms=1000',
-      '',
-    ].join('\n'),
-  );
+  writeFileSync(props, properties(dataDir));
   const log4j = join(dataDir, 'log4j2.properties');
   writeFileSync(
     log4j,
@@ -138,47 +182,56 @@ export async function startLocalKafka(opts: LocalKafkaOptions): Promise<LocalKaf
       '',
     ].join('\n'),
   );
-  const cp = `${libs}/*`;
-  const javaBase = ['-Xms256m', `-Xmx${opts.heapMb ?? 512}m`, '-XX:+UseG1GC', '-XX:TieredStopAtLevel=1', `-Dlog4j2.configurationFile=${log4j}`, '-cp', cp];
-  if (!existsSync(join(dataDir, 'kraft', 'meta.properties'))) {
-    const f = spawnSync('java', [...javaBase, 'kafka.tools.StorageTool', 'format', '-t', CLUSTER_ID, '-c', props, '--ignore-formatted'], { encoding: 'utf8' });
-    if (f.status !== 0) throw new LocalKafkaError('FORMAT_FAILED', `formatting Kafka storage failed: ${(f.stdout + f.stderr).trim()}`);
-  }
-  const out = openSync(join(logDir, 'stdout.log'), 'a');
-  const child: ChildProcess = spawn('java', [...javaBase, 'kafka.Kafka', props], { stdio: ['ignore', out, out], detached: false });
-  let exited = false;
-  const exitPromise = new Promise<void>((resolve) => child.once('exit', () => {
-    exited = true;
-    resolve();
-  }));
-  const deadline = Date.now() + (opts.startTimeoutMs ?? 90_000);
-  while (!(await portOpen(port))) {
-    if (exited) throw new LocalKafkaError('START_FAILED', `the Kafka broker exited during start-up; see ${join(logDir, 'stdout.log')} and server.log`);
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new LocalKafkaError('START_FAILED', `the Kafka broker did not listen on 127.0.0.1:${port} in time; see ${logDir}`);
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  await waitForController(port, deadline, () => exited);
-  // Stop the broker with us when the parent dies without calling stop().
-  const onExit = () => {
-    if (!exited) child.kill('SIGKILL');
-  };
-  process.once('exit', onExit);
-  return {
-    brokers: [`127.0.0.1:${port}`],
+  const javaBase = ['-Xms256m', `-Xmx${heapMb}m`, '-XX:+UseG1GC', '-XX:TieredStopAtLevel=1', `-Dlog4j2.configurationFile=${log4j}`, '-cp', `${libs}/*`];
+  let child: ChildProcess | null = null;
+  let exitPromise: Promise<void> = Promise.resolve();
+  const onParentExit = () => child?.kill('SIGKILL');
+  const node = {
+    id,
     port,
-    dataDir,
-    async stop() {
-      process.removeListener('exit', onExit);
-      if (exited) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    get running() {
+      return child !== null;
+    },
+    async launch(deadline: number): Promise<void> {
+      if (child) return;
+      if (!existsSync(join(dataDir, 'kraft', 'meta.properties'))) {
+        const f = spawnSync('java', [...javaBase, 'kafka.tools.StorageTool', 'format', '-t', CLUSTER_ID, '-c', props, '--ignore-formatted'], { encoding: 'utf8' });
+        if (f.status !== 0) throw new LocalKafkaError('FORMAT_FAILED', `formatting Kafka storage failed: ${(f.stdout + f.stderr).trim()}`);
+      }
+      const out = openSync(join(logDir, 'stdout.log'), 'a');
+      const c = spawn('java', [...javaBase, 'kafka.Kafka', props], { stdio: ['ignore', out, out], detached: false });
+      child = c;
+      exitPromise = new Promise<void>((resolve) =>
+        c.once('exit', () => {
+          if (child === c) child = null;
+          resolve();
+        }),
+      );
+      // Stop the broker with us when the parent dies without calling stop().
+      process.once('exit', onParentExit);
+      while (!(await portOpen(port))) {
+        if (child !== c) throw new LocalKafkaError('START_FAILED', `Kafka broker ${id} exited during start-up; see ${join(logDir, 'stdout.log')} and server.log`);
+        if (Date.now() > deadline) {
+          c.kill('SIGKILL');
+          throw new LocalKafkaError('START_FAILED', `Kafka broker ${id} did not listen on 127.0.0.1:${port} in time; see ${logDir}`);
+        }
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    },
+    start(): Promise<void> {
+      return node.launch(Date.now() + 90_000);
+    },
+    async stop(signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
+      process.removeListener('exit', onParentExit);
+      const c = child;
+      if (!c) return;
+      c.kill(signal);
+      const timer = setTimeout(() => c.kill('SIGKILL'), 10_000);
       await exitPromise;
       clearTimeout(timer);
     },
   };
+  return node;
 }
 
 /** The port accepting connections is not enough: wait until the cluster names a controller. */

@@ -29,7 +29,8 @@ export interface TestNode extends SluiceNode {
   token(c: CreatedClient, scope?: string): Promise<string>;
 }
 
-export async function startTestNode(env: Record<string, string> = {}, opts: { clock?: Clock; dispatcher?: boolean; prefix?: string } = {}): Promise<TestNode> {
+export async function startTestNode(env: Record<string, string> = {}, opts: { clock?: Clock; dispatcher?: boolean; prefix?: string; brokers?: string[] } = {}): Promise<TestNode> {
+  const kafka = opts.brokers ?? brokers();
   const port = await freePort();
   const adminPort = await freePort();
   const config = loadConfig({
@@ -40,10 +41,10 @@ export async function startTestNode(env: Record<string, string> = {}, opts: { cl
     SLUICE_ISSUER: `http://127.0.0.1:${port}`,
     SLUICE_TOPIC_PARTITIONS: '3',
     SLUICE_LOG_LEVEL: 'error',
-    KAFKA_BROKERS: brokers().join(','),
+    KAFKA_BROKERS: kafka.join(','),
     ...env,
   });
-  const node = await startNode(config, { brokers: brokers(), clock: opts.clock, ingress: true, dispatcher: opts.dispatcher ?? false });
+  const node = await startNode(config, { brokers: kafka, clock: opts.clock, ingress: true, dispatcher: opts.dispatcher ?? false });
   const base = `http://127.0.0.1:${node.ingress!.port}`;
   return {
     ...node,

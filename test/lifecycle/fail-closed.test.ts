@@ -7,12 +7,13 @@ import { loadConfig } from '../../core/config.ts';
 import { startNode } from '../../cli/assemble.ts';
 import { createClient } from '../../core/clients/provisioning.ts';
 import { call, freePort, uniquePrefix } from '../helpers/sluice.ts';
+import { freePorts } from '../../scripts/free-port.ts';
 
 // A broker of this test's own, so that stopping it harms nobody else.
-const kafkaPort = await freePort();
+const kafkaPort = await freePorts(2);
 const dataDir = mkdtempSync(join(tmpdir(), 'sluice-failclosed-'));
 const config = loadConfig({ SLUICE_TOPIC_PREFIX: uniquePrefix('fc'), SLUICE_LOG_LEVEL: 'error', SLUICE_KAFKA_STALE_MS: '1000', SLUICE_HOST: '127.0.0.1' });
-const kafka = await startLocalKafka({ cacheDir: config.cacheDir, port: kafkaPort, controllerPort: await freePort(), dataDir, fresh: true, heapMb: 384 });
+const kafka = await startLocalKafka({ cacheDir: config.cacheDir, port: kafkaPort, dataDir, fresh: true, heapMb: 384 });
 const node = await startNode(config, { brokers: kafka.brokers, ingress: true, port: await freePort(), adminPort: await freePort() });
 const base = `http://127.0.0.1:${node.ingress!.port}`;
 const admin = `http://127.0.0.1:${node.ingress!.adminPort}`;

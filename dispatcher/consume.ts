@@ -16,6 +16,8 @@ export interface GroupConsumerOptions {
   topics: string[];
   maxWaitTimeInMs?: number;
   partitionsConsumedConcurrently?: number;
+  /** Called when the group starts rebalancing (this member's partitions may be about to move). */
+  onRebalancing?(): void;
   /** Called after every (re)join with the partitions this member now owns. */
   onAssignment?(assigned: Record<string, number[]>): void;
   eachBatch(payload: EachBatchPayload, member: GroupConsumer): Promise<void>;
@@ -43,6 +45,7 @@ export class GroupConsumer {
       // kafkajs restarts by itself after a retriable crash; otherwise the member is dead: rebuild it.
       if (!e.payload.restart) void this.restart(c);
     });
+    c.on(c.events.REBALANCING, () => this.opts.onRebalancing?.());
     c.on(c.events.GROUP_JOIN, (e) => this.opts.onAssignment?.(e.payload.memberAssignment));
     this.consumer = c;
     await c.connect();

@@ -59,23 +59,26 @@ export function deliveryConsumer(stage: Stage, recorder: OutcomeRecorder, metric
     }
   };
 
-  // After a rebalance, deliveries still queued for a partition that went to another member are
-  // dropped here: the new owner reads them again from the last commit, so keeping them would only
-  // send them twice. Attempts already in flight finish (a bounded number of duplicates).
+  // While the group rebalances no attempt starts (what is delivered then cannot be committed and
+  // the partition's next owner would send it again). Once the assignment is known, deliveries
+  // still queued for a partition that went to another member are dropped: the new owner reads
+  // them again from the last commit. Attempts already in flight finish (bounded duplicates).
+  const onRebalancing = () => stage.scheduler.freeze(opts.groupId);
   const onAssignment = (assigned: Record<string, number[]>) => {
     const gone = tracker.retain(assigned);
-    if (gone.size === 0) return;
-    const dropped = stage.scheduler.dropQueued(gone);
+    const dropped = gone.size > 0 ? stage.scheduler.dropQueued(gone) : 0;
+    stage.scheduler.thaw(opts.groupId);
     metrics.inc('sluice_rebalance_dropped_total', {}, dropped);
     if (dropped > 0) ctx.log.info('partitions moved to another member; their queued deliveries are left to it', { group: opts.groupId, partitions: gone.size, dropped });
   };
-  const member = new GroupConsumer(ctx.kafka, ctx.log, { groupId: opts.groupId, topics: opts.topics, maxWaitTimeInMs: opts.maxWaitTimeInMs, partitionsConsumedConcurrently: opts.concurrency, eachBatch, onAssignment });
+  const member = new GroupConsumer(ctx.kafka, ctx.log, { groupId: opts.groupId, topics: opts.topics, maxWaitTimeInMs: opts.maxWaitTimeInMs, partitionsConsumedConcurrently: opts.concurrency, eachBatch, onRebalancing, onAssignment });
   tracker = new OffsetTracker(member);
   return {
     member,
     tracker,
     timers,
     async stop(drainMs) {
+      stage.scheduler.thaw(opts.groupId);
       member.pauseAll();
       timers.clear();
       await tracker.drain(drainMs);

@@ -75,6 +75,8 @@ export class DeliveryScheduler<T> {
   private ringHead = 0;
   private inFlight = 0;
   private bufferedCount = 0;
+  /** Consumer groups in the middle of a rebalance: no attempt starts until they know their partitions. */
+  private readonly frozenBy = new Set<string>();
   private readonly roomWaiters: Array<() => void> = [];
   diverted = 0;
 
@@ -130,7 +132,21 @@ export class DeliveryScheduler<T> {
     }
   }
 
+  /**
+   * Holds back new attempts while `group` rebalances: what is delivered then could not be
+   * committed and would be sent again by the partition's next owner. `thaw` (or 60 s) ends it.
+   */
+  freeze(group: string): void {
+    this.frozenBy.add(group);
+    setTimeout(() => this.thaw(group), 60_000).unref();
+  }
+
+  thaw(group: string): void {
+    if (this.frozenBy.delete(group)) this.pump();
+  }
+
   private pump(): void {
+    if (this.frozenBy.size > 0) return;
     while (this.inFlight < this.opts.concurrency && this.ringHead < this.ring.length) {
       const q = this.ring[this.ringHead++];
       q.inRing = false;

@@ -82,7 +82,7 @@ export class DurableProducer {
    * Resolves once Kafka acknowledged every record. A caller's records go out in one request when
    * they fit in MAX_BATCH_BYTES, else in several (each acknowledged before the next is sent).
    */
-  async send(topic: string, records: OutRecord[]): Promise<void> {
+  async send(topic: string, records: OutRecord[], opts: { timeoutMs?: number } = {}): Promise<void> {
     if (!this.connected) throw new SluiceError('UNAVAILABLE', 'Kafka producer is not connected', {}, { 'Retry-After': '1' });
     let chunk: OutRecord[] = [];
     let bytes = 0;
@@ -101,8 +101,25 @@ export class DurableProducer {
     if (chunk.length > 0) chunks.push({ records: chunk, bytes });
     for (const c of chunks) {
       await new Promise<void>((resolve, reject) => {
-        this.queue.push({ topic, records: c.records, bytes: c.bytes, resolve, reject });
+        const pending: PendingSend = { topic, records: c.records, bytes: c.bytes, resolve, reject };
+        this.queue.push(pending);
         void this.flush();
+        if (opts.timeoutMs === undefined) return;
+        const timer = setTimeout(() => {
+          // Still queued: it will never be sent. In flight: Kafka may yet take it.
+          const i = this.queue.indexOf(pending);
+          if (i >= 0) this.queue.splice(i, 1);
+          const fate = i >= 0 ? 'nothing was written' : 'the write may still complete; retry with the same event ids to stay idempotent';
+          reject(new SluiceError('UNAVAILABLE', `Kafka did not acknowledge the write within ${opts.timeoutMs} ms (${fate})`, {}, { 'Retry-After': '1' }));
+        }, opts.timeoutMs);
+        pending.resolve = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        pending.reject = (err) => {
+          clearTimeout(timer);
+          reject(err);
+        };
       });
     }
   }
@@ -140,8 +157,8 @@ export class DurableProducer {
       this.flushing = false;
     }
   }
-  async sendJson(topic: string, key: string, value: unknown, headers?: Record<string, string>): Promise<void> {
-    await this.send(topic, [{ key, value: value === null ? null : JSON.stringify(value), headers }]);
+  async sendJson(topic: string, key: string, value: unknown, headers?: Record<string, string>, opts: { timeoutMs?: number } = {}): Promise<void> {
+    await this.send(topic, [{ key, value: value === null ? null : JSON.stringify(value), headers }], opts);
   }
   async disconnect(): Promise<void> {
     this.connected = false;

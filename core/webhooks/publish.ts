@@ -13,6 +13,13 @@ import { newId } from '../secrets.ts';
 import type { EventRecord } from './records.ts';
 import { eventIdKey, eventIdViewOf, STALE_CLAIM_MS, type EventIdClaim } from './idempotency.ts';
 
+/**
+ * How long a publish waits for Kafka's acknowledgement before it answers 503: while the cluster
+ * cannot take writes, callers hear so in seconds instead of hanging through the client's retries.
+ */
+export const PUBLISH_ACK_TIMEOUT_MS = 5000;
+const ACK = { timeoutMs: PUBLISH_ACK_TIMEOUT_MS };
+
 export interface PublishInput {
   tenant_id: string;
   type: string;
@@ -47,12 +54,12 @@ export async function publishEvent(ctx: Context, input: PublishInput): Promise<P
       continue;
     }
     const claim: EventIdClaim = { kind: 'event-id', tenant_id: input.tenant_id, event_id: input.id, claim: randomUUID(), state: 'claimed', matched_endpoints: matched, claimed_at: ctx.clock.now() };
-    await ctx.producer.sendJson(ctx.topics.control, key, claim);
+    await ctx.producer.sendJson(ctx.topics.control, key, claim, undefined, ACK);
     await waitFor(() => view.seen(claim.claim), 10_000, 'event-id claim');
     const winner = view.winner(key, ctx.clock.now());
     if (winner?.claim !== claim.claim) continue;
     await writeEvent(ctx, { id: input.id, tenant_id: input.tenant_id, type: input.type, data: input.data, created_at: claim.claimed_at });
-    await ctx.producer.sendJson(ctx.topics.control, key, { ...claim, state: 'published' } satisfies EventIdClaim);
+    await ctx.producer.sendJson(ctx.topics.control, key, { ...claim, state: 'published' } satisfies EventIdClaim, undefined, ACK);
     return { id: input.id, matched_endpoints: matched, repeated: false };
   }
   throw new SluiceError('UNAVAILABLE', `another publish of event id "${input.id}" is in flight; retry shortly`, {}, { 'Retry-After': '1' });
@@ -96,7 +103,7 @@ export async function publishBatch(ctx: Context, tenantId: string, inputs: Omit<
     claims.push({ index, input, claim: { kind: 'event-id', tenant_id: tenantId, event_id: input.id, claim: randomUUID(), state: 'claimed', matched_endpoints: matched, claimed_at: now } });
   });
   if (claims.length > 0) {
-    await ctx.producer.send(ctx.topics.control, claims.map((c) => ({ key: eventIdKey(tenantId, c.input.id!), value: JSON.stringify(c.claim) })));
+    await ctx.producer.send(ctx.topics.control, claims.map((c) => ({ key: eventIdKey(tenantId, c.input.id!), value: JSON.stringify(c.claim) })), ACK);
     await waitFor(() => claims.every((c) => view!.seen(c.claim.claim)), 10_000, 'event-id claims');
   }
   const won = claims.filter((c) => view!.winner(eventIdKey(tenantId, c.input.id!), ctx.clock.now())?.claim === c.claim.claim);
@@ -106,8 +113,8 @@ export async function publishBatch(ctx: Context, tenantId: string, inputs: Omit<
       : { ok: false, error: new SluiceError('UNAVAILABLE', `another publish of event id "${c.input.id}" won the race; retry to read its result`) };
   }
   for (const c of won) events.push({ id: c.input.id!, tenant_id: tenantId, type: c.input.type, data: c.input.data, created_at: c.claim.claimed_at });
-  await ctx.producer.send(ctx.topics.events, events.map((e) => ({ key: tenantId, value: JSON.stringify(e) })));
-  if (won.length > 0) await ctx.producer.send(ctx.topics.control, won.map((c) => ({ key: eventIdKey(tenantId, c.input.id!), value: JSON.stringify({ ...c.claim, state: 'published' } satisfies EventIdClaim) })));
+  await ctx.producer.send(ctx.topics.events, events.map((e) => ({ key: tenantId, value: JSON.stringify(e) })), ACK);
+  if (won.length > 0) await ctx.producer.send(ctx.topics.control, won.map((c) => ({ key: eventIdKey(tenantId, c.input.id!), value: JSON.stringify({ ...c.claim, state: 'published' } satisfies EventIdClaim) })), ACK);
   inputs.forEach((input, index) => {
     if (results[index] !== undefined) return;
     const first = results[firstById.get(input.id!)!];
@@ -117,7 +124,7 @@ export async function publishBatch(ctx: Context, tenantId: string, inputs: Omit<
 }
 
 async function writeEvent(ctx: Context, event: EventRecord): Promise<void> {
-  await ctx.producer.sendJson(ctx.topics.events, event.tenant_id, event);
+  await ctx.producer.sendJson(ctx.topics.events, event.tenant_id, event, undefined, ACK);
 }
 
 /** Waits until the claim is published or the time runs out; returns the last winner seen. */

@@ -79,3 +79,25 @@ export async function missing(accepted: Set<string>, received: () => Set<string>
     await new Promise((r) => setTimeout(r, 250));
   }
 }
+
+/** Where the lost ids are: on the events topic? as deliveries? (printed when a fault test loses any). */
+export async function whereAre(kafka: import('kafkajs').Kafka, prefix: string, ids: string[]): Promise<string> {
+  const want = new Set(ids);
+  const found: Record<string, string[]> = {};
+  for (const topic of [`${prefix}.events`, `${prefix}.deliveries`]) {
+    const c = kafka.consumer({ groupId: `diag-${Date.now()}-${Math.random()}` });
+    await c.connect();
+    await c.subscribe({ topics: [topic], fromBeginning: true });
+    let last = Date.now();
+    await c.run({
+      eachMessage: async ({ message, partition }) => {
+        last = Date.now();
+        const v = message.value?.toString() ?? '';
+        for (const id of want) if (v.includes(`"${id}"`)) (found[id] ??= []).push(`${topic.split('.').pop()}[${partition}@${message.offset}]`);
+      },
+    });
+    while (Date.now() - last < 3000) await new Promise((r) => setTimeout(r, 500));
+    await c.disconnect();
+  }
+  return ids.map((id) => `${id}: ${(found[id] ?? ['nowhere']).join(' ')}`).join('; ');
+}

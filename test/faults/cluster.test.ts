@@ -1,0 +1,54 @@
+/**
+ * What a deployment runs on: three brokers. Sluice's topics get replication factor 3 and
+ * min.insync.replicas 2; one broker killed under load and brought back loses nothing and stops
+ * nothing (publishing keeps being accepted with two of three in sync).
+ */
+import t from 'tap';
+import { startTestNode } from '../helpers/sluice.ts';
+import { receiver, registerEndpoint } from '../dispatcher/receiver.ts';
+import { ownKafka, publisher, missing, whereAre } from './harness.ts';
+
+const kafka = await ownKafka(3);
+const node = await startTestNode({ SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: '600', SLUICE_LOG_LEVEL: process.env.FAULT_LOG ?? 'error' }, { dispatcher: true, brokers: kafka.brokers });
+const r = await receiver(200);
+t.teardown(async () => {
+  await Promise.race([node.close(), new Promise((res) => setTimeout(res, 15_000))]);
+  await r.close();
+  await kafka.cleanup();
+  setTimeout(() => process.exit(), 1000).unref();
+});
+
+t.test("Sluice's topics are replicated 3 times with min.insync.replicas 2", async (t) => {
+  const admin = node.ctx.kafka.admin();
+  await admin.connect();
+  t.teardown(() => admin.disconnect());
+  const topics = (await admin.listTopics()).filter((name) => name.startsWith(node.config.topicPrefix));
+  t.ok(topics.length >= 10, `${topics.length} topics of this node`);
+  const meta = await admin.fetchTopicMetadata({ topics });
+  const under = meta.topics.filter((tp) => tp.partitions.some((p) => p.replicas.length !== 3)).map((tp) => tp.name);
+  t.same(under, [], 'every partition has 3 replicas');
+  const configs = await admin.describeConfigs({ includeSynonyms: false, resources: topics.map((name) => ({ type: 2, name, configNames: ['min.insync.replicas'] })) });
+  t.ok(configs.resources.every((res) => res.configEntries[0]?.configValue === '2'), 'and min.insync.replicas 2');
+});
+
+t.test('one broker killed under load and brought back: nothing lost, nothing stopped', async (t) => {
+  const token = await node.token(await node.client('admin', 'cluster'));
+  await registerEndpoint(node, token, r.url, ['inference.completed']);
+  const received = () => new Set(r.events().map((h) => h.body.id as string));
+  const pub = publisher(node, () => token, 'c');
+  await new Promise((res) => setTimeout(res, 3000));
+  const victim = kafka.nodes[1];
+  await victim.stop('SIGKILL');
+  const killedAt = pub.stats.accepted.size;
+  await new Promise((res) => setTimeout(res, 8000));
+  t.ok(pub.stats.accepted.size - killedAt > 0, `publishing went on with one broker dead (${pub.stats.accepted.size - killedAt} accepted meanwhile)`);
+  await victim.start();
+  await new Promise((res) => setTimeout(res, 5000));
+  await pub.stop();
+  t.same([...pub.stats.unexpected], [], 'no status other than 202 and 503');
+  const lost = await missing(pub.stats.accepted, received, 120_000);
+  t.same(lost.slice(0, 10), [], `every one of the ${pub.stats.accepted.size} accepted events was delivered (${lost.length} missing)`);
+  if (lost.length) t.comment(`missing: ${await whereAre(node.ctx.kafka, node.config.topicPrefix, lost.slice(0, 10))}`);
+  const hits = r.events().length;
+  t.comment(`accepted ${pub.stats.accepted.size}, refused ${pub.stats.refused}, received ${hits}, duplicates ${hits - received().size}`);
+});

@@ -3,7 +3,8 @@
  * whose keys are the same variable names). Parsed and validated once at start-up into a frozen
  * object; a bad value throws a ConfigError naming the variable.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from './errors.ts';
@@ -41,6 +42,8 @@ export interface Config {
   devAllowInsecureTargets: boolean;
   production: boolean;
   cacheDir: string;
+  /** Where each process keeps its on-disk views (DLQ, audit), under `<topic prefix>/<process name>`. */
+  dataDir: string;
   /** Fail closed when the state consumer has not heard from Kafka for this long. */
   kafkaStaleMs: number;
   keyRotationDays: number;
@@ -108,6 +111,21 @@ function url(env: Env, name: string): string | undefined {
   } catch {
     throw new ConfigError(name, `must be an http(s) URL, got "${raw}"`);
   }
+}
+
+/** A directory that exists or is missing (created when a process opens its store); a file is refused. */
+function dirPath(env: Env, name: string, def: string): string {
+  const raw = env[name];
+  if (raw?.includes('\0')) throw new ConfigError(name, 'must be a directory path');
+  const dir = resolve(raw || def);
+  let stat;
+  try {
+    stat = statSync(dir, { throwIfNoEntry: false });
+  } catch (err) {
+    throw new ConfigError(name, `cannot use ${dir}: ${(err as Error).message}`);
+  }
+  if (stat && !stat.isDirectory()) throw new ConfigError(name, `must be a directory, but ${dir} is a file`);
+  return dir;
 }
 
 function parseRoles(env: Env): Record<string, readonly string[]> {
@@ -184,6 +202,7 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
   if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) throw new ConfigError('SLUICE_LOG_LEVEL', 'must be debug, info, warn or error');
   const topicPrefix = env.SLUICE_TOPIC_PREFIX || 'sluice';
   if (!/^[A-Za-z0-9._-]{1,100}$/.test(topicPrefix)) throw new ConfigError('SLUICE_TOPIC_PREFIX', 'must be letters, digits, ".", "_" or "-"');
+  const cacheDir = env.SLUICE_CACHE_DIR || fileURLToPath(new URL('../.cache', import.meta.url));
 
   const config: Config = {
     kafkaBrokers,
@@ -212,7 +231,8 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
     timeScale: num(env, 'SLUICE_TIME_SCALE', 1, 1, 1_000_000),
     devAllowInsecureTargets,
     production,
-    cacheDir: env.SLUICE_CACHE_DIR || fileURLToPath(new URL('../.cache', import.meta.url)),
+    cacheDir,
+    dataDir: dirPath(env, 'SLUICE_DATA_DIR', join(cacheDir, 'state')),
     kafkaStaleMs: int(env, 'SLUICE_KAFKA_STALE_MS', 10_000, 100, 600_000),
     keyRotationDays: num(env, 'SLUICE_KEY_ROTATION_DAYS', 30, 0.0001, 365),
     secretRotationDays: num(env, 'SLUICE_SECRET_ROTATION_DAYS', 30, 0.0001, 365),

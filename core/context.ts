@@ -1,7 +1,8 @@
 /**
- * What every Sluice process shares: the Kafka connection, the durable producer, and the in-memory
- * views of the state topics. `openContext` creates the topics (idempotently), catches the views up
- * and makes sure a signing key exists before anything serves.
+ * What every Sluice process shares: the Kafka connection, the durable producer, and the views of
+ * the state topics (in memory, or in the process's on-disk store for the DLQ and the audit log).
+ * `openContext` creates the topics (idempotently), catches the views up and makes sure a signing
+ * key exists before anything serves.
  */
 import type { Kafka } from 'kafkajs';
 import type { Config } from './config.ts';
@@ -18,7 +19,9 @@ import { DlqView } from './webhooks/dlq-view.ts';
 import { RUNG_LABELS, DLQ_RETENTION_MS } from './backoff.ts';
 import { createLogger, type Logger } from './log.ts';
 import { Metrics } from './metrics.ts';
-import { SluiceError } from './errors.ts';
+import { ConfigError, SluiceError } from './errors.ts';
+import { ViewStore } from './store/view-store.ts';
+import { claimStoreDir, storeName, type StoreDir } from './store/location.ts';
 
 export interface Context {
   config: Readonly<Config>;
@@ -36,6 +39,8 @@ export interface Context {
   /** Dead-lettered deliveries (`sluice.dlq`) minus replayed and expired ones: every node answers the DLQ list. */
   dlq: DlqView;
   state: StateConsumer;
+  /** The on-disk store of this process's stored views (DLQ, audit); its directory is held until close(). */
+  store: ViewStore;
   log: Logger;
   /** The process's one set of counters and gauges, rendered on its admin port. */
   metrics: Metrics;
@@ -74,12 +79,26 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
   });
   revocations.onChange = (clientId) => tokens.forgetClient(clientId);
   const endpoints = new EndpointRegistry(topics.endpoints, config.masterKey);
-  const dlq = new DlqView(topics.dlq);
+  const dlq = new DlqView(topics.dlq, clock);
+  const storeDir = claimDataDir(config, opts.component ?? 'sluice');
+  if (storeDir.temporary) log.info('another live process holds this process name\'s view store: rebuilding the views in a fresh directory', { path: storeDir.path });
+  const store = await ViewStore.open(storeDir.path).catch((err) => {
+    storeDir.release();
+    throw new ConfigError('SLUICE_DATA_DIR', `cannot open the view store in ${storeDir.path}: ${(err as Error).message}`);
+  });
   const state = new StateConsumer(kafka, [keys, clients, revocations, endpoints, dlq, ...(opts.views ?? [])], {
     groupPrefix: config.topicPrefix,
     onError: (err) => log.error('state view error', { error: err.message }),
+    store,
   });
-  await state.start();
+  try {
+    await state.start();
+  } catch (err) {
+    await state.stop().catch(() => {});
+    await store.close().catch(() => {});
+    storeDir.release();
+    throw err;
+  }
   const ctx: Context = {
     metrics: new Metrics(),
     config,
@@ -95,15 +114,26 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
     endpoints,
     dlq,
     state,
+    store,
     log,
     closers: [],
     async close() {
       for (const c of ctx.closers.splice(0).reverse()) await c().catch(() => {});
       await state.stop().catch(() => {});
+      await store.close().catch(() => {});
+      storeDir.release();
       await producer.disconnect().catch(() => {});
     },
   };
   return ctx;
+}
+
+function claimDataDir(config: Readonly<Config>, component: string): StoreDir {
+  try {
+    return claimStoreDir(config.dataDir, config.topicPrefix, storeName(component));
+  } catch (err) {
+    throw new ConfigError('SLUICE_DATA_DIR', `cannot use ${config.dataDir}: ${(err as Error).message}`);
+  }
 }
 
 /**

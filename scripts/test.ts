@@ -6,6 +6,8 @@
 import { spawn } from 'node:child_process';
 import { freePorts } from './free-port.ts';
 import { join } from 'node:path';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../core/config.ts';
 import { startLocalKafka } from '../core/kafka/local-broker.ts';
@@ -24,7 +26,9 @@ async function main(): Promise<number> {
     brokers = kafka.brokers.join(',');
     stop = () => kafka.stop();
   }
-  const tap = spawn(join(root, 'node_modules/.bin/tap'), process.argv.slice(2), { stdio: ['inherit', 'pipe', 'inherit'], env: { ...process.env, KAFKA_BROKERS: brokers }, cwd: root });
+  // The views' on-disk stores of every test node go to one directory removed after the run.
+  const dataDir = mkdtempSync(join(tmpdir(), 'sluice-test-state-'));
+  const tap = spawn(join(root, 'node_modules/.bin/tap'), process.argv.slice(2), { stdio: ['inherit', 'pipe', 'inherit'], env: { ...process.env, KAFKA_BROKERS: brokers, SLUICE_DATA_DIR: dataDir }, cwd: root });
   // Echo tap's output and keep its summary line ("# { total: 9, pass: 8, fail: 1 }").
   let tail = '';
   tap.stdout!.on('data', (chunk: Buffer) => {
@@ -33,6 +37,7 @@ async function main(): Promise<number> {
   });
   const code = await new Promise<number>((resolve) => tap.once('close', (c, sig) => resolve(c ?? (sig ? 1 : 0))));
   await stop();
+  rmSync(dataDir, { recursive: true, force: true });
   const summary = /# \{ total: (\d+)(?:, pass: (\d+))?(?:, fail: (\d+))?(?:, skip: (\d+))?/.exec(tail);
   if (summary) {
     const [, , pass = '0', fail = '0', skip] = summary;

@@ -2,8 +2,13 @@
  * Every node's view of `sluice.audit`: the chain's tail (what the next entry links to), entries by
  * id (idempotent retries), each tenant's entries in log order (GET /v1/audit), and the first broken
  * link seen, if any.
+ *
+ * It lives in the process's on-disk store (core/store): entries as their record's JSON under
+ * [tenant, seq, offset], so a tenant's page is a range read from the cursor; id → that key; and
+ * three small records (tail, first broken link, records read).
  */
-import type { StateRecord, StateView } from '../kafka/state-consumer.ts';
+import type { StateRecord, StateView, StoredView } from '../kafka/state-consumer.ts';
+import type { Database, ViewStore } from '../store/view-store.ts';
 import { checkLink, parseEntry, type AuditEntry } from './entry.ts';
 
 export interface BrokenLink {
@@ -13,50 +18,68 @@ export interface BrokenLink {
   problem: string;
 }
 
-export class AuditView implements StateView {
-  private last: AuditEntry | null = null;
-  private readonly byId = new Map<string, AuditEntry>();
-  private readonly byTenant = new Map<string, AuditEntry[]>();
-  firstBroken: BrokenLink | null = null;
-  /** Records read, well-formed or not. */
-  count = 0;
+type EntryKey = [string, number, number];
+
+export class AuditView implements StoredView {
+  private entries!: Database<Buffer, EntryKey>;
+  private ids!: Database<EntryKey, string>;
+  private meta!: Database<unknown, string>;
 
   constructor(readonly topic: string) {}
 
+  attach(store: ViewStore): void {
+    this.entries = store.db('audit.entries', 'binary');
+    this.ids = store.db('audit.ids');
+    this.meta = store.db('audit.meta');
+  }
+
+  /** Runs inside the state consumer's store transaction. */
   apply(r: StateRecord): void {
-    this.count++;
+    void this.meta.put('count', this.count + 1);
     const e = parseEntry(r.value);
-    const problem = e === null ? 'not JSON' : checkLink(this.last, e);
-    if (problem && !this.firstBroken) this.firstBroken = { offset: r.offset, seq: e?.seq ?? null, id: e?.id ?? null, problem };
+    const problem = e === null ? 'not JSON' : checkLink(this.tail(), e);
+    if (problem && !this.firstBroken) void this.meta.put('broken', { offset: r.offset, seq: e?.seq ?? null, id: e?.id ?? null, problem } satisfies BrokenLink);
     if (e === null || typeof e.hash !== 'string' || !Number.isInteger(e.seq)) return;
-    this.last = e;
-    this.byId.set(e.id, e);
-    const list = this.byTenant.get(e.tenant_id) ?? [];
-    list.push(e);
-    this.byTenant.set(e.tenant_id, list);
+    void this.meta.put('tail', e);
+    // A malformed entry still becomes the tail (as it would in memory) but is not listed.
+    if (typeof e.tenant_id !== 'string' || typeof e.id !== 'string') return;
+    const key: EntryKey = [e.tenant_id, e.seq, Number(r.offset)];
+    void this.entries.put(key, r.value!);
+    void this.ids.put(e.id, key);
+  }
+
+  /** Records read, well-formed or not. */
+  get count(): number {
+    return (this.meta.get('count') as number | undefined) ?? 0;
+  }
+
+  get firstBroken(): BrokenLink | null {
+    return (this.meta.get('broken') as BrokenLink | undefined) ?? null;
   }
 
   /** The entry the next append links to (null: the log is empty). */
   tail(): AuditEntry | null {
-    return this.last;
+    return (this.meta.get('tail') as AuditEntry | undefined) ?? null;
   }
 
   get(id: string): AuditEntry | undefined {
-    return this.byId.get(id);
+    const key = this.ids.get(id);
+    return key === undefined ? undefined : this.read(key);
   }
 
   /** A tenant's entries with seq > afterSeq, in log order. */
   page(tenantId: string, afterSeq: number, limit: number): { data: AuditEntry[]; more: boolean } {
-    const list = this.byTenant.get(tenantId) ?? [];
-    let lo = 0;
-    let hi = list.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (list[mid].seq <= afterSeq) lo = mid + 1;
-      else hi = mid;
+    const data: AuditEntry[] = [];
+    for (const { value } of this.entries.getRange({ start: [tenantId, afterSeq, Infinity], end: [tenantId, Infinity], limit: limit + 1 })) {
+      data.push(JSON.parse(value.toString('utf8')) as AuditEntry);
     }
-    const data = list.slice(lo, lo + limit);
-    return { data, more: lo + limit < list.length };
+    const more = data.length > limit;
+    return { data: data.slice(0, limit), more };
+  }
+
+  private read(key: EntryKey): AuditEntry | undefined {
+    const raw = this.entries.get(key);
+    return raw === undefined ? undefined : (JSON.parse(raw.toString('utf8')) as AuditEntry);
   }
 }
 

@@ -1,13 +1,19 @@
 /**
- * Every node keeps in-memory views of the state topics. One consumer per node reads them all from
- * the beginning (a group of its own, so every node sees every record) with a short fetch wait, so
- * that a revocation written anywhere reaches this node in milliseconds. `start()` resolves once the
- * views caught up to the end offsets seen at start: a node does not serve before that.
+ * Every node keeps views of the state topics. One consumer per node reads them all (a group of its
+ * own, so every node sees every record) with a short fetch wait, so that a revocation written
+ * anywhere reaches this node in milliseconds. `start()` resolves once the views caught up to the
+ * end offsets seen at start: a node does not serve before that.
+ *
+ * In-memory views read their topics from the beginning at every start. Stored views (StoredView:
+ * DLQ, audit) keep their data in the process's on-disk store: a batch of their records is applied
+ * in one store transaction together with the next offset, and at start (and at every group join)
+ * the consumer seeks their partitions to the stored offsets, so only the tail is read.
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Kafka, IHeaders } from 'kafkajs';
-import { consumer, endOffsets, type Consumer } from './client.ts';
+import { consumer, endOffsets, withRetry, type Consumer } from './client.ts';
+import { ViewStore } from '../store/view-store.ts';
 
 export interface StateRecord {
   topic: string;
@@ -24,11 +30,26 @@ export interface StateView {
   apply(record: StateRecord): void;
 }
 
+/** A view kept in a ViewStore: its records are applied inside store transactions and it resumes from the stored offsets. */
+export interface StoredView extends StateView {
+  /** Called once, before any record, with the store the view keeps its data in. */
+  attach(store: ViewStore): void;
+}
+
+export function isStored(v: StateView): v is StoredView {
+  return typeof (v as StoredView).attach === 'function';
+}
+
 export interface StateConsumerOptions {
   groupPrefix: string;
   maxWaitMs?: number;
   readyTimeoutMs?: number;
   onError?: (err: Error) => void;
+  /**
+   * Where the stored views keep their data. Without one they get a temporary store that stays
+   * readable after stop() and vanishes with the process (for one-off readers such as `sluice audit verify`).
+   */
+  store?: ViewStore;
 }
 
 export class StateConsumer {
@@ -42,9 +63,23 @@ export class StateConsumer {
   private stopped = false;
   /** Next offset to read per "topic:partition", past control records too (read_committed). */
   private readonly positions = new Map<string, bigint>();
+  /** The store of the stored views (null: none among the views). */
+  private readonly store: ViewStore | null;
+  private readonly storedTopics = new Set<string>();
+  /** Per stored "topic:partition": where reading resumes (the stored offset, never below the earliest one). */
+  private readonly resumeAt = new Map<string, { topic: string; partition: number; from: bigint }>();
+  private readonly appliedCounts = new Map<string, number>();
 
   constructor(private readonly kafka: Kafka, views: StateView[], private readonly opts: StateConsumerOptions) {
     for (const v of views) this.views.set(v.topic, [...(this.views.get(v.topic) ?? []), v]);
+    const stored = views.filter(isStored);
+    this.store = stored.length === 0 ? null : (opts.store ?? ViewStore.temporary());
+    for (const v of stored) {
+      // An in-memory view on a stored topic would miss everything before the stored offset.
+      if (!this.views.get(v.topic)!.every(isStored)) throw new Error(`topic ${v.topic} mixes stored and in-memory views`);
+      this.storedTopics.add(v.topic);
+      v.attach(this.store!);
+    }
     this.consumer = consumer(kafka, {
       groupId: `${opts.groupPrefix}-view-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
       maxWaitTimeInMs: opts.maxWaitMs ?? 20,
@@ -63,13 +98,26 @@ export class StateConsumer {
     this.consumer.on(this.consumer.events.CRASH, (e) => {
       if (!this.stopped) opts.onError?.(e.payload.error);
     });
+    // Joins come before the first fetch of an assignment; without this a rejoin would reset to the beginning.
+    this.consumer.on(this.consumer.events.GROUP_JOIN, () => {
+      for (const { topic, partition, from } of this.resumeAt.values()) {
+        const next = this.store!.offset(topic, partition);
+        this.consumer.seek({ topic, partition, offset: String(next > from ? next : from) });
+      }
+    });
   }
 
   async start(): Promise<void> {
     const topics = [...this.views.keys()];
     const ends = await endOffsets(this.kafka, topics);
+    await this.planResume(ends);
     for (const [topic, parts] of ends) {
-      for (const [p, end] of parts) if (end > 0n) this.pending.set(`${topic}:${p}`, end);
+      for (const [p, end] of parts) {
+        const key = `${topic}:${p}`;
+        const from = this.resumeAt.get(key)?.from ?? 0n;
+        if (from > 0n) this.positions.set(key, from);
+        if (end > from) this.pending.set(key, end);
+      }
     }
     const readyPromise = new Promise<void>((resolve) => {
       this.readyResolve = resolve;
@@ -81,25 +129,17 @@ export class StateConsumer {
       autoCommit: false,
       eachBatchAutoResolve: true,
       eachBatch: async ({ batch }) => {
-        const views = this.views.get(batch.topic) ?? [];
-        for (const m of batch.messages) {
-          const record: StateRecord = {
-            topic: batch.topic,
-            partition: batch.partition,
-            offset: m.offset,
-            key: m.key?.toString() ?? '',
-            value: m.value,
-            headers: m.headers ?? {},
-            timestamp: Number(m.timestamp),
-          };
-          for (const v of views) {
-            try {
-              v.apply(record);
-            } catch (err) {
-              this.opts.onError?.(err as Error);
-            }
-          }
-        }
+        const records: StateRecord[] = batch.messages.map((m) => ({
+          topic: batch.topic,
+          partition: batch.partition,
+          offset: m.offset,
+          key: m.key?.toString() ?? '',
+          value: m.value,
+          headers: m.headers ?? {},
+          timestamp: Number(m.timestamp),
+        }));
+        if (!this.storedTopics.has(batch.topic)) this.applyAll(batch.topic, records);
+        else if (records.length > 0) await this.store!.transaction(() => this.applyStored(batch.topic, batch.partition, records));
         const key = `${batch.topic}:${batch.partition}`;
         if (batch.messages.length > 0) this.advance(key, BigInt(batch.messages[batch.messages.length - 1].offset) + 1n);
         const end = this.pending.get(key);
@@ -117,6 +157,53 @@ export class StateConsumer {
         timer = setTimeout(() => reject(new Error(`state views did not catch up within ${timeout} ms (left: ${[...this.pending.keys()].join(', ')})`)), timeout);
       }),
     ]).finally(() => clearTimeout(timer));
+  }
+
+  /**
+   * Where each stored partition resumes: its stored offset, or the earliest offset when retention
+   * removed records since. A store ahead of a topic's end belongs to an older topic of that name
+   * (deleted and created again): it is emptied and every view rebuilt.
+   */
+  private async planResume(ends: Map<string, Map<number, bigint>>): Promise<void> {
+    if (this.storedTopics.size === 0) return;
+    const earliest = await earliestOffsets(this.kafka, [...this.storedTopics]);
+    const stored = (topic: string, p: number) => this.store!.offset(topic, p);
+    const stale = [...this.storedTopics].some((topic) => [...(ends.get(topic) ?? [])].some(([p, end]) => stored(topic, p) > end));
+    if (stale) this.store!.clear();
+    for (const topic of this.storedTopics) {
+      for (const [partition, low] of earliest.get(topic) ?? []) {
+        const next = stored(topic, partition);
+        this.resumeAt.set(`${topic}:${partition}`, { topic, partition, from: next > low ? next : low });
+      }
+    }
+  }
+
+  private applyAll(topic: string, records: StateRecord[]): void {
+    const views = this.views.get(topic) ?? [];
+    for (const record of records) {
+      for (const v of views) {
+        try {
+          v.apply(record);
+        } catch (err) {
+          this.opts.onError?.(err as Error);
+        }
+      }
+    }
+    this.appliedCounts.set(topic, (this.appliedCounts.get(topic) ?? 0) + records.length);
+  }
+
+  /** Inside a store transaction: the records not applied yet (a seek may come after a first fetch), and the next offset. */
+  private applyStored(topic: string, partition: number, records: StateRecord[]): void {
+    const next = this.store!.offset(topic, partition);
+    const fresh = records.filter((r) => BigInt(r.offset) >= next);
+    if (fresh.length === 0) return;
+    this.applyAll(topic, fresh);
+    this.store!.setOffset(topic, partition, BigInt(fresh[fresh.length - 1].offset) + 1n);
+  }
+
+  /** Records applied to the views of `topic` since start (a stored view resumed from its offset applies only the tail). */
+  applied(topic: string): number {
+    return this.appliedCounts.get(topic) ?? 0;
   }
 
   private advance(key: string, next: bigint): void {
@@ -150,6 +237,20 @@ export class StateConsumer {
     this.stopped = true;
     await this.consumer.disconnect();
   }
+}
+
+async function earliestOffsets(kafka: Kafka, topics: string[]): Promise<Map<string, Map<number, bigint>>> {
+  return withRetry('reading earliest offsets', async () => {
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      const out = new Map<string, Map<number, bigint>>();
+      for (const topic of topics) out.set(topic, new Map((await admin.fetchTopicOffsets(topic)).map((o) => [o.partition, BigInt(o.low)])));
+      return out;
+    } finally {
+      await admin.disconnect();
+    }
+  });
 }
 
 export function parseJson<T>(value: Buffer | null): T | null {

@@ -4,32 +4,67 @@
  * (expires_at = dead_lettered_at + 7 days / SLUICE_TIME_SCALE; the topic's retention removes the
  * records themselves later), listed oldest first with an opaque cursor.
  *
- *   ctx.dlq.list('acme', { endpoint_id, event_type, limit: 100, cursor }, now) // { data, next_cursor }
+ *   ctx.dlq.list('acme', { endpoint_id, event_type, limit: 100, after }, now) // { data, next_cursor }
+ *
+ * It lives in the process's on-disk store (core/store), not in the heap: entries by (tenant, id)
+ * as the record's JSON, and one index per way of listing, keyed so that every list is a range read
+ * in (dead_lettered_at, id) order that starts at the cursor:
+ *
+ *   [tenant, 'all', deadMs, id]                 [tenant, 'ep', endpoint_id, deadMs, id]
+ *   [tenant, 'type', event_type, deadMs, id]    [tenant, 'ep+type', endpoint_id, event_type, deadMs, id]
+ *
+ * each holding the entry's expiry, so expired entries are skipped without reading them. Replayed
+ * ids are kept (until the entry would have expired) so a repeated dead-letter of one stays gone.
+ * Expired entries and replay marks are swept from the store by lists and, a few per record, as
+ * records arrive, so a store that nobody lists (a dispatcher's) does not grow for ever.
  */
-import type { StateRecord, StateView } from '../kafka/state-consumer.ts';
+import type { StateRecord, StoredView } from '../kafka/state-consumer.ts';
+import type { Database, ViewStore } from '../store/view-store.ts';
 import type { DlqEntry, DlqReplayMarker } from './records.ts';
 import { pageOf, type Position } from '../paging.ts';
+import { systemClock, type Clock } from '../clock.ts';
 
 export interface DlqFilter {
   endpoint_id?: string;
   event_type?: string;
 }
 
-interface Held {
-  entry: DlqEntry;
-  deadMs: number;
-  expiresMs: number;
-}
+/** How long a replay mark of an entry this view never held is kept. */
+const REPLAYED_UNKNOWN_MS = 8 * 24 * 3600_000;
+/** Most expired entries a list's sweep removes (one write transaction), and each record applied. */
+const SWEEP_BATCH = 1000;
+const SWEEP_PER_RECORD = 4;
 
-export class DlqView implements StateView {
-  private readonly tenants = new Map<string, Map<string, Held>>();
-  /** Replayed entry ids (until they would have expired): a repeated dead-letter of one stays gone. */
-  private readonly replayed = new Map<string, number>();
-  private sorted = new Map<string, Held[]>();
+type IndexKey = (string | number)[];
+/** [at, 'e', tenant, id] (an entry expires) or [at, 'r', id] (a replay mark lapses). */
+type ExpiryKey = [number, 'e', string, string] | [number, 'r', string];
 
-  constructor(readonly topic: string) {}
+export class DlqView implements StoredView {
+  private store!: ViewStore;
+  private entries!: Database<Buffer, [string, string]>;
+  /** Index key → the entry's expiry (ms). */
+  private index!: Database<number, IndexKey>;
+  /** Replayed entry id → until when the mark holds (ms). */
+  private replayed!: Database<number, string>;
+  private expiry!: Database<number, ExpiryKey>;
+  private sweeping = false;
 
+  constructor(
+    readonly topic: string,
+    private readonly clock: Clock = systemClock,
+  ) {}
+
+  attach(store: ViewStore): void {
+    this.store = store;
+    this.entries = store.db('dlq.entries', 'binary');
+    this.index = store.db('dlq.index');
+    this.replayed = store.db('dlq.replayed');
+    this.expiry = store.db('dlq.expiry');
+  }
+
+  /** Runs inside the state consumer's store transaction. */
   apply(r: StateRecord): void {
+    this.sweepNow(this.clock.now(), SWEEP_PER_RECORD);
     if (r.value === null) return;
     let v: DlqEntry | DlqReplayMarker;
     try {
@@ -39,64 +74,106 @@ export class DlqView implements StateView {
     }
     if ((v as DlqReplayMarker).kind === 'replayed') {
       const m = v as DlqReplayMarker;
-      const held = this.tenants.get(m.tenant_id)?.get(m.id);
-      this.replayed.set(m.id, held?.expiresMs ?? Date.parse(m.replayed_at) + 8 * 24 * 3600_000);
-      if (held) this.remove(m.tenant_id, m.id);
+      const held = this.read(m.tenant_id, m.id);
+      const until = held ? Date.parse(held.expires_at) : Date.parse(m.replayed_at) + REPLAYED_UNKNOWN_MS;
+      void this.replayed.put(m.id, until);
+      void this.expiry.put([until, 'r', m.id], 0);
+      if (held) this.remove(held);
       return;
     }
     const e = v as DlqEntry;
-    if (typeof e.id !== 'string' || typeof e.tenant_id !== 'string' || this.replayed.has(e.id)) return;
-    let t = this.tenants.get(e.tenant_id);
-    if (!t) {
-      t = new Map();
-      this.tenants.set(e.tenant_id, t);
-    }
-    if (t.has(e.id)) return; // the same dead-letter repeated after a crash
-    t.set(e.id, { entry: e, deadMs: Date.parse(e.dead_lettered_at), expiresMs: Date.parse(e.expires_at) });
-    this.sorted.delete(e.tenant_id);
+    if (![e.id, e.tenant_id, e.endpoint_id, e.event_type].every((s) => typeof s === 'string')) return;
+    const deadMs = Date.parse(e.dead_lettered_at);
+    const expiresMs = Date.parse(e.expires_at);
+    if (!Number.isFinite(deadMs) || !Number.isFinite(expiresMs)) return;
+    // Replayed, or the same dead-letter repeated after a crash.
+    if (this.replayed.get(e.id) !== undefined || this.entries.doesExist([e.tenant_id, e.id])) return;
+    void this.entries.put([e.tenant_id, e.id], r.value);
+    for (const key of indexKeys(e, deadMs)) void this.index.put(key, expiresMs);
+    void this.expiry.put([expiresMs, 'e', e.tenant_id, e.id], 0);
   }
 
-  private remove(tenantId: string, id: string): void {
-    this.tenants.get(tenantId)?.delete(id);
-    this.sorted.delete(tenantId);
+  private read(tenantId: string, id: string): DlqEntry | undefined {
+    const raw = this.entries.get([tenantId, id]);
+    return raw === undefined ? undefined : (JSON.parse(raw.toString('utf8')) as DlqEntry);
+  }
+
+  private remove(e: DlqEntry): void {
+    void this.entries.remove([e.tenant_id, e.id]);
+    for (const key of indexKeys(e, Date.parse(e.dead_lettered_at))) void this.index.remove(key);
   }
 
   /** The entry when it belongs to `tenantId` and is still listed. */
   get(tenantId: string, id: string, nowMs: number): DlqEntry | undefined {
-    const h = this.tenants.get(tenantId)?.get(id);
-    return h && h.expiresMs > nowMs ? h.entry : undefined;
-  }
-
-  private ordered(tenantId: string, nowMs: number): Held[] {
-    let list = this.sorted.get(tenantId);
-    const t = this.tenants.get(tenantId);
-    if (!t) return [];
-    if (list && list.length > 0 && list[0].expiresMs <= nowMs) list = undefined;
-    if (!list) {
-      for (const [id, h] of t) if (h.expiresMs <= nowMs) t.delete(id);
-      for (const [id, until] of this.replayed) if (until <= nowMs) this.replayed.delete(id);
-      list = [...t.values()].sort((a, b) => a.deadMs - b.deadMs || (a.entry.id < b.entry.id ? -1 : 1));
-      this.sorted.set(tenantId, list);
-    }
-    return list;
+    const e = this.read(tenantId, id);
+    return e && Date.parse(e.expires_at) > nowMs ? e : undefined;
   }
 
   /** Every listed entry of the tenant that passes the filter, oldest first. */
   all(tenantId: string, filter: DlqFilter, nowMs: number): DlqEntry[] {
-    return this.ordered(tenantId, nowMs)
-      .filter((h) => h.expiresMs > nowMs && matches(h.entry, filter))
-      .map((h) => h.entry);
+    this.sweep(nowMs);
+    return [...this.listed(tenantId, filter, null, nowMs)].map((p) => this.read(tenantId, p.id)!);
   }
 
   list(tenantId: string, q: DlqFilter & { limit: number; after: Position | null }, nowMs: number): { data: DlqEntry[]; next_cursor: string | null } {
-    const listed = this.ordered(tenantId, nowMs).filter((h) => h.expiresMs > nowMs && matches(h.entry, q));
-    const page = pageOf(listed, (h) => ({ key: h.deadMs, id: h.entry.id }), q.after, q.limit);
-    return { data: page.data.map((h) => h.entry), next_cursor: page.next_cursor };
+    this.sweep(nowMs);
+    const page = pageOf(this.listed(tenantId, q, q.after, nowMs), (p) => p, q.after, q.limit);
+    return { data: page.data.map((p) => this.read(tenantId, p.id)!), next_cursor: page.next_cursor };
+  }
+
+  /** Positions of the listed entries from `after` on (lazily, from the one index the filter needs). */
+  private *listed(tenantId: string, f: DlqFilter, after: Position | null, nowMs: number): Generator<Position> {
+    const prefix = indexPrefix(tenantId, f);
+    const start = after ? [...prefix, after.key, after.id] : prefix;
+    for (const { key, value } of this.index.getRange({ start, end: [...prefix, Infinity] })) {
+      if (value > nowMs) yield { key: key[key.length - 2] as number, id: key[key.length - 1] as string };
+    }
+  }
+
+  /** Removes what expired by `nowMs` in a transaction of its own, in the background. */
+  private sweep(nowMs: number): void {
+    if (this.sweeping || !this.expiredBy(nowMs)) return;
+    this.sweeping = true;
+    void this.store
+      .transaction(() => this.sweepNow(nowMs, SWEEP_BATCH))
+      .catch(() => {}) // e.g. the store closed meanwhile: the next list sweeps again
+      .finally(() => (this.sweeping = false));
+  }
+
+  private expiredBy(nowMs: number): boolean {
+    for (const key of this.expiry.getKeys({ limit: 1 })) return key[0] <= nowMs;
+    return false;
+  }
+
+  /** Inside a write transaction: forgets up to `max` entries and marks that expired by `nowMs`. */
+  private sweepNow(nowMs: number, max: number): void {
+    const due: ExpiryKey[] = [];
+    for (const key of this.expiry.getKeys({ limit: max })) {
+      if (key[0] > nowMs) break;
+      due.push(key);
+    }
+    for (const key of due) this.forget(key);
+  }
+
+  private forget(key: ExpiryKey): void {
+    void this.expiry.remove(key);
+    if (key[1] === 'r') {
+      if (this.replayed.get(key[2]) === key[0]) void this.replayed.remove(key[2]);
+      return;
+    }
+    const e = this.read(key[2], key[3]);
+    if (e && Date.parse(e.expires_at) === key[0]) this.remove(e);
   }
 }
 
-function matches(e: DlqEntry, f: DlqFilter): boolean {
-  return (f.endpoint_id === undefined || e.endpoint_id === f.endpoint_id) && (f.event_type === undefined || e.event_type === f.event_type);
+function indexPrefix(tenantId: string, f: DlqFilter): IndexKey {
+  if (f.endpoint_id !== undefined && f.event_type !== undefined) return [tenantId, 'ep+type', f.endpoint_id, f.event_type];
+  if (f.endpoint_id !== undefined) return [tenantId, 'ep', f.endpoint_id];
+  if (f.event_type !== undefined) return [tenantId, 'type', f.event_type];
+  return [tenantId, 'all'];
 }
 
-
+/** The entry's key in each of the four indexes. */
+function indexKeys(e: DlqEntry, deadMs: number): IndexKey[] {
+  return [{}, { endpoint_id: e.endpoint_id }, { event_type: e.event_type }, e].map((f) => [...indexPrefix(e.tenant_id, f), deadMs, e.id]);
+}

@@ -42,6 +42,7 @@ export async function startTestNode(env: Record<string, string> = {}, opts: { cl
     SLUICE_TOPIC_PARTITIONS: '3',
     SLUICE_LOG_LEVEL: 'error',
     KAFKA_BROKERS: kafka.join(','),
+    ...(process.env.SLUICE_DATA_DIR ? { SLUICE_DATA_DIR: process.env.SLUICE_DATA_DIR } : {}),
     ...env,
   });
   const node = await startNode(config, { brokers: kafka, clock: opts.clock, ingress: true, dispatcher: opts.dispatcher ?? false });

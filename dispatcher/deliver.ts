@@ -35,7 +35,12 @@ export function createDeliverer(ctx: Context): Deliverer {
       return { result, startedAt };
     },
     async close() {
-      await agent.close().catch(() => {});
+      // The dispatcher waited for its attempts; a request still open after a second is cut off
+      // (destroy) rather than keep the process from exiting.
+      let timer: NodeJS.Timeout | undefined;
+      const closed = await Promise.race([agent.close().then(() => true, () => true), new Promise<false>((r) => (timer = setTimeout(() => r(false), 1000)))]);
+      clearTimeout(timer);
+      if (!closed) await agent.destroy().catch(() => {});
     },
   };
 }

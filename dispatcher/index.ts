@@ -9,13 +9,14 @@ import type { Context } from '../core/context.ts';
 import { ensureTopics } from '../core/kafka/client.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { RUNG_LABELS } from '../core/backoff.ts';
-import { createDeliverer } from './deliver.ts';
+import { createDeliverer, DELIVERY_TIMEOUT_MS } from './deliver.ts';
 import { deliveryConsumer, type DeliveryConsumer } from './delivery-consumer.ts';
 import { fanOutConsumer } from './fan-out.ts';
 import { HOLD_LABEL } from './ladder.ts';
 import { DeliveryScheduler } from './scheduler.ts';
-import type { Attempted } from './process.ts';
+import type { Attempted, Stage } from './process.ts';
 import { OutcomeRecorder } from './record.ts';
+import type { Outcome } from './ladder.ts';
 import type { GroupConsumer } from './consume.ts';
 
 export { HOLD_LABEL } from './ladder.ts';
@@ -31,6 +32,19 @@ export interface Dispatcher {
 
 const DAY_MS = 24 * 3600 * 1000;
 
+/** Counts outcomes being made durable, so a stopping dispatcher can wait for them. */
+class TrackedRecorder extends OutcomeRecorder {
+  pending = 0;
+  override async record(o: Outcome): Promise<void> {
+    this.pending++;
+    try {
+      await super.record(o);
+    } finally {
+      this.pending--;
+    }
+  }
+}
+
 export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
   const t = ctx.topics;
   // The hold rung is the dispatcher's own topic; the retry rungs come with openContext.
@@ -41,8 +55,8 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
     (_job, attempted) => attempted,
   );
   const deliverer = createDeliverer(ctx);
-  const stage = { ctx, scheduler, deliverer };
-  const recorder = new OutcomeRecorder(ctx, metrics);
+  const stage: Stage = { ctx, scheduler, deliverer, stopping: false, attempting: 0 };
+  const recorder = new TrackedRecorder(ctx, metrics);
   const rungTopics = [...RUNG_LABELS, HOLD_LABEL].map((l) => t.retry(l));
   const holdTopic = t.retry(HOLD_LABEL);
   const deliveries = deliveryConsumer(stage, recorder, metrics, {
@@ -73,12 +87,28 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
     fanOut,
     deliveries,
     rungs,
+    /**
+     * Stops within DELIVERY_TIMEOUT_MS plus a few seconds: nothing new is fetched or attempted;
+     * attempts under way finish (10 s at most) and their outcomes are recorded; then the offsets
+     * are committed up to the first delivery that has no durable outcome. Deliveries that were only
+     * queued stay uncommitted, and the partitions' next owner delivers them.
+     */
     async stop() {
       ctx.endpoints.listeners.delete(onEndpoint);
-      await fanOut.stop();
-      // In-flight attempts finish (10 s at most) so their outcomes are recorded and committed.
-      await Promise.all([deliveries.stop(12_000), rungs.stop(12_000)]);
+      stage.stopping = true;
+      for (const c of [deliveries, rungs]) {
+        c.member.pauseAll();
+        c.timers.clear();
+      }
+      const settled = async () => {
+        const deadline = Date.now() + DELIVERY_TIMEOUT_MS + 2000;
+        while ((stage.attempting! > 0 || recorder.pending > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+        if (stage.attempting! > 0 || recorder.pending > 0) ctx.log.error('stopping with attempts or outcomes still under way; they stay uncommitted', { attempting: stage.attempting, recording: recorder.pending });
+      };
+      await Promise.all([fanOut.stop(), settled()]);
       recorder.stopped = true;
+      // Everything that can finish has: commit what is durable and leave the groups.
+      await Promise.all([deliveries.stop(0), rungs.stop(0)]);
       await deliverer.close();
     },
   };

@@ -3,6 +3,11 @@
  * held while it is PENDING, else queued for its endpoint (scheduler.ts) and attempted (signed
  * afresh) and judged by the ladder, or diverted to a rung when its endpoint is slow or asked
  * for time.
+ *
+ * Shutdown (`stage.stopping`): no attempt starts any more. A delivery that has not started gets
+ * no outcome at all (its promise never settles), so its offset is never committed and the next
+ * owner of the partition delivers it; attempts already under way finish and are counted in
+ * `stage.attempting` until their outcome is known, so the dispatcher can wait for them.
  */
 import type { Context } from '../core/context.ts';
 import type { DeliveryRecord, EndpointRecord } from '../core/webhooks/records.ts';
@@ -19,7 +24,14 @@ export interface Stage {
   ctx: Context;
   scheduler: DeliveryScheduler<Attempted>;
   deliverer: Deliverer;
+  /** Set when the dispatcher stops: nothing new is attempted. */
+  stopping?: boolean;
+  /** Attempts started and not yet judged. */
+  attempting?: number;
 }
+
+/** The answer for a delivery that must not start: never settles, so its offset stays uncommitted. */
+const never = <T>(): Promise<T> => new Promise<T>(() => {});
 
 function clockOf(ctx: Context): LadderClock {
   return { now: ctx.clock.now(), timeScale: ctx.config.timeScale };
@@ -38,6 +50,9 @@ const HEALTHY: EndpointSignal = { slow: false, notBefore: null };
 
 async function attempt(s: Stage, rec: DeliveryRecord, heldSince: number | null): Promise<Attempted> {
   const { ctx } = s;
+  // Queued before the dispatcher began to stop; left to the partition's next owner.
+  if (s.stopping) return never();
+  s.attempting = (s.attempting ?? 0) + 1;
   try {
     // The endpoint may have been deleted or re-verified while this waited its turn.
     const ep = precheck(ctx, rec, heldSince);
@@ -49,10 +64,13 @@ async function attempt(s: Stage, rec: DeliveryRecord, heldSince: number | null):
   } catch (err) {
     ctx.log.error('delivery processing failed; re-queued', { delivery_id: rec.delivery_id, error: (err as Error).stack });
     return { outcome: defer(rec, clockOf(ctx)), ...HEALTHY };
+  } finally {
+    s.attempting!--;
   }
 }
 
 export function processDelivery(s: Stage, rec: DeliveryRecord | null, heldSince: number | null, origin?: string): Promise<Outcome> {
+  if (s.stopping) return never();
   if (rec === null) return Promise.resolve({ kind: 'dropped', rec: null, reason: 'malformed' });
   const first = precheck(s.ctx, rec, heldSince);
   if (isOutcome(first)) return Promise.resolve(first);

@@ -11,17 +11,26 @@ import { verificationAck } from './verification-ack.ts';
 import { deliveryTimeout } from './delivery-timeout.ts';
 import { replayWindow } from './replay-window.ts';
 import { ladderResults, measureLadder } from './retry-ladder.ts';
-import type { LimitCheck, LimitContext, LimitResult } from './types.ts';
+import { result, type LimitCheck, type LimitContext, type LimitResult } from './types.ts';
 
 export type { LimitContext, LimitResult } from './types.ts';
 
 export const CHECKS: LimitCheck[] = [tokenLifetime, rotationCycle, revocationPropagation, verificationAck, deliveryTimeout, replayWindow];
 
 export async function runLimits(ctx: LimitContext): Promise<LimitResult[]> {
+  const asked = (limit: string) => !ctx.skip?.includes(limit);
+  const skipped = (c: Pick<LimitCheck, 'limit' | 'spec'>) => result(c, 'skip', '-', 'skipped on request');
+  const ladderRows = ladderResults({ skip: '' });
   // The slow guards wait on timers, not on the CPU: run them side by side.
-  const [single, ladder] = await Promise.all([Promise.all(CHECKS.map((c) => c.run(ctx).catch((err: Error) => ({ limit: c.limit, spec: c.spec, measured: '-', outcome: 'fail' as const, reason: err.message })))), measureLadder(ctx)]);
-  return [...single, ...ladderResults(ladder)];
+  const [single, ladder] = await Promise.all([
+    Promise.all(CHECKS.map((c) => (asked(c.limit) ? c.run(ctx).catch((err: Error) => result(c, 'fail', '-', `the guard threw: ${err.message}`)) : Promise.resolve(skipped(c))))),
+    ladderRows.some((r) => asked(r.limit)) ? measureLadder(ctx).catch((err: Error) => ({ fail: `the guard threw: ${err.message}` })) : Promise.resolve({ skip: 'skipped on request' }),
+  ]);
+  return [...single, ...ladderResults(ladder).map((r) => (asked(r.limit) ? r : skipped(r)))];
 }
+
+/** Every limit name a guard reports, e.g. for LimitContext.skip. */
+export const LIMIT_NAMES: string[] = [...CHECKS.map((c) => c.limit), ...ladderResults({ skip: '' }).map((r) => r.limit)];
 
 export function formatLimits(rows: LimitResult[]): string {
   const w = Math.max(...rows.map((r) => r.limit.length));

@@ -15,9 +15,15 @@ export interface LadderMeasurement {
   retentionMs: number;
 }
 
-export async function measureLadder(ctx: LimitContext): Promise<LadderMeasurement | { skip: string }> {
+/** Why the ladder could not be measured: `skip` when the caller did not ask for it (no time scale), else `fail`. */
+export type LadderProblem = { skip: string } | { fail: string };
+
+export async function measureLadder(ctx: LimitContext): Promise<LadderMeasurement | LadderProblem> {
   const scale = ctx.timeScale;
-  if (!scale || scale < 100) return { skip: 'needs a Sluice running with SLUICE_TIME_SCALE >= 100 (pass --time-scale)' };
+  // Without a time scale the caller did not ask for the ladder (72 h in real time); a scale too
+  // small to measure it in a run is a wrong input, and fails.
+  if (!scale) return { skip: 'not asked: needs a Sluice running with SLUICE_TIME_SCALE >= 100 and that scale passed (--time-scale)' };
+  if (scale < 100) return { fail: `time scale ${scale} is too small to run the 72 h ladder (needs >= 100)` };
   const received = new Map<string, number>();
   const target = await startTarget((req, res) => {
     const id = String(req.headers['x-service-event-id']);
@@ -27,13 +33,15 @@ export async function measureLadder(ctx: LimitContext): Promise<LadderMeasuremen
   try {
     // Its own event kind, so events other guards publish for the tenant do not reach this target.
     const ep = await register(ctx, target.url, ['pipeline.failed']);
-    if ('skip' in ep) return ep;
+    if ('fail' in ep) return ep;
+    if (ep.state !== 'ACTIVE') return { fail: `the target answered its ping but the endpoint is ${ep.state}` };
     const published = await api(ctx, 'POST', '/v1/webhooks/events', { type: 'pipeline.failed', data: { guard: 'retry-ladder' } });
-    if (published.status !== 202) return { skip: `publishing answered ${published.status}` };
-    const deadline = Date.now() + (80 * H) / scale + 60_000;
+    if (published.status !== 202) return { fail: `publishing answered ${published.status}` };
+    const started = Date.now();
+    const deadline = started + (80 * H) / scale + 60_000;
     while (Date.now() < deadline) {
       const page = await api(ctx, 'GET', `/v1/webhooks/dlq?endpoint_id=${encodeURIComponent(ep.id)}`);
-      if (page.status === 404 && !page.body?.code) return { skip: 'GET /v1/webhooks/dlq is not implemented' };
+      if (page.status !== 200) return { fail: `GET /v1/webhooks/dlq answered ${page.status}` };
       const entry = page.body?.data?.[0];
       if (entry) {
         await api(ctx, 'DELETE', `/v1/webhooks/endpoints/${ep.id}`);
@@ -46,19 +54,20 @@ export async function measureLadder(ctx: LimitContext): Promise<LadderMeasuremen
       }
       await new Promise((r) => setTimeout(r, 500));
     }
-    return { skip: 'no DLQ entry appeared in time (is a dispatcher running with the same SLUICE_TIME_SCALE?)' };
+    return { fail: `no DLQ entry appeared within ${Math.round((deadline - started) / 1000)} s (${received.get(published.body.id) ?? 0} attempts received; is a dispatcher running with the same SLUICE_TIME_SCALE?)` };
   } finally {
     await target.close();
   }
 }
 
-export function ladderResults(m: LadderMeasurement | { skip: string }): LimitResult[] {
+export function ladderResults(m: LadderMeasurement | LadderProblem): LimitResult[] {
   const rows = [
     { limit: 'consecutive failures before DLQ', spec: '17' },
     { limit: 'retry span', spec: '72 h (attempt 17 in [60 h, 72 h])' },
     { limit: 'DLQ retention', spec: '7 days' },
   ];
   if ('skip' in m) return rows.map((r) => result(r, 'skip', '-', m.skip));
+  if ('fail' in m) return rows.map((r) => result(r, 'fail', '-', m.fail));
   const spanH = m.spanMs / H;
   const days = m.retentionMs / (24 * H);
   return [

@@ -1,4 +1,14 @@
-/** One guard per limit of the spec (sections 8, 6.2, 6.4): measured against a live Sluice, reported next to the spec's value. */
+/**
+ * One guard per limit of the spec (sections 8, 6.2, 6.4): measured against a live Sluice, reported
+ * next to the spec's value.
+ *
+ * Outcomes: `pass`; `fail` whenever the guard was asked to measure and could not show the limit
+ * holds, including when it could not measure at all (a refused registration, a route answering
+ * 404, a delivery that never came, a DLQ entry that never appeared); `skip` only when the caller
+ * did not ask for the guard: it is named in `skip`, or the caller left out the input it needs
+ * (`timeScale` for the ladder, `revocable` for the revocation guard; without `rotation`, the
+ * rotation guard before the client's first rotation). A skip is never a pass.
+ */
 
 export interface LimitContext {
   baseUrl: string;
@@ -14,6 +24,8 @@ export interface LimitContext {
    * SLUICE_ROTATION_CHECK_MS to `checkMs` (the scheduler's tick, which bounds how late a rotation may be).
    */
   rotation?: { scale: number; checkMs: number };
+  /** Limits (by their `limit` name) the caller explicitly does not want measured: reported as skip. */
+  skip?: string[];
 }
 
 export interface LimitResult {

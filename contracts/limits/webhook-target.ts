@@ -33,11 +33,14 @@ export async function api(ctx: LimitContext, method: string, path: string, body?
   return { status: res.status, body: text ? JSON.parse(text) : null, ms: performance.now() - started };
 }
 
-/** Registers an endpoint at `url`; a reason to skip when the Sluice cannot reach local targets or lacks the route. */
-export async function register(ctx: LimitContext, url: string, events = ['inference.completed']): Promise<{ id: string; state: string; ms: number } | { skip: string }> {
+/**
+ * Registers an endpoint at `url`. Anything but a 201 is a failure of the guard that needs it
+ * (never a skip): the reason says what to fix (e.g. start Sluice with SLUICE_DEV_ALLOW_INSECURE_TARGETS=true).
+ */
+export async function register(ctx: LimitContext, url: string, events = ['inference.completed']): Promise<{ id: string; state: string; secret: string; ms: number } | { fail: string }> {
   const r = await api(ctx, 'POST', '/v1/webhooks/endpoints', { url, events });
-  if (r.status === 404) return { skip: 'POST /v1/webhooks/endpoints is not implemented' };
-  if (r.status === 422 || r.status === 400) return { skip: `a local target was refused (${r.status}); start Sluice with SLUICE_DEV_ALLOW_INSECURE_TARGETS=true` };
-  if (r.status !== 201) return { skip: `registration answered ${r.status}` };
-  return { id: r.body.id, state: r.body.state, ms: r.ms };
+  if (r.status === 404) return { fail: 'POST /v1/webhooks/endpoints answered 404 (not implemented?)' };
+  if (r.status === 422 || r.status === 400) return { fail: `a local target was refused (${r.status} ${r.body?.code ?? ''}); start Sluice with SLUICE_DEV_ALLOW_INSECURE_TARGETS=true` };
+  if (r.status !== 201) return { fail: `registration answered ${r.status}` };
+  return { id: r.body.id, state: r.body.state, secret: r.body.secret, ms: r.ms };
 }

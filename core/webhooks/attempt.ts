@@ -2,6 +2,13 @@
  * One HTTP attempt at a webhook target. Success is a 2xx within the timeout; any other status,
  * a redirect (never followed), a connection error or no full response in time is a failure. The
  * outcome is a value, never an exception, so the caller decides on it.
+ *
+ * The timeout bounds the whole attempt, from the target check to the last byte read: a receiver
+ * that drip-feeds its answer is cut at `timeoutMs` in total, never "timeoutMs between bytes", and
+ * the connection is closed then. A "full response" is the status line and headers plus the body
+ * up to MAX_RESPONSE_BYTES: Sluice has no use for a receiver's body, so it reads no more than
+ * that, closes the connection, and judges the answer on its status (a 2xx with a 10 MB body is a
+ * success; a body that ends before its announced length, or bytes that are not HTTP, a failure).
  */
 import type { LookupFunction } from 'node:net';
 import { Agent, request } from 'undici';
@@ -30,7 +37,27 @@ export function createDeliveryAgent(connectionsPerOrigin = 16, lookup?: LookupFu
   return new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 120_000, connections: connectionsPerOrigin, pipelining: 1, connect: { timeout: 10_000, ...(lookup ? { lookup } : {}) } });
 }
 
-const MAX_RESPONSE_BYTES = 64 * 1024;
+/** How much of a response body is read at most; the rest is never read (the connection is closed). */
+export const MAX_RESPONSE_BYTES = 64 * 1024;
+
+/** `work`, or a rejection once `signal` aborts (the target check must not outlast the attempt). */
+function beforeAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (err) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      },
+    );
+  });
+}
 
 export async function attemptDelivery(url: string, rawBody: string, headers: Record<string, string>, opts: AttemptOptions): Promise<AttemptOutcome> {
   const started = Date.now();
@@ -43,7 +70,7 @@ export async function attemptDelivery(url: string, rawBody: string, headers: Rec
   }
   const signal = AbortSignal.timeout(opts.timeoutMs);
   try {
-    if (opts.checkTarget) await opts.checkTarget(target);
+    if (opts.checkTarget) await beforeAbort(opts.checkTarget(target), signal);
     const res = await request(target, {
       method: 'POST',
       headers,
@@ -53,11 +80,12 @@ export async function attemptDelivery(url: string, rawBody: string, headers: Rec
       headersTimeout: opts.timeoutMs,
       bodyTimeout: opts.timeoutMs,
     });
-    // Read (a bounded amount of) the body: the response is complete only when its body is.
+    // Read (a bounded amount of) the body: the response is complete when its body is, or once
+    // MAX_RESPONSE_BYTES of it arrived; then the rest is dropped with the connection.
     let size = 0;
     for await (const chunk of res.body) {
       size += (chunk as Buffer).length;
-      if (size > MAX_RESPONSE_BYTES) {
+      if (size >= MAX_RESPONSE_BYTES) {
         res.body.destroy();
         break;
       }

@@ -113,6 +113,9 @@ t.test('3xx, 4xx, 5xx, a reset connection and a hang past 10 s each count as a f
   const answers: Parameters<typeof receiver>[0][] = [302, 404, 500, 'reset', 'hang'];
   const rs = await Promise.all(answers.map((a) => rcv(a)));
   for (const r of rs) r.pingStatus = 200;
+  // The 302 points at a live receiver that would answer 200: following it would be a "success".
+  const elsewhere = await rcv(200);
+  rs[0].redirectTo = elsewhere.url;
   const healthy = await rcv();
   await Promise.all(rs.map((r) => registerEndpoint(node, acme, r.url, ['telemetry.exported'])));
   await registerEndpoint(node, acme, healthy.url, ['credential.rotated']);
@@ -129,6 +132,8 @@ t.test('3xx, 4xx, 5xx, a reset connection and a hang past 10 s each count as a f
     t.same(events.slice(0, 2).map((h) => h.headers['x-service-delivery-attempt']), ['1', '2'], `${answers[i]}: attempt 1 failed, attempt 2 came`);
     t.equal(events[1].body.id, pub.json.id);
   }
+  t.equal(rs[0].events()[0].answer, 302);
+  t.same(elsewhere.hits.map((h) => h.headers['x-service-event-type']), [], 'the redirect was not followed: its live target received nothing');
 });
 
 t.test('a PENDING endpoint holds its deliveries unattempted until verified; a deleted one drops them', async (t) => {

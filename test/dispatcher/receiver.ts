@@ -1,7 +1,9 @@
 /**
  * Test receivers for the dispatcher: real node:http servers on 127.0.0.1 that record every
- * request (raw body, headers, arrival time) and answer as told: a status, a connection reset, or
- * a hang. The verification ping gets `pingStatus` (200 by default) so endpoints register ACTIVE.
+ * request (raw body, headers, arrival time, the answer it got) and answer as told: a status, a
+ * connection reset, or a hang. The verification ping gets `pingStatus` (200 by default) so
+ * endpoints register ACTIVE. A 3xx points at `redirectTo`: give it a live receiver's URL to prove
+ * a redirect is not followed (that receiver must get nothing).
  */
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -13,6 +15,8 @@ export interface Hit {
   rawBody: string;
   body: { id: string; type: string; tenant_id: string; created_at: string; timestamp: number; data: unknown };
   at: number;
+  /** What the receiver answered (or did instead). */
+  answer: Answer;
 }
 
 export type Answer = number | 'reset' | 'hang';
@@ -26,6 +30,10 @@ export interface TestReceiver {
   /** Decides per request when set (e.g. fail only first attempts). */
   answerFor?: (hit: Hit) => Answer;
   pingStatus: number;
+  /** The Location of a 3xx answer. */
+  redirectTo: string;
+  /** Hits (not the ping) this receiver answered with a 2xx: real receipts. */
+  receipts(): Hit[];
   until(check: (events: Hit[]) => boolean, timeoutMs?: number, what?: string): Promise<Hit[]>;
   close(): Promise<void>;
 }
@@ -45,12 +53,13 @@ export async function receiver(answer: Answer = 200): Promise<TestReceiver> {
       } catch {
         body = {} as Hit['body'];
       }
-      const hit: Hit = { headers: req.headers, rawBody, body, at: Date.now() };
-      hits.push(hit);
+      const hit: Hit = { headers: req.headers, rawBody, body, at: Date.now(), answer: 'hang' };
       const a = body.type === 'ping' ? r.pingStatus : (r.answerFor?.(hit) ?? r.answer);
+      hit.answer = a;
+      hits.push(hit);
       if (a === 'hang') return void hanging.add(res);
       if (a === 'reset') return void req.socket.destroy();
-      res.writeHead(a, a >= 300 && a < 400 ? { location: 'http://127.0.0.1:1/elsewhere' } : {}).end('ok');
+      res.writeHead(a, a >= 300 && a < 400 ? { location: r.redirectTo } : {}).end('ok');
     });
   });
   server.on('connection', (s) => {
@@ -64,7 +73,9 @@ export async function receiver(answer: Answer = 200): Promise<TestReceiver> {
     hits,
     answer,
     pingStatus: 200,
+    redirectTo: 'http://127.0.0.1:1/elsewhere',
     events: () => hits.filter((h) => h.body.type !== 'ping'),
+    receipts: () => hits.filter((h) => h.body.type !== 'ping' && typeof h.answer === 'number' && h.answer >= 200 && h.answer < 300),
     async until(check, timeoutMs = 30_000, what = 'deliveries') {
       const deadline = Date.now() + timeoutMs;
       while (!check(r.events())) {

@@ -29,7 +29,9 @@ t.test('a revocation made on node A is enforced by the separate process B', asyn
   const fromA = await a.token(victim);
   const fromB = (await grant(b.base, victim)).json.access_token as string;
   t.type(fromB, 'string', 'B issues tokens to the client (it shares the client registry)');
-  t.not((await call(b.base, 'GET', '/v1/inference/models', { token: fromA })).status, 401, "B accepts A's token before");
+  const before = await call(b.base, 'GET', '/v1/inference/models', { token: fromA });
+  // Accepted and in scope: B proxies, and with no upstream configured that is 502 UPSTREAM_UNAVAILABLE.
+  t.same({ status: before.status, code: before.json?.code }, { status: 502, code: 'UPSTREAM_UNAVAILABLE' }, "B accepts A's token before");
   const res = await call(a.base, 'POST', '/v1/auth/revocations', { token: officerToken, body: { client_id: victim.client_id, reason: 'compromised' } });
   t.equal(res.status, 201);
   for (const [name, token] of [['issued by A', fromA], ['issued by B', fromB]]) {

@@ -13,7 +13,9 @@ async function tokenStatus(secretOwner: { client_id: string; client_secret: stri
 t.test('revocation: 201 with the record, then secret and old tokens refused, new tokens impossible', async (t) => {
   const victim = await node.client('inference-reader', 'acme');
   const old = await node.token(victim);
-  t.not((await call(node.base, 'GET', '/v1/inference/models', { token: old })).status, 401, 'the token works before');
+  const before = await call(node.base, 'GET', '/v1/inference/models', { token: old });
+  // Accepted and in scope: proxied, and with no upstream configured that is 502 UPSTREAM_UNAVAILABLE.
+  t.same({ status: before.status, code: before.json?.code }, { status: 502, code: 'UPSTREAM_UNAVAILABLE' }, 'the token works before');
   const res = await call(node.base, 'POST', '/v1/auth/revocations', { token: officerToken, body: { client_id: victim.client_id, reason: 'key leaked in a CI log' } });
   t.equal(res.status, 201);
   t.match(res.json, { revocation_id: /^rev_/, client_id: victim.client_id, audit_entry_id: /^aud_/ });

@@ -15,9 +15,10 @@ actions:
       --allow-unimplemented). The client should hold at least two scopes (admin does).
   limits --base-url URL --client-id ID --client-secret SECRET [--time-scale N]
          [--revocable-client-id ID --revocable-client-secret S]
-         [--rotation-scale N --rotation-check-ms M]
+         [--rotation-scale N --rotation-check-ms M] [--skip LIMIT,LIMIT...]
       measures every limit of the spec (section 8, 6.2, 6.4) against a live Sluice and prints
-      measured next to spec; guards that cannot run say why (skipped). --time-scale must equal
+      measured next to spec; a guard that fails is FAIL (exit 1), one skips only when --skip
+      names it or its input was not given (no --time-scale, no revocable client). --time-scale must equal
       the SLUICE_TIME_SCALE of the Sluice (e.g. 4320 runs the 72 h ladder in a minute);
       --rotation-scale N: the Sluice rotates every 30/N days (SLUICE_KEY_ROTATION_DAYS and
       SLUICE_SECRET_ROTATION_DAYS), checked every M ms (SLUICE_ROTATION_CHECK_MS)
@@ -91,7 +92,7 @@ async function receiver(argv: string[]): Promise<number> {
 async function limits(argv: string[]): Promise<number> {
   const { values } = parse(
     argv,
-    { 'base-url': { type: 'string' }, 'client-id': { type: 'string' }, 'client-secret': { type: 'string' }, 'time-scale': { type: 'string' }, 'revocable-client-id': { type: 'string' }, 'revocable-client-secret': { type: 'string' }, 'rotation-scale': { type: 'string' }, 'rotation-check-ms': { type: 'string' } },
+    { 'base-url': { type: 'string' }, 'client-id': { type: 'string' }, 'client-secret': { type: 'string' }, 'time-scale': { type: 'string' }, 'revocable-client-id': { type: 'string' }, 'revocable-client-secret': { type: 'string' }, 'rotation-scale': { type: 'string' }, 'rotation-check-ms': { type: 'string' }, skip: { type: 'string' } },
     USAGE,
   );
   const rotationScale = values['rotation-scale'] !== undefined ? Number(values['rotation-scale']) : undefined;
@@ -102,8 +103,12 @@ async function limits(argv: string[]): Promise<number> {
   if (scale !== undefined && !(scale >= 1)) throw new UsageError('--time-scale must be a number >= 1');
   const revId = values['revocable-client-id'];
   const revSecret = values['revocable-client-secret'];
-  const { runLimits, formatLimits } = await import('../../contracts/limits/index.ts');
+  const { runLimits, formatLimits, LIMIT_NAMES } = await import('../../contracts/limits/index.ts');
+  const skip = values.skip ? values.skip.split(',').map((s) => s.trim()).filter(Boolean) : undefined;
+  const unknown = skip?.filter((s) => !LIMIT_NAMES.includes(s)) ?? [];
+  if (unknown.length > 0) throw new UsageError(`--skip: no limit named ${unknown.map((u) => `"${u}"`).join(', ')}; the limits are: ${LIMIT_NAMES.join(', ')}`);
   const rows = await runLimits({
+    skip,
     baseUrl: required(values, 'base-url', USAGE).replace(/\/+$/, ''),
     clientId: required(values, 'client-id', USAGE),
     clientSecret: required(values, 'client-secret', USAGE),

@@ -51,6 +51,8 @@ t.test('revoking on B: A enforces it; tenant boundaries and 404 hold on B', asyn
   const victim = await a.client('inference-reader', 'acme');
   const token = await a.token(victim);
   const foreign = await a.client('inference-reader', 'globex');
+  // Made on A: B answers for it once its view has the record (otherwise a 404 proves nothing).
+  t.ok(await eventually(async () => (await grant(b.base, foreign)).status === 200), 'node B has the new client');
   const officerB = (await grant(b.base, officer)).json.access_token as string;
   t.equal((await call(b.base, 'POST', '/v1/auth/revocations', { token: officerB, body: { client_id: foreign.client_id, reason: 'x' } })).status, 404, "another tenant's client: 404");
   t.equal((await call(b.base, 'POST', '/v1/auth/revocations', { token: officerB, body: { client_id: 'cl_nope', reason: 'x' } })).status, 404, 'unknown client: 404');

@@ -4,13 +4,12 @@
  * publish answers per item, and two dispatcher processes share one endpoint's backlog.
  */
 import t from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
-import { fileURLToPath } from 'node:url';
-import { startTestNode, call, brokers, uniquePrefix } from '../helpers/sluice.ts';
+import { spawnDispatcher } from '../helpers/cli.ts';
+import { startTestNode, call, uniquePrefix } from '../helpers/sluice.ts';
 import { receiver, registerEndpoint, type TestReceiver } from './receiver.ts';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
 const env = { SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: '600', SLUICE_DISPATCH_CONCURRENCY: '8', SLUICE_DISPATCH_PER_ENDPOINT: '4' };
 const prefix = uniquePrefix('bp');
 const node = await startTestNode(env, { dispatcher: true, prefix });
@@ -141,21 +140,7 @@ t.test('batch publish: mixed valid and invalid items, repeated ids, limits', asy
   t.equal((await batch(narrow, [{ type: 'inference.completed', data: null }])).status, 403, 'needs events:publish');
 });
 
-function startDispatcher(): Promise<{ child: ChildProcess; metrics: string }> {
-  const child = spawn(process.execPath, ['bin/sluice.js', 'dispatcher'], {
-    cwd: root,
-    env: { ...process.env, ...env, KAFKA_BROKERS: brokers().join(','), SLUICE_TOPIC_PREFIX: prefix, SLUICE_LOG_LEVEL: 'error', SLUICE_HOST: '127.0.0.1', SLUICE_PORT: '0', SLUICE_ADMIN_PORT: '0' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => {
-      const m = /dispatcher running \(admin: (\S+)\)/.exec(d.toString());
-      if (m) resolve({ child, metrics: m[1] });
-    });
-    child.once('exit', (code) => reject(new Error(`dispatcher exited early (${code})`)));
-  });
-}
+const startDispatcher = () => spawnDispatcher(prefix, env, (c) => children.push(c));
 
 t.test('two sluice dispatcher processes share one endpoint’s backlog and deliver every event', async (t) => {
   // The in-process dispatcher leaves, so only the two processes consume.

@@ -1,12 +1,11 @@
 import t from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { startTestNode, brokers, uniquePrefix, call } from '../helpers/sluice.ts';
+import type { ChildProcess } from 'node:child_process';
+import { spawnDispatcher } from '../helpers/cli.ts';
+import { startTestNode, uniquePrefix, call } from '../helpers/sluice.ts';
 import { receiver, registerEndpoint, type TestReceiver } from './receiver.ts';
 
 const EVENTS = 800;
 const ENDPOINTS = 4; // 3200 deliveries
-const root = fileURLToPath(new URL('../..', import.meta.url));
 const prefix = uniquePrefix('crash');
 const CONCURRENCY = 256; // SLUICE_DISPATCH_CONCURRENCY, the default, set explicitly: the duplicate bound uses it
 const env = { SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: '600', SLUICE_TOPIC_PARTITIONS: '3', SLUICE_DISPATCH_CONCURRENCY: String(CONCURRENCY) };
@@ -19,20 +18,7 @@ t.teardown(async () => {
   await node.close();
 });
 
-function startDispatcher(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['bin/sluice.js', 'dispatcher'], {
-    cwd: root,
-    env: { ...process.env, ...env, KAFKA_BROKERS: brokers().join(','), SLUICE_TOPIC_PREFIX: prefix, SLUICE_LOG_LEVEL: 'error', SLUICE_PORT: '0', SLUICE_ADMIN_PORT: '0' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => {
-      if (d.toString().includes('dispatcher running')) resolve(child);
-    });
-    child.once('exit', (code) => reject(new Error(`dispatcher exited early (${code})`)));
-  });
-}
+const startDispatcher = async (): Promise<ChildProcess> => (await spawnDispatcher(prefix, env, (c) => children.push(c))).child;
 
 t.test('a dispatcher killed with SIGKILL mid-way loses no delivery once another takes over', async (t) => {
   const token = await node.token(await node.client('admin', 'crash'));

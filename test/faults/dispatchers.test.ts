@@ -4,14 +4,13 @@
  * bounded. SLUICE_FAULT_EVENTS sets the run's size (20,000 here and in `npm run soak`).
  */
 import t from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { startTestNode, brokers, uniquePrefix } from '../helpers/sluice.ts';
+import type { ChildProcess } from 'node:child_process';
+import { spawnDispatcher } from '../helpers/cli.ts';
+import { startTestNode, uniquePrefix } from '../helpers/sluice.ts';
 import { receiver, registerEndpoint } from '../dispatcher/receiver.ts';
 import { publisher, missing } from './harness.ts';
 
 const EVENTS = Number(process.env.SLUICE_FAULT_EVENTS ?? 20_000);
-const root = fileURLToPath(new URL('../..', import.meta.url));
 const prefix = uniquePrefix('kills');
 const env = { SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: '600' };
 const node = await startTestNode(env, { prefix });
@@ -25,25 +24,16 @@ t.teardown(async () => {
   await node.close();
 });
 
-function dispatcher(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['bin/sluice.js', 'dispatcher'], {
-    cwd: root,
-    env: { ...process.env, ...env, KAFKA_BROKERS: brokers().join(','), SLUICE_TOPIC_PREFIX: prefix, SLUICE_LOG_LEVEL: 'error', SLUICE_HOST: '127.0.0.1', SLUICE_ADMIN_PORT: '0' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  children.add(child);
-  child.once('exit', () => {
-    children.delete(child);
-    ready.delete(child);
-  });
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => {
-      if (!d.toString().includes('dispatcher running')) return;
-      ready.add(child);
-      resolve(child);
+async function dispatcher(): Promise<ChildProcess> {
+  const { child } = await spawnDispatcher(prefix, env, (c) => {
+    children.add(c);
+    c.once('exit', () => {
+      children.delete(c);
+      ready.delete(c);
     });
-    child.once('exit', (code) => reject(new Error(`dispatcher exited early (${code})`)));
   });
+  ready.add(child);
+  return child;
 }
 
 const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms));

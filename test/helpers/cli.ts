@@ -1,5 +1,5 @@
 /** Runs the real CLI (`node bin/sluice.js ...`) as a child process against a test node's Kafka and prefix. */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../../core/config.ts';
 
@@ -69,4 +69,33 @@ export async function spawnIngress(env: NodeJS.ProcessEnv, port: number, adminPo
         child.kill('SIGTERM');
       }),
   };
+}
+
+export interface DispatcherProcess {
+  child: ChildProcess;
+  /** Its admin /metrics URL (SLUICE_ADMIN_PORT 0: a free port it picked). */
+  metrics: string;
+  /** Everything it printed so far. */
+  output(): string;
+}
+
+/**
+ * A separate `sluice dispatcher` OS process on the test's Kafka and prefix; resolves once it runs.
+ * `track` sees the child at once, so a test can kill it in its teardown even if start-up fails.
+ */
+export function spawnDispatcher(prefix: string, env: Record<string, string>, track: (child: ChildProcess) => void = () => {}): Promise<DispatcherProcess> {
+  const child = spawn(process.execPath, [SLUICE_BIN, 'dispatcher'], {
+    env: { ...process.env, ...env, KAFKA_BROKERS: process.env.KAFKA_BROKERS, SLUICE_TOPIC_PREFIX: prefix, SLUICE_LOG_LEVEL: 'error', SLUICE_HOST: '127.0.0.1', SLUICE_PORT: '0', SLUICE_ADMIN_PORT: '0' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  track(child);
+  let out = '';
+  return new Promise((resolve, reject) => {
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /dispatcher running \(admin: (\S+)\)/.exec(out);
+      if (m) resolve({ child, metrics: m[1], output: () => out });
+    });
+    child.once('exit', (code) => reject(new Error(`sluice dispatcher exited during start-up (${code}):\n${out}`)));
+  });
 }

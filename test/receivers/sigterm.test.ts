@@ -5,16 +5,15 @@
  * stays uncommitted: a dispatcher started afterwards delivers every event at least once.
  */
 import t from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
-import { fileURLToPath } from 'node:url';
-import { startTestNode, brokers, uniquePrefix } from '../helpers/sluice.ts';
+import { spawnDispatcher } from '../helpers/cli.ts';
+import { startTestNode, uniquePrefix } from '../helpers/sluice.ts';
 import { registerEndpoint } from '../dispatcher/receiver.ts';
 
 const EVENTS = Number(process.env.SIGTERM_EVENTS ?? 40);
 const ANSWER_AFTER_MS = 2000;
 const EXIT_WITHIN_MS = 15_000;
-const root = fileURLToPath(new URL('../..', import.meta.url));
 const prefix = uniquePrefix('sigterm');
 const env = { SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: '600', SLUICE_TOPIC_PARTITIONS: '3' };
 const node = await startTestNode(env, { prefix });
@@ -63,23 +62,12 @@ async function slowReceiver(statusFor: (attempt: string) => number) {
   return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`, requests };
 }
 
-const output = new Map<ChildProcess, string>();
+const output = new Map<ChildProcess, () => string>();
 
-function startDispatcher(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['bin/sluice.js', 'dispatcher'], {
-    cwd: root,
-    env: { ...process.env, ...env, KAFKA_BROKERS: brokers().join(','), SLUICE_TOPIC_PREFIX: prefix, SLUICE_LOG_LEVEL: 'error', SLUICE_PORT: '0', SLUICE_ADMIN_PORT: '0' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  children.push(child);
-  output.set(child, '');
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => {
-      output.set(child, output.get(child) + d.toString());
-      if (output.get(child)!.includes('dispatcher running')) resolve(child);
-    });
-    child.once('exit', (code) => reject(new Error(`dispatcher exited early (${code})`)));
-  });
+async function startDispatcher(): Promise<ChildProcess> {
+  const d = await spawnDispatcher(prefix, env, (c) => children.push(c));
+  output.set(d.child, d.output);
+  return d.child;
 }
 
 async function sigterm(child: ChildProcess): Promise<{ code: number | null; signal: string | null; ms: number }> {
@@ -128,7 +116,7 @@ t.test('SIGTERM with deliveries in flight: exit 0 within 15 s, nothing lost', as
   t.equal(exit.signal, null, 'the process exited by itself, not killed');
   t.equal(exit.code, 0, 'exit code 0');
   t.ok(exit.ms <= EXIT_WITHIN_MS, `exited ${exit.ms} ms after SIGTERM (at most ${EXIT_WITHIN_MS} ms)`);
-  t.match(output.get(first), /SIGTERM: stopping[\s\S]*dispatcher stopped/, 'it said it was stopping, then that it stopped');
+  t.match(output.get(first)!(), /SIGTERM: stopping[\s\S]*dispatcher stopped/, 'it said it was stopping, then that it stopped');
   t.same(inFlight.filter((q) => q.end !== 'answered').map((q) => `${q.eventId} attempt ${q.attempt}: ${q.end}`), [], 'every attempt in flight at the signal finished: its answer was read, not cut off');
   const late = all().filter((q) => q.arrived > signalledAt + 1000);
   t.same(late.map((q) => q.eventId), [], 'no new attempt was started during the shutdown');

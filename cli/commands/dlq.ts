@@ -35,25 +35,35 @@ async function run(action: 'list' | 'replay', rest: string[]): Promise<number> {
     'dlq',
     async (ctx) => {
       const now = ctx.clock.now();
-      const entries: DlqEntry[] = ids ? ids.map((id) => ctx.dlq.get(tenant, id, now)).filter((e): e is DlqEntry => e !== undefined) : ctx.dlq.all(tenant, filter, now);
+      const found = ids ? ids.map((id) => ctx.dlq.get(tenant, id, now)).filter((e): e is DlqEntry => e !== undefined) : null;
+      // A filter is streamed from the store: a DLQ of millions is never held in memory.
+      const entries: Iterable<DlqEntry> = found ?? ctx.dlq.stream(tenant, filter, now);
+      const total = found ? found.length : ctx.dlq.count(tenant, filter, now);
       if (action === 'list') {
-        if (values.json) say(JSON.stringify(entries));
-        else {
+        if (values.json) {
+          let first = true;
+          say('[');
+          for (const e of entries) {
+            say(`${first ? '' : ','}${JSON.stringify(e)}`);
+            first = false;
+          }
+          say(']');
+        } else {
           for (const e of entries) say(`${e.id}  ${e.dead_lettered_at}  ${e.endpoint_id}  ${e.event_type.padEnd(22)} ${e.event_id}  attempts=${e.attempts}  last=${e.last_status ?? e.last_error ?? ''}`);
-          say(`${entries.length} entr${entries.length === 1 ? 'y' : 'ies'}`);
+          say(`${total} entr${total === 1 ? 'y' : 'ies'}`);
         }
         return 0;
       }
-      if (ids && entries.length < ids.length) say(`${ids.length - entries.length} of the given ids are not in the tenant's DLQ; skipping them`);
-      if (entries.length === 0) {
+      if (ids && total < ids.length) say(`${ids.length - total} of the given ids are not in the tenant's DLQ; skipping them`);
+      if (total === 0) {
         say('nothing to replay');
         return 0;
       }
       const started = Date.now();
-      const n = await replayDlq(ctx, tenant, entries, {
+      const n = await replayDlq(ctx, tenant, entries, total, {
         actor: 'operator:cli',
         reason: values.reason ?? null,
-        subject: ids ? `dlq ids: ${entries.map((e) => e.id).join(',')}`.slice(0, 1000) : `dlq filter: ${JSON.stringify(filter)}`,
+        subject: found ? `dlq ids: ${found.map((e) => e.id).join(',')}`.slice(0, 1000) : `dlq filter: ${JSON.stringify(filter)}`,
         onProgress: (done, total) => say(`replayed ${done}/${total} (${Math.round((done / total) * 100)}%)`),
       });
       say(`done: ${n} entr${n === 1 ? 'y' : 'ies'} back in delivery in ${((Date.now() - started) / 1000).toFixed(1)} s`);

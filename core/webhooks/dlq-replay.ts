@@ -4,7 +4,7 @@
  * list on every node. Deliveries are written before markers, so a crash in between leaves the
  * entry listed (a second replay may deliver twice) but never loses it. Audited once per request.
  *
- *   const n = await replayDlq(ctx, 'acme', entries, { actor: clientId, onProgress: (done, total) => ... });
+ *   const n = await replayDlq(ctx, 'acme', ctx.dlq.stream('acme', filter, now), ctx.dlq.count('acme', filter, now), { actor: clientId });
  */
 import type { Context } from '../context.ts';
 import { waitFor } from '../context.ts';
@@ -22,19 +22,23 @@ export interface ReplayOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
-export async function replayDlq(ctx: Context, tenantId: string, entries: DlqEntry[], opts: ReplayOptions): Promise<number> {
-  const mine = entries.filter((e) => e.tenant_id === tenantId);
-  if (mine.length === 0) return 0;
+/**
+ * `entries` may be a lazy iterable (a filter over a DLQ of millions is read a chunk at a time,
+ * never held whole); `total` is how many it will give, for the audit entry and the progress.
+ */
+export async function replayDlq(ctx: Context, tenantId: string, entries: Iterable<DlqEntry>, total: number, opts: ReplayOptions): Promise<number> {
+  if (total === 0) return 0;
   await appendAudit(ctx, {
     tenant_id: tenantId,
     actor: opts.actor,
     action: 'dlq.replayed',
-    subject: opts.subject ?? (mine.length === 1 ? mine[0].id : `${mine.length} DLQ entries`),
-    reason: opts.reason ?? `${mine.length} entr${mine.length === 1 ? 'y' : 'ies'} put back into delivery`,
+    subject: opts.subject ?? `${total} DLQ entr${total === 1 ? 'y' : 'ies'}`,
+    reason: opts.reason ?? `${total} entr${total === 1 ? 'y' : 'ies'} put back into delivery`,
   });
   let done = 0;
-  for (let i = 0; i < mine.length; i += CHUNK) {
-    const chunk = mine.slice(i, i + CHUNK);
+  let last: DlqEntry | null = null;
+  for (const chunk of chunks(entries, tenantId)) {
+    last = chunk[chunk.length - 1];
     const now = ctx.clock.now();
     await ctx.producer.send(
       ctx.topics.deliveries,
@@ -49,10 +53,22 @@ export async function replayDlq(ctx: Context, tenantId: string, entries: DlqEntr
       chunk.map((e) => ({ key: tenantId, value: JSON.stringify({ kind: 'replayed', id: e.id, tenant_id: tenantId, replayed_at: replayedAt } satisfies DlqReplayMarker) })),
     );
     done += chunk.length;
-    opts.onProgress?.(done, mine.length);
+    opts.onProgress?.(done, Math.max(done, total));
   }
   // This node's own list no longer shows them when the answer goes out.
-  const last = mine[mine.length - 1];
-  await waitFor(() => ctx.dlq.get(tenantId, last.id, ctx.clock.now()) === undefined, 10_000, 'DLQ replay marker');
+  if (last) await waitFor(() => ctx.dlq.get(tenantId, last!.id, ctx.clock.now()) === undefined, 10_000, 'DLQ replay marker');
   return done;
+}
+
+function* chunks(entries: Iterable<DlqEntry>, tenantId: string): Generator<DlqEntry[]> {
+  let chunk: DlqEntry[] = [];
+  for (const e of entries) {
+    if (e.tenant_id !== tenantId) continue;
+    chunk.push(e);
+    if (chunk.length === CHUNK) {
+      yield chunk;
+      chunk = [];
+    }
+  }
+  if (chunk.length > 0) yield chunk;
 }

@@ -109,10 +109,25 @@ export class DlqView implements StoredView {
     return e && Date.parse(e.expires_at) > nowMs ? e : undefined;
   }
 
-  /** Every listed entry of the tenant that passes the filter, oldest first. */
-  all(tenantId: string, filter: DlqFilter, nowMs: number): DlqEntry[] {
+  /** Every listed entry of the tenant that passes the filter, oldest first, read one at a time. */
+  *stream(tenantId: string, filter: DlqFilter, nowMs: number): Generator<DlqEntry> {
     this.sweep(nowMs);
-    return [...this.listed(tenantId, filter, null, nowMs)].map((p) => this.read(tenantId, p.id)!);
+    for (const p of this.listed(tenantId, filter, null, nowMs)) {
+      const e = this.read(tenantId, p.id);
+      if (e) yield e;
+    }
+  }
+
+  /** How many entries `stream` would give, from the index alone. */
+  count(tenantId: string, filter: DlqFilter, nowMs: number): number {
+    let n = 0;
+    for (const _ of this.listed(tenantId, filter, null, nowMs)) n++;
+    return n;
+  }
+
+  /** Every listed entry as an array: for small answers only (tests); replay and the CLI use `stream`. */
+  all(tenantId: string, filter: DlqFilter, nowMs: number): DlqEntry[] {
+    return [...this.stream(tenantId, filter, nowMs)];
   }
 
   list(tenantId: string, q: DlqFilter & { limit: number; after: Position | null }, nowMs: number): { data: DlqEntry[]; next_cursor: string | null } {

@@ -41,7 +41,7 @@ export function webhookDlqRoutes(ctx: Context): Route[] {
     const tenant = req.auth!.claims.tenant_id;
     const entry = ctx.dlq.get(tenant, req.params.id, ctx.clock.now());
     if (!entry) throw new SluiceError('NOT_FOUND', `no DLQ entry ${req.params.id}`);
-    const replayed = await replayDlq(ctx, tenant, [entry], { actor: req.auth!.claims.client_id });
+    const replayed = await replayDlq(ctx, tenant, [entry], 1, { actor: req.auth!.claims.client_id, subject: entry.id });
     return json(202, { replayed });
   };
 
@@ -56,17 +56,20 @@ export function webhookDlqRoutes(ctx: Context): Route[] {
     if (ids !== undefined && (endpointId !== undefined || eventType !== undefined)) f.fail('ids', 'replay either by ids or by filter (endpoint_id, event_type), not both');
     f.done();
     const now = ctx.clock.now();
-    let entries: DlqEntry[];
+    let entries: Iterable<DlqEntry>;
+    let total: number;
     let subject: string;
     if (ids) {
-      entries = [...new Set(ids)].map((id) => ctx.dlq.get(tenant, id, now)).filter((e): e is DlqEntry => e !== undefined);
-      subject = `dlq ids: ${entries.map((e) => e.id).join(',')}`.slice(0, 1000);
+      const found = [...new Set(ids)].map((id) => ctx.dlq.get(tenant, id, now)).filter((e): e is DlqEntry => e !== undefined);
+      [entries, total] = [found, found.length];
+      subject = `dlq ids: ${found.map((e) => e.id).join(',')}`.slice(0, 1000);
     } else {
+      // A filter may match millions: counted from the index, then read a chunk at a time.
       const filter = { endpoint_id: endpointId, event_type: eventType };
-      entries = ctx.dlq.all(tenant, filter, now);
+      [entries, total] = [ctx.dlq.stream(tenant, filter, now), ctx.dlq.count(tenant, filter, now)];
       subject = `dlq filter: ${JSON.stringify(filter)}`;
     }
-    const replayed = await replayDlq(ctx, tenant, entries, { actor: req.auth!.claims.client_id, subject });
+    const replayed = await replayDlq(ctx, tenant, entries, total, { actor: req.auth!.claims.client_id, subject });
     return json(202, { replayed });
   };
 

@@ -66,9 +66,22 @@ export class SluiceError extends Error {
   }
 }
 
+/** The most faults one 400 lists (the rest are counted), and the longest path or message shown. */
+export const MAX_FIELD_ERRORS = 50;
+const MAX_PATH_CHARS = 200;
+const MAX_MESSAGE_CHARS = 300;
+
+const clip = (s: string, max: number) => (s.length > max ? `${s.slice(0, max)}… (${s.length} characters)` : s);
+
+/**
+ * 400 INVALID_REQUEST listing the faults. Bounded: a 1 MiB body of 80,000 unknown members, or
+ * one member with a 1 MiB name, is answered in a few KiB, not with every fault spelled out twice.
+ */
 export function invalidRequest(errors: FieldError[]): SluiceError {
-  const detail = errors.map((e) => `${e.path}: ${e.message}`).join('; ');
-  return new SluiceError('INVALID_REQUEST', detail, { errors });
+  const shown = errors.slice(0, MAX_FIELD_ERRORS).map((e) => ({ path: clip(e.path, MAX_PATH_CHARS), message: clip(e.message, MAX_MESSAGE_CHARS) }));
+  if (errors.length > MAX_FIELD_ERRORS) shown.push({ path: '$', message: `and ${errors.length - MAX_FIELD_ERRORS} more faults` });
+  const detail = shown.map((e) => `${e.path}: ${e.message}`).join('; ');
+  return new SluiceError('INVALID_REQUEST', detail, { errors: shown });
 }
 
 /** RFC 6749 §5.2 errors of the token endpoint, which do not use problem+json. */

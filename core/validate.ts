@@ -12,6 +12,14 @@ export class Fields {
     return new Fields(value as Record<string, unknown>, base);
   }
 
+  /**
+   * A member of the object, own members only: a name inherited from Object.prototype
+   * (`constructor`, `toString`, ...) or hidden behind `__proto__` is absent, never a value.
+   */
+  get(name: string): unknown {
+    return Object.hasOwn(this.value, name) ? this.value[name] : undefined;
+  }
+
   fail(path: string, message: string): void {
     this.errors.push({ path: `${this.base}.${path}`, message });
   }
@@ -23,7 +31,7 @@ export class Fields {
   }
 
   string(name: string, opts: { required?: boolean; max?: number; min?: number; pattern?: RegExp } = {}): string | undefined {
-    const v = this.value[name];
+    const v = this.get(name);
     if (v === undefined || v === null) {
       if (opts.required) this.fail(name, 'is required');
       return undefined;
@@ -36,7 +44,7 @@ export class Fields {
   }
 
   stringArray(name: string, opts: { required?: boolean; minItems?: number; maxItems?: number; minLength?: number; maxLength?: number } = {}): string[] | undefined {
-    const v = this.value[name];
+    const v = this.get(name);
     if (v === undefined) {
       if (opts.required) this.fail(name, 'is required');
       return undefined;
@@ -61,7 +69,7 @@ export class Fields {
   }
 
   object(name: string, opts: { required?: boolean; maxBytes?: number } = {}): Record<string, unknown> | undefined {
-    const v = this.value[name];
+    const v = this.get(name);
     if (v === undefined) {
       if (opts.required) this.fail(name, 'is required');
       return undefined;

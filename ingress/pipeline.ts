@@ -26,6 +26,13 @@ export interface PipelineDeps {
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
+/**
+ * Every named path parameter of the contract (client_id, endpoint_id, dlq_id) is 1 to 128
+ * characters. Checked here, once, so no handler hands a longer one to a store (an LMDB key
+ * holds at most 1,978 bytes: a longer lookup threw and was answered 500).
+ */
+export const MAX_PATH_PARAM = 128;
+
 export type BodyReader = () => Promise<Buffer>;
 
 export class Pipeline {
@@ -49,6 +56,9 @@ export class Pipeline {
       const { route, params } = m;
       matched = route;
       const auth = route.scope === null ? null : this.authorize(req, route);
+      for (const [name, value] of Object.entries(params)) {
+        if (name !== '*' && value.length > MAX_PATH_PARAM) throw invalidRequest([{ path: `path.${name}`, message: `must be at most ${MAX_PATH_PARAM} characters` }]);
+      }
       if (route.body !== 'none' && BODY_METHODS.has(req.method)) {
         const length = Number(req.headers['content-length'] ?? '0');
         if (length > this.deps.ctx.config.maxBodyBytes) throw tooLarge(this.deps.ctx.config.maxBodyBytes);
@@ -150,10 +160,12 @@ function parseBody(raw: Buffer, contentType: string): unknown {
   const type = mediaType(contentType);
   if (raw.length === 0) return undefined;
   if (type === 'application/x-www-form-urlencoded') {
-    const out: Record<string, string> = {};
+    // No prototype: every parameter name, `__proto__` and `constructor` included, is a plain
+    // member, and only a name really given twice is a repeat.
+    const out: Record<string, string> = Object.create(null);
     const params = new URLSearchParams(raw.toString('utf8'));
     for (const [k, v] of params) {
-      if (k in out) throw invalidRequest([{ path: `$.${k}`, message: 'must not be repeated' }]);
+      if (Object.hasOwn(out, k)) throw invalidRequest([{ path: `$.${k}`, message: 'must not be repeated' }]);
       out[k] = v;
     }
     return out;

@@ -61,13 +61,14 @@ export function listen(pipeline: Pipeline, host: string, port: number, maxBodyBy
       aborted = true;
       onAbort?.();
     });
-    const headers: Record<string, string> = {};
+    // No prototype: a header named `constructor` or `__proto__` is a header like any other.
+    const headers: Record<string, string> = Object.create(null);
     const contentLengths: string[] = [];
     const transferEncodings: string[] = [];
     req.forEach((k, v) => {
       if (k === 'content-length') contentLengths.push(v);
       else if (k === 'transfer-encoding') transferEncodings.push(v);
-      headers[k] = k in headers ? `${headers[k]}, ${v}` : v;
+      headers[k] = Object.hasOwn(headers, k) ? `${headers[k]}, ${v}` : v;
     });
     const incoming: IncomingRequest = {
       method: req.getMethod().toUpperCase(),
@@ -83,8 +84,14 @@ export function listen(pipeline: Pipeline, host: string, port: number, maxBodyBy
         res.writeStatus(`${reply.status} ${STATUS_TEXT[reply.status] ?? 'Status'}`);
         const out = { ...reply.headers, ...ALWAYS, ...(authenticated ? AUTHENTICATED : {}) };
         for (const [k, v] of Object.entries(out)) res.writeHeader(k, v);
-        if (incoming.method === 'HEAD') res.endWithoutBody(undefined, close);
-        else res.end(reply.body ?? '', close);
+        if (incoming.method === 'HEAD') {
+          // Never endWithoutBody(undefined): uWS reads an explicit undefined as a length of 2^63,
+          // announces it (Content-Length: 9223372036854775808) and then waits for those bytes, so
+          // the connection answers nothing more (keep-alive) or is never closed (Connection: close).
+          // Without arguments the response is complete, and uWS honours Connection: close itself.
+          if (close) res.endWithoutBody(0, true);
+          else res.endWithoutBody();
+        } else res.end(reply.body ?? '', close);
       };
       // uWS closes a connection on end(…, true) only when the socket is not corked.
       if (close) send();

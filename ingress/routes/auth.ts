@@ -27,7 +27,8 @@ function basicCredentials(header: string | undefined): Credentials | null {
 }
 
 function param(body: Record<string, unknown>, name: string): string | undefined {
-  const v = body[name];
+  // Own members only: nothing inherited (or smuggled in through `__proto__`) is a parameter.
+  const v = Object.hasOwn(body, name) ? body[name] : undefined;
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'string') throw new OAuthError('invalid_request', `${name} must be a string`);
   return v;

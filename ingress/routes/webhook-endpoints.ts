@@ -33,7 +33,7 @@ function parseCreate(body: unknown): Omit<NewEndpoint, 'tenant_id' | 'actor'> {
     });
   }
   // null is taken as "no metadata", so an endpoint read back can be sent again as it is.
-  const metadata = f.value.metadata === null ? null : (f.object('metadata', { maxBytes: MAX_METADATA_BYTES }) ?? null);
+  const metadata = f.get('metadata') === null ? null : (f.object('metadata', { maxBytes: MAX_METADATA_BYTES }) ?? null);
   if (metadata && Object.keys(metadata).length > MAX_METADATA_KEYS) f.fail('metadata', `must have at most ${MAX_METADATA_KEYS} members`);
   f.done();
   return { url: url!, events: events!, metadata };

@@ -22,7 +22,7 @@ function parsePublish(body: unknown): { type: string; data: unknown; id?: string
     f.fail('type', type === 'ping' ? '"ping" is reserved for endpoint verification' : 'must be a known event kind or "<word>.<word>" in lowercase letters, digits and "_"');
   }
   const id = f.string('id', { min: 1, max: 128, pattern: EVENT_ID_PATTERN });
-  const data = f.value.data;
+  const data = f.get('data');
   if (data === undefined) f.fail('data', 'is required (any JSON value)');
   f.done();
   const bytes = Buffer.byteLength(JSON.stringify(data));
@@ -38,7 +38,7 @@ export const MAX_BATCH_BYTES = 1024 * 1024;
 
 function parseBatch(body: unknown): unknown[] {
   const f = Fields.object(body).only(['events']);
-  const events = f.value.events;
+  const events = f.get('events');
   if (!Array.isArray(events)) f.fail('events', 'is required: an array of {type, data, id?}');
   else if (events.length === 0) f.fail('events', 'must hold at least one event');
   else if (events.length > MAX_BATCH_EVENTS) f.fail('events', `must hold at most ${MAX_BATCH_EVENTS} events`);

@@ -18,7 +18,7 @@ export function revocationRoutes(ctx: Context): Route[] {
       body: 'json',
       async handler(req) {
         const f = Fields.object(req.body).only(['client_id', 'reason']);
-        const clientId = f.string('client_id', { required: true, min: 1, max: 200 });
+        const clientId = f.string('client_id', { required: true, min: 1, max: 128 });
         const reason = f.string('reason', { required: true, min: 1, max: 1000 });
         f.done();
         const claims = req.auth!.claims;

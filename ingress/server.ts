@@ -4,7 +4,7 @@ import { Metrics } from '../core/metrics.ts';
 import { RateLimiter } from '../core/rate-limit.ts';
 import { Router } from './router.ts';
 import { Pipeline } from './pipeline.ts';
-import { listen } from './uws-adapter.ts';
+import { bodyReads, listen } from './uws-adapter.ts';
 import { startAdminServer } from './admin-server.ts';
 import { authRoutes } from './routes/auth.ts';
 import { dataPlaneRoutes } from './routes/data-plane.ts';
@@ -42,6 +42,7 @@ export async function startIngress(ctx: Context, opts: IngressOptions = {}): Pro
   const http = await listen(pipeline, host, opts.port ?? ctx.config.port, ctx.config.maxBodyBytes);
   metrics.gauge('sluice_token_cache_entries', () => ctx.tokens.cacheSize);
   metrics.gauge('sluice_kafka_staleness_ms', staleness);
+  metrics.gauge('sluice_request_bodies_reading', () => bodyReads.pending);
   const admin = await startAdminServer(host, opts.adminPort ?? ctx.config.adminPort, metrics, {
     ready: () => ctx.state.ready,
     problem: unavailableReason,

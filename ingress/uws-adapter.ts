@@ -123,8 +123,12 @@ export function listen(pipeline: Pipeline, host: string, port: number, maxBodyBy
   });
 }
 
+/** Request bodies being read right now (a gauge: an upload the client abandoned must not stay here). */
+export const bodyReads = { pending: 0 };
+
 /** Reads the body; `onAbort` is handed a function that fails it when the client goes away mid-upload. */
 function readBody(res: uWS.HttpResponse, max: number, onAbort: (settle: () => void) => void): Promise<Buffer> {
+  bodyReads.pending++;
   const p = new Promise<Buffer>((resolve, reject) => {
     onAbort(() => reject(invalidRequest([{ path: 'body', message: 'the client closed the connection before the body ended' }])));
     const chunks: Buffer[] = [];
@@ -141,6 +145,6 @@ function readBody(res: uWS.HttpResponse, max: number, onAbort: (settle: () => vo
       if (isLast) resolve(Buffer.concat(chunks));
     });
   });
-  p.catch(() => {}); // a request refused early never awaits its body
+  p.catch(() => {}).finally(() => bodyReads.pending--); // (a request refused early never awaits its body)
   return p;
 }

@@ -107,3 +107,24 @@ t.test('client claims about address, host or path never reach the upstream', asy
   t.equal(h['x-sluice-tenant'], 'acme', 'the tenant header is the edge’s own');
   t.equal(h['x-custom'], 'kept', 'other headers pass');
 });
+
+t.test('an upload abandoned mid-body leaves no body read pending', async (t) => {
+  const { bodyReads } = await import('../../ingress/uws-adapter.ts');
+  const { connect } = await import('node:net');
+  const before = bodyReads.pending;
+  for (let i = 0; i < 20; i++) {
+    await new Promise<void>((resolve) => {
+      const s = connect(port, '127.0.0.1', () => {
+        s.write(`POST /v1/webhooks/events HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${token}\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"type":"inference.`);
+        setTimeout(() => {
+          s.destroy();
+          resolve();
+        }, 50);
+      });
+    });
+  }
+  for (let i = 0; i < 40 && bodyReads.pending > before; i++) await new Promise((r) => setTimeout(r, 50));
+  t.equal(bodyReads.pending, before, 'every abandoned body read settled');
+  const res = await call(node.base, 'GET', '/v1/webhooks/endpoints', { token });
+  t.equal(res.status, 200, 'and the node answers as before');
+});

@@ -7,8 +7,12 @@ import type { EndpointRecord } from './records.ts';
 export class EndpointRegistry implements StateView {
   private readonly endpoints = new Map<string, EndpointRecord>();
   private readonly secrets = new Map<string, string>();
-  /** Per tenant: its endpoints by id, the ids by event kind ('*' included), and a sorted list made on demand. */
-  private readonly tenants = new Map<string, { byId: Map<string, EndpointRecord>; byKind: Map<string, Set<string>>; sorted: EndpointRecord[] | null }>();
+  /**
+   * Per tenant: its endpoints by id, the ids by event kind ('*' included), and a sorted list made on
+   * demand and then kept up to date (a change moves one entry: a tenant of 100,000 endpoints is not
+   * sorted again after every change).
+   */
+  private readonly tenants = new Map<string, Tenant>();
   /** Endpoint records read by list and match calls: what a call costs, for tests and metrics. */
   touched = 0;
   /** Called after every change (the dispatcher releases held deliveries when one turns ACTIVE). */
@@ -19,12 +23,13 @@ export class EndpointRegistry implements StateView {
   apply(r: StateRecord): void {
     const rec = parseJson<EndpointRecord>(r.value);
     const old = this.endpoints.get(r.key);
-    if (old) this.unindex(old);
-    if (rec === null) this.endpoints.delete(r.key);
+    if (old && rec && old.tenant_id === rec.tenant_id && old.created_at === rec.created_at && old.id === rec.id) this.replace(old, rec);
     else {
-      this.endpoints.set(r.key, rec);
-      this.index(rec);
+      if (old) this.unindex(old);
+      if (rec) this.index(rec);
     }
+    if (rec === null) this.endpoints.delete(r.key);
+    else this.endpoints.set(r.key, rec);
     this.secrets.delete(r.key);
     for (const l of this.listeners) l(r.key, rec);
   }
@@ -36,12 +41,8 @@ export class EndpointRegistry implements StateView {
       this.tenants.set(rec.tenant_id, t);
     }
     t.byId.set(rec.id, rec);
-    for (const kind of rec.events) {
-      let ids = t.byKind.get(kind);
-      if (!ids) t.byKind.set(kind, (ids = new Set()));
-      ids.add(rec.id);
-    }
-    t.sorted = null;
+    indexKinds(t, rec);
+    if (t.sorted) t.sorted.splice(place(t.sorted, rec), 0, rec);
   }
 
   private unindex(rec: EndpointRecord): void {
@@ -49,8 +50,25 @@ export class EndpointRegistry implements StateView {
     if (!t) return;
     t.byId.delete(rec.id);
     for (const kind of rec.events) t.byKind.get(kind)?.delete(rec.id);
-    t.sorted = null;
+    if (t.sorted) {
+      const i = place(t.sorted, rec);
+      if (t.sorted[i] === rec) t.sorted.splice(i, 1);
+      else t.sorted = null; // not where it belongs: sorted again on demand
+    }
     if (t.byId.size === 0) this.tenants.delete(rec.tenant_id);
+  }
+
+  /** An update that keeps the endpoint's place in its tenant's list (same tenant, same created_at). */
+  private replace(old: EndpointRecord, rec: EndpointRecord): void {
+    const t = this.tenants.get(rec.tenant_id)!;
+    for (const kind of old.events) t.byKind.get(kind)?.delete(old.id);
+    t.byId.set(rec.id, rec);
+    indexKinds(t, rec);
+    if (t.sorted) {
+      const i = place(t.sorted, old);
+      if (t.sorted[i] === old) t.sorted[i] = rec;
+      else t.sorted = null;
+    }
   }
 
   get(id: string): EndpointRecord | undefined {
@@ -63,12 +81,12 @@ export class EndpointRegistry implements StateView {
     return rec && rec.tenant_id === tenantId ? rec : undefined;
   }
 
-  /** The tenant's endpoints, oldest first; reads only that tenant's records. */
+  /** The tenant's endpoints, oldest first; reads only that tenant's records. The array is the registry's own, kept up to date: read it at once, do not keep it. */
   listTenant(tenantId: string): EndpointRecord[] {
     const t = this.tenants.get(tenantId);
     if (!t) return [];
     if (!t.sorted) {
-      t.sorted = [...t.byId.values()].sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : 1));
+      t.sorted = [...t.byId.values()].sort((a, b) => (before(a, b) ? -1 : 1));
       this.touched += t.sorted.length;
     }
     return t.sorted;
@@ -100,4 +118,36 @@ export class EndpointRegistry implements StateView {
     this.secrets.set(id, s);
     return s;
   }
+}
+
+interface Tenant {
+  byId: Map<string, EndpointRecord>;
+  byKind: Map<string, Set<string>>;
+  /** Oldest first (created_at, then id); null until a list asks for it. */
+  sorted: EndpointRecord[] | null;
+}
+
+function indexKinds(t: Tenant, rec: EndpointRecord): void {
+  for (const kind of rec.events) {
+    let ids = t.byKind.get(kind);
+    if (!ids) t.byKind.set(kind, (ids = new Set()));
+    ids.add(rec.id);
+  }
+}
+
+/** List order: created_at, then id. */
+function before(a: EndpointRecord, b: EndpointRecord): boolean {
+  return a.created_at < b.created_at || (a.created_at === b.created_at && a.id < b.id);
+}
+
+/** Where `rec` is, or goes, in a sorted list (binary search). */
+function place(sorted: EndpointRecord[], rec: EndpointRecord): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (before(sorted[mid], rec)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }

@@ -1,0 +1,54 @@
+/**
+ * The state bench's section of bench/RESULTS.md, between `<!-- state:begin -->` and
+ * `<!-- state:end -->` (replaced in place, else appended; the rest of the file is left alone).
+ * bench/dispatch/results.ts keeps the dispatch bench's labelled blocks inside its own markers, so
+ * this one small writer has the state markers.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+
+const BEGIN = '<!-- state:begin -->';
+const END = '<!-- state:end -->';
+
+export function writeStateSection(file: string, body: string): void {
+  let text = existsSync(file) ? readFileSync(file, 'utf8') : '# Benchmark results\n';
+  const block = `${BEGIN}\n${body.trim()}\n${END}`;
+  const start = text.indexOf(BEGIN);
+  const stop = text.indexOf(END);
+  if (start >= 0 && stop > start) text = text.slice(0, start) + block + text.slice(stop + END.length);
+  else text = `${text.trimEnd()}\n\n${block}\n`;
+  writeFileSync(file, text);
+}
+
+export const fmt = (n: number | null | undefined, digits = 0) =>
+  n === null || n === undefined || !Number.isFinite(n) ? '—' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+/** "met (…)" / "MISSED (…)" for a value against an upper bound. */
+export function verdict(value: number | null, limit: number, unit: string): string {
+  if (value === null || !Number.isFinite(value)) return 'not measured';
+  const d = (x: number) => fmt(x, Math.abs(x) < 10 ? 1 : 0);
+  return value < limit ? `met (${d(limit - value)} ${unit} under)` : `**MISSED** (${d(value - limit)} ${unit} over, ${fmt(value / limit, 1)}×)`;
+}
+
+/** Resident memory of a process by kind (/proc/<pid>/status), in MiB: heap and stacks vs mapped files (LMDB). */
+export function rssParts(pid: number | undefined): { anon: number; file: number } | null {
+  if (pid === undefined) return null;
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0);
+    return { anon: kb('RssAnon') / 1024, file: (kb('RssFile') + kb('RssShmem')) / 1024 };
+  } catch {
+    return null;
+  }
+}
+
+/** The machine's CPU counters (/proc/stat): busy and total, in ticks over all cores. */
+export function machineCpu(): { busy: number; total: number } {
+  try {
+    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    const idle = (f[3] ?? 0) + (f[4] ?? 0); // idle + iowait
+    const total = f.slice(0, 8).reduce((a, b) => a + b, 0); // without guest time, counted in user already
+    return { busy: total - idle, total };
+  } catch {
+    return { busy: 0, total: 0 };
+  }
+}

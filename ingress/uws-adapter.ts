@@ -118,7 +118,15 @@ export function listen(pipeline: Pipeline, host: string, port: number, maxBodyBy
   return new Promise((resolve, reject) => {
     app.listen(host, port, (token) => {
       if (!token) return reject(new Error(`cannot listen on ${host}:${port}: the port is in use or not allowed`));
-      resolve({ port: uWS.us_socket_local_port(token), close: () => uWS.us_listen_socket_close(token) });
+      resolve({
+        port: uWS.us_socket_local_port(token),
+        close: () => {
+          uWS.us_listen_socket_close(token);
+          // Open keep-alive connections too (untyped in this build): otherwise a stop waits for
+          // uWS's 10 s idle timeout while any client holds a connection.
+          (app as unknown as { close(): void }).close();
+        },
+      });
     });
   });
 }

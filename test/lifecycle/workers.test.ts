@@ -44,3 +44,22 @@ t.test('sluice start --workers 2: two processes share the port, each serves its 
   child.kill('SIGTERM');
   t.equal(await exited, 0, 'SIGTERM stops every worker and the primary exits 0');
 });
+
+t.test('a stop does not wait for clients that hold keep-alive connections', async (t) => {
+  const { startTestNode } = await import('../helpers/sluice.ts');
+  const { connect } = await import('node:net');
+  const node = await startTestNode();
+  const port = node.ingress!.port;
+  const sockets = await Promise.all(
+    Array.from({ length: 5 }, () => new Promise<import('node:net').Socket>((resolve) => {
+      const s = connect(port, '127.0.0.1', () => s.write('GET /v1/auth/jwks HTTP/1.1\r\nhost: x\r\n\r\n'));
+      s.once('data', () => resolve(s));
+    })),
+  );
+  const closed = sockets.map((s) => new Promise<void>((r) => s.once('close', () => r())));
+  const started = Date.now();
+  await node.close();
+  await Promise.all(closed);
+  const ms = Date.now() - started;
+  t.ok(ms < 5000, `the node stopped and closed 5 idle keep-alive connections in ${ms} ms (uWS would hold them 10 s)`);
+});

@@ -34,6 +34,7 @@ import { freePort } from '../scripts/free-port.ts';
 import { rpc, type HopKafkaResult, type HopKafkaSpec, type HopPostResult, type HopPostSpec, type LoadRequest, type LoadResult, type LoadSpec, type PortMode, type PortStats, type ReceiverRequest, type ReceiverStats } from './dispatch/ipc.ts';
 import { ProcSampler, childPid, listenerPid, processTree, type Usage } from './dispatch/proc-stats.ts';
 import { writeSection } from './dispatch/results.ts';
+import { dropBenchTopics, tail, waitForLine } from './children.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RUN_TS = join(ROOT, 'bin/run-ts.js');
@@ -137,36 +138,6 @@ function launch(name: string, args: string[], env: NodeJS.ProcessEnv, stage: 1 |
   return { proc: track(name, proc, stage), log };
 }
 
-function tail(log: string): string {
-  try {
-    return readFileSync(log, 'utf8').trimEnd().split('\n').slice(-15).join('\n');
-  } catch {
-    return '(no log)';
-  }
-}
-
-function waitForLine(proc: ChildProcess, re: RegExp, timeoutMs: number, what: string, log: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let partial = '';
-    const finish = (err?: Error) => {
-      clearTimeout(timer);
-      proc.stdout!.off('data', onData);
-      proc.off('exit', onExit);
-      if (err) reject(err);
-      else resolve();
-    };
-    const onData = (chunk: Buffer) => {
-      const lines = (partial + chunk.toString('utf8')).split('\n');
-      partial = lines.pop()!;
-      if (lines.some((l) => re.test(l))) finish();
-    };
-    const onExit = (code: number | null) => finish(new Error(`${what} exited (${code}) before it was ready:\n${tail(log)}`));
-    const timer = setTimeout(() => finish(new Error(`${what} not ready within ${timeoutMs / 1000} s:\n${tail(log)}`)), timeoutMs);
-    proc.stdout!.on('data', onData);
-    proc.once('exit', onExit);
-  });
-}
-
 /** A bench helper (TypeScript, through bin/run-ts.js) with an IPC channel. */
 function forkTs(name: string, script: string, args: string[] = []): ChildProcess {
   return track(name, fork(RUN_TS, [join(ROOT, 'bench/dispatch', script), ...args], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }), 0);
@@ -194,21 +165,6 @@ let brokers: string[] = [];
 let prefix = '';
 let externalKafka = false;
 
-/** Our topics and groups on a broker we did not start (a local one goes with its data dir). */
-async function dropBenchTopics(): Promise<void> {
-  const admin = createKafka(brokers, 'sluice-bench-cleanup').admin();
-  try {
-    await admin.connect();
-    const topics = (await admin.listTopics()).filter((t) => t.startsWith(`${prefix}.`));
-    if (topics.length > 0) await admin.deleteTopics({ topics });
-    const groups = (await admin.listGroups()).groups.map((g) => g.groupId).filter((g) => g.startsWith(`${prefix}.`) || g.startsWith(`${prefix}-`));
-    if (groups.length > 0) await admin.deleteGroups(groups);
-  } catch (err) {
-    process.stderr.write(`note: could not delete the bench topics ${prefix}.*: ${(err as Error).message}\n`);
-  } finally {
-    await admin.disconnect().catch(() => {});
-  }
-}
 
 let sampler: ProcSampler | null = null;
 let shuttingDown = false;
@@ -219,7 +175,7 @@ async function shutdown(code: number): Promise<void> {
   sampler?.stop();
   for (const stage of [0, 1, 2] as const) {
     await Promise.all(children.filter((c) => c.stage === stage).map((c) => stopProc(c.proc)));
-    if (stage === 1 && externalKafka && prefix) await dropBenchTopics();
+    if (stage === 1 && externalKafka && prefix) await dropBenchTopics(brokers, prefix);
   }
   if ((code === 0 || code === 1) && !opt.profile) rmSync(work, { recursive: true, force: true });
   else process.stderr.write(`logs${opt.profile ? ' and CPU profiles (prof/)' : ''} kept in ${work}\n`);
@@ -311,7 +267,7 @@ async function main(): Promise<number> {
     const port = await freePort();
     say(`starting Kafka on 127.0.0.1:${port} (sluice kafka)...`);
     const k = launch('kafka', ['kafka', '--port', String(port), '--data-dir', join(work, 'kafka'), '--fresh'], process.env, 2);
-    await waitForLine(k.proc, /Kafka broker ready/, 240_000, 'sluice kafka', k.log);
+    await waitForLine(k, /Kafka broker ready/, 240_000, 'sluice kafka');
     brokers = [`127.0.0.1:${port}`];
   }
   const kafkaLauncher = children.find((c) => c.name === 'kafka')?.proc.pid;
@@ -351,7 +307,7 @@ async function main(): Promise<number> {
     dispatcherAdminPorts.push(ap);
     const d = launch(`dispatcher-${i}`, ['dispatcher'], { ...env, SLUICE_ADMIN_PORT: String(ap) }, 1);
     dispatchers.push(d.proc);
-    await waitForLine(d.proc, /dispatcher running/, 120_000, `dispatcher ${i}`, d.log);
+    await waitForLine(d, /dispatcher running/, 120_000, `dispatcher ${i}`);
   }
   const readyz = async (port: number) => {
     for (const deadline = Date.now() + 120_000; ; ) {

@@ -35,7 +35,7 @@ import { DLQ_RETENTION_MS, RUNG_LABELS } from '../core/backoff.ts';
 import { freePort, freePorts } from '../scripts/free-port.ts';
 import { rpc, type ReceiverRequest } from './dispatch/ipc.ts';
 import { ProcSampler, childPid, listenerPid, processTree, type Usage } from './dispatch/proc-stats.ts';
-import { Children, stop, tail, waitForLine, type Launched } from './state/children.ts';
+import { Children, dropBenchTopics, stop, tail, waitForLine, type Launched } from './children.ts';
 import { BIG, EVENT_TYPES, bigDlqEntry, bigDlqPosition, bigEndpoint, bigEndpointId, cursorOf, dlqEntry, dlqRecord, endpointRecord, makePlan, smallDlqEntry, smallEndpoint, smallTenant, type Plan } from './state/data.ts';
 import { fill, type FillProgress } from './state/fill.ts';
 import { Caller, repeat, stats, type Stats } from './state/http.ts';
@@ -92,7 +92,7 @@ async function shutdown(code: number): Promise<void> {
   sampler?.stop();
   for (const c of closers.splice(0).reverse()) await c().catch(() => {});
   await children.stopAll();
-  if (externalKafka && prefix) await dropBenchTopics();
+  if (externalKafka && prefix) await dropBenchTopics(brokers, prefix);
   if (code === 2 || opt['keep-logs']) {
     // Keep the logs of a failed run (Kafka's in kafka/logs), not the gigabytes of data beside them.
     for (const dir of ['data', 'data-baseline', 'kafka/kraft']) rmSync(join(work, dir), { recursive: true, force: true });
@@ -107,21 +107,6 @@ for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
   });
 }
 
-/** Our topics and groups on a broker we did not start (a local one goes with its data dir). */
-async function dropBenchTopics(): Promise<void> {
-  const admin = createKafka(brokers, 'sluice-bench-cleanup').admin();
-  try {
-    await admin.connect();
-    const topics = (await admin.listTopics()).filter((t) => t.startsWith(`${prefix}.`));
-    if (topics.length > 0) await admin.deleteTopics({ topics });
-    const groups = (await admin.listGroups()).groups.map((g) => g.groupId).filter((g) => g.startsWith(`${prefix}.`) || g.startsWith(`${prefix}-`));
-    if (groups.length > 0) await admin.deleteGroups(groups);
-  } catch (err) {
-    process.stderr.write(`note: could not delete the bench topics ${prefix}.*: ${(err as Error).message}\n`);
-  } finally {
-    await admin.disconnect().catch(() => {});
-  }
-}
 
 // ---------------------------------------------------------------- results collected on the way
 

@@ -1,8 +1,9 @@
 /**
- * The child processes of the state bench (bench/state.ts): `sluice kafka`, `sluice start`, the
+ * The child processes of the benches (bench/state.ts, bench/dispatch.ts): `sluice kafka`, `sluice start`, the
  * `sluice admin` CLI and the webhook receiver of the dispatch bench. Each one's stdout and stderr
  * go to <work>/<name>.log; stopAll() stops them in stages (helpers, then Sluice, then Kafka).
  */
+import { createKafka } from '../core/kafka/client.ts';
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -83,7 +84,7 @@ export function tail(log: string, lines = 15): string {
 }
 
 /** Resolves once the child prints a line matching `re`. */
-export function waitForLine(c: Launched, re: RegExp, timeoutMs: number, what: string): Promise<void> {
+export function waitForLine(c: Pick<Launched, 'proc' | 'log'>, re: RegExp, timeoutMs: number, what: string): Promise<void> {
   const { proc, log } = c;
   return new Promise((resolve, reject) => {
     let partial = '';
@@ -104,4 +105,20 @@ export function waitForLine(c: Launched, re: RegExp, timeoutMs: number, what: st
     proc.stdout!.on('data', onData);
     proc.once('exit', onExit);
   });
+}
+
+/** A bench's topics and groups on a broker it did not start (a local one goes with its data dir). */
+export async function dropBenchTopics(brokers: string[], prefix: string): Promise<void> {
+  const admin = createKafka(brokers, 'sluice-bench-cleanup').admin();
+  try {
+    await admin.connect();
+    const topics = (await admin.listTopics()).filter((t) => t.startsWith(`${prefix}.`));
+    if (topics.length > 0) await admin.deleteTopics({ topics });
+    const groups = (await admin.listGroups()).groups.map((g) => g.groupId).filter((g) => g.startsWith(`${prefix}.`) || g.startsWith(`${prefix}-`));
+    if (groups.length > 0) await admin.deleteGroups(groups);
+  } catch (err) {
+    process.stderr.write(`note: could not delete the bench topics ${prefix}.*: ${(err as Error).message}\n`);
+  } finally {
+    await admin.disconnect().catch(() => {});
+  }
 }

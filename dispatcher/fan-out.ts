@@ -10,6 +10,9 @@ import type { Metrics } from '../core/metrics.ts';
 import { deliveryJson, newDelivery, parseEventRecord } from '../core/webhooks/deliveries.ts';
 import { GroupConsumer } from './consume.ts';
 
+/** How long a fan-out waits for its endpoint view to catch up before it matches anyway (and logs). */
+const VIEW_WAIT_MS = 30_000;
+
 export function fanOutConsumer(ctx: Context, metrics: Metrics): GroupConsumer {
   return new GroupConsumer(ctx.kafka, ctx.log, {
     groupId: `${ctx.config.topicPrefix}.fan-out`,
@@ -18,13 +21,21 @@ export function fanOutConsumer(ctx: Context, metrics: Metrics): GroupConsumer {
     async eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }, member) {
       if (batch.messages.length === 0) return;
       const out: OutRecord[] = [];
+      const events = batch.messages.map((m) => parseEventRecord(m.value));
+      // Read-your-writes across processes: match only once this view of the endpoints has read
+      // as far as the publishing node's had (an endpoint registered just before is not missed).
+      const needed = Math.max(0, ...events.map((e) => e?.endpoints_at ?? 0));
+      for (let waited = 0; Number(ctx.state.position(ctx.topics.endpoints, 0)) < needed && waited < VIEW_WAIT_MS; waited += 10) {
+        if (waited % 1000 === 0) await heartbeat();
+        await new Promise((r) => setTimeout(r, 10));
+      }
       const now = ctx.clock.now();
-      for (const m of batch.messages) {
-        const event = parseEventRecord(m.value);
-        if (!event) {
+      for (const parsed of events) {
+        if (!parsed) {
           metrics.inc('sluice_events_total', { outcome: 'malformed' });
           continue;
         }
+        const { endpoints_at: _seen, ...event } = parsed; // a matching detail, not part of the event
         const endpoints = ctx.endpoints.matching(event.tenant_id, event.type);
         metrics.inc('sluice_events_total', { outcome: endpoints.length > 0 ? 'matched' : 'unmatched' });
         // Keyed by delivery id: one endpoint's backlog spreads over every partition, so every

@@ -62,7 +62,7 @@ export function parseEventRecord(value: Buffer | null): EventRecord | null {
   if (typeof e.tenant_id !== 'string' || e.tenant_id === '') return null;
   if (typeof e.type !== 'string' || !isPublishableType(e.type)) return null;
   if (typeof e.created_at !== 'number' || !Number.isFinite(e.created_at)) return null;
-  return { id: e.id, tenant_id: e.tenant_id, type: e.type, data: e.data ?? null, created_at: e.created_at };
+  return { id: e.id, tenant_id: e.tenant_id, type: e.type, data: e.data ?? null, created_at: e.created_at, ...(typeof e.endpoints_at === 'number' && Number.isSafeInteger(e.endpoints_at) ? { endpoints_at: e.endpoints_at } : {}) };
 }
 
 export function parseDeliveryRecord(value: Buffer | null): DeliveryRecord | null {

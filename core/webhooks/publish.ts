@@ -85,7 +85,7 @@ export async function publishBatch(ctx: Context, tenantId: string, inputs: Omit<
     const matched = ctx.endpoints.matching(tenantId, input.type).length;
     if (input.id === undefined) {
       const id = newId('evt');
-      events.push({ id, tenant_id: tenantId, type: input.type, data: input.data, created_at: now });
+      events.push({ id, tenant_id: tenantId, type: input.type, data: input.data, created_at: now, endpoints_at: endpointsAt(ctx) });
       results[index] = ok({ id, matched_endpoints: matched, repeated: false });
       return;
     }
@@ -112,7 +112,7 @@ export async function publishBatch(ctx: Context, tenantId: string, inputs: Omit<
       ? ok({ id: c.input.id!, matched_endpoints: c.claim.matched_endpoints, repeated: false })
       : { ok: false, error: new SluiceError('UNAVAILABLE', `another publish of event id "${c.input.id}" won the race; retry to read its result`) };
   }
-  for (const c of won) events.push({ id: c.input.id!, tenant_id: tenantId, type: c.input.type, data: c.input.data, created_at: c.claim.claimed_at });
+  for (const c of won) events.push({ id: c.input.id!, tenant_id: tenantId, type: c.input.type, data: c.input.data, created_at: c.claim.claimed_at, endpoints_at: endpointsAt(ctx) });
   await ctx.producer.send(ctx.topics.events, events.map((e) => ({ key: tenantId, value: JSON.stringify(e) })), ACK);
   if (won.length > 0) await ctx.producer.send(ctx.topics.control, won.map((c) => ({ key: eventIdKey(tenantId, c.input.id!), value: JSON.stringify({ ...c.claim, state: 'published' } satisfies EventIdClaim) })), ACK);
   inputs.forEach((input, index) => {
@@ -124,7 +124,12 @@ export async function publishBatch(ctx: Context, tenantId: string, inputs: Omit<
 }
 
 async function writeEvent(ctx: Context, event: EventRecord): Promise<void> {
-  await ctx.producer.sendJson(ctx.topics.events, event.tenant_id, event, undefined, ACK);
+  await ctx.producer.sendJson(ctx.topics.events, event.tenant_id, { ...event, endpoints_at: endpointsAt(ctx) }, undefined, ACK);
+}
+
+/** How far this node has read the (single-partition) endpoints topic: see EventRecord.endpoints_at. */
+function endpointsAt(ctx: Context): number {
+  return Number(ctx.state.position(ctx.topics.endpoints, 0));
 }
 
 /** Waits until the claim is published or the time runs out; returns the last winner seen. */

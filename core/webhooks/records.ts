@@ -28,6 +28,12 @@ export interface EventRecord {
   type: string;
   data: unknown;
   created_at: number; // ms
+  /**
+   * How far the publishing node had read `sluice.endpoints` (its next offset) when it matched the
+   * event: the fan-out waits until its own view has read as far, so an endpoint registered before
+   * the publish is never missed by a dispatcher whose view lags. Absent from direct producers.
+   */
+  endpoints_at?: number;
 }
 
 /** `sluice.deliveries` and `sluice.retry.<rung>`, key = delivery_id: one (event, endpoint) pair. */

@@ -42,7 +42,7 @@ export function fanOutConsumer(ctx: Context, metrics: Metrics): GroupConsumer {
         // dispatcher process shares it (delivery order was never promised; receivers dedupe on id).
         const eventJson = endpoints.length > 0 ? JSON.stringify(event) : '';
         for (const ep of endpoints) {
-          const d = newDelivery(event, ep.id, now);
+          const d = { ...newDelivery(event, ep.id, now), endpoints_at: Number(ctx.state.position(ctx.topics.endpoints, 0)) };
           out.push({ key: d.delivery_id, value: deliveryJson(d, eventJson) });
         }
       }

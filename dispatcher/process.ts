@@ -69,11 +69,25 @@ async function attempt(s: Stage, rec: DeliveryRecord, heldSince: number | null):
   }
 }
 
-export function processDelivery(s: Stage, rec: DeliveryRecord | null, heldSince: number | null, origin?: string): Promise<Outcome> {
+/**
+ * An endpoint this process does not know may be one its view has not read yet (registered on
+ * another node a moment ago): wait, up to 10 s, until the view has read as far as the fan-out's
+ * had, before calling it deleted.
+ */
+async function caughtUp(ctx: Context, rec: DeliveryRecord): Promise<void> {
+  const needed = rec.endpoints_at ?? 0;
+  for (let waited = 0; Number(ctx.state.position(ctx.topics.endpoints, 0)) < needed && waited < 10_000; waited += 10) await new Promise((r) => setTimeout(r, 10));
+}
+
+export async function processDelivery(s: Stage, rec: DeliveryRecord | null, heldSince: number | null, origin?: string): Promise<Outcome> {
   if (s.stopping) return never();
-  if (rec === null) return Promise.resolve({ kind: 'dropped', rec: null, reason: 'malformed' });
-  const first = precheck(s.ctx, rec, heldSince);
-  if (isOutcome(first)) return Promise.resolve(first);
+  if (rec === null) return { kind: 'dropped', rec: null, reason: 'malformed' };
+  let first = precheck(s.ctx, rec, heldSince);
+  if (isOutcome(first) && first.kind === 'dropped' && (rec.endpoints_at ?? 0) > Number(s.ctx.state.position(s.ctx.topics.endpoints, 0))) {
+    await caughtUp(s.ctx, rec);
+    first = precheck(s.ctx, rec, heldSince);
+  }
+  if (isOutcome(first)) return first;
   return new Promise<Outcome>((resolve) => {
     s.scheduler.submit({
       endpointId: rec.endpoint_id,

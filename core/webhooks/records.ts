@@ -51,6 +51,8 @@ export interface DeliveryRecord {
   last_status: number | null;
   last_error: string | null;
   last_attempt_at: number | null;
+  /** How far the fan-out's view had read `sluice.endpoints`: a lagging dispatcher waits for it before calling the endpoint gone. */
+  endpoints_at?: number;
 }
 
 /** `sluice.dlq`, key = tenant_id: a dead-lettered delivery (the entry of the architecture page). */

@@ -52,6 +52,9 @@ export interface StateConsumerOptions {
   store?: ViewStore;
 }
 
+/** Records of a stored view applied in one transaction once the node serves (see eachBatch). */
+const STORED_SLICE = 200;
+
 export class StateConsumer {
   private readonly consumer: Consumer;
   private readonly views = new Map<string, StateView[]>();
@@ -139,7 +142,16 @@ export class StateConsumer {
           timestamp: Number(m.timestamp),
         }));
         if (!this.storedTopics.has(batch.topic)) this.applyAll(batch.topic, records);
-        else if (records.length > 0) await this.store!.transaction(() => this.applyStored(batch.topic, batch.partition, records));
+        else {
+          // Once serving, a big batch is applied in slices, each its own transaction: one slice
+          // holds the event loop ~2-3 ms instead of a whole batch's ~15-30 ms (the requests
+          // waiting behind it). While catching up at start, whole batches (fewer commits) are faster.
+          const slice = this.ready ? STORED_SLICE : records.length;
+          for (let i = 0; i < records.length; i += slice) {
+            const part = records.slice(i, i + slice);
+            await this.store!.transaction(() => this.applyStored(batch.topic, batch.partition, part));
+          }
+        }
         const key = `${batch.topic}:${batch.partition}`;
         if (batch.messages.length > 0) this.advance(key, BigInt(batch.messages[batch.messages.length - 1].offset) + 1n);
         const end = this.pending.get(key);

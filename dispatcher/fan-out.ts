@@ -10,8 +10,8 @@ import type { Metrics } from '../core/metrics.ts';
 import { deliveryJson, newDelivery, parseEventRecord } from '../core/webhooks/deliveries.ts';
 import { GroupConsumer } from './consume.ts';
 
-/** How long a fan-out waits for its endpoint view to catch up before it matches anyway (and logs). */
-const VIEW_WAIT_MS = 30_000;
+/** How long a fan-out waits for its endpoint view to catch up before it matches anyway (under the session timeout). */
+const VIEW_WAIT_MS = 10_000;
 
 export function fanOutConsumer(ctx: Context, metrics: Metrics): GroupConsumer {
   return new GroupConsumer(ctx.kafka, ctx.log, {
@@ -24,11 +24,8 @@ export function fanOutConsumer(ctx: Context, metrics: Metrics): GroupConsumer {
       const events = batch.messages.map((m) => parseEventRecord(m.value));
       // Read-your-writes across processes: match only once this view of the endpoints has read
       // as far as the publishing node's had (an endpoint registered just before is not missed).
-      const needed = Math.max(0, ...events.map((e) => e?.endpoints_at ?? 0));
-      for (let waited = 0; Number(ctx.state.position(ctx.topics.endpoints, 0)) < needed && waited < VIEW_WAIT_MS; waited += 10) {
-        if (waited % 1000 === 0) await heartbeat();
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      const needed = events.reduce((n, e) => Math.max(n, e?.endpoints_at ?? 0), 0);
+      await ctx.state.reached(ctx.topics.endpoints, 0, needed, VIEW_WAIT_MS);
       const now = ctx.clock.now();
       for (const parsed of events) {
         if (!parsed) {

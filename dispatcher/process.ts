@@ -69,22 +69,13 @@ async function attempt(s: Stage, rec: DeliveryRecord, heldSince: number | null):
   }
 }
 
-/**
- * An endpoint this process does not know may be one its view has not read yet (registered on
- * another node a moment ago): wait, up to 10 s, until the view has read as far as the fan-out's
- * had, before calling it deleted.
- */
-async function caughtUp(ctx: Context, rec: DeliveryRecord): Promise<void> {
-  const needed = rec.endpoints_at ?? 0;
-  for (let waited = 0; Number(ctx.state.position(ctx.topics.endpoints, 0)) < needed && waited < 10_000; waited += 10) await new Promise((r) => setTimeout(r, 10));
-}
-
 export async function processDelivery(s: Stage, rec: DeliveryRecord | null, heldSince: number | null, origin?: string): Promise<Outcome> {
   if (s.stopping) return never();
   if (rec === null) return { kind: 'dropped', rec: null, reason: 'malformed' };
   let first = precheck(s.ctx, rec, heldSince);
-  if (isOutcome(first) && first.kind === 'dropped' && (rec.endpoints_at ?? 0) > Number(s.ctx.state.position(s.ctx.topics.endpoints, 0))) {
-    await caughtUp(s.ctx, rec);
+  // An endpoint this process does not know may be one its view has not read yet (registered on
+  // another node a moment ago): wait until it has read as far as the fan-out had, then look again.
+  if (isOutcome(first) && first.kind === 'dropped' && (await s.ctx.state.reached(s.ctx.topics.endpoints, 0, rec.endpoints_at ?? 0, 10_000))) {
     first = precheck(s.ctx, rec, heldSince);
   }
   if (isOutcome(first)) return first;

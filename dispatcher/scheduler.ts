@@ -166,11 +166,11 @@ export class DeliveryScheduler<T> {
     job.run().then(
       (value) => this.settle(q, job, value),
       // run() reports failures as values; a throw here is a bug, and the job must still settle.
-      (err) => this.settle(q, job, job.divert('slow', null), err),
+      () => this.settle(q, job, job.divert('slow', null)),
     );
   }
 
-  private settle(q: EndpointQueue<T>, job: Job<T>, value: T, _err?: unknown): void {
+  private settle(q: EndpointQueue<T>, job: Job<T>, value: T): void {
     q.active--;
     this.inFlight--;
     this.bufferedCount--;

@@ -122,11 +122,7 @@ export class AuditWriter {
     }
     const offsets = await this.admin.fetchTopicOffsets(topic);
     const end = BigInt(offsets.find((o) => o.partition === 0)?.high ?? '0');
-    const deadline = Date.now() + CATCH_UP_MS;
-    while (state.position(topic, 0) < end) {
-      if (Date.now() > deadline) throw new Error(`the audit view did not reach offset ${end} within ${CATCH_UP_MS} ms`);
-      await sleep(5);
-    }
+    if (!(await state.reached(topic, 0, end, CATCH_UP_MS))) throw new Error(`the audit view did not reach offset ${end} within ${CATCH_UP_MS} ms`);
     const last = view.tail();
     this.tail = last ? { seq: last.seq, hash: last.hash } : { seq: 0, hash: GENESIS_HASH };
   }

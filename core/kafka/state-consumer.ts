@@ -233,6 +233,21 @@ export class StateConsumer {
     return this.positions.get(`${topic}:${partition}`) ?? 0n;
   }
 
+  /**
+   * Resolves true once this consumer has read a partition up to `offset` (its next offset is at
+   * least that), false when `timeoutMs` passed first: how a caller waits for its own or another
+   * node's write to reach this node's views.
+   */
+  async reached(topic: string, partition: number, offset: bigint | number, timeoutMs: number): Promise<boolean> {
+    const want = BigInt(offset);
+    const deadline = Date.now() + timeoutMs;
+    while (this.position(topic, partition) < want) {
+      if (Date.now() > deadline) return false;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    return true;
+  }
+
   viewsOf(topic: string): readonly StateView[] {
     return this.views.get(topic) ?? [];
   }

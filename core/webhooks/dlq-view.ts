@@ -125,11 +125,6 @@ export class DlqView implements StoredView {
     return n;
   }
 
-  /** Every listed entry as an array: for small answers only (tests); replay and the CLI use `stream`. */
-  all(tenantId: string, filter: DlqFilter, nowMs: number): DlqEntry[] {
-    return [...this.stream(tenantId, filter, nowMs)];
-  }
-
   list(tenantId: string, q: DlqFilter & { limit: number; after: Position | null }, nowMs: number): { data: DlqEntry[]; next_cursor: string | null } {
     this.sweep(nowMs);
     const page = pageOf(this.listed(tenantId, q, q.after, nowMs), (p) => p, q.after, q.limit);

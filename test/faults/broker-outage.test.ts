@@ -5,21 +5,11 @@
  * short form here: 10 s; `npm run soak` runs 30 s).
  */
 import t from 'tap';
-import { startTestNode } from '../helpers/sluice.ts';
-import { receiver, registerEndpoint } from '../dispatcher/receiver.ts';
-import { ownKafka, publisher, missing } from './harness.ts';
+import { registerEndpoint } from '../dispatcher/receiver.ts';
+import { faultWorld, publisher, missing } from './harness.ts';
 
 const OUTAGE_MS = Number(process.env.SLUICE_FAULT_OUTAGE_S ?? 10) * 1000;
-const kafka = await ownKafka(1);
-const node = await startTestNode({ SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: '600', SLUICE_KAFKA_STALE_MS: '3000' }, { dispatcher: true, brokers: kafka.brokers });
-const r = await receiver(200);
-t.teardown(async () => {
-  await Promise.race([node.close(), new Promise((res) => setTimeout(res, 15_000))]);
-  await r.close();
-  await kafka.cleanup();
-  // kafkajs may keep a retry timer of the dead connections; once the report is out, leave.
-  setTimeout(() => process.exit(), 1000).unref();
-});
+const { kafka, node, r } = await faultWorld(t, 1, { SLUICE_KAFKA_STALE_MS: '3000' });
 
 t.test(`a ${OUTAGE_MS / 1000} s broker outage under load: 503 while down, nothing accepted is lost`, async (t) => {
   const token = await node.token(await node.client('admin', 'outage'));

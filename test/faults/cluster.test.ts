@@ -4,19 +4,10 @@
  * nothing (publishing keeps being accepted with two of three in sync).
  */
 import t from 'tap';
-import { startTestNode } from '../helpers/sluice.ts';
-import { receiver, registerEndpoint } from '../dispatcher/receiver.ts';
-import { ownKafka, publisher, missing, whereAre } from './harness.ts';
+import { registerEndpoint } from '../dispatcher/receiver.ts';
+import { faultWorld, publisher, missing, whereAre } from './harness.ts';
 
-const kafka = await ownKafka(3);
-const node = await startTestNode({ SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: '600', SLUICE_LOG_LEVEL: process.env.FAULT_LOG ?? 'error' }, { dispatcher: true, brokers: kafka.brokers });
-const r = await receiver(200);
-t.teardown(async () => {
-  await Promise.race([node.close(), new Promise((res) => setTimeout(res, 15_000))]);
-  await r.close();
-  await kafka.cleanup();
-  setTimeout(() => process.exit(), 1000).unref();
-});
+const { kafka, node, r } = await faultWorld(t, 3);
 
 t.test("Sluice's topics are replicated 3 times with min.insync.replicas 2", async (t) => {
   const admin = node.ctx.kafka.admin();

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { loadConfig } from '../../core/config.ts';
 import { startLocalKafka, type LocalKafka } from '../../core/kafka/local-broker.ts';
 import { freePorts } from '../../scripts/free-port.ts';
-import { call, type TestNode } from '../helpers/sluice.ts';
+import { call, startTestNode, type TestNode } from '../helpers/sluice.ts';
+import { receiver } from '../dispatcher/receiver.ts';
 
 export async function ownKafka(nodes = 1): Promise<LocalKafka & { cleanup(): Promise<void> }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sluice-fault-kafka-'));
@@ -22,6 +23,24 @@ export async function ownKafka(nodes = 1): Promise<LocalKafka & { cleanup(): Pro
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A fault test's world: its own Kafka of `brokers` brokers, a Sluice node (ingress + dispatcher)
+ * on it, and a receiver answering 200. Torn down with the test; the process then exits, since
+ * kafkajs may keep retry timers for the brokers it lost.
+ */
+export async function faultWorld(t: { teardown(fn: () => Promise<void>): void }, brokers: number, env: Record<string, string> = {}) {
+  const kafka = await ownKafka(brokers);
+  const node = await startTestNode({ SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: '600', SLUICE_LOG_LEVEL: process.env.FAULT_LOG ?? 'error', ...env }, { dispatcher: true, brokers: kafka.brokers });
+  const r = await receiver(200);
+  t.teardown(async () => {
+    await Promise.race([node.close(), new Promise((res) => setTimeout(res, 15_000))]);
+    await r.close();
+    await kafka.cleanup();
+    setTimeout(() => process.exit(), 1000).unref();
+  });
+  return { kafka, node, r };
 }
 
 export interface PublishStats {

@@ -154,7 +154,7 @@ function checkAll(t: Test, now: number, what: string): void {
           if (bad <= 3) t.same(got.ids, want, `${what}: ${tenant} ${JSON.stringify(f)} limit ${limit}`);
         }
       }
-      const all = node.ctx.dlq.all(tenant, f, now).map((e) => e.id);
+      const all = [...node.ctx.dlq.stream(tenant, f, now)].map((e) => e.id);
       if (all.join() !== want.join()) {
         bad++;
         t.same(all, want, `${what}: all(${tenant}, ${JSON.stringify(f)})`);

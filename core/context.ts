@@ -52,8 +52,14 @@ export interface Context {
 export interface ContextOptions {
   brokers: string[];
   clock?: Clock;
-  /** More views for the same state consumer (endpoints, DLQ, audit...). */
+  /** More views for the same state consumer (audit, idempotency...). */
   views?: StateView[];
+  /**
+   * Whether this process materialises the webhook views (endpoints, DLQ). Every node does; an
+   * operator command that never reads them (`sluice admin`) does not, so it does not build a
+   * DLQ of millions just to create a client. Using an unopened view throws.
+   */
+  webhookViews?: boolean;
   component?: string;
 }
 
@@ -78,15 +84,16 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
     cacheSize: config.tokenCacheSize,
   });
   revocations.onChange = (clientId) => tokens.forgetClient(clientId);
-  const endpoints = new EndpointRegistry(topics.endpoints, config.masterKey);
-  const dlq = new DlqView(topics.dlq, clock);
+  const webhookViews = opts.webhookViews !== false;
+  const endpoints = webhookViews ? new EndpointRegistry(topics.endpoints, config.masterKey) : notOpened<EndpointRegistry>('the endpoints view');
+  const dlq = webhookViews ? new DlqView(topics.dlq, clock) : notOpened<DlqView>('the DLQ view');
   const storeDir = claimDataDir(config, opts.component ?? 'sluice');
   if (storeDir.temporary) log.info('another live process holds this process name\'s view store: rebuilding the views in a fresh directory', { path: storeDir.path });
   const store = await ViewStore.open(storeDir.path).catch((err) => {
     storeDir.release();
     throw new ConfigError('SLUICE_DATA_DIR', `cannot open the view store in ${storeDir.path}: ${(err as Error).message}`);
   });
-  const state = new StateConsumer(kafka, [keys, clients, revocations, endpoints, dlq, ...(opts.views ?? [])], {
+  const state = new StateConsumer(kafka, [keys, clients, revocations, ...(webhookViews ? [endpoints, dlq] : []), ...(opts.views ?? [])], {
     groupPrefix: config.topicPrefix,
     onError: (err) => log.error('state view error', { error: err.message }),
     store,
@@ -126,6 +133,16 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
     },
   };
   return ctx;
+}
+
+/** Stands in for a view this process did not open: any use is a programming error, said plainly. */
+function notOpened<T extends object>(what: string): T {
+  return new Proxy({} as T, {
+    get(_target, prop) {
+      if (prop === 'then' || typeof prop === 'symbol') return undefined;
+      throw new SluiceError('INTERNAL', `${what} is not open in this process (openContext with webhookViews: false): cannot use .${String(prop)}`);
+    },
+  });
 }
 
 function claimDataDir(config: Readonly<Config>, component: string): StoreDir {

@@ -2,7 +2,8 @@ import { userInfo } from 'node:os';
 import { createClient } from '../../core/clients/provisioning.ts';
 import { revokeClient, reenableClient } from '../../core/clients/revocation.ts';
 import { loadConfig } from '../../core/config.ts';
-import { buildViews } from '../assemble.ts';
+import { AuditView } from '../../core/audit/audit-view.ts';
+import { topicNames } from '../../core/topics.ts';
 import { parse, required } from '../args.ts';
 import { say, withContext } from '../runtime.ts';
 import { actionCommand, type Command } from '../command.ts';
@@ -51,7 +52,7 @@ export const ACTIONS: Record<string, (argv: string[]) => Promise<number>> = {
       if (values.json) say(JSON.stringify(rows));
       else for (const r of rows) say(`${r.client_id}  ${r.tenant_id}  ${r.role}  ${r.region}  ${r.status}  ${r.created_at}`);
       return 0;
-    });
+    }, { webhookViews: false });
   },
   async revoke(argv) {
     const usage = 'usage: sluice admin revoke --client-id ID --reason TEXT [--actor NAME] [--json]';
@@ -90,9 +91,12 @@ function operator(name?: string): string {
   return `operator:${name ?? process.env.SLUICE_OPERATOR ?? userInfo().username}`;
 }
 
-/** Audited actions need the audit view (the chain's tail) on the admin's context. */
+/**
+ * Audited actions need the audit view (the chain's tail); no admin action reads endpoints or the
+ * DLQ, so they are not materialised (on a filled cluster that would be minutes and gigabytes).
+ */
 function withViews() {
-  return { views: buildViews(loadConfig()) };
+  return { views: [new AuditView(topicNames(loadConfig().topicPrefix).audit)], webhookViews: false };
 }
 
 export const admin: Command = actionCommand('admin', 'operator actions: create-client, list-clients, roles, revoke, reenable', USAGE, ACTIONS);

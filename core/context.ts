@@ -96,6 +96,7 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
   const state = new StateConsumer(kafka, [keys, clients, revocations, ...(webhookViews ? [endpoints, dlq] : []), ...(opts.views ?? [])], {
     groupPrefix: config.topicPrefix,
     onError: (err) => log.error('state view error', { error: err.message }),
+    onProgress: (left, total) => log.info('catching up the state views', { records_left: Number(left), records_total: Number(total) }),
     store,
   });
   try {

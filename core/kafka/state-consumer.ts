@@ -43,8 +43,11 @@ export function isStored(v: StateView): v is StoredView {
 export interface StateConsumerOptions {
   groupPrefix: string;
   maxWaitMs?: number;
+  /** start() fails when catching up makes no progress for this long (not a bound on a long catch-up). */
   readyTimeoutMs?: number;
   onError?: (err: Error) => void;
+  /** Called every few seconds while catching up at start, with the records left and in all. */
+  onProgress?: (left: bigint, total: bigint) => void;
   /**
    * Where the stored views keep their data. Without one they get a temporary store that stays
    * readable after stop() and vanishes with the process (for one-off readers such as `sluice audit verify`).
@@ -54,6 +57,7 @@ export interface StateConsumerOptions {
 
 /** Records of a stored view applied in one transaction once the node serves (see eachBatch). */
 const STORED_SLICE = 200;
+const PROGRESS_EVERY_MS = 5000;
 
 export class StateConsumer {
   private readonly consumer: Consumer;
@@ -161,14 +165,43 @@ export class StateConsumer {
         }
       },
     });
-    const timeout = this.opts.readyTimeoutMs ?? 60_000;
+    await this.untilCaughtUp(readyPromise);
+  }
+
+  /**
+   * Waits for `ready`. A start with millions of records to apply takes as long as it takes, with
+   * progress reported; it fails only when reading stalls (no position moved for readyTimeoutMs).
+   */
+  private async untilCaughtUp(ready: Promise<void>): Promise<void> {
+    const stallMs = this.opts.readyTimeoutMs ?? 60_000;
+    const total = this.recordsLeft();
+    let last = total;
+    let lastMoveAt = Date.now();
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      readyPromise,
-      new Promise<void>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`state views did not catch up within ${timeout} ms (left: ${[...this.pending.keys()].join(', ')})`)), timeout);
-      }),
-    ]).finally(() => clearTimeout(timer));
+    const stalled = new Promise<void>((_, reject) => {
+      const tick = () => {
+        const left = this.recordsLeft();
+        if (left < last) [last, lastMoveAt] = [left, Date.now()];
+        if (Date.now() - lastMoveAt > stallMs) {
+          reject(new Error(`state views made no progress for ${stallMs} ms while catching up (${left} records left in ${[...this.pending.keys()].join(', ')})`));
+          return;
+        }
+        if (left > 0n) this.opts.onProgress?.(left, total);
+        timer = setTimeout(tick, Math.min(PROGRESS_EVERY_MS, stallMs));
+      };
+      timer = setTimeout(tick, Math.min(PROGRESS_EVERY_MS, stallMs));
+    });
+    await Promise.race([ready, stalled]).finally(() => clearTimeout(timer));
+  }
+
+  /** Records still to apply before this node is ready (transaction markers count as records). */
+  private recordsLeft(): bigint {
+    let left = 0n;
+    for (const [key, end] of this.pending) {
+      const at = this.positions.get(key) ?? 0n;
+      if (end > at) left += end - at;
+    }
+    return left;
   }
 
   /**

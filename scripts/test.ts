@@ -21,10 +21,15 @@ async function main(): Promise<number> {
     const config = loadConfig({ ...process.env, KAFKA_BROKERS: undefined });
     const port = await freePorts(2);
     const started = Date.now();
-    const kafka = await startLocalKafka({ cacheDir: config.cacheDir, port, dataDir: join(config.cacheDir, `kafka-test-${port}`), fresh: true, log: (l) => console.log(`# ${l}`) });
+    const kafkaDir = join(config.cacheDir, `kafka-test-${port}`);
+    const kafka = await startLocalKafka({ cacheDir: config.cacheDir, port, dataDir: kafkaDir, fresh: true, log: (l) => console.log(`# ${l}`) });
     console.log(`# test Kafka broker ready at ${kafka.brokers.join(',')} in ${Date.now() - started} ms`);
     brokers = kafka.brokers.join(',');
-    stop = () => kafka.stop();
+    // The broker's log directory (up to a few hundred MB per run) goes with it.
+    stop = async () => {
+      await kafka.stop();
+      rmSync(kafkaDir, { recursive: true, force: true });
+    };
   }
   // The views' on-disk stores of every test node go to one directory removed after the run.
   const dataDir = mkdtempSync(join(tmpdir(), 'sluice-test-state-'));

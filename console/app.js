@@ -23,6 +23,12 @@ function h(tag, attrs = {}, ...children) {
   return el;
 }
 
+/** Replaces an element's children; arrays among them are flattened, empty values skipped. */
+function fill(el, ...children) {
+  el.replaceChildren(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
+  return el;
+}
+
 function s(tag, attrs = {}, ...children) {
   const el = document.createElementNS(SVG, tag);
   for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
@@ -170,7 +176,7 @@ async function renderEndpoints() {
       h('td', { class: 'last-error' }, err ? [h('span', { class: 'bad' }, err.status ?? 'no answer'), ' ', err.error ?? '', h('div', { class: 'subtle' }, when(err.at))] : h('span', { class: 'subtle' }, 'none')),
     );
   });
-  root.replaceChildren(
+  fill(root,
     h('h2', {}, 'Endpoints'),
     endpoints.length === 0 ? h('p', { class: 'subtle' }, 'This tenant has no webhook endpoints.') :
       h('table', { id: 'endpoints' }, h('thead', {}, h('tr', {}, h('th', {}, 'Endpoint'), h('th', {}, 'State'), h('th', {}, 'Success rate (1 h)'), h('th', {}, 'Last error'))), h('tbody', {}, rows)),
@@ -204,7 +210,7 @@ async function renderEndpoint(id) {
   const back = h('button', { type: 'button', class: 'link' }, '← all endpoints');
   back.addEventListener('click', () => show('endpoints'));
   const deliveries = [...byDelivery.entries()].slice(0, 20).map(([deliveryId, list]) => deliveryCard(deliveryId, list.slice().reverse()));
-  root.replaceChildren(
+  fill(root,
     back,
     h('h2', {}, 'Endpoint ', h('span', { class: 'mono' }, ep.id), ' ', stateBadge(ep.state)),
     h('p', { class: 'subtle' }, ep.url, ` · events: ${ep.events.join(', ')}`),
@@ -265,7 +271,7 @@ async function renderDlq() {
   });
   const selected = writeButton('Replay selected', { id: 'replay-selected', class: 'primary' });
   const matching = writeButton('Replay all matching the filters', { id: 'replay-matching' });
-  root.replaceChildren(
+  fill(root,
     h('h2', {}, 'Dead letters'),
     h('p', { class: 'subtle' }, 'Deliveries that failed 17 times over 72 hours. An entry expires 7 days after it was dead-lettered; a replay delivers it again with a fresh attempt count.'),
     h('div', { class: 'filters' }, h('label', {}, 'Endpoint', epSelect), h('label', {}, 'Event type', typeInput), apply),
@@ -307,7 +313,7 @@ function drawDlq() {
       h('td', { class: 'replay-cell' }, watched ? h('span', { class: `replay-state ${watched.done ? 'ok' : ''}` }, watched.text) : replay),
     );
   });
-  $('dlq-table').replaceChildren(dlq.entries.length === 0 ? h('p', { class: 'subtle', id: 'dlq-empty' }, 'No dead letters match.') :
+  fill($('dlq-table'), dlq.entries.length === 0 ? h('p', { class: 'subtle', id: 'dlq-empty' }, 'No dead letters match.') :
     h('table', { id: 'dlq' }, h('thead', {}, h('tr', {}, h('th', {}, ''), h('th', {}, 'Event'), h('th', {}, 'Endpoint'), h('th', {}, 'Last failure'), h('th', {}, 'Dead-lettered'), h('th', {}, 'Expires'), h('th', {}, ''))), h('tbody', {}, rows)));
   for (const b of document.querySelectorAll('button.replay-one')) b.addEventListener('click', () => void replayIds([b.dataset.id]).catch(report));
 }
@@ -378,11 +384,11 @@ async function renderActivity() {
   if (ui.endpoints.length === 0) await loadEndpoints();
   const select = h('select', { id: 'activity-endpoint' }, h('option', { value: '' }, 'all endpoints'), ui.endpoints.map((e) => h('option', { value: e.id }, `${e.id} (${e.url})`)));
   const charts = h('div', { id: 'charts' });
-  root.replaceChildren(h('h2', {}, 'Activity, last hour'), h('div', { class: 'filters' }, h('label', {}, 'Endpoint', select)), charts);
+  fill(root, h('h2', {}, 'Activity, last hour'), h('div', { class: 'filters' }, h('label', {}, 'Endpoint', select)), charts);
   const draw = async () => {
     const { data } = await api('GET', `/v1/webhooks/stats${select.value ? `?endpoint_id=${encodeURIComponent(select.value)}` : ''}`);
     const t = data.totals;
-    charts.replaceChildren(
+    fill(charts,
       h('p', { id: 'activity-totals' }, `${t.attempts} attempts · ${t.delivered} delivered · ${t.failed} failed · success rate ${pct(t.success_rate)}`),
       h('h3', {}, 'Attempts per minute'), rateChart(data.series), h('div', { class: 'legend' }, h('span', {}, h('span', { class: 'swatch sw-ok' }), 'delivered'), h('span', {}, h('span', { class: 'swatch sw-bad' }), 'failed')),
       h('h3', {}, 'Latency per minute (ms)'), latencyChart(data.series), h('div', { class: 'legend' }, h('span', {}, h('span', { class: 'swatch sw-avg' }), 'average'), h('span', {}, h('span', { class: 'swatch sw-max' }), 'maximum')),

@@ -94,7 +94,9 @@ async function signIn(ev) {
     $('signin').hidden = true;
     $('app').hidden = false;
     $('signout').hidden = false;
-    $('who').textContent = `tenant ${session.tenant} · ${form.client_id} · ${[...session.scopes].join(' ')}`;
+    const hooks = [...session.scopes].filter((x) => x.startsWith('webhooks:'));
+    const more = session.scopes.size - hooks.length;
+    $('who').textContent = `tenant ${session.tenant} · ${form.client_id} · ${hooks.join(' ') || 'no webhooks scope'}${more > 0 ? ` (+${more} more scopes)` : ''}`;
     show('endpoints');
   } catch (err) {
     $('signin-error').textContent = `Sign-in failed: ${err.message}`;
@@ -241,11 +243,17 @@ function timeline(list) {
   const x = (a) => (list.length === 1 ? W / 2 : pad + ((Date.parse(a.at) - t0) / span) * (W - 2 * pad));
   const svg = s('svg', { class: 'timeline', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': `timeline of ${list.length} attempts` });
   svg.append(s('line', { x1: pad, x2: W - pad, y1: 30, y2: 30, stroke: '#cfd4dc', 'stroke-width': 2 }));
-  for (const a of list) {
+  let labelledAt = -Infinity;
+  list.forEach((a, i) => {
     const cx = x(a);
     svg.append(s('circle', { cx, cy: 30, r: 7, fill: a.ok ? '#1a7f4b' : '#c0392b' }, s('title', {}, `attempt ${a.attempt} at ${when(a.at)}: ${a.status ?? 'no answer'} in ${a.duration_ms} ms${a.error ? ` (${a.error})` : ''}`)));
-    svg.append(s('text', { x: cx, y: 56, 'text-anchor': 'middle', 'font-size': 12, fill: '#475467' }, `${a.status ?? '×'} · ${a.duration_ms} ms`));
-  }
+    // Labels only where they do not overlap (the last one always); every dot has its tooltip.
+    const last = i === list.length - 1;
+    if (cx - labelledAt < 90 && !last) return;
+    if (last && cx - labelledAt < 90 && labelledAt > -Infinity) return;
+    labelledAt = cx;
+    svg.append(s('text', { x: cx, y: 56, 'text-anchor': 'middle', 'font-size': 12, fill: '#475467' }, `#${a.attempt} ${a.status ?? '×'} · ${a.duration_ms} ms`));
+  });
   svg.append(s('text', { x: pad, y: 14, 'font-size': 11, fill: '#667085' }, when(list[0].at)));
   if (list.length > 1) svg.append(s('text', { x: W - pad, y: 14, 'font-size': 11, fill: '#667085', 'text-anchor': 'end' }, `+${fmtSpan(span)}`));
   return svg;

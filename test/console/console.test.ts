@@ -43,7 +43,7 @@ async function run(executablePath: string): Promise<void> {
   const token = await node.token(admin);
   const ep = await registerEndpoint(node, token, failing.url, ['pipeline.failed']);
   const pending = await registerEndpoint(node, token, unverified.url, ['inference.completed']);
-  const events = [];
+  const events: string[] = [];
   for (const run of [1, 2]) events.push((await publish(node, token, { type: 'pipeline.failed', data: { run } })).json.id as string);
   const deadline = Date.now() + 60_000;
   while ((await call(node.base, 'GET', '/v1/webhooks/dlq', { token })).json.data.length < 2) {

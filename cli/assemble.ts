@@ -20,6 +20,9 @@ import { webhookEndpointRoutes } from '../ingress/routes/webhook-endpoints.ts';
 import { webhookEventRoutes } from '../ingress/routes/webhook-events.ts';
 import { webhookDlqRoutes } from '../ingress/routes/webhook-dlq.ts';
 import { EventIdView } from '../core/webhooks/idempotency.ts';
+import { AttemptHistory } from '../core/webhooks/attempt-history.ts';
+import { webhookAttemptRoutes } from '../ingress/routes/webhook-attempts.ts';
+import { consoleRoutes } from '../ingress/routes/console.ts';
 import { startDispatcher } from '../dispatcher/index.ts';
 import { RotationScheduler } from '../core/rotation/scheduler.ts';
 
@@ -53,8 +56,8 @@ export function buildViews(config: Readonly<Config>): StateView[] {
 }
 
 /** Control-plane routes beyond the auth routes (webhooks, DLQ, revocation, audit...). */
-function buildRoutes(ctx: Context): Route[] {
-  return [...webhookEndpointRoutes(ctx), ...webhookEventRoutes(ctx), ...webhookDlqRoutes(ctx), ...revocationRoutes(ctx), ...clientRoutes(ctx), ...auditRoutes(ctx), ...openapiRoutes()];
+function buildRoutes(ctx: Context, attempts: AttemptHistory): Route[] {
+  return [...webhookEndpointRoutes(ctx), ...webhookEventRoutes(ctx), ...webhookDlqRoutes(ctx), ...revocationRoutes(ctx), ...clientRoutes(ctx), ...auditRoutes(ctx), ...openapiRoutes(), ...webhookAttemptRoutes(ctx, attempts), ...consoleRoutes()];
 }
 
 /** Background workers by role. */
@@ -67,11 +70,14 @@ async function startWorkers(ctx: Context, roles: { ingress: boolean; dispatcher:
 
 export async function startNode(config: Readonly<Config>, opts: NodeOptions): Promise<SluiceNode> {
   const roles = { ingress: opts.ingress !== false, dispatcher: opts.dispatcher === true };
-  const ctx = await openContext(config, { brokers: opts.brokers, clock: opts.clock, component: roles.ingress ? 'ingress' : 'dispatcher', views: buildViews(config) });
+  // Only a node that serves the API keeps the attempt history.
+  const attempts = new AttemptHistory(topicNames(config.topicPrefix).attempts, opts.clock);
+  const views = [...buildViews(config), ...(roles.ingress ? [attempts] : [])];
+  const ctx = await openContext(config, { brokers: opts.brokers, clock: opts.clock, component: roles.ingress ? 'ingress' : 'dispatcher', views });
   // Every node makes sure a key signs now (the same audited step the rotation scheduler runs).
   await rotateKeys(ctx);
   await waitFor(() => ctx.keys.signingKey(ctx.clock.now()) !== null, 10_000, 'a signing key');
-  const ingress = roles.ingress ? await startIngress(ctx, { port: opts.port, adminPort: opts.adminPort, routes: buildRoutes(ctx) }) : null;
+  const ingress = roles.ingress ? await startIngress(ctx, { port: opts.port, adminPort: opts.adminPort, routes: buildRoutes(ctx, attempts) }) : null;
   const workers = await startWorkers(ctx, roles);
   // A process without the ingress still serves /healthz, /readyz and /metrics on its admin port.
   const admin = ingress ? null : await startAdminServer(config.host, opts.adminPort ?? config.adminPort, ctx.metrics, { ready: () => ctx.state.ready, problem: () => null, details: () => ({ role: 'dispatcher' }) });

@@ -17,6 +17,8 @@ export interface TopicNames {
   events: string;
   deliveries: string;
   dlq: string;
+  /** What each delivery attempt did (status, latency), for the tenant's attempt history and rates. */
+  attempts: string;
   retry(delayLabel: string): string;
   /** Internal compacted state for leases, idempotency keys and the like. */
   control: string;
@@ -32,6 +34,7 @@ export function topicNames(prefix: string): TopicNames {
     events: `${prefix}.events`,
     deliveries: `${prefix}.deliveries`,
     dlq: `${prefix}.dlq`,
+    attempts: `${prefix}.attempts`,
     retry: (label) => `${prefix}.retry.${label}`,
     control: `${prefix}.control`,
   };
@@ -58,5 +61,7 @@ export function topicSpecs(prefix: string, partitions: number, retryLabels: read
     { name: t.deliveries, partitions, config: deleted(7 * DAY_MS) },
     ...retryLabels.map((label) => ({ name: t.retry(label), partitions, config: deleted(7 * DAY_MS) })),
     { name: t.dlq, partitions: 1, config: deleted(Math.max(60_000, Math.round(dlqRetentionMs))) },
+    // Read whole by every ingress node's attempt history (core/webhooks/attempt-history.ts), which keeps 7 days at most.
+    { name: t.attempts, partitions: 1, config: deleted(7 * DAY_MS) },
   ];
 }

@@ -55,8 +55,8 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
     (_job, attempted) => attempted,
   );
   const deliverer = createDeliverer(ctx);
-  const stage: Stage = { ctx, scheduler, deliverer, stopping: false, attempting: 0 };
   const recorder = new TrackedRecorder(ctx, metrics);
+  const stage: Stage = { ctx, scheduler, deliverer, stopping: false, attempting: 0, onAttempt: (a) => recorder.noteAttempt(a) };
   const rungTopics = [...RUNG_LABELS, HOLD_LABEL].map((l) => t.retry(l));
   const holdTopic = t.retry(HOLD_LABEL);
   const deliveries = deliveryConsumer(stage, recorder, metrics, {

@@ -11,6 +11,8 @@
  */
 import type { Context } from '../core/context.ts';
 import type { DeliveryRecord, EndpointRecord } from '../core/webhooks/records.ts';
+import type { AttemptRecord } from '../core/webhooks/attempt-history.ts';
+import type { AttemptOutcome } from '../core/webhooks/attempt.ts';
 import type { Deliverer } from './deliver.ts';
 import { afterAttempt, defer, hold, type LadderClock, type Outcome } from './ladder.ts';
 import type { DeliveryScheduler, EndpointSignal } from './scheduler.ts';
@@ -28,6 +30,8 @@ export interface Stage {
   stopping?: boolean;
   /** Attempts started and not yet judged. */
   attempting?: number;
+  /** Told of every attempt made (its report for the attempt history; never waited for). */
+  onAttempt?: (a: AttemptRecord) => void;
 }
 
 /** The answer for a delivery that must not start: never settles, so its offset stays uncommitted. */
@@ -60,13 +64,32 @@ async function attempt(s: Stage, rec: DeliveryRecord, heldSince: number | null):
     const { result, startedAt } = await s.deliverer.attempt(rec, ep);
     const slow = result.durationMs >= ctx.config.dispatchSlowMs;
     const notBefore = result.retryAfterMs ? ctx.clock.now() + Math.min(result.retryAfterMs, 24 * 3600_000) : null;
-    return { outcome: afterAttempt(rec, result, startedAt, clockOf(ctx)), slow, notBefore };
+    const outcome = afterAttempt(rec, result, startedAt, clockOf(ctx));
+    s.onAttempt?.(attemptReport(rec, result, startedAt, outcome));
+    return { outcome, slow, notBefore };
   } catch (err) {
     ctx.log.error('delivery processing failed; re-queued', { delivery_id: rec.delivery_id, error: (err as Error).stack });
     return { outcome: defer(rec, clockOf(ctx)), ...HEALTHY };
   } finally {
     s.attempting!--;
   }
+}
+
+export function attemptReport(rec: DeliveryRecord, result: AttemptOutcome, startedAt: number, outcome: Outcome): AttemptRecord {
+  return {
+    delivery_id: rec.delivery_id,
+    endpoint_id: rec.endpoint_id,
+    tenant_id: rec.tenant_id,
+    event_id: rec.event.id,
+    event_type: rec.event.type,
+    attempt: rec.attempt,
+    at: startedAt,
+    duration_ms: result.durationMs,
+    status: result.status,
+    error: result.error,
+    ok: result.ok,
+    outcome: outcome.kind === 'delivered' ? 'delivered' : outcome.kind === 'dead-letter' ? 'dead-letter' : 'retry',
+  };
 }
 
 export async function processDelivery(s: Stage, rec: DeliveryRecord | null, heldSince: number | null, origin?: string): Promise<Outcome> {

@@ -3,7 +3,9 @@
  * letter to `sluice.dlq`; a delivery or a drop needs no write. Writes of concurrent outcomes are
  * gathered into one produce per topic (the producer splits them by bytes), and a failed produce is
  * retried until it succeeds or the dispatcher stops (the offset stays uncommitted meanwhile, so
- * nothing is lost either way). A write Kafka refuses for good (too large) is never retried as it
+ * nothing is lost either way). Every attempt is also reported on `sluice.attempts` for the
+ * tenant's attempt history (noteAttempt), gathered the same way but never waited for: the
+ * history is for people reading it, and a delivery's offset does not wait on it. A write Kafka refuses for good (too large) is never retried as it
  * is: the batch is split, and a single record that still cannot be written is logged, counted
  * (`sluice_outcome_write_failures_total`) and let go rather than stall its partition.
  */
@@ -11,6 +13,7 @@ import type { Context } from '../core/context.ts';
 import { isPermanentWriteError, type OutRecord } from '../core/kafka/client.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { HOLD_LABEL, type Outcome } from './ladder.ts';
+import type { AttemptRecord } from '../core/webhooks/attempt-history.ts';
 
 export const HEADER_HELD_SINCE = 'sluice-held-since';
 export const HEADER_DUE_AT = 'sluice-due-at';
@@ -43,6 +46,11 @@ export class OutcomeRecorder {
       case 'dead-letter':
         return this.enqueue(t.dlq, { key: o.entry.tenant_id, value: JSON.stringify(o.entry) });
     }
+  }
+
+  /** Reports an attempt for the attempt history (core/webhooks/attempt-history.ts); not awaited. */
+  noteAttempt(a: AttemptRecord): void {
+    void this.enqueue(this.ctx.topics.attempts, { key: a.endpoint_id, value: JSON.stringify(a) });
   }
 
   private enqueue(topic: string, record: OutRecord): Promise<void> {

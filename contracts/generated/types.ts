@@ -204,6 +204,53 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/endpoints/{endpoint_id}/attempts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The endpoint's recent delivery attempts, newest first
+         * @description Every attempt the dispatchers made at this endpoint (status, latency, error, what followed),
+         *     as they report it; the newest 100 per endpoint are kept, for 7 days at most. Filter by
+         *     `delivery_id` for one delivery's attempts, or by `event_id` (a replayed DLQ entry is a new
+         *     delivery of the same event).
+         */
+        get: operations["listEndpointAttempts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Delivery rate, success rate and latency of the caller's tenant over the last hour
+         * @description One point per minute of the last 60 (attempts, delivered, failed, average and maximum
+         *     latency), their totals, and each endpoint's success rate and last error. With
+         *     `endpoint_id`, the series and totals are that endpoint's.
+         */
+        get: operations["getWebhookStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/events": {
         parameters: {
             query?: never;
@@ -789,6 +836,77 @@ export interface components {
         };
         ReplayResult: {
             replayed: number;
+        };
+        Attempt: {
+            delivery_id: string;
+            event_id: string;
+            event_type: string;
+            attempt: number;
+            /**
+             * Format: date-time
+             * @description when the attempt started
+             */
+            at: string;
+            duration_ms: number;
+            /** @description the receiver's status; null without an answer */
+            status: number | null;
+            /** @description why it failed: HTTP status, connection error, timeout */
+            error: string | null;
+            ok: boolean;
+            /**
+             * @description what followed the attempt
+             * @enum {unknown}
+             */
+            outcome: "delivered" | "retry" | "dead-letter";
+        };
+        AttemptList: {
+            data: components["schemas"]["Attempt"][];
+        };
+        StatsPoint: {
+            /**
+             * Format: date-time
+             * @description start of the minute
+             */
+            minute: string;
+            attempts: number;
+            delivered: number;
+            failed: number;
+            latency_avg_ms: number | null;
+            latency_max_ms: number | null;
+        };
+        /** @description delivered / attempts over the window; null without attempts */
+        SuccessRate: number | null;
+        EndpointRates: {
+            endpoint_id: components["schemas"]["EndpointIdValue"];
+            attempts: number;
+            delivered: number;
+            failed: number;
+            success_rate: components["schemas"]["SuccessRate"];
+            /** Format: date-time */
+            last_attempt_at: string | null;
+            /** @description the newest failed attempt kept (up to 7 days old), null when none failed */
+            last_error: null | {
+                /** Format: date-time */
+                at: string;
+                status: number | null;
+                error: string | null;
+            };
+        };
+        WebhookStats: {
+            /** @constant */
+            window_seconds: 3600;
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            totals: {
+                attempts: number;
+                delivered: number;
+                failed: number;
+                success_rate: components["schemas"]["SuccessRate"];
+            };
+            series: components["schemas"]["StatsPoint"][];
+            endpoints: components["schemas"]["EndpointRates"][];
         };
         /** @description pass as `cursor` for the next page; null on the last page */
         NextCursor: string | null;
@@ -1663,6 +1781,69 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            421: components["responses"]["Misdirected"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listEndpointAttempts: {
+        parameters: {
+            query?: {
+                delivery_id?: string;
+                event_id?: string;
+                /** @description page size */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path: {
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the attempts, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttemptList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            421: components["responses"]["Misdirected"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getWebhookStats: {
+        parameters: {
+            query?: {
+                endpoint_id?: components["schemas"]["EndpointIdValue"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the last hour */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookStats"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             421: components["responses"]["Misdirected"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];

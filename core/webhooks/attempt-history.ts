@@ -1,0 +1,238 @@
+/**
+ * What the tenant console and `GET /v1/webhooks/endpoints/{id}/attempts` and `GET /v1/webhooks/stats`
+ * read: every delivery attempt the dispatchers made, as they report it on `sluice.attempts`
+ * (dispatcher/record.ts), kept bounded in the process's on-disk store (core/store):
+ *
+ *   attempts.log     [tenant, endpoint, at, delivery_id, attempt] → AttemptRecord  (newest 100 per endpoint)
+ *   attempts.count   [tenant, endpoint] → how many the log holds for it
+ *   attempts.last    [tenant, endpoint] → the newest attempt and the newest failure
+ *   attempts.minutes [tenant, endpoint | '', minute] → Bucket                      (the last 60 minutes)
+ *   attempts.age     [at, tenant, endpoint, delivery_id, attempt] → 0              (sweeps the log after 7 days)
+ *
+ * so the store holds at most 100 attempts and 61 minute buckets per endpoint that had an attempt
+ * in the last 7 days, whatever the delivery volume. The '' endpoint holds the tenant's totals.
+ *
+ *   history.attempts('acme', 'ep_1', { limit: 50, event_id }) // newest first
+ *   history.stats('acme', now)                                 // series and per-endpoint rates of the last hour
+ */
+import type { StateRecord, StoredView } from '../kafka/state-consumer.ts';
+import type { Database, ViewStore } from '../store/view-store.ts';
+import { systemClock, type Clock } from '../clock.ts';
+
+/** One attempt, as the dispatcher reports it. */
+export interface AttemptRecord {
+  delivery_id: string;
+  endpoint_id: string;
+  tenant_id: string;
+  event_id: string;
+  event_type: string;
+  /** 1-based attempt number of the delivery. */
+  attempt: number;
+  /** When the attempt started (ms). */
+  at: number;
+  duration_ms: number;
+  /** The receiver's HTTP status, null without an answer (connection error, timeout). */
+  status: number | null;
+  error: string | null;
+  ok: boolean;
+  /** What followed: delivered, a retry on the ladder, or the DLQ. */
+  outcome: 'delivered' | 'retry' | 'dead-letter';
+}
+
+export interface Bucket {
+  attempts: number;
+  delivered: number;
+  failed: number;
+  latency_sum_ms: number;
+  latency_max_ms: number;
+}
+
+interface Last {
+  at: number;
+  ok: boolean;
+  status: number | null;
+  error: string | null;
+  failure: { at: number; status: number | null; error: string | null } | null;
+}
+
+export const HISTORY_PER_ENDPOINT = 100;
+export const HISTORY_MAX_AGE_MS = 7 * 24 * 3600_000;
+export const MINUTE_MS = 60_000;
+export const WINDOW_MINUTES = 60;
+const SWEEP_PER_RECORD = 4;
+const TENANT_TOTAL = '';
+
+type LogKey = [string, string, number, string, number];
+type AgeKey = [number, string, string, string, number];
+
+export interface AttemptFilter {
+  limit: number;
+  delivery_id?: string;
+  event_id?: string;
+}
+
+export interface EndpointRates {
+  endpoint_id: string;
+  attempts: number;
+  delivered: number;
+  failed: number;
+  /** delivered / attempts over the window, null without attempts. */
+  success_rate: number | null;
+  last_attempt_at: number | null;
+  last_error: { at: number; status: number | null; error: string | null } | null;
+}
+
+export interface SeriesPoint extends Bucket {
+  minute: number;
+}
+
+export interface Stats {
+  from: number;
+  to: number;
+  totals: Omit<EndpointRates, 'endpoint_id' | 'last_attempt_at' | 'last_error'>;
+  series: SeriesPoint[];
+  endpoints: EndpointRates[];
+}
+
+const empty = (): Bucket => ({ attempts: 0, delivered: 0, failed: 0, latency_sum_ms: 0, latency_max_ms: 0 });
+const rate = (b: Bucket) => (b.attempts === 0 ? null : b.delivered / b.attempts);
+
+export function isAttemptRecord(v: unknown): v is AttemptRecord {
+  const a = v as AttemptRecord;
+  return (
+    typeof a === 'object' && a !== null &&
+    [a.delivery_id, a.endpoint_id, a.tenant_id, a.event_id, a.event_type].every((s) => typeof s === 'string' && s.length > 0 && s.length <= 200) &&
+    [a.attempt, a.at, a.duration_ms].every((n) => typeof n === 'number' && Number.isFinite(n)) &&
+    typeof a.ok === 'boolean'
+  );
+}
+
+export class AttemptHistory implements StoredView {
+  private log!: Database<AttemptRecord, LogKey>;
+  private count!: Database<number, [string, string]>;
+  private last!: Database<Last, [string, string]>;
+  private minutes!: Database<Bucket, [string, string, number]>;
+  private age!: Database<number, AgeKey>;
+
+  constructor(
+    readonly topic: string,
+    private readonly clock: Clock = systemClock,
+  ) {}
+
+  attach(store: ViewStore): void {
+    this.log = store.db('attempts.log');
+    this.count = store.db('attempts.count');
+    this.last = store.db('attempts.last');
+    this.minutes = store.db('attempts.minutes');
+    this.age = store.db('attempts.age');
+  }
+
+  /** Runs inside the state consumer's store transaction. */
+  apply(r: StateRecord): void {
+    this.sweep(this.clock.now() - HISTORY_MAX_AGE_MS, SWEEP_PER_RECORD);
+    if (r.value === null) return;
+    let v: unknown;
+    try {
+      v = JSON.parse(r.value.toString('utf8'));
+    } catch {
+      return;
+    }
+    if (!isAttemptRecord(v)) return;
+    const a: AttemptRecord = { ...v, status: typeof v.status === 'number' ? v.status : null, error: typeof v.error === 'string' ? v.error.slice(0, 500) : null };
+    const key: LogKey = [a.tenant_id, a.endpoint_id, a.at, a.delivery_id, a.attempt];
+    if (this.log.doesExist(key)) return; // the same report twice
+    void this.log.put(key, a);
+    void this.age.put([a.at, a.tenant_id, a.endpoint_id, a.delivery_id, a.attempt], 0);
+    const n = (this.count.get([a.tenant_id, a.endpoint_id]) ?? 0) + 1;
+    void this.count.put([a.tenant_id, a.endpoint_id], n);
+    if (n > HISTORY_PER_ENDPOINT) this.trimOldest(a.tenant_id, a.endpoint_id);
+    const prev = this.last.get([a.tenant_id, a.endpoint_id]);
+    if (!prev || prev.at <= a.at) {
+      const failure = a.ok ? (prev?.failure ?? null) : { at: a.at, status: a.status, error: a.error };
+      void this.last.put([a.tenant_id, a.endpoint_id], { at: a.at, ok: a.ok, status: a.status, error: a.error, failure });
+    }
+    for (const ep of [a.endpoint_id, TENANT_TOTAL]) this.addToMinute(a, ep);
+  }
+
+  private addToMinute(a: AttemptRecord, endpoint: string): void {
+    const minute = Math.floor(a.at / MINUTE_MS) * MINUTE_MS;
+    const key: [string, string, number] = [a.tenant_id, endpoint, minute];
+    const b = this.minutes.get(key) ?? empty();
+    b.attempts++;
+    if (a.ok) b.delivered++;
+    else b.failed++;
+    b.latency_sum_ms += a.duration_ms;
+    b.latency_max_ms = Math.max(b.latency_max_ms, a.duration_ms);
+    void this.minutes.put(key, b);
+    // Buckets that left the window: usually none, one a minute at most.
+    const cut = minute - WINDOW_MINUTES * MINUTE_MS;
+    for (const k of this.minutes.getKeys({ start: [a.tenant_id, endpoint, 0], end: [a.tenant_id, endpoint, cut] })) void this.minutes.remove(k);
+  }
+
+  private trimOldest(tenant: string, endpoint: string): void {
+    for (const k of this.log.getKeys({ start: [tenant, endpoint, 0] as unknown as LogKey, end: [tenant, endpoint, Infinity] as unknown as LogKey, limit: 1 })) this.forget(k);
+  }
+
+  private forget(k: LogKey): void {
+    void this.log.remove(k);
+    void this.age.remove([k[2], k[0], k[1], k[3], k[4]]);
+    const n = (this.count.get([k[0], k[1]]) ?? 1) - 1;
+    if (n > 0) return void this.count.put([k[0], k[1]], n);
+    // Nothing left of this endpoint (deleted, or quiet for 7 days): forget it entirely.
+    void this.count.remove([k[0], k[1]]);
+    void this.last.remove([k[0], k[1]]);
+    for (const m of this.minutes.getKeys({ start: [k[0], k[1], 0], end: [k[0], k[1], Infinity] })) void this.minutes.remove(m);
+  }
+
+  /** Inside a write transaction: forgets up to `max` attempts older than `before`. */
+  private sweep(before: number, max: number): void {
+    const due: AgeKey[] = [];
+    for (const k of this.age.getKeys({ limit: max })) {
+      if (k[0] >= before) break;
+      due.push(k);
+    }
+    for (const k of due) {
+      const logKey: LogKey = [k[1], k[2], k[0], k[3], k[4]];
+      if (this.log.doesExist(logKey)) this.forget(logKey);
+      else void this.age.remove(k);
+    }
+  }
+
+  /** The endpoint's recent attempts, newest first. */
+  attempts(tenant: string, endpoint: string, f: AttemptFilter): AttemptRecord[] {
+    const out: AttemptRecord[] = [];
+    const range = { start: [tenant, endpoint, Infinity] as unknown as LogKey, end: [tenant, endpoint] as unknown as LogKey, reverse: true };
+    for (const { value } of this.log.getRange(range)) {
+      if (f.delivery_id !== undefined && value.delivery_id !== f.delivery_id) continue;
+      if (f.event_id !== undefined && value.event_id !== f.event_id) continue;
+      out.push(value);
+      if (out.length >= f.limit) break;
+    }
+    return out;
+  }
+
+  /** Rates and latencies of the last WINDOW_MINUTES minutes: the tenant's (or one endpoint's) series and each endpoint's rates. */
+  stats(tenant: string, nowMs: number, endpoint?: string): Stats {
+    const to = Math.floor(nowMs / MINUTE_MS) * MINUTE_MS;
+    const from = to - (WINDOW_MINUTES - 1) * MINUTE_MS;
+    const series = this.series(tenant, endpoint ?? TENANT_TOTAL, from, to);
+    const sum = series.reduce((acc, p) => ({ ...acc, attempts: acc.attempts + p.attempts, delivered: acc.delivered + p.delivered, failed: acc.failed + p.failed }), empty());
+    const ids = endpoint !== undefined ? [endpoint] : [...this.last.getKeys({ start: [tenant, '\u0001'], end: [tenant, '\uffff'] })].map((k) => k[1]);
+    const endpoints = ids.flatMap((id) => {
+      const last = this.last.get([tenant, id]);
+      if (!last) return [];
+      const b = this.series(tenant, id, from, to).reduce((acc, p) => ({ ...acc, attempts: acc.attempts + p.attempts, delivered: acc.delivered + p.delivered, failed: acc.failed + p.failed }), empty());
+      return [{ endpoint_id: id, attempts: b.attempts, delivered: b.delivered, failed: b.failed, success_rate: rate(b), last_attempt_at: last.at, last_error: last.failure }];
+    });
+    return { from, to: to + MINUTE_MS, totals: { attempts: sum.attempts, delivered: sum.delivered, failed: sum.failed, success_rate: rate(sum) }, series, endpoints };
+  }
+
+  /** One point per minute from `from` to `to`, zeros where nothing was attempted. */
+  private series(tenant: string, endpoint: string, from: number, to: number): SeriesPoint[] {
+    const held = new Map<number, Bucket>();
+    for (const { key, value } of this.minutes.getRange({ start: [tenant, endpoint, from], end: [tenant, endpoint, to + 1] })) held.set(key[2], value);
+    const out: SeriesPoint[] = [];
+    for (let m = from; m <= to; m += MINUTE_MS) out.push({ minute: m, ...(held.get(m) ?? empty()) });
+    return out;
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * The tenant console (`/console`, docs/console.md): static files from console/, read once at
+ * start-up and served without a token (the page signs in with the tenant's client credentials
+ * and calls the public API, nothing else). Only the files listed here exist; every other name
+ * under /console is a 404. Every answer carries a strict Content-Security-Policy (scripts and
+ * styles from this origin only, no inline code, no framing) and `nosniff`.
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { SluiceError } from '../../core/errors.ts';
+import type { Reply, Route } from '../types.ts';
+
+export const CONSOLE_DIR = fileURLToPath(new URL('../../console/', import.meta.url));
+
+const FILES: Record<string, string> = {
+  'index.html': 'text/html; charset=utf-8',
+  'app.js': 'text/javascript; charset=utf-8',
+  'style.css': 'text/css; charset=utf-8',
+};
+
+export const CONSOLE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+export const CONSOLE_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy': CONSOLE_CSP,
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cross-origin-opener-policy': 'same-origin',
+  'cache-control': 'no-cache',
+};
+
+export function consoleRoutes(dir = CONSOLE_DIR): Route[] {
+  const replies = new Map<string, Reply>();
+  for (const [name, type] of Object.entries(FILES)) {
+    replies.set(name, { status: 200, headers: { ...CONSOLE_HEADERS, 'content-type': type }, body: readFileSync(`${dir}${name}`) });
+  }
+  const file = (name: string): Reply => {
+    const reply = replies.get(name);
+    if (!reply) throw new SluiceError('NOT_FOUND', `the console has no file "${name}"`);
+    return reply;
+  };
+  return [
+    { method: 'GET', pattern: '/console', scope: null, body: 'none', handler: () => file('index.html') },
+    // `*` is the canonical rest of the path (ingress/canonical-path.ts): no dot segments, no encoded slashes.
+    { method: 'GET', pattern: '/console/*', scope: null, body: 'none', handler: (req) => file(req.params['*']) },
+  ];
+}

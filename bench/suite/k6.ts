@@ -31,7 +31,7 @@ export interface CaseResult {
   /** Latency of the expected responses. */
   p50: number;
   p99: number;
-  /** [status, count] of every other status (0: no response; "k6" when k6 itself failed). */
+  /** [status, count] of every other status (0: no response), open-model requests never sent, and a failed k6. */
   unexpected: [string, number][];
   load: string;
 }
@@ -60,6 +60,8 @@ export async function runCase(k6: string, summaryFile: string, spec: CaseSpec, s
   const unexpected: [string, number][] = Object.keys(summary.metrics)
     .filter((m) => m.startsWith('status_') && m !== `status_${spec.expect}` && count(m) > 0)
     .map((m) => [m.slice('status_'.length), count(m)]);
+  // An open model that had no VU free to send at the set rate: the server did not keep up.
+  if (count('dropped_iterations') > 0) unexpected.push(['not sent (dropped_iterations)', count('dropped_iterations')]);
   if (code !== 0) unexpected.push(['k6 exit', code]);
   const latency = summary.metrics['http_req_duration{expected_response:true}']?.values ?? {};
   const result: CaseResult = {

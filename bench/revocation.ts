@@ -124,7 +124,10 @@ const idlePct = nodes.map((n, k) => ((cpuSeconds(n.pid) - before[k]) / idleSecon
 process.stdout.write(`idle CPU per node over ${idleSeconds} s (% of one core): ${idlePct.map((x) => x.toFixed(2)).join(', ')}\n`);
 /** Per round: the time from sending the POST until every node other than node 1 refused the token. */
 const others = fromSent[0].map((_, i) => Math.max(...fromSent.slice(1).map((xs) => xs[i])));
-if (others.length > 0 && NODES > 1) process.stdout.write(`until every other node refuses, from sending the POST: p50 ${fmt(pct(others, 50))}  p99 ${fmt(pct(others, 99))}\n`);
+if (others.length > 0 && NODES > 1) {
+  const worst = others.map((ms, i) => ({ ms, i })).sort((a, b) => b.ms - a.ms).slice(0, 3);
+  process.stdout.write(`until every other node refuses, from sending the POST: p50 ${fmt(pct(others, 50))}  p99 ${fmt(pct(others, 99))}; slowest rounds: ${worst.map((w) => `#${w.i + 1} ${fmt(w.ms)}`).join(', ')}\n`);
+}
 if (values.json) {
   const stats = (xs: number[]) => ({ p50: pct(xs, 50), p99: pct(xs, 99), max: Math.max(...xs) });
   writeFileSync(values.json, JSON.stringify({ revocations: N, nodes: NODES, fetchWaitMs: values['fetch-wait'] ? Number(values['fetch-wait']) : null, othersFromSent: stats(others), fromSent: fromSent.map(stats), post201: stats(answer201), idleCpuPct: idlePct, idleSeconds }));

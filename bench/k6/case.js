@@ -25,7 +25,7 @@ export const options = {
   discardResponseBodies: true,
   scenarios: {
     run: RATE > 0
-      ? { executor: 'constant-arrival-rate', rate: RATE, timeUnit: '1s', duration: `${D}s`, preAllocatedVUs: VUS, maxVUs: VUS * 4 }
+      ? { executor: 'constant-arrival-rate', rate: RATE, timeUnit: '1s', duration: `${D}s`, preAllocatedVUs: VUS * 2, maxVUs: VUS * 8 }
       : { executor: 'constant-vus', vus: VUS, duration: `${D}s` },
   },
   // Only the requests that got the expected status make up the latency figures.

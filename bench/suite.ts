@@ -255,7 +255,7 @@ try {
 
 // ---------------------------------------------------------------- report
 
-const verdicts: Verdict[] = judge(edgeReport?.cases ?? [], revocations);
+const verdicts: Verdict[] = judge(edgeReport?.cases ?? [], revocations, () => DURATION);
 for (const c of edgeReport?.cases ?? []) if (c.unexpected.length > 0) failed = true;
 const report = renderReport();
 say('\n' + report);
@@ -278,7 +278,7 @@ function renderReport(): string {
     lines.push(`### Edge (k6, one case per run, ${VUS} VUs, ${DURATION} s each)`, '');
     lines.push(`Every server runs on ${WORKERS} processes sharing one port (Sluice: \`sluice ingress --workers ${WORKERS}\`; the baselines: node:cluster), k6 on the same machine. The hot-token and 403 cases use ${edgeReport.clients} clients (one token per VU), so no client reaches the default per-client rate limit (10,000/s): the limiter is on, as deployed, and never refuses. Token issuance uses the same ${edgeReport.clients} clients. A row counts only the expected status; any other status fails the case and is listed.`, '');
     lines.push('| case | expected | req/s | p50 ms | p99 ms | other statuses | load avg after |', '|---|---:|---:|---:|---:|---|---|');
-    for (const c of edgeReport.cases) lines.push(`| ${c.label} | ${c.expect} | ${f(c.rps)} | ${f(c.p50, 2)} | ${f(c.p99, 2)} | ${c.unexpected.length === 0 ? 'none' : `**${c.unexpected.map(([s, n]) => `${s}: ${n}`).join(', ')}**`} | ${c.load} |`);
+    for (const c of edgeReport.cases) lines.push(`| ${c.label} | ${c.expect} | ${f(c.rps)} | ${f(c.p50, 2)} | ${f(c.p99, 2)} | ${c.unexpected.length === 0 ? 'none' : `**${c.unexpected.map(([s, n]) => `${s}: ${n}`).join(', ')}**`}${c.notSent ? ` (${f(c.notSent)} not sent: behind the rate)` : ''} | ${c.load} |`);
     lines.push('');
   }
   if (revocations.length > 0) {

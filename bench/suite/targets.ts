@@ -18,7 +18,7 @@ interface RevocationFigures {
 /** The fetch wait Sluice ships with (core/config.ts SLUICE_STATE_FETCH_WAIT_MS): the one the targets hold it to. */
 export const DEFAULT_FETCH_WAIT_MS = 500;
 
-export function judge(cases: CaseResult[], revocations: RevocationFigures[]): Verdict[] {
+export function judge(cases: CaseResult[], revocations: RevocationFigures[], durationOf: (c: CaseResult) => number): Verdict[] {
   const out: Verdict[] = [];
   const rps = (id: string) => cases.find((c) => c.id === id)?.rps;
   const atLeast = (name: string, value: number | undefined, min: number, unit: string, digits = 2) => {
@@ -35,7 +35,10 @@ export function judge(cases: CaseResult[], revocations: RevocationFigures[]): Ve
   atLeast('edge, hot token ≥ 80 % of bare uWS', hot !== undefined && rps('bare') ? (hot / rps('bare')!) * 100 : undefined, 80, ' %', 1);
   atLeast('edge, hot token ≥ 4× the conventional stack with a token cache', ratio('convCache'), 4, '×');
   atLeast('edge, hot token ≥ 20× the conventional stack verifying per request', ratio('conv'), 20, '×');
-  below('edge, p99 < 5 ms at half of saturation', cases.find((c) => c.id === 'halfSat')?.p99, 5, ' ms');
+  const halfSat = cases.find((c) => c.id === 'halfSat');
+  below('edge, p99 < 5 ms at half of saturation', halfSat?.p99, 5, ' ms');
+  // The p99 means something only if the rate was held: requests k6 never sent are time the server fell behind.
+  if (halfSat) below('edge, half of saturation held (requests not sent, % of sent)', (halfSat.notSent / Math.max(1, halfSat.rps * durationOf(halfSat))) * 100, 1, ' %');
   atLeast('token issuance ≥ 12,000/s', rps('issue'), 12_000, '/s', 0);
   const shipped = revocations.find((r) => r.fetchWaitMs === DEFAULT_FETCH_WAIT_MS);
   if (shipped) {

@@ -239,7 +239,7 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
     cacheDir,
     dataDir: dirPath(env, 'SLUICE_DATA_DIR', join(cacheDir, 'state')),
     kafkaStaleMs: int(env, 'SLUICE_KAFKA_STALE_MS', 10_000, 100, 600_000),
-    stateFetchWaitMs: int(env, 'SLUICE_STATE_FETCH_WAIT_MS', 500, 1, 10_000),
+    stateFetchWaitMs: int(env, 'SLUICE_STATE_FETCH_WAIT_MS', 20, 1, 10_000),
     keyRotationDays: num(env, 'SLUICE_KEY_ROTATION_DAYS', 30, 0.0001, 365),
     secretRotationDays: num(env, 'SLUICE_SECRET_ROTATION_DAYS', 30, 0.0001, 365),
     secretGraceDays: num(env, 'SLUICE_SECRET_GRACE_DAYS', 7, 0, 365),

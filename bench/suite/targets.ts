@@ -1,4 +1,5 @@
 /** The suite's targets (issue 13), judged on one run's figures; `npm run bench -- --check` exits 1 on a miss. */
+import { loadConfig } from '../../core/config.ts';
 import type { CaseResult } from './k6.ts';
 
 export interface Verdict {
@@ -15,8 +16,8 @@ interface RevocationFigures {
   idleCpuPct: number[];
 }
 
-/** The fetch wait Sluice ships with (core/config.ts SLUICE_STATE_FETCH_WAIT_MS): the one the targets hold it to. */
-export const DEFAULT_FETCH_WAIT_MS = 500;
+/** The fetch wait Sluice ships with (SLUICE_STATE_FETCH_WAIT_MS's default): the one the targets hold it to. */
+export const DEFAULT_FETCH_WAIT_MS = loadConfig({}).stateFetchWaitMs;
 
 export function judge(cases: CaseResult[], revocations: RevocationFigures[], durationOf: (c: CaseResult) => number): Verdict[] {
   const out: Verdict[] = [];

@@ -1,12 +1,16 @@
 /**
  * Revocation propagation across separate ingress processes: 3 `sluice ingress` processes on this
  * machine, 200 clients revoked one after the other through node 1; per node, the time from the
- * 201 until that node refuses the client's token (each node polled back to back).
+ * 201 until that node refuses the client's token (each node polled back to back). Then each
+ * node's CPU while idle (no requests) over --idle-seconds, from /proc/<pid>/stat.
  *
  *   KAFKA_BROKERS=127.0.0.1:23092 node bin/run-ts.js bench/revocation.ts [--revocations 200]
+ *       [--fetch-wait MS]  (SLUICE_STATE_FETCH_WAIT_MS of the ingress processes; default: theirs)
+ *       [--idle-seconds 10] [--json FILE]  (the figures, for bench/suite.ts)
  */
 import { performance } from 'node:perf_hooks';
 import { cpus } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../core/config.ts';
 import { openContext } from '../core/context.ts';
@@ -16,7 +20,7 @@ import { startLocalKafka, type LocalKafka } from '../core/kafka/local-broker.ts'
 import { cliEnv, spawnIngress, type IngressProcess } from '../test/helpers/cli.ts';
 import { freePort, uniquePrefix } from '../test/helpers/sluice.ts';
 
-const { values } = parseArgs({ options: { revocations: { type: 'string', default: '200' }, nodes: { type: 'string', default: '3' } } });
+const { values } = parseArgs({ options: { revocations: { type: 'string', default: '200' }, nodes: { type: 'string', default: '3' }, 'fetch-wait': { type: 'string' }, 'idle-seconds': { type: 'string', default: '10' }, json: { type: 'string' } } });
 const N = Number(values.revocations);
 const NODES = Number(values.nodes);
 
@@ -33,7 +37,8 @@ const ctx = await openContext(config, { brokers, component: 'bench', views: buil
 
 process.stdout.write(`starting ${NODES} ingress processes...\n`);
 const nodes: IngressProcess[] = [];
-for (let i = 0; i < NODES; i++) nodes.push(await spawnIngress(cliEnv(config), await freePort(), await freePort()));
+const nodeEnv = cliEnv(config, values['fetch-wait'] ? { SLUICE_STATE_FETCH_WAIT_MS: values['fetch-wait'] } : {});
+for (let i = 0; i < NODES; i++) nodes.push(await spawnIngress(nodeEnv, await freePort(), await freePort()));
 
 async function post(base: string, path: string, body: unknown, token?: string) {
   const res = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) });
@@ -53,6 +58,13 @@ const victims: CreatedClient[] = [];
 for (let i = 0; i < N; i++) victims.push(await createClient(ctx, { tenant: 'bench', role: 'security-officer' }));
 let officerToken = await tokenOf(officer);
 let officerTokenAt = Date.now();
+
+// Warm-up, not measured: node 1's first audit append claims the transactional audit writer.
+{
+  const warm = await createClient(ctx, { tenant: 'bench', role: 'security-officer' });
+  const res = await post(nodes[0].base, '/v1/auth/revocations', { client_id: warm.client_id, reason: 'bench warm-up' }, officerToken);
+  if (res.status !== 201) throw new Error(`warm-up revocation answered ${res.status}`);
+}
 
 const latencies: number[][] = nodes.map(() => []);
 /** The same, from the moment the POST left (the 201 waits for the audit append and node 1's view). */
@@ -105,6 +117,28 @@ process.stdout.write(`  all nodes: p50 ${fmt(pct(all, 50))}  p99 ${fmt(pct(all, 
 process.stdout.write(`time from sending the POST until the node refuses the token (includes the audit append):\n`);
 fromSent.forEach((xs, k) => process.stdout.write(`  node ${k + 1}: p50 ${fmt(pct(xs, 50))}  p99 ${fmt(pct(xs, 99))}  max ${fmt(Math.max(...xs))}\n`));
 process.stdout.write(`POST /v1/auth/revocations until its 201: p50 ${fmt(pct(answer201, 50))}  p99 ${fmt(pct(answer201, 99))}  max ${fmt(Math.max(...answer201))}\n`);
+
+/** CPU time (user + system) of a process, in seconds. */
+const cpuSeconds = (pid: number) => {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (100/s on Linux)
+};
+const idleSeconds = Number(values['idle-seconds']);
+await new Promise((r) => setTimeout(r, 2000)); // let the last requests' work settle
+const before = nodes.map((n) => cpuSeconds(n.pid));
+await new Promise((r) => setTimeout(r, idleSeconds * 1000));
+const idlePct = nodes.map((n, k) => ((cpuSeconds(n.pid) - before[k]) / idleSeconds) * 100);
+process.stdout.write(`idle CPU per node over ${idleSeconds} s (% of one core): ${idlePct.map((x) => x.toFixed(2)).join(', ')}\n`);
+/** Per round: the time from sending the POST until every node other than node 1 refused the token. */
+const others = fromSent[0].map((_, i) => Math.max(...fromSent.slice(1).map((xs) => xs[i])));
+if (others.length > 0 && NODES > 1) {
+  const worst = others.map((ms, i) => ({ ms, i })).sort((a, b) => b.ms - a.ms).slice(0, 3);
+  process.stdout.write(`until every other node refuses, from sending the POST: p50 ${fmt(pct(others, 50))}  p99 ${fmt(pct(others, 99))}; slowest rounds: ${worst.map((w) => `#${w.i + 1} ${fmt(w.ms)}`).join(', ')}\n`);
+}
+if (values.json) {
+  const stats = (xs: number[]) => ({ p50: pct(xs, 50), p99: pct(xs, 99), max: Math.max(...xs) });
+  writeFileSync(values.json, JSON.stringify({ revocations: N, nodes: NODES, fetchWaitMs: values['fetch-wait'] ? Number(values['fetch-wait']) : null, othersFromSent: stats(others), fromSent: fromSent.map(stats), post201: stats(answer201), idleCpuPct: idlePct, idleSeconds }));
+}
 
 for (const n of nodes) await n.stop();
 await ctx.close();

@@ -32,6 +32,8 @@ export interface Config {
   /** 32 bytes; keys the secret hashes and encrypts signing keys at rest. */
   masterKey: Buffer;
   masterKeyIsDefault: boolean;
+  /** SLUICE_ISSUER unset: the node adopts the issuer its cluster already uses (core/cluster-issuer.ts). */
+  issuerIsDefault: boolean;
   roles: Readonly<Record<string, readonly string[]>>;
   upstreams: Upstreams;
   tokenTtlSeconds: number;
@@ -46,6 +48,8 @@ export interface Config {
   dataDir: string;
   /** Fail closed when the state consumer has not heard from Kafka for this long. */
   kafkaStaleMs: number;
+  /** The state consumer's fetch wait (a fetch still returns as soon as a record arrives). */
+  stateFetchWaitMs: number;
   keyRotationDays: number;
   secretRotationDays: number;
   secretGraceDays: number;
@@ -215,6 +219,7 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
     adminPort: int(env, 'SLUICE_ADMIN_PORT', 9464, 0, 65535),
     region,
     issuer,
+    issuerIsDefault: !env.SLUICE_ISSUER,
     audience: env.SLUICE_AUDIENCE || 'sluice',
     masterKey,
     masterKeyIsDefault: masterRaw === undefined,
@@ -234,6 +239,7 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
     cacheDir,
     dataDir: dirPath(env, 'SLUICE_DATA_DIR', join(cacheDir, 'state')),
     kafkaStaleMs: int(env, 'SLUICE_KAFKA_STALE_MS', 10_000, 100, 600_000),
+    stateFetchWaitMs: int(env, 'SLUICE_STATE_FETCH_WAIT_MS', 20, 1, 10_000),
     keyRotationDays: num(env, 'SLUICE_KEY_ROTATION_DAYS', 30, 0.0001, 365),
     secretRotationDays: num(env, 'SLUICE_SECRET_ROTATION_DAYS', 30, 0.0001, 365),
     secretGraceDays: num(env, 'SLUICE_SECRET_GRACE_DAYS', 7, 0, 365),
@@ -249,5 +255,6 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
     dispatchBuffer: int(env, 'SLUICE_DISPATCH_BUFFER', 20_000, 100, 1_000_000),
     dispatchHoldRecheckMs: int(env, 'SLUICE_DISPATCH_HOLD_RECHECK_MS', 15 * 60_000, 1000, 24 * 3600_000),
   };
+  if (config.stateFetchWaitMs * 2 > config.kafkaStaleMs) throw new ConfigError('SLUICE_STATE_FETCH_WAIT_MS', `must be at most half of SLUICE_KAFKA_STALE_MS (${config.kafkaStaleMs}), or an idle node would fail closed between two fetches; got ${config.stateFetchWaitMs}`);
   return Object.freeze(config);
 }

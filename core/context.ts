@@ -14,6 +14,7 @@ import { KeyRing } from './tokens/key-ring.ts';
 import { ClientRegistry } from './clients/client-registry.ts';
 import { RevocationList } from './clients/revocation-list.ts';
 import { TokenService } from './tokens/token-service.ts';
+import { IssuerView, agreeOnIssuer } from './tokens/cluster-issuer.ts';
 import { EndpointRegistry } from './webhooks/endpoint-registry.ts';
 import { DlqView } from './webhooks/dlq-view.ts';
 import { RUNG_LABELS, DLQ_RETENTION_MS } from './backoff.ts';
@@ -76,14 +77,7 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
   const keys = new KeyRing(topics.keys, config.masterKey);
   const clients = new ClientRegistry(topics.clients, config.masterKey);
   const revocations = new RevocationList(topics.revocations);
-  const tokens = new TokenService(keys, revocations, clock, {
-    issuer: config.issuer,
-    audience: config.audience,
-    ttlSeconds: config.tokenTtlSeconds,
-    clockSkewSeconds: config.clockSkewSeconds,
-    cacheSize: config.tokenCacheSize,
-  });
-  revocations.onChange = (clientId) => tokens.forgetClient(clientId);
+  const issuers = new IssuerView(topics.keys);
   const webhookViews = opts.webhookViews !== false;
   const endpoints = webhookViews ? new EndpointRegistry(topics.endpoints, config.masterKey) : notOpened<EndpointRegistry>('the endpoints view');
   const dlq = webhookViews ? new DlqView(topics.dlq, clock) : notOpened<DlqView>('the DLQ view');
@@ -93,23 +87,35 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
     storeDir.release();
     throw new ConfigError('SLUICE_DATA_DIR', `cannot open the view store in ${storeDir.path}: ${(err as Error).message}`);
   });
-  const state = new StateConsumer(kafka, [keys, clients, revocations, ...(webhookViews ? [endpoints, dlq] : []), ...(opts.views ?? [])], {
+  const state = new StateConsumer(kafka, [keys, issuers, clients, revocations, ...(webhookViews ? [endpoints, dlq] : []), ...(opts.views ?? [])], {
     groupPrefix: config.topicPrefix,
+    maxWaitMs: config.stateFetchWaitMs,
     onError: (err) => log.error('state view error', { error: err.message }),
     onProgress: (left, total) => log.info('catching up the state views', { records_left: Number(left), records_total: Number(total) }),
     store,
   });
+  let issuer: string;
   try {
     await state.start();
+    issuer = await agreeOnIssuer(config, issuers, producer, (check, what) => waitFor(check, 10_000, what));
   } catch (err) {
     await state.stop().catch(() => {});
     await store.close().catch(() => {});
     storeDir.release();
     throw err;
   }
+  if (issuer !== config.issuer) log.info("adopting the cluster's issuer (SLUICE_ISSUER is unset)", { issuer });
+  const tokens = new TokenService(keys, revocations, clock, {
+    issuer,
+    audience: config.audience,
+    ttlSeconds: config.tokenTtlSeconds,
+    clockSkewSeconds: config.clockSkewSeconds,
+    cacheSize: config.tokenCacheSize,
+  });
+  revocations.onChange = (clientId) => tokens.forgetClient(clientId);
   const ctx: Context = {
     metrics: new Metrics(),
-    config,
+    config: issuer === config.issuer ? config : Object.freeze({ ...config, issuer }),
     brokers: opts.brokers,
     clock,
     kafka,

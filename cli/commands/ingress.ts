@@ -1,31 +1,42 @@
+import cluster from 'node:cluster';
 import { loadConfig } from '../../core/config.ts';
 import { parse } from '../args.ts';
-import { kafkaFor, say, untilSignal } from '../runtime.ts';
+import { kafkaFor, say } from '../runtime.ts';
 import { startNode } from '../assemble.ts';
+import { runPrimary, untilStop, workerAdminPort, workerCount, workerDone, workerIndex } from '../workers.ts';
 import type { Command } from '../command.ts';
 
-const USAGE = `usage: sluice ingress [--port P] [--admin-port P]      (needs KAFKA_BROKERS)
+const USAGE = `usage: sluice ingress [--port P] [--admin-port P] [--workers N]      (needs KAFKA_BROKERS)
 
 Runs one ingress node: token issuance, the edge's scope checks, the control-plane API and the
 data-plane proxy. Run several (on one machine they share the port through SO_REUSEPORT; give
-each its own --admin-port); they share all state through Kafka.`;
+each its own --admin-port); they share all state through Kafka.
+
+  --workers N   processes of this node (SLUICE_WORKERS; default 1; "--workers $(nproc)" uses
+                every core). They share the port (SO_REUSEPORT); worker i serves its admin
+                port on --admin-port + i.`;
 
 export const ingress: Command = {
   summary: 'run an ingress node (needs KAFKA_BROKERS)',
   async run(argv) {
-    const { values } = parse(argv, { port: { type: 'string' }, 'admin-port': { type: 'string' } }, USAGE);
+    const { values } = parse(argv, { port: { type: 'string' }, 'admin-port': { type: 'string' }, workers: { type: 'string' } }, USAGE);
     const config = loadConfig();
     const { brokers } = await kafkaFor(config, { embedded: false });
+    const workers = workerCount(values.workers, USAGE, 1);
+    if (workers > 1 && !cluster.isWorker) return runPrimary(workers, {});
+    const index = workerIndex();
+    const stopped = untilStop();
     const node = await startNode(config, {
       brokers,
       ingress: true,
       dispatcher: false,
       port: values.port !== undefined ? Number(values.port) : undefined,
-      adminPort: values['admin-port'] !== undefined ? Number(values['admin-port']) : undefined,
+      adminPort: workerAdminPort(values['admin-port'] !== undefined ? Number(values['admin-port']) : config.adminPort, index),
     });
-    say(`ingress ready on port ${node.ingress!.port} (admin ${node.ingress!.adminPort}), region ${config.region}`);
-    await untilSignal();
+    if (index === 0) say(`ingress ready on port ${node.ingress!.port} (admin ${node.ingress!.adminPort}${workers > 1 ? ` … ${node.ingress!.adminPort + workers - 1}, ${workers} workers` : ''}), region ${config.region}`);
+    await stopped;
     await node.close();
+    workerDone();
     return 0;
   },
 };

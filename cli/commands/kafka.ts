@@ -4,13 +4,15 @@ import { parse } from '../args.ts';
 import { say, untilSignal } from '../runtime.ts';
 import type { Command } from '../command.ts';
 
-const USAGE = `usage: sluice kafka [--port 9092] [--brokers N] [--data-dir DIR] [--fresh] [--fetch-only]
+const USAGE = `usage: sluice kafka [--port 9092] [--controller-port P] [--brokers N] [--data-dir DIR] [--fresh] [--fetch-only]
 
 Runs a real Apache Kafka cluster (KRaft; each broker also a controller) on 127.0.0.1 in the
 foreground. The jars come from Maven Central once into SLUICE_CACHE_DIR (default .cache/); later
 starts reuse them.
   --port        first broker's port; broker i uses port+2i, its controller port+2i+1;
                 default SLUICE_KAFKA_PORT or 9092
+  --controller-port  first controller's port (controller i uses it+i) instead of port+2i+1;
+                a busy port is named in the error either way
   --brokers     brokers in the cluster (default 1). 3 is what a deployment runs on: topics get
                 replication factor 3 and min.insync.replicas 2, so one broker can be lost
   --data-dir    log directory; default <cache>/kafka-data-<port>
@@ -20,7 +22,7 @@ starts reuse them.
 export const kafka: Command = {
   summary: 'run the local Kafka broker in the foreground',
   async run(argv) {
-    const { values } = parse(argv, { port: { type: 'string' }, brokers: { type: 'string' }, 'data-dir': { type: 'string' }, fresh: { type: 'boolean' }, 'fetch-only': { type: 'boolean' } }, USAGE);
+    const { values } = parse(argv, { port: { type: 'string' }, 'controller-port': { type: 'string' }, brokers: { type: 'string' }, 'data-dir': { type: 'string' }, fresh: { type: 'boolean' }, 'fetch-only': { type: 'boolean' } }, USAGE);
     const config = loadConfig();
     if (values['fetch-only']) {
       const libs = ensureKafkaJars(config.cacheDir, say);
@@ -29,9 +31,11 @@ export const kafka: Command = {
     }
     const port = values.port ? Number(values.port) : config.kafkaPort;
     if (!Number.isInteger(port) || port < 1 || port > 65534) throw new Error(`--port must be a port number, got "${values.port}"`);
+    const controllerPort = values['controller-port'] !== undefined ? Number(values['controller-port']) : undefined;
+    if (controllerPort !== undefined && (!Number.isInteger(controllerPort) || controllerPort < 1 || controllerPort > 65535)) throw new Error(`--controller-port must be a port number, got "${values['controller-port']}"`);
     const nodes = values.brokers ? Number(values.brokers) : 1;
     if (!Number.isInteger(nodes) || nodes < 1 || nodes > 9) throw new Error(`--brokers must be a whole number from 1 to 9, got "${values.brokers}"`);
-    const k = await startLocalKafka({ cacheDir: config.cacheDir, port, nodes, dataDir: values['data-dir'], fresh: values.fresh, log: say });
+    const k = await startLocalKafka({ cacheDir: config.cacheDir, port, controllerPort, nodes, dataDir: values['data-dir'], fresh: values.fresh, log: say });
     say(`Kafka ${nodes > 1 ? `cluster of ${nodes} brokers` : 'broker'} ready at ${k.brokers.join(',')}  (KAFKA_BROKERS=${k.brokers.join(',')}); data in ${k.dataDir}; Ctrl-C stops it`);
     await untilSignal();
     say('stopping Kafka');

@@ -21,7 +21,22 @@ export function auditViewOf(ctx: Context): AuditView {
   return view;
 }
 
-export async function appendAudit(ctx: Context, e: { tenant_id: string; actor: string; action: string; subject: string; reason?: string | null }): Promise<{ id: string; seq: number; hash: string }> {
+export async function appendAudit(ctx: Context, e: AuditInput): Promise<AppendedEntry> {
+  return writerOf(ctx).append(e);
+}
+
+/**
+ * Resolves once Kafka committed the entry; `visible` resolves once this node's audit view shows it.
+ * For a write that must come after its audit entry (a revocation) and may overlap the view's wait:
+ *
+ *   const { entry, visible } = await appendAuditCommitted(ctx, {...});
+ *   await Promise.all([visible, writeTheRecord(entry.id)]);
+ */
+export function appendAuditCommitted(ctx: Context, e: AuditInput): Promise<{ entry: AppendedEntry; visible: Promise<void> }> {
+  return writerOf(ctx).appendCommitted(e);
+}
+
+function writerOf(ctx: Context): AuditWriter {
   let writer = writers.get(ctx);
   if (!writer) {
     const w = new AuditWriter({ kafka: ctx.kafka, topic: ctx.topics.audit, transactionalId: `${ctx.config.topicPrefix}.audit-writer`, view: auditViewOf(ctx), state: ctx.state, clock: ctx.clock, log: ctx.log });
@@ -29,5 +44,5 @@ export async function appendAudit(ctx: Context, e: { tenant_id: string; actor: s
     ctx.closers.push(() => w.close());
     writer = w;
   }
-  return writer.append(e);
+  return writer;
 }

@@ -53,11 +53,28 @@ export class AuditWriter {
 
   constructor(private readonly deps: AuditWriterDeps) {}
 
-  /** Appends one entry; concurrent calls in one process are serialised. */
-  append(input: AuditInput): Promise<AppendedEntry> {
+  /** Appends one entry and resolves once this node's audit view shows it; concurrent calls in one process are serialised. */
+  async append(input: AuditInput): Promise<AppendedEntry> {
+    const { entry, visible } = await this.appendCommitted(input);
+    await visible;
+    return entry;
+  }
+
+  /**
+   * Resolves once Kafka committed the entry (what "audit entry first" needs before the write it
+   * accounts for), with `visible` resolving once this node's view shows it: a caller overlaps its
+   * next write with that wait instead of queueing behind it. Only the transactions are serialised.
+   */
+  appendCommitted(input: AuditInput): Promise<{ entry: AppendedEntry; visible: Promise<void> }> {
     const run = this.queue.then(() => this.appendNow(input));
     this.queue = run.catch(() => {});
-    return run;
+    return run.then((entry) => {
+      const visible = this.waitVisible(entry.id).catch((err: Error) => {
+        throw new SluiceError('UNAVAILABLE', `the audit entry was committed but ${err.message} in this node's view`, {}, { 'Retry-After': '1' });
+      });
+      visible.catch(() => {}); // observed by the caller; never an unhandled rejection here
+      return { entry, visible };
+    });
   }
 
   private async appendNow(input: AuditInput): Promise<AppendedEntry> {
@@ -84,7 +101,6 @@ export class AuditWriter {
           throw err;
         }
         this.tail = { seq: entry.seq, hash: entry.hash };
-        await this.waitVisible(id);
         return { id, seq: entry.seq, hash: entry.hash };
       } catch (err) {
         lastError = err;
@@ -130,7 +146,7 @@ export class AuditWriter {
   private async waitVisible(id: string): Promise<void> {
     const deadline = Date.now() + CATCH_UP_MS;
     while (!this.deps.view.get(id)) {
-      if (Date.now() > deadline) throw new Error('the appended audit entry did not become visible');
+      if (Date.now() > deadline) throw new Error(`did not become visible within ${CATCH_UP_MS} ms`);
       await sleep(2);
     }
   }

@@ -1,6 +1,8 @@
 /**
  * Emergency revocation and its undoing. Both write the audit entry first, then the compacted
  * `sluice.revocations` record (a tombstone re-enables), and return once this node's view shows it.
+ * A revocation sends its record as soon as Kafka committed the audit entry, while this node's
+ * audit view is still catching up with it: the order in Kafka is the same, the wait is shorter.
  *
  *   const { record, created } = await revokeClient(ctx, { clientId, reason, actor, tenant: auth.tenantId });
  */
@@ -8,7 +10,7 @@ import type { Context } from '../context.ts';
 import { writeState } from '../context.ts';
 import { SluiceError } from '../errors.ts';
 import { newId } from '../secrets.ts';
-import { appendAudit } from '../audit/audit-log.ts';
+import { appendAudit, appendAuditCommitted } from '../audit/audit-log.ts';
 import type { RevocationRecord } from './revocation-list.ts';
 
 export interface RevokeInput {
@@ -33,7 +35,7 @@ export async function revokeClient(ctx: Context, input: RevokeInput): Promise<{ 
   const running = inFlight.get(key);
   if (running) return running.then((r) => ({ record: r.record, created: false }));
   const p = (async () => {
-    const audit = await appendAudit(ctx, { tenant_id: client.tenant_id, actor: input.actor, action: 'credential.revoked', subject: client.client_id, reason: input.reason });
+    const { entry: audit, visible } = await appendAuditCommitted(ctx, { tenant_id: client.tenant_id, actor: input.actor, action: 'credential.revoked', subject: client.client_id, reason: input.reason });
     const record: RevocationRecord = {
       revocation_id: newId('rev'),
       client_id: client.client_id,
@@ -43,7 +45,7 @@ export async function revokeClient(ctx: Context, input: RevokeInput): Promise<{ 
       revoked_at: ctx.clock.now(),
       audit_entry_id: audit.id,
     };
-    await writeState(ctx, ctx.topics.revocations, client.client_id, record, () => ctx.revocations.get(client.client_id)?.revocation_id === record.revocation_id, 'revocation record');
+    await Promise.all([visible, writeState(ctx, ctx.topics.revocations, client.client_id, record, () => ctx.revocations.get(client.client_id)?.revocation_id === record.revocation_id, 'revocation record')]);
     return { record, created: true };
   })();
   inFlight.set(key, p);

@@ -5,8 +5,8 @@
  * set, and by the tests.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, writeFileSync, openSync, rmSync } from 'node:fs';
-import { createConnection } from 'node:net';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync, openSync, rmSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -52,6 +52,8 @@ export interface LocalKafkaOptions {
   cacheDir: string;
   /** The first broker's port; broker i listens on port + 2i and its controller on port + 2i + 1. */
   port?: number;
+  /** The first controller's port instead of port + 1: controller i listens on controllerPort + i. */
+  controllerPort?: number;
   /** Brokers in the cluster (each also a KRaft controller); 3 gives replication factor 3, min.insync.replicas 2. */
   nodes?: number;
   /** Where the log segments live (one sub-directory per broker when nodes > 1); wiped first when `fresh` is true. */
@@ -90,17 +92,26 @@ function portOpen(port: number): Promise<boolean> {
   });
 }
 
+/** Whether something holds the port on 127.0.0.1 (a listener anywhere on it, or a bound socket). */
+function portBusy(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(true));
+    s.listen({ port, host: '127.0.0.1', exclusive: true }, () => s.close(() => resolve(false)));
+  });
+}
+
 const CLUSTER_ID = 'c2x1aWNlLWxvY2FsLWthZmthMQ'; // fixed: a local data dir can be reused across runs
 
-function serverProperties(id: number, port: number, n: number, base: number, dataDir: string): string {
+function serverProperties(id: number, port: number, n: number, controllerPorts: number[], dataDir: string): string {
   const replication = Math.min(3, n);
   const minIsr = n >= 3 ? 2 : 1;
-  const voters = Array.from({ length: n }, (_, i) => `${i + 1}@127.0.0.1:${base + 2 * i + 1}`).join(',');
+  const voters = controllerPorts.map((p, i) => `${i + 1}@127.0.0.1:${p}`).join(',');
   return [
     'process.roles=broker,controller',
     `node.id=${id}`,
     `controller.quorum.voters=${voters}`,
-    `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${port + 1}`,
+    `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPorts[id - 1]}`,
     `advertised.listeners=PLAINTEXT://127.0.0.1:${port}`,
     'controller.listener.names=CONTROLLER',
     'inter.broker.listener.name=PLAINTEXT',
@@ -137,9 +148,12 @@ export async function startLocalKafka(opts: LocalKafkaOptions): Promise<LocalKaf
   const base = opts.port ?? 9092;
   const n = opts.nodes ?? 1;
   if (!Number.isInteger(n) || n < 1 || n > 9) throw new LocalKafkaError('START_FAILED', `a local cluster has 1 to 9 brokers, not ${n}`);
+  const controllerPorts = Array.from({ length: n }, (_, i) => (opts.controllerPort !== undefined ? opts.controllerPort + i : base + 2 * i + 1));
   for (let i = 0; i < n; i++) {
-    for (const p of [base + 2 * i, base + 2 * i + 1]) {
-      if (await portOpen(p)) throw new LocalKafkaError('START_FAILED', `port ${p} on 127.0.0.1 is already in use: stop what listens there, pick another with --port, or point KAFKA_BROKERS at it`);
+    const broker = base + 2 * i;
+    if (controllerPorts.includes(broker)) throw new LocalKafkaError('START_FAILED', `port ${broker} would serve both a broker and a controller: pick another --controller-port`);
+    for (const [p, what] of [[broker, `broker ${i + 1}'s port (--port)`], [controllerPorts[i], `controller ${i + 1}'s port (--controller-port${opts.controllerPort === undefined ? `, default --port + ${2 * i + 1}` : ''})`]] as const) {
+      if ((await portBusy(p)) || (await portOpen(p))) throw new LocalKafkaError('START_FAILED', `port ${p} on 127.0.0.1, ${what}, is already in use: stop what holds it, pick another port, or point KAFKA_BROKERS at a running cluster`);
     }
   }
   const dataDir = opts.dataDir ?? join(opts.cacheDir, `kafka-data-${base}`);
@@ -147,7 +161,7 @@ export async function startLocalKafka(opts: LocalKafkaOptions): Promise<LocalKaf
   const deadline = () => Date.now() + (opts.startTimeoutMs ?? 90_000);
   const nodes = Array.from({ length: n }, (_, i) => brokerNode(i + 1, base + 2 * i, n === 1 ? dataDir : join(dataDir, `node-${i + 1}`), serverPropertiesFor(i), libs, opts.heapMb ?? 512));
   function serverPropertiesFor(i: number) {
-    return (dir: string) => serverProperties(i + 1, base + 2 * i, n, base, dir);
+    return (dir: string) => serverProperties(i + 1, base + 2 * i, n, controllerPorts, dir);
   }
   // A KRaft quorum elects a controller only once a majority runs: start them together.
   await Promise.all(nodes.map((node) => node.launch(deadline())));
@@ -213,7 +227,7 @@ function brokerNode(id: number, port: number, dataDir: string, properties: (data
       // Stop the broker with us when the parent dies without calling stop().
       process.once('exit', onParentExit);
       while (!(await portOpen(port))) {
-        if (child !== c) throw new LocalKafkaError('START_FAILED', `Kafka broker ${id} exited during start-up; see ${join(logDir, 'stdout.log')} and server.log`);
+        if (child !== c) throw new LocalKafkaError('START_FAILED', `Kafka broker ${id} exited during start-up${bindFailure(logDir)}; see ${join(logDir, 'stdout.log')} and server.log`);
         if (Date.now() > deadline) {
           c.kill('SIGKILL');
           throw new LocalKafkaError('START_FAILED', `Kafka broker ${id} did not listen on 127.0.0.1:${port} in time; see ${logDir}`);
@@ -235,6 +249,17 @@ function brokerNode(id: number, port: number, dataDir: string, properties: (data
     },
   };
   return node;
+}
+
+/** ": port P is already in use" when the broker's logs say it could not bind (taken between the check and the start). */
+function bindFailure(logDir: string): string {
+  for (const f of ['stdout.log', 'server.log']) {
+    const file = join(logDir, f);
+    const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
+    const m = /Socket server failed to bind to [^:\s]*:(\d+)/.exec(text) ?? /bind.*?:(\d+).*Address already in use/i.exec(text);
+    if (m) return `: port ${m[1]} on 127.0.0.1 is already in use`;
+  }
+  return '';
 }
 
 /** The port accepting connections is not enough: wait until the cluster names a controller. */

@@ -9,6 +9,7 @@ import type { StateRecord, StateView } from '../kafka/state-consumer.ts';
 import { parseJson } from '../kafka/state-consumer.ts';
 import { seal, unseal, newId } from '../secrets.ts';
 import { TOKEN_ALG } from './jws.ts';
+import { ISSUER_KEY_PREFIX } from './cluster-issuer.ts';
 
 export interface SigningKeyRecord {
   kid: string;
@@ -38,6 +39,7 @@ export class KeyRing implements StateView {
   constructor(readonly topic: string, private readonly masterKey: Buffer) {}
 
   apply(r: StateRecord): void {
+    if (r.key.startsWith(ISSUER_KEY_PREFIX)) return; // the cluster's issuer lives beside the keys
     const rec = parseJson<SigningKeyRecord>(r.value);
     if (rec === null) {
       this.keys.delete(r.key);

@@ -31,6 +31,7 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: 
 
 export interface IngressProcess {
   base: string;
+  pid: number;
   admin: string;
   stop(): Promise<void>;
 }
@@ -57,6 +58,7 @@ export async function spawnIngress(env: NodeJS.ProcessEnv, port: number, adminPo
   }
   return {
     base: `http://127.0.0.1:${port}`,
+    pid: child.pid!,
     admin,
     stop: () =>
       new Promise<void>((resolve) => {

@@ -38,7 +38,8 @@ export async function startTestNode(env: Record<string, string> = {}, opts: { cl
     SLUICE_PORT: String(port),
     SLUICE_ADMIN_PORT: String(adminPort),
     SLUICE_HOST: '127.0.0.1',
-    SLUICE_ISSUER: `http://127.0.0.1:${port}`,
+    // A node joining another's prefix adopts that cluster's issuer (core/tokens/cluster-issuer.ts).
+    ...(opts.prefix ? {} : { SLUICE_ISSUER: `http://127.0.0.1:${port}` }),
     SLUICE_TOPIC_PARTITIONS: '3',
     SLUICE_LOG_LEVEL: 'error',
     KAFKA_BROKERS: kafka.join(','),
@@ -50,7 +51,7 @@ export async function startTestNode(env: Record<string, string> = {}, opts: { cl
   return {
     ...node,
     base,
-    config,
+    config: node.ctx.config,
     admin: `http://127.0.0.1:${node.ingress!.adminPort}`,
     client: (role = 'admin', tenant = 'acme', region = config.region) => createClient(node.ctx, { tenant, role, region }),
     async token(c, scope) {

@@ -63,3 +63,40 @@ t.test('a stop does not wait for clients that hold keep-alive connections', asyn
   const ms = Date.now() - started;
   t.ok(ms < 5000, `the node stopped and closed 5 idle keep-alive connections in ${ms} ms (uWS would hold them 10 s)`);
 });
+
+t.test('sluice ingress --workers 2: both processes issue tokens on the shared port', async (t) => {
+  const { startTestNode } = await import('../helpers/sluice.ts');
+  const { cliEnv } = await import('../helpers/cli.ts');
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  const c = await node.client('admin', 'acme');
+  const port = await freePort();
+  let adminPort = await freePort();
+  while (adminPort > 65000) adminPort = await freePort();
+  const child = spawn(process.execPath, ['bin/sluice.js', 'ingress', '--workers', '2', '--port', String(port), '--admin-port', String(adminPort)], { cwd: root, env: cliEnv(node.config), stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  const ready = async (p: number) => {
+    for (let i = 0; i < 120; i++) {
+      if (await fetch(`http://127.0.0.1:${p}/readyz`).then((r) => r.status === 200, () => false)) return true;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    return false;
+  };
+  t.ok(await ready(adminPort), 'worker 0 is ready on --admin-port');
+  t.ok(await ready(adminPort + 1), 'worker 1 is ready on --admin-port + 1');
+  let issued = 0;
+  for (let i = 0; i < 40; i++) {
+    const res = await call(`http://127.0.0.1:${port}`, 'POST', '/v1/auth/token', { body: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret }, headers: { connection: 'close' } });
+    if (res.status === 200) issued++;
+  }
+  t.equal(issued, 40, 'every request got a token');
+  const issuedBy = async (p: number) => Number(/^sluice_tokens_issued_total\S* (\d+)/m.exec(await (await fetch(`http://127.0.0.1:${p}/metrics`)).text())?.[1] ?? 0);
+  const counts = [await issuedBy(adminPort), await issuedBy(adminPort + 1)];
+  t.equal(counts[0] + counts[1], 40, `the two workers issued them between them (${counts.join(' + ')})`);
+  t.ok(counts[0] > 0 && counts[1] > 0, 'and each worker issued some (the kernel spreads 40 connections over both)');
+  child.kill('SIGTERM');
+  t.equal(await exited, 0, 'SIGTERM stops both workers and the primary exits 0');
+});

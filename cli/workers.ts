@@ -1,0 +1,87 @@
+/**
+ * `--workers N` for `sluice start` and `sluice ingress`: the primary forks N worker processes
+ * (node:cluster) that each run a whole node. They share the HTTP port (uWS listens with
+ * SO_REUSEPORT, so the kernel spreads connections) and worker i serves its admin port on
+ * base + i. A dead worker ends the run (the operator's supervisor decides); a signal stops all.
+ */
+import cluster from 'node:cluster';
+import { availableParallelism } from 'node:os';
+import { UsageError } from './args.ts';
+import { say, untilSignal } from './runtime.ts';
+
+const WORKER_INDEX = 'SLUICE_WORKER_INDEX';
+
+/** --workers, else SLUICE_WORKERS, else `def` (the number of cores when undefined). */
+export function workerCount(raw: string | undefined, usage: string, def?: number): number {
+  const v = raw ?? process.env.SLUICE_WORKERS;
+  if (v === undefined || v === '') return def ?? availableParallelism();
+  if (!/^\d{1,2}$/.test(v) || Number(v) < 1 || Number(v) > 64) throw new UsageError(`--workers / SLUICE_WORKERS must be a whole number from 1 to 64, got "${v}"\n\n${usage}`);
+  return Number(v);
+}
+
+/** This process's index among the workers (0 in a single-process run). */
+export function workerIndex(): number {
+  return cluster.isWorker ? Number(process.env[WORKER_INDEX] ?? '0') : 0;
+}
+
+/** The admin port of worker `index` (0 stays 0: each picks a free one). */
+export function workerAdminPort(base: number, index: number): number {
+  return base === 0 ? 0 : base + index;
+}
+
+/** How a worker (or a single process) waits for its stop. */
+export function untilStop(): Promise<string> {
+  return cluster.isWorker ? untilPrimarySaysStop() : untilSignal();
+}
+
+/** Called once a worker's node has closed: the IPC channel would keep the process alive. */
+export function workerDone(): void {
+  cluster.worker?.disconnect();
+}
+
+/**
+ * A worker stops when the primary says so. A Ctrl-C reaches every process of the group at once,
+ * so a worker ignores the signals themselves: a second one must not cut its shutdown short.
+ */
+function untilPrimarySaysStop(graceMs = 15_000): Promise<string> {
+  process.on('SIGINT', () => {});
+  process.on('SIGTERM', () => {});
+  return new Promise((resolve) => {
+    const onMessage = (m: unknown) => {
+      if (m !== 'shutdown') return;
+      process.off('message', onMessage);
+      setTimeout(() => process.exit(1), graceMs).unref();
+      resolve('shutdown');
+    };
+    process.on('message', onMessage);
+    // The primary is gone (killed): stop as if told to.
+    process.once('disconnect', () => onMessage('shutdown'));
+  });
+}
+
+/** Forks the workers (with `env` added), restarts none, stops them on a signal; resolves with the exit code. */
+export async function runPrimary(workers: number, env: Record<string, string>): Promise<number> {
+  const alive = new Set<number>();
+  let stopping = false;
+  let failed = false;
+  const exited = new Promise<void>((resolve) => {
+    cluster.on('exit', (w, code, signal) => {
+      alive.delete(w.id);
+      if (!stopping) {
+        failed = true;
+        say(`worker ${w.process.pid} exited (${signal ?? code}); stopping the others`);
+        stopping = true;
+        for (const id of alive) cluster.workers?.[id]?.send('shutdown');
+      }
+      if (alive.size === 0) resolve();
+    });
+  });
+  for (let i = 0; i < workers; i++) alive.add(cluster.fork({ ...env, [WORKER_INDEX]: String(i) }).id);
+  const signal = await Promise.race([untilSignal(20_000), exited.then(() => null)]);
+  if (signal) {
+    stopping = true;
+    for (const id of alive) cluster.workers?.[id]?.send('shutdown');
+    await exited;
+  }
+  return failed ? 1 : 0;
+}

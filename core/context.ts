@@ -55,6 +55,8 @@ export interface ContextOptions {
   /** More views for the same state consumer (endpoints, DLQ, audit...). */
   views?: StateView[];
   component?: string;
+  /** Process metrics (CPU, memory, event loop) on /metrics: on for a serving node. */
+  processMetrics?: boolean;
 }
 
 export const DAY_MS = 24 * 3600 * 1000;
@@ -77,7 +79,13 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
     clockSkewSeconds: config.clockSkewSeconds,
     cacheSize: config.tokenCacheSize,
   });
-  revocations.onChange = (clientId) => tokens.forgetClient(clientId);
+  const metrics = new Metrics({ tenantLabel: config.metricsTenantLabel, processMetrics: opts.processMetrics });
+  revocations.onChange = (clientId) => {
+    tokens.forgetClient(clientId);
+    // Revocation lag: written → applied here (only live ones, not the catch-up at start).
+    const rec = revocations.get(clientId);
+    if (rec && state.ready) metrics.revocationLag.observe(Math.max(0, clock.now() - rec.revoked_at) / 1000);
+  };
   const endpoints = new EndpointRegistry(topics.endpoints, config.masterKey);
   const dlq = new DlqView(topics.dlq, clock);
   const storeDir = claimDataDir(config, opts.component ?? 'sluice');
@@ -99,8 +107,10 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
     storeDir.release();
     throw err;
   }
+  metrics.gauge('sluice_dlq_entries', 'Dead-lettered deliveries waiting (not replayed, not expired), by tenant.', () => [...dlq.sizes(clock.now())].map(([tenant, n]) => [{ tenant: metrics.tenant(tenant) }, n]), ['tenant']);
+  metrics.gauge('sluice_endpoints', 'Webhook endpoints by state.', () => Object.entries(endpoints.countByState()).map(([s, n]) => [{ state: s }, n]), ['state']);
   const ctx: Context = {
-    metrics: new Metrics(),
+    metrics,
     config,
     brokers: opts.brokers,
     clock,

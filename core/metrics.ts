@@ -110,7 +110,7 @@ export class Metrics {
     this.scopeChildren = new Children(([scope]) => this.scopeViolations.labels(scope));
     this.attemptChildren = new Children(([attempt, result]) => this.attempts.labels(attempt, result));
     this.rungChildren = new Children(([rung]) => this.rungLateness.labels(rung));
-    if (opts.processMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'sluice_' });
+    if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });
   }
 
   tenant(id: string | undefined): string {

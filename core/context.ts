@@ -84,7 +84,11 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
     tokens.forgetClient(clientId);
     // Revocation lag: written → applied here (only live ones, not the catch-up at start).
     const rec = revocations.get(clientId);
-    if (rec && state.ready) metrics.revocationLag.observe(Math.max(0, clock.now() - rec.revoked_at) / 1000);
+    if (rec && state.ready) {
+      const lagMs = Math.max(0, clock.now() - rec.revoked_at);
+      metrics.revocationLag.observe(lagMs / 1000);
+      log.info('revocation applied', { client_id: clientId, tenant_id: rec.tenant_id, lag_ms: lagMs });
+    }
   };
   const endpoints = new EndpointRegistry(topics.endpoints, config.masterKey);
   const dlq = new DlqView(topics.dlq, clock);

@@ -10,6 +10,8 @@ import { currentIds } from './tracing.ts';
 export type Level = 'debug' | 'info' | 'warn' | 'error';
 
 export interface Logger {
+  /** The configured level: a caller building costly fields checks `level === 'debug'` first. */
+  readonly level: Level;
   debug(msg: string, fields?: Record<string, unknown>): void;
   info(msg: string, fields?: Record<string, unknown>): void;
   warn(msg: string, fields?: Record<string, unknown>): void;
@@ -56,7 +58,7 @@ export function createLogger(level: Level, component: string, write?: (line: str
     if (fields === undefined) p[lvl](scrubText(msg));
     else p[lvl](fields, scrubText(msg));
   };
-  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+  return { level, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }
 
 function scrubText(msg: string): string {

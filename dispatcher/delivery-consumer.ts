@@ -15,7 +15,7 @@ import { GroupConsumer, OffsetTracker } from './consume.ts';
 import { processDelivery, type Stage } from './process.ts';
 import { HEADER_HELD_SINCE, type OutcomeRecorder } from './record.ts';
 import { gate, PauseTimers, type TopicMode } from './rungs.ts';
-import { endSpan, extractContext, SpanKind, startSpan, tracing } from '../core/tracing.ts';
+import { endSpan, extractContext, SpanKind, startSpan, tracing, withContext } from '../core/tracing.ts';
 
 export interface DeliveryConsumer {
   member: GroupConsumer;
@@ -96,7 +96,13 @@ async function handle(ctx: Context, stage: Stage, recorder: OutcomeRecorder, rec
     ? startSpan(`process ${topic}`, SpanKind.CONSUMER, extractContext(headers), { 'messaging.system': 'kafka', 'messaging.source.name': topic, 'messaging.operation.type': 'process', ...(rec ? { 'sluice.delivery_id': rec.delivery_id, 'sluice.endpoint_id': rec.endpoint_id, 'sluice.attempt': rec.attempt } : {}) })
     : undefined;
   const outcome = await processDelivery(stage, rec, heldSince, origin, traced?.ctx);
-  if (outcome.kind === 'dead-letter') ctx.log.info('delivery dead-lettered', { delivery_id: outcome.rec.delivery_id, endpoint_id: outcome.rec.endpoint_id, attempts: outcome.entry.attempts });
+  const logLines = () => {
+    if (outcome.kind === 'dead-letter') ctx.log.info('delivery dead-lettered', { delivery_id: outcome.rec.delivery_id, endpoint_id: outcome.rec.endpoint_id, attempts: outcome.entry.attempts });
+    else if (ctx.log.level === 'debug' && outcome.rec) ctx.log.debug('delivery outcome', { outcome: outcome.kind, delivery_id: outcome.rec.delivery_id, endpoint_id: outcome.rec.endpoint_id, attempt: outcome.rec.attempt, ...(outcome.kind === 'delivered' ? { status: outcome.status } : {}) });
+  };
+  // In the record's span, so the lines carry its trace and span ids.
+  if (traced) withContext(traced.ctx, logLines);
+  else logLines();
   if (traced) endSpan(traced.span, outcome.kind === 'dead-letter' ? 'dead-lettered' : null, { 'sluice.outcome': outcome.kind });
   await recorder.record(outcome, traced?.ctx);
 }

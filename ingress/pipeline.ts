@@ -9,7 +9,7 @@ import { parseJsonBody } from '../core/json.ts';
 import { throttled } from '../core/log.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { RateLimiter } from '../core/rate-limit.ts';
-import { endSpan, extractContext, SpanKind, startSpan, type Span, type TraceContext } from '../core/tracing.ts';
+import { endSpan, extractContext, SpanKind, startSpan, withContext, type Span, type TraceContext } from '../core/tracing.ts';
 import type { VerifiedToken } from '../core/tokens/token-service.ts';
 import { canonicalPath } from './canonical-path.ts';
 import type { Router } from './router.ts';
@@ -104,10 +104,18 @@ export class Pipeline {
   }
 
   /** Counts the answered request, and ends its span. `startedAt`: performance.now() at arrival. */
-  finished(req: IncomingRequest, status: number, startedAt: number, span: Span | undefined): void {
+  finished(req: IncomingRequest, status: number, startedAt: number, traced: { span: Span; ctx: TraceContext } | undefined): void {
     const route = req.route ?? 'unmatched';
-    this.deps.metrics.request(route, status, req.tenant, (performance.now() - startedAt) / 1000);
-    if (span) {
+    const seconds = (performance.now() - startedAt) / 1000;
+    this.deps.metrics.request(route, status, req.tenant, seconds);
+    const { log } = this.deps.ctx;
+    if (log.level === 'debug') {
+      const line = () => log.debug('request', { method: req.method, route, path: req.path, status, tenant: req.tenant, ms: Math.round(seconds * 1e4) / 10 });
+      if (traced) withContext(traced.ctx, line);
+      else line();
+    }
+    if (traced) {
+      const { span } = traced;
       span.updateName(route === 'unmatched' ? req.method : route);
       endSpan(span, status >= 500 ? `HTTP ${status}` : null, { 'http.route': route, 'http.response.status_code': status, ...(req.tenant ? { 'sluice.tenant': req.tenant } : {}) });
     }

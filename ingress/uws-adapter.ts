@@ -84,7 +84,7 @@ export function listen(pipeline: Pipeline, host: string, port: number, maxBodyBy
     const traced = tracing.on ? pipeline.startSpan(incoming) : undefined;
     const authenticated = incoming.headers.authorization !== undefined;
     const write = (reply: Reply, close = false) => {
-      pipeline.finished(incoming, aborted ? 499 : reply.status, startedAt, traced?.span);
+      pipeline.finished(incoming, aborted ? 499 : reply.status, startedAt, traced);
       if (aborted) return;
       const send = () => {
         res.writeStatus(`${reply.status} ${STATUS_TEXT[reply.status] ?? 'Status'}`);

@@ -1,0 +1,63 @@
+/**
+ * Tracing overhead: runs the edge and dispatch benchmarks three times each, with tracing off,
+ * on at 1 % sampling and on at 100 %, exporting over OTLP/HTTP to a sink in this process that
+ * reads and discards every export (so serialising and sending spans is part of the cost).
+ *
+ *   npm run bench:tracing -- [--quick] [--only edge|dispatch]
+ *
+ * --quick: 5 s edge cases with 16 VUs, and the dispatch bench's --quick f1-single scenario.
+ * Prints each run's table rows under its mode, with the load average before each run.
+ */
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const { values: opt } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } } });
+
+let exports = 0;
+let bytes = 0;
+const sink = createServer((req, res) => {
+  req.on('data', (c: Buffer) => (bytes += c.length));
+  req.on('end', () => {
+    exports++;
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+  });
+});
+await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
+const endpoint = `http://127.0.0.1:${(sink.address() as { port: number }).port}/v1/traces`;
+
+const MODES: Array<[string, Record<string, string>]> = [
+  ['off', { SLUICE_TRACE_EXPORTER: 'none' }],
+  ['on, 1 % sampled', { SLUICE_TRACE_EXPORTER: 'otlp', SLUICE_TRACE_SAMPLE_RATIO: '0.01', SLUICE_OTLP_ENDPOINT: endpoint }],
+  ['on, 100 % sampled', { SLUICE_TRACE_EXPORTER: 'otlp', SLUICE_TRACE_SAMPLE_RATIO: '1', SLUICE_OTLP_ENDPOINT: endpoint }],
+];
+const BENCHES: Array<[string, string[], Record<string, string>]> = [
+  ['edge', [join(ROOT, 'bench/edge.ts')], opt.quick ? { DURATION: '5', VUS: '16' } : {}],
+  ['dispatch', [join(ROOT, 'bench/dispatch.ts'), '--skip-hops', '--only', 'f1-single', ...(opt.quick ? ['--quick'] : [])], {}],
+];
+
+function run(args: string[], env: Record<string, string>): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(ROOT, 'bin/run-ts.js'), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d));
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${args[0]} exited ${code}:\n${out}`))));
+  });
+}
+
+for (const [bench, args, env] of BENCHES) {
+  if (opt.only && opt.only !== bench) continue;
+  for (const [mode, traceEnv] of MODES) {
+    const before = { exports, bytes };
+    const load = loadavg().map((l) => l.toFixed(2)).join(' ');
+    const out = await run(args, { ...env, ...traceEnv });
+    console.log(`\n## ${bench}, tracing ${mode} (load average before: ${load}; OTLP exports: ${exports - before.exports}, ${Math.round((bytes - before.bytes) / 1024)} KiB)\n`);
+    console.log(out.split('\n').filter((l) => l.startsWith('|') || l.startsWith('# ')).join('\n'));
+  }
+}
+sink.close();

@@ -7,6 +7,9 @@ import t from 'tap';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createLogger } from '../../core/log.ts';
+import { loadConfig } from '../../core/config.ts';
+import { openContext } from '../../core/context.ts';
+import { unseal } from '../../core/secrets.ts';
 import { call, freePort, uniquePrefix } from '../helpers/sluice.ts';
 import { runCli, SLUICE_BIN } from '../helpers/cli.ts';
 import { receiver, sleep } from '../dispatcher/receiver.ts';
@@ -95,6 +98,13 @@ t.test('a full run logs no client secret, signing secret, bearer token or master
   child.kill('SIGTERM');
   await exited;
 
+  // The signing keys the run made, sealed and in clear.
+  const config = loadConfig(env);
+  const ctx = await openContext(config, { brokers: config.kafkaBrokers!, component: 'logs-check' });
+  const keys = ctx.keys.records();
+  await ctx.close();
+  t.ok(keys.length >= 1, `${keys.length} signing key(s)`);
+  for (const k of keys) secrets.push(k.private_sealed, (JSON.parse(unseal(config.masterKey, k.private_sealed)) as { d: string }).d);
   const found = secrets.filter((s) => s && output.includes(s));
   t.same(found.map((s) => s.slice(0, 12) + '…'), [], 'no secret, token or key appears in the output');
   t.notOk(output.includes('whsec_'), 'no whsec_ value at all');

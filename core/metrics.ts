@@ -137,10 +137,10 @@ export class Metrics {
   readonly tokensRefused: Counter<'reason'>;
   readonly scopeViolations: Counter<'scope'>;
   readonly revocationLag: Histogram<string>;
-  readonly eventsPublished: Counter<'tenant'>;
+  private readonly eventsPublished: FastCounter;
   // The dispatcher.
-  readonly fanOutEvents: Counter<'outcome'>;
-  readonly deliveries: Counter<'outcome'>;
+  private readonly fanOutEvents: FastCounter;
+  private readonly deliveries: FastCounter;
   private readonly attempts: FastCounter;
   private readonly attemptDuration: FastHistogram;
   readonly deliveryLatency: Histogram<string>;
@@ -166,9 +166,9 @@ export class Metrics {
     this.tokensRefused = counter('sluice_tokens_refused_total', 'Token requests refused, by reason (the OAuth error, or rate_limited / unavailable).', ['reason']);
     this.scopeViolations = counter('sluice_scope_violations_total', 'Requests refused because the token lacks the route\'s scope, by the missing scope.', ['scope']);
     this.revocationLag = histogram('sluice_revocation_lag_seconds', 'Time from a revocation being written to this node\'s view applying it.', [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]);
-    this.eventsPublished = counter('sluice_events_published_total', 'Events written to the events topic through the API, by tenant.', ['tenant']);
-    this.fanOutEvents = counter('sluice_events_total', 'Events read by the fan-out, by outcome (matched, unmatched, malformed).', ['outcome']);
-    this.deliveries = counter('sluice_deliveries_total', 'Delivery outcomes: delivered, retry, deferred, held, dead-letter, dropped.', ['outcome']);
+    this.eventsPublished = new FastCounter('sluice_events_published_total', 'Events written to the events topic through the API, by tenant.', ['tenant'], this.registry);
+    this.fanOutEvents = new FastCounter('sluice_events_total', 'Events read by the fan-out, by outcome (matched, unmatched, malformed).', ['outcome'], this.registry);
+    this.deliveries = new FastCounter('sluice_deliveries_total', 'Delivery outcomes: delivered, retry, deferred, held, dead-letter, dropped.', ['outcome'], this.registry);
     this.attempts = new FastCounter('sluice_delivery_attempts_total', 'HTTP delivery attempts by attempt number (1-17) and result (success, failure).', ['attempt', 'result'], this.registry);
     this.attemptDuration = new FastHistogram('sluice_delivery_attempt_duration_seconds', 'Duration of one HTTP delivery attempt, by result.', LATENCY_BUCKETS, ['result'], this.registry);
     this.deliveryLatency = histogram('sluice_delivery_latency_seconds', 'Time from an event\'s creation to its successful delivery (retries included).', LONG_BUCKETS);
@@ -191,6 +191,18 @@ export class Metrics {
   request(route: string, status: number, tenant: string | undefined, seconds: number): void {
     this.requests.child(route, statusText(status), this.tenant(tenant)).value++;
     this.requestDuration.observe(this.requestDuration.child(route), seconds);
+  }
+
+  published(tenant: string, n = 1): void {
+    this.eventsPublished.child(this.tenant(tenant)).value += n;
+  }
+
+  fannedOut(outcome: 'matched' | 'unmatched' | 'malformed'): void {
+    this.fanOutEvents.child(outcome).value++;
+  }
+
+  delivery(outcome: string): void {
+    this.deliveries.child(outcome).value++;
   }
 
   scopeViolation(scope: string): void {

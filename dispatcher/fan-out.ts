@@ -33,12 +33,12 @@ export function fanOutConsumer(ctx: Context, metrics: Metrics): GroupConsumer {
       for (let k = 0; k < events.length; k++) {
         const parsed = events[k];
         if (!parsed) {
-          metrics.fanOutEvents.inc({ outcome: 'malformed' });
+          metrics.fannedOut('malformed');
           continue;
         }
         const { endpoints_at: _seen, ...event } = parsed; // a matching detail, not part of the event
         const endpoints = ctx.endpoints.matching(event.tenant_id, event.type);
-        metrics.fanOutEvents.inc({ outcome: endpoints.length > 0 ? 'matched' : 'unmatched' });
+        metrics.fannedOut(endpoints.length > 0 ? 'matched' : 'unmatched');
         // Keyed by delivery id: one endpoint's backlog spreads over every partition, so every
         // dispatcher process shares it (delivery order was never promised; receivers dedupe on id).
         const eventJson = endpoints.length > 0 ? JSON.stringify(event) : '';

@@ -31,7 +31,7 @@ export class OutcomeRecorder {
 
   /** `trace`: the context of the delivery's consume span; the rung or DLQ record carries it on. */
   async record(o: Outcome, trace?: TraceContext): Promise<void> {
-    this.metrics.deliveries.inc({ outcome: o.kind });
+    this.metrics.delivery(o.kind);
     const t = this.ctx.topics;
     switch (o.kind) {
       case 'delivered':

@@ -25,6 +25,7 @@ import { webhookAttemptRoutes } from '../ingress/routes/webhook-attempts.ts';
 import { consoleRoutes } from '../ingress/routes/console.ts';
 import { startDispatcher } from '../dispatcher/index.ts';
 import { RotationScheduler } from '../core/rotation/scheduler.ts';
+import { startTracing } from '../core/tracing.ts';
 
 export interface NodeOptions {
   brokers: string[];
@@ -70,10 +71,13 @@ async function startWorkers(ctx: Context, roles: { ingress: boolean; dispatcher:
 
 export async function startNode(config: Readonly<Config>, opts: NodeOptions): Promise<SluiceNode> {
   const roles = { ingress: opts.ingress !== false, dispatcher: opts.dispatcher === true };
+  const component = roles.ingress ? 'ingress' : 'dispatcher';
+  // Tracing first, so nothing the node does is left out (a no-op when SLUICE_TRACE_EXPORTER=none).
+  const tracing = await startTracing({ serviceName: `sluice-${component}`, exporter: config.traceExporter, sampleRatio: config.traceSampleRatio, otlpEndpoint: config.otlpEndpoint });
   // Only a node that serves the API keeps the attempt history.
   const attempts = new AttemptHistory(topicNames(config.topicPrefix).attempts, opts.clock);
   const views = [...buildViews(config), ...(roles.ingress ? [attempts] : [])];
-  const ctx = await openContext(config, { brokers: opts.brokers, clock: opts.clock, component: roles.ingress ? 'ingress' : 'dispatcher', views });
+  const ctx = await openContext(config, { brokers: opts.brokers, clock: opts.clock, component, views, processMetrics: true });
   // Every node makes sure a key signs now (the same audited step the rotation scheduler runs).
   await rotateKeys(ctx);
   await waitFor(() => ctx.keys.signingKey(ctx.clock.now()) !== null, 10_000, 'a signing key');
@@ -91,6 +95,7 @@ export async function startNode(config: Readonly<Config>, opts: NodeOptions): Pr
       await admin?.close();
       for (const w of Object.values(workers).reverse()) await w.stop().catch(() => {});
       await ctx.close();
+      await tracing.stop();
     },
   };
 }

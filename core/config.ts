@@ -72,6 +72,14 @@ export interface Config {
   dispatchBuffer: number;
   /** How often (before SLUICE_TIME_SCALE) a delivery held for a PENDING endpoint is re-checked. */
   dispatchHoldRecheckMs: number;
+  /** Label request and event metrics by tenant (false: one series for all tenants, bounded cardinality). */
+  metricsTenantLabel: boolean;
+  /** Where spans go: nowhere (tracing off), the console (development) or OTLP over HTTP. */
+  traceExporter: 'none' | 'console' | 'otlp';
+  /** The share of new traces sampled (0..1); a request that arrives with a sampled traceparent is always traced. */
+  traceSampleRatio: number;
+  /** The OTLP/HTTP traces endpoint. */
+  otlpEndpoint: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -103,6 +111,13 @@ function bool(env: Env, name: string, def: boolean): boolean {
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
   throw new ConfigError(name, `must be true or false, got "${raw}"`);
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], def: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  if (!(allowed as readonly string[]).includes(raw)) throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got "${raw}"`);
+  return raw as T;
 }
 
 function url(env: Env, name: string): string | undefined {
@@ -254,6 +269,10 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
     dispatchSlowMs: int(env, 'SLUICE_DISPATCH_SLOW_MS', 2000, 50, 10_000),
     dispatchBuffer: int(env, 'SLUICE_DISPATCH_BUFFER', 20_000, 100, 1_000_000),
     dispatchHoldRecheckMs: int(env, 'SLUICE_DISPATCH_HOLD_RECHECK_MS', 15 * 60_000, 1000, 24 * 3600_000),
+    metricsTenantLabel: bool(env, 'SLUICE_METRICS_TENANT_LABEL', true),
+    traceExporter: oneOf(env, 'SLUICE_TRACE_EXPORTER', ['none', 'console', 'otlp'] as const, 'none'),
+    traceSampleRatio: num(env, 'SLUICE_TRACE_SAMPLE_RATIO', 1, 0, 1),
+    otlpEndpoint: url(env, 'SLUICE_OTLP_ENDPOINT') ?? 'http://127.0.0.1:4318/v1/traces',
   };
   if (config.stateFetchWaitMs * 2 > config.kafkaStaleMs) throw new ConfigError('SLUICE_STATE_FETCH_WAIT_MS', `must be at most half of SLUICE_KAFKA_STALE_MS (${config.kafkaStaleMs}), or an idle node would fail closed between two fetches; got ${config.stateFetchWaitMs}`);
   return Object.freeze(config);

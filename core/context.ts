@@ -62,6 +62,8 @@ export interface ContextOptions {
    */
   webhookViews?: boolean;
   component?: string;
+  /** Process metrics (CPU, memory, event loop) on /metrics: on for a serving node. */
+  processMetrics?: boolean;
 }
 
 export const DAY_MS = 24 * 3600 * 1000;
@@ -78,6 +80,7 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
   const clients = new ClientRegistry(topics.clients, config.masterKey);
   const revocations = new RevocationList(topics.revocations);
   const issuers = new IssuerView(topics.keys);
+  const metrics = new Metrics({ tenantLabel: config.metricsTenantLabel, processMetrics: opts.processMetrics });
   const webhookViews = opts.webhookViews !== false;
   const endpoints = webhookViews ? new EndpointRegistry(topics.endpoints, config.masterKey) : notOpened<EndpointRegistry>('the endpoints view');
   const dlq = webhookViews ? new DlqView(topics.dlq, clock) : notOpened<DlqView>('the DLQ view');
@@ -112,9 +115,22 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
     clockSkewSeconds: config.clockSkewSeconds,
     cacheSize: config.tokenCacheSize,
   });
-  revocations.onChange = (clientId) => tokens.forgetClient(clientId);
+  revocations.onChange = (clientId) => {
+    tokens.forgetClient(clientId);
+    // Revocation lag: written → applied here (only live ones, not the catch-up at start).
+    const rec = revocations.get(clientId);
+    if (rec && state.ready) {
+      const lagMs = Math.max(0, clock.now() - rec.revoked_at);
+      metrics.revocationLag.observe(lagMs / 1000);
+      log.info('revocation applied', { client_id: clientId, tenant_id: rec.tenant_id, lag_ms: lagMs });
+    }
+  };
+  if (webhookViews) {
+    metrics.gauge('sluice_dlq_entries', 'Dead-lettered deliveries waiting (not replayed, not expired), by tenant.', () => [...dlq.sizes(clock.now())].map(([tenant, n]) => [{ tenant: metrics.tenant(tenant) }, n]), ['tenant']);
+    metrics.gauge('sluice_endpoints', 'Webhook endpoints by state.', () => Object.entries(endpoints.countByState()).map(([s, n]) => [{ state: s }, n]), ['state']);
+  }
   const ctx: Context = {
-    metrics: new Metrics(),
+    metrics,
     config: issuer === config.issuer ? config : Object.freeze({ ...config, issuer }),
     brokers: opts.brokers,
     clock,

@@ -10,10 +10,13 @@ import type { Kafka } from 'kafkajs';
 import type { EachBatchPayload } from 'kafkajs';
 import { consumer as newConsumer, type Consumer } from '../core/kafka/client.ts';
 import type { Logger } from '../core/log.ts';
+import type { Metrics } from '../core/metrics.ts';
 
 export interface GroupConsumerOptions {
   groupId: string;
   topics: string[];
+  /** Where the consumer lag per partition is reported (as of each fetched batch). */
+  metrics?: Metrics;
   maxWaitTimeInMs?: number;
   partitionsConsumedConcurrently?: number;
   /** Called when the group starts rebalancing (this member's partitions may be about to move). */
@@ -54,7 +57,11 @@ export class GroupConsumer {
       autoCommit: false,
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: this.opts.partitionsConsumedConcurrently ?? 1,
-      eachBatch: (payload) => this.opts.eachBatch(payload, this),
+      eachBatch: (payload) => {
+        const { batch } = payload;
+        this.opts.metrics?.consumerLag.set({ group: this.opts.groupId, topic: batch.topic, partition: String(batch.partition) }, Number(batch.offsetLag()));
+        return this.opts.eachBatch(payload, this);
+      },
     });
   }
 

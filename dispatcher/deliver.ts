@@ -9,11 +9,15 @@ import { attemptDelivery, createDeliveryAgent, type AttemptOutcome } from '../co
 import { signDelivery } from '../core/webhooks/signing.ts';
 import { guardedLookup, targetGuard } from '../core/webhooks/target-guard.ts';
 import type { DeliveryRecord, EndpointRecord } from '../core/webhooks/records.ts';
+import { endSpan, injectContext, SpanKind, startSpan, tracing, type TraceContext } from '../core/tracing.ts';
 
 export const DELIVERY_TIMEOUT_MS = 10_000;
 
 export interface Deliverer {
-  attempt(rec: DeliveryRecord, endpoint: EndpointRecord): Promise<{ result: AttemptOutcome; startedAt: number }>;
+  /** `trace` (tracing on): the parent of the attempt's span; the receiver gets its `traceparent`. */
+  attempt(rec: DeliveryRecord, endpoint: EndpointRecord, trace?: TraceContext): Promise<{ result: AttemptOutcome; startedAt: number }>;
+  /** One attempt without spans; `traceHeaders` go out with the request. */
+  attemptOnce(rec: DeliveryRecord, endpoint: EndpointRecord, traceHeaders?: Record<string, string>): Promise<{ result: AttemptOutcome; startedAt: number }>;
   close(): Promise<void>;
 }
 
@@ -24,14 +28,32 @@ export function createDeliverer(ctx: Context): Deliverer {
   const checkTarget = targetGuard(guard);
   const agent: Agent = createDeliveryAgent(ctx.config.dispatchPerEndpoint, guardedLookup(guard));
   return {
-    async attempt(rec, endpoint) {
+    async attempt(rec, endpoint, trace) {
+      if (!tracing.on || !trace) return this.attemptOnce(rec, endpoint);
+      // An INTERNAL span for the attempt (signing included) and a CLIENT span for its HTTP request.
+      const a = startSpan(`webhook attempt ${rec.attempt}`, SpanKind.INTERNAL, trace, { 'sluice.delivery_id': rec.delivery_id, 'sluice.endpoint_id': endpoint.id, 'sluice.attempt': rec.attempt, 'sluice.event_id': rec.event.id });
+      const http = startSpan('POST', SpanKind.CLIENT, a.ctx, { 'http.request.method': 'POST', 'url.full': endpoint.url });
+      try {
+        const out = await this.attemptOnce(rec, endpoint, injectContext(http.ctx, {}));
+        const { result } = out;
+        endSpan(http.span, result.status === null ? result.error : result.status >= 400 ? `HTTP ${result.status}` : null, result.status === null ? undefined : { 'http.response.status_code': result.status });
+        endSpan(a.span, result.ok ? null : result.error, { 'sluice.result': result.ok ? 'success' : 'failure' });
+        return out;
+      } catch (err) {
+        endSpan(http.span, (err as Error).message);
+        endSpan(a.span, (err as Error).message);
+        throw err;
+      }
+    },
+    async attemptOnce(rec, endpoint, traceHeaders) {
       const startedAt = ctx.clock.now();
       const secret = ctx.endpoints.secret(endpoint.id);
       if (secret === undefined) {
         return { startedAt, result: { ok: false, status: null, error: 'the endpoint has no signing secret', durationMs: 0 } };
       }
       const signed = signDelivery(secret, rec.event, rec.attempt, startedAt);
-      const result = await attemptDelivery(endpoint.url, signed.rawBody, signed.headers, { timeoutMs: DELIVERY_TIMEOUT_MS, checkTarget, dispatcher: agent });
+      const headers = traceHeaders ? { ...signed.headers, ...traceHeaders } : signed.headers;
+      const result = await attemptDelivery(endpoint.url, signed.rawBody, headers, { timeoutMs: DELIVERY_TIMEOUT_MS, checkTarget, dispatcher: agent });
       return { result, startedAt };
     },
     async close() {

@@ -5,7 +5,7 @@
  * endpoint holds up nobody; when the scheduler's buffer is full the partition is paused until it
  * has room (backpressure), and offsets are committed as outcomes become durable (OffsetTracker).
  */
-import type { EachBatchPayload } from 'kafkajs';
+import type { EachBatchPayload, IHeaders } from 'kafkajs';
 import type { Context } from '../core/context.ts';
 import { headerString } from '../core/kafka/client.ts';
 import type { Metrics } from '../core/metrics.ts';
@@ -15,6 +15,7 @@ import { GroupConsumer, OffsetTracker } from './consume.ts';
 import { processDelivery, type Stage } from './process.ts';
 import { HEADER_HELD_SINCE, type OutcomeRecorder } from './record.ts';
 import { gate, PauseTimers, type TopicMode } from './rungs.ts';
+import { endSpan, extractContext, SpanKind, startSpan, tracing, withContext } from '../core/tracing.ts';
 
 export interface DeliveryConsumer {
   member: GroupConsumer;
@@ -37,17 +38,19 @@ export function deliveryConsumer(stage: Stage, recorder: OutcomeRecorder, metric
     const items = batch.messages.map((m) => ({ m, rec: parseDeliveryRecord(m.value), heldSince: numberOrNull(headerString(m.headers, HEADER_HELD_SINCE)) }));
     const now = ctx.clock.now();
     const { take, wakeAt } = gate(mode, items, now, released);
+    const rung = mode === 'main' ? null : topic.slice(topic.lastIndexOf('.') + 1);
     for (let i = 0; i < take; i++) {
       if (!p.isRunning() || p.isStale()) return;
       if (stage.scheduler.room === 0) {
         // Backpressure: the rest of this batch is fetched again once the buffer has drained.
         stage.scheduler.whenRoom(p.pause());
-        metrics.inc('sluice_backpressure_pauses_total', { topic: mode });
+        metrics.backpressurePauses.inc({ topic: mode });
         return;
       }
       const { m, rec, heldSince } = items[i];
       if (tracker.accept(topic, partition, m.offset)) {
-        void handle(ctx, stage, recorder, rec, heldSince, `${topic}\0${partition}`).then(() => tracker.finish(topic, partition, m.offset));
+        if (rung !== null && rec !== null) metrics.rungLate(rung, Math.max(0, now - rec.due_at) / 1000);
+        void handle(ctx, stage, recorder, rec, heldSince, `${topic}\0${partition}`, topic, m.headers).then(() => tracker.finish(topic, partition, m.offset));
       }
       p.resolveOffset(m.offset);
       if (i % 500 === 499) await p.heartbeat();
@@ -55,7 +58,7 @@ export function deliveryConsumer(stage: Stage, recorder: OutcomeRecorder, metric
     if (wakeAt !== null) {
       const resume = p.pause();
       timers.set(topic, partition, wakeAt - ctx.clock.now(), resume);
-      metrics.inc('sluice_rung_pauses_total', { topic });
+      metrics.rungPauses.inc({ topic });
     }
   };
 
@@ -68,10 +71,10 @@ export function deliveryConsumer(stage: Stage, recorder: OutcomeRecorder, metric
     const gone = tracker.retain(assigned);
     const dropped = gone.size > 0 ? stage.scheduler.dropQueued(gone) : 0;
     stage.scheduler.thaw(opts.groupId);
-    metrics.inc('sluice_rebalance_dropped_total', {}, dropped);
+    metrics.rebalanceDropped.inc(dropped);
     if (dropped > 0) ctx.log.info('partitions moved to another member; their queued deliveries are left to it', { group: opts.groupId, partitions: gone.size, dropped });
   };
-  const member = new GroupConsumer(ctx.kafka, ctx.log, { groupId: opts.groupId, topics: opts.topics, maxWaitTimeInMs: opts.maxWaitTimeInMs, partitionsConsumedConcurrently: opts.concurrency, eachBatch, onRebalancing, onAssignment });
+  const member = new GroupConsumer(ctx.kafka, ctx.log, { groupId: opts.groupId, topics: opts.topics, metrics, maxWaitTimeInMs: opts.maxWaitTimeInMs, partitionsConsumedConcurrently: opts.concurrency, eachBatch, onRebalancing, onAssignment });
   tracker = new OffsetTracker(member);
   return {
     member,
@@ -87,10 +90,21 @@ export function deliveryConsumer(stage: Stage, recorder: OutcomeRecorder, metric
   };
 }
 
-async function handle(ctx: Context, stage: Stage, recorder: OutcomeRecorder, rec: DeliveryRecord | null, heldSince: number | null, origin: string): Promise<void> {
-  const outcome = await processDelivery(stage, rec, heldSince, origin);
-  if (outcome.kind === 'dead-letter') ctx.log.info('delivery dead-lettered', { delivery_id: outcome.rec.delivery_id, endpoint_id: outcome.rec.endpoint_id, attempts: outcome.entry.attempts });
-  await recorder.record(outcome);
+async function handle(ctx: Context, stage: Stage, recorder: OutcomeRecorder, rec: DeliveryRecord | null, heldSince: number | null, origin: string, topic: string, headers: IHeaders | undefined): Promise<void> {
+  // A CONSUMER span per record, child of the context the record carries (fan-out or an earlier attempt).
+  const traced = tracing.on
+    ? startSpan(`process ${topic}`, SpanKind.CONSUMER, extractContext(headers), { 'messaging.system': 'kafka', 'messaging.source.name': topic, 'messaging.operation.type': 'process', ...(rec ? { 'sluice.delivery_id': rec.delivery_id, 'sluice.endpoint_id': rec.endpoint_id, 'sluice.attempt': rec.attempt } : {}) })
+    : undefined;
+  const outcome = await processDelivery(stage, rec, heldSince, origin, traced?.ctx);
+  const logLines = () => {
+    if (outcome.kind === 'dead-letter') ctx.log.info('delivery dead-lettered', { delivery_id: outcome.rec.delivery_id, endpoint_id: outcome.rec.endpoint_id, attempts: outcome.entry.attempts });
+    else if (ctx.log.level === 'debug' && outcome.rec) ctx.log.debug('delivery outcome', { outcome: outcome.kind, delivery_id: outcome.rec.delivery_id, endpoint_id: outcome.rec.endpoint_id, attempt: outcome.rec.attempt, ...(outcome.kind === 'delivered' ? { status: outcome.status } : {}) });
+  };
+  // In the record's span, so the lines carry its trace and span ids.
+  if (traced) withContext(traced.ctx, logLines);
+  else logLines();
+  if (traced) endSpan(traced.span, outcome.kind === 'dead-letter' ? 'dead-lettered' : null, { 'sluice.outcome': outcome.kind });
+  await recorder.record(outcome, traced?.ctx);
 }
 
 function numberOrNull(v: string | undefined): number | null {

@@ -9,6 +9,7 @@ import type { OutRecord } from '../core/kafka/client.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { deliveryJson, newDelivery, parseEventRecord } from '../core/webhooks/deliveries.ts';
 import { GroupConsumer } from './consume.ts';
+import { endSpan, extractContext, injectContext, SpanKind, startSpan, tracing, type Span } from '../core/tracing.ts';
 
 /** How long a fan-out waits for its endpoint view to catch up before it matches anyway (under the session timeout). */
 const VIEW_WAIT_MS = 10_000;
@@ -17,6 +18,7 @@ export function fanOutConsumer(ctx: Context, metrics: Metrics): GroupConsumer {
   return new GroupConsumer(ctx.kafka, ctx.log, {
     groupId: `${ctx.config.topicPrefix}.fan-out`,
     topics: [ctx.topics.events],
+    metrics,
     partitionsConsumedConcurrently: ctx.config.topicPartitions,
     async eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }, member) {
       if (batch.messages.length === 0) return;
@@ -27,27 +29,51 @@ export function fanOutConsumer(ctx: Context, metrics: Metrics): GroupConsumer {
       const needed = events.reduce((n, e) => Math.max(n, e?.endpoints_at ?? 0), 0);
       await ctx.state.reached(ctx.topics.endpoints, 0, needed, VIEW_WAIT_MS);
       const now = ctx.clock.now();
-      for (const parsed of events) {
+      const spans: Span[] = [];
+      for (let k = 0; k < events.length; k++) {
+        const parsed = events[k];
         if (!parsed) {
-          metrics.inc('sluice_events_total', { outcome: 'malformed' });
+          metrics.fannedOut('malformed');
           continue;
         }
         const { endpoints_at: _seen, ...event } = parsed; // a matching detail, not part of the event
         const endpoints = ctx.endpoints.matching(event.tenant_id, event.type);
-        metrics.inc('sluice_events_total', { outcome: endpoints.length > 0 ? 'matched' : 'unmatched' });
+        metrics.fannedOut(endpoints.length > 0 ? 'matched' : 'unmatched');
         // Keyed by delivery id: one endpoint's backlog spreads over every partition, so every
         // dispatcher process shares it (delivery order was never promised; receivers dedupe on id).
         const eventJson = endpoints.length > 0 ? JSON.stringify(event) : '';
+        // Traced: a CONSUMER span for the event (child of its publisher's) and one PRODUCER span
+        // for its deliveries, whose context every delivery record carries.
+        let headers: Record<string, string> | undefined;
+        if (tracing.on) {
+          const topic = ctx.topics.events;
+          const consumed = startSpan(`process ${topic}`, SpanKind.CONSUMER, extractContext(batch.messages[k].headers), { 'messaging.system': 'kafka', 'messaging.source.name': topic, 'messaging.operation.type': 'process', 'sluice.event_id': event.id, 'sluice.matched_endpoints': endpoints.length });
+          spans.push(consumed.span);
+          if (endpoints.length > 0) {
+            const produced = startSpan(`send ${ctx.topics.deliveries}`, SpanKind.PRODUCER, consumed.ctx, { 'messaging.system': 'kafka', 'messaging.destination.name': ctx.topics.deliveries, 'messaging.operation.type': 'send', 'messaging.batch.message_count': endpoints.length });
+            spans.push(produced.span);
+            headers = injectContext(produced.ctx, {});
+          }
+        }
         for (const ep of endpoints) {
           const d = { ...newDelivery(event, ep.id, now), endpoints_at: Number(ctx.state.position(ctx.topics.endpoints, 0)) };
-          out.push({ key: d.delivery_id, value: deliveryJson(d, eventJson) });
+          out.push(headers ? { key: d.delivery_id, value: deliveryJson(d, eventJson), headers } : { key: d.delivery_id, value: deliveryJson(d, eventJson) });
         }
       }
-      if (!isRunning() || isStale()) return;
-      for (let i = 0; i < out.length; i += 500) {
-        await ctx.producer.send(ctx.topics.deliveries, out.slice(i, i + 500));
-        await heartbeat();
+      if (!isRunning() || isStale()) {
+        for (const s of spans) endSpan(s, 'abandoned: the partition moved');
+        return;
       }
+      try {
+        for (let i = 0; i < out.length; i += 500) {
+          await ctx.producer.send(ctx.topics.deliveries, out.slice(i, i + 500));
+          await heartbeat();
+        }
+      } catch (err) {
+        for (const s of spans) endSpan(s, (err as Error).message);
+        throw err;
+      }
+      for (const s of spans) s.end();
       const last = batch.messages[batch.messages.length - 1].offset;
       resolveOffset(last);
       await member.commit([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() }]);

@@ -18,6 +18,7 @@ import type { Attempted, Stage } from './process.ts';
 import { OutcomeRecorder } from './record.ts';
 import type { Outcome } from './ladder.ts';
 import type { GroupConsumer } from './consume.ts';
+import type { TraceContext } from '../core/tracing.ts';
 
 export { HOLD_LABEL } from './ladder.ts';
 export type { Outcome } from './ladder.ts';
@@ -35,10 +36,10 @@ const DAY_MS = 24 * 3600 * 1000;
 /** Counts outcomes being made durable, so a stopping dispatcher can wait for them. */
 class TrackedRecorder extends OutcomeRecorder {
   pending = 0;
-  override async record(o: Outcome): Promise<void> {
+  override async record(o: Outcome, trace?: TraceContext): Promise<void> {
     this.pending++;
     try {
-      await super.record(o);
+      await super.record(o, trace);
     } finally {
       this.pending--;
     }
@@ -80,8 +81,8 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
   ctx.endpoints.listeners.add(onEndpoint);
   const fanOut = fanOutConsumer(ctx, metrics);
   await Promise.all([deliveries.member.start(), rungs.member.start(), fanOut.start()]);
-  metrics.gauge('sluice_deliveries_in_flight', () => scheduler.active);
-  metrics.gauge('sluice_deliveries_buffered', () => scheduler.buffered);
+  metrics.gauge('sluice_deliveries_in_flight', 'Delivery attempts under way in this process.', () => scheduler.active);
+  metrics.gauge('sluice_deliveries_buffered', 'Deliveries this process holds (queued or in flight).', () => scheduler.buffered);
   return {
     metrics,
     fanOut,

@@ -16,6 +16,7 @@ import type { AttemptOutcome } from '../core/webhooks/attempt.ts';
 import type { Deliverer } from './deliver.ts';
 import { afterAttempt, defer, hold, type LadderClock, type Outcome } from './ladder.ts';
 import type { DeliveryScheduler, EndpointSignal } from './scheduler.ts';
+import type { TraceContext } from '../core/tracing.ts';
 
 /** An outcome and what its attempt says about the endpoint. */
 export interface Attempted extends EndpointSignal {
@@ -52,7 +53,7 @@ function precheck(ctx: Context, rec: DeliveryRecord, heldSince: number | null): 
 const isOutcome = (v: EndpointRecord | Outcome): v is Outcome => 'kind' in v;
 const HEALTHY: EndpointSignal = { slow: false, notBefore: null };
 
-async function attempt(s: Stage, rec: DeliveryRecord, heldSince: number | null): Promise<Attempted> {
+async function attempt(s: Stage, rec: DeliveryRecord, heldSince: number | null, trace: TraceContext | undefined): Promise<Attempted> {
   const { ctx } = s;
   // Queued before the dispatcher began to stop; left to the partition's next owner.
   if (s.stopping) return never();
@@ -61,7 +62,8 @@ async function attempt(s: Stage, rec: DeliveryRecord, heldSince: number | null):
     // The endpoint may have been deleted or re-verified while this waited its turn.
     const ep = precheck(ctx, rec, heldSince);
     if (isOutcome(ep)) return { outcome: ep, ...HEALTHY };
-    const { result, startedAt } = await s.deliverer.attempt(rec, ep);
+    const { result, startedAt } = await s.deliverer.attempt(rec, ep, trace);
+    ctx.metrics.attempt(rec.attempt, result.ok, result.durationMs);
     const slow = result.durationMs >= ctx.config.dispatchSlowMs;
     const notBefore = result.retryAfterMs ? ctx.clock.now() + Math.min(result.retryAfterMs, 24 * 3600_000) : null;
     const outcome = afterAttempt(rec, result, startedAt, clockOf(ctx));
@@ -92,7 +94,8 @@ export function attemptReport(rec: DeliveryRecord, result: AttemptOutcome, start
   };
 }
 
-export async function processDelivery(s: Stage, rec: DeliveryRecord | null, heldSince: number | null, origin?: string): Promise<Outcome> {
+/** `trace`: the delivery's consume span (tracing on), parent of the attempt's spans. */
+export async function processDelivery(s: Stage, rec: DeliveryRecord | null, heldSince: number | null, origin?: string, trace?: TraceContext): Promise<Outcome> {
   if (s.stopping) return never();
   if (rec === null) return { kind: 'dropped', rec: null, reason: 'malformed' };
   let first = precheck(s.ctx, rec, heldSince);
@@ -106,7 +109,7 @@ export async function processDelivery(s: Stage, rec: DeliveryRecord | null, held
     s.scheduler.submit({
       endpointId: rec.endpoint_id,
       origin,
-      run: () => attempt(s, rec, heldSince),
+      run: () => attempt(s, rec, heldSince, trace),
       divert: (_reason, until) => ({ outcome: defer(rec, clockOf(s.ctx), until), ...HEALTHY }),
       resolve: (a) => resolve(a.outcome),
     });

@@ -12,6 +12,7 @@
 import type { Context } from '../core/context.ts';
 import { isPermanentWriteError, type OutRecord } from '../core/kafka/client.ts';
 import type { Metrics } from '../core/metrics.ts';
+import { producing, tracing, type TraceContext } from '../core/tracing.ts';
 import { HOLD_LABEL, type Outcome } from './ladder.ts';
 import type { AttemptRecord } from '../core/webhooks/attempt-history.ts';
 
@@ -31,26 +32,34 @@ export class OutcomeRecorder {
 
   constructor(private readonly ctx: Context, private readonly metrics: Metrics) {}
 
-  async record(o: Outcome): Promise<void> {
-    this.metrics.inc('sluice_deliveries_total', { outcome: o.kind });
+  /** `trace`: the context of the delivery's consume span; the rung or DLQ record carries it on. */
+  async record(o: Outcome, trace?: TraceContext): Promise<void> {
+    this.metrics.delivery(o.kind);
     const t = this.ctx.topics;
     switch (o.kind) {
       case 'delivered':
+        this.metrics.deliveryLatency.observe(Math.max(0, this.ctx.clock.now() - o.rec.event.created_at) / 1000);
+        return;
       case 'dropped':
         return;
       case 'retry':
       case 'deferred':
-        return this.enqueue(t.retry(o.rung), rungRecord(o.next.delivery_id, o.next));
+        return this.write(t.retry(o.rung), trace, (h) => rungRecord(o.next.delivery_id, o.next, h));
       case 'held':
-        return this.enqueue(t.retry(HOLD_LABEL), rungRecord(o.next.delivery_id, o.next, { [HEADER_HELD_SINCE]: String(o.heldSince) }));
+        return this.write(t.retry(HOLD_LABEL), trace, (h) => rungRecord(o.next.delivery_id, o.next, { [HEADER_HELD_SINCE]: String(o.heldSince), ...h }));
       case 'dead-letter':
-        return this.enqueue(t.dlq, { key: o.entry.tenant_id, value: JSON.stringify(o.entry) });
+        return this.write(t.dlq, trace, (h) => ({ key: o.entry.tenant_id, value: JSON.stringify(o.entry), ...(h ? { headers: h } : {}) }));
     }
   }
 
   /** Reports an attempt for the attempt history (core/webhooks/attempt-history.ts); not awaited. */
   noteAttempt(a: AttemptRecord): void {
     void this.enqueue(this.ctx.topics.attempts, { key: a.endpoint_id, value: JSON.stringify(a) });
+  }
+
+  private write(topic: string, trace: TraceContext | undefined, make: (headers: Record<string, string> | undefined) => OutRecord): Promise<void> {
+    if (!tracing.on || !trace) return this.enqueue(topic, make(undefined));
+    return producing(topic, (h) => this.enqueue(topic, make(h)), trace);
   }
 
   private enqueue(topic: string, record: OutRecord): Promise<void> {
@@ -88,7 +97,7 @@ export class OutcomeRecorder {
             await Promise.all([this.send(topic, items.slice(0, half)), this.send(topic, items.slice(half))]);
             return;
           }
-          this.metrics.inc('sluice_outcome_write_failures_total', { topic });
+          this.metrics.outcomeWriteFailures.inc({ topic });
           this.ctx.log.error('a delivery outcome cannot be written to Kafka (refused for good); it is dropped', { topic, key: items[0].record.key, error: (err as Error).message });
           items[0].resolve();
           return;
@@ -101,6 +110,6 @@ export class OutcomeRecorder {
   }
 }
 
-export function rungRecord(key: string, rec: { due_at: number; attempt: number }, headers: Record<string, string> = {}): OutRecord {
+export function rungRecord(key: string, rec: { due_at: number; attempt: number }, headers: Record<string, string> | undefined = {}): OutRecord {
   return { key, value: JSON.stringify(rec), headers: { [HEADER_DUE_AT]: String(Math.round(rec.due_at)), [HEADER_ATTEMPT]: String(rec.attempt), ...headers } };
 }

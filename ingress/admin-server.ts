@@ -18,8 +18,16 @@ export function startAdminServer(host: string, port: number, metrics: Metrics, h
       res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ status: ok ? 'ok' : 'unavailable', ready: health.ready(), problem, ...health.details() }));
     } else if (path === '/metrics') {
-      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
-      res.end(metrics.render());
+      metrics.render().then(
+        (text) => {
+          res.writeHead(200, { 'content-type': metrics.contentType });
+          res.end(text);
+        },
+        (err: Error) => {
+          res.writeHead(500, { 'content-type': 'application/problem+json' });
+          res.end(JSON.stringify({ type: 'about:blank', title: 'Internal error', status: 500, code: 'INTERNAL', detail: `metrics could not be collected: ${err.message}` }));
+        },
+      );
     } else {
       res.writeHead(404, { 'content-type': 'application/problem+json' });
       res.end(JSON.stringify({ type: 'about:blank', title: 'Not found', status: 404, code: 'NOT_FOUND', detail: 'admin routes: /healthz, /readyz, /metrics' }));

@@ -9,6 +9,7 @@ import { parseJsonBody } from '../core/json.ts';
 import { throttled } from '../core/log.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { RateLimiter } from '../core/rate-limit.ts';
+import { endSpan, extractContext, SpanKind, startSpan, withContext, type Span, type TraceContext } from '../core/tracing.ts';
 import type { VerifiedToken } from '../core/tokens/token-service.ts';
 import { canonicalPath } from './canonical-path.ts';
 import type { Router } from './router.ts';
@@ -35,6 +36,14 @@ export const MAX_PATH_PARAM = 128;
 
 export type BodyReader = () => Promise<Buffer>;
 
+/** "METHOD /pattern" of each route, made once. */
+const routeNames = new WeakMap<Route, string>();
+function routeName(route: Route): string {
+  let n = routeNames.get(route);
+  if (n === undefined) routeNames.set(route, (n = `${route.method} ${route.pattern}`));
+  return n;
+}
+
 export class Pipeline {
   private readonly logUnhandled: ReturnType<typeof throttled>;
 
@@ -55,6 +64,7 @@ export class Pipeline {
       }
       const { route, params } = m;
       matched = route;
+      req.route = routeName(route);
       const auth = route.scope === null ? null : this.authorize(req, route);
       for (const [name, value] of Object.entries(params)) {
         if (name !== '*' && value.length > MAX_PATH_PARAM) throw invalidRequest([{ path: `path.${name}`, message: `must be at most ${MAX_PATH_PARAM} characters` }]);
@@ -85,6 +95,32 @@ export class Pipeline {
     }
   }
 
+  /**
+   * A SERVER span for a request (only when tracing is on: callers check `tracing.on`), continuing
+   * the caller's trace when it sent a `traceparent`.
+   */
+  startSpan(req: IncomingRequest): { span: Span; ctx: TraceContext } {
+    return startSpan(req.method, SpanKind.SERVER, extractContext(req.headers), { 'http.request.method': req.method, 'url.path': req.path });
+  }
+
+  /** Counts the answered request, and ends its span. `startedAt`: performance.now() at arrival. */
+  finished(req: IncomingRequest, status: number, startedAt: number, traced: { span: Span; ctx: TraceContext } | undefined): void {
+    const route = req.route ?? 'unmatched';
+    const seconds = (performance.now() - startedAt) / 1000;
+    this.deps.metrics.request(route, status, req.tenant, seconds);
+    const { log } = this.deps.ctx;
+    if (log.level === 'debug') {
+      const line = () => log.debug('request', { method: req.method, route, path: req.path, status, tenant: req.tenant, ms: Math.round(seconds * 1e4) / 10 });
+      if (traced) withContext(traced.ctx, line);
+      else line();
+    }
+    if (traced) {
+      const { span } = traced;
+      span.updateName(route === 'unmatched' ? req.method : route);
+      endSpan(span, status >= 500 ? `HTTP ${status}` : null, { 'http.route': route, 'http.response.status_code': status, ...(req.tenant ? { 'sluice.tenant': req.tenant } : {}) });
+    }
+  }
+
   private authorize(req: IncomingRequest, route: Route): VerifiedToken {
     const header = req.headers.authorization;
     const challenge = { 'WWW-Authenticate': 'Bearer realm="sluice"' };
@@ -94,12 +130,14 @@ export class Pipeline {
     const down = this.deps.unavailableReason();
     if (down) throw new SluiceError('UNAVAILABLE', down, {}, { 'Retry-After': '1' });
     const auth = this.deps.ctx.tokens.verify(m[1]);
+    req.tenant = auth.claims.tenant_id;
     const region = this.deps.ctx.config.region;
     if (auth.claims.region !== region) {
       throw new SluiceError('MISDIRECTED_REQUEST', `this token belongs to region "${auth.claims.region}"; this node serves region "${region}"`, { token_region: auth.claims.region, node_region: region });
     }
     const needed = typeof route.scope === 'function' ? route.scope(req) : route.scope!;
     if (!auth.scopes.has(needed)) {
+      this.deps.metrics.scopeViolation(needed);
       const granted = [...auth.scopes];
       throw new SluiceError('SCOPE_VIOLATION', `this route needs the scope "${needed}", which the token does not carry`, { missing_scope: needed, granted_scopes: granted }, {
         'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${needed}"`,
@@ -113,7 +151,7 @@ export class Pipeline {
   errorReply(err: unknown, req: IncomingRequest, route: Route | undefined): Reply {
     const { metrics } = this.deps;
     if (err instanceof OAuthError) {
-      metrics.inc('sluice_oauth_errors_total', { error: err.error });
+      metrics.tokensRefused.inc({ reason: err.error });
       const headers: Record<string, string> = { 'content-type': 'application/json', 'cache-control': 'no-store', pragma: 'no-cache' };
       if (err.status === 401) headers['WWW-Authenticate'] = 'Basic realm="sluice"';
       return { status: err.status, headers, body: JSON.stringify({ error: err.error, error_description: err.message }) };
@@ -124,8 +162,9 @@ export class Pipeline {
       this.logUnhandled('unhandled error', { path: req.path, method: req.method, error: (err as Error)?.stack ?? String(err) });
       e = new SluiceError('INTERNAL', 'an internal error occurred; it has been logged');
     }
-    metrics.inc('sluice_errors_total', { code: e.code });
+    metrics.errors.inc({ code: e.code });
     if (route?.oauthErrors) {
+      metrics.tokensRefused.inc({ reason: e.code.toLowerCase() });
       const error = e.code === 'RATE_LIMITED' || e.code === 'UNAVAILABLE' ? 'temporarily_unavailable' : 'invalid_request';
       return { status: e.status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...e.headers }, body: JSON.stringify({ error, error_description: e.message }) };
     }

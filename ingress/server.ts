@@ -40,9 +40,9 @@ export async function startIngress(ctx: Context, opts: IngressOptions = {}): Pro
   const pipeline = new Pipeline({ ctx, router, metrics, unavailableReason, clientLimiter });
   const host = opts.host ?? ctx.config.host;
   const http = await listen(pipeline, host, opts.port ?? ctx.config.port, ctx.config.maxBodyBytes);
-  metrics.gauge('sluice_token_cache_entries', () => ctx.tokens.cacheSize);
-  metrics.gauge('sluice_kafka_staleness_ms', staleness);
-  metrics.gauge('sluice_request_bodies_reading', () => bodyReads.pending);
+  metrics.gauge('sluice_token_cache_entries', 'Verified tokens cached.', () => ctx.tokens.cacheSize);
+  metrics.gauge('sluice_kafka_staleness_ms', 'Milliseconds since the state consumer last heard from Kafka.', staleness);
+  metrics.gauge('sluice_request_bodies_reading', 'Request bodies being read right now.', () => bodyReads.pending);
   const admin = await startAdminServer(host, opts.adminPort ?? ctx.config.adminPort, metrics, {
     ready: () => ctx.state.ready,
     problem: unavailableReason,

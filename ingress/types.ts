@@ -8,6 +8,9 @@ export interface IncomingRequest {
   /** Lower-case header names. */
   headers: Record<string, string>;
   remoteAddress: string;
+  /** Set by the pipeline once known, for metrics and traces: "METHOD /pattern" and the token's tenant. */
+  route?: string;
+  tenant?: string;
 }
 
 export interface AppRequest extends IncomingRequest {

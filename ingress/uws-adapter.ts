@@ -9,6 +9,7 @@ import type { Pipeline } from './pipeline.ts';
 import { tooLarge } from './pipeline.ts';
 import { invalidRequest } from '../core/errors.ts';
 import type { IncomingRequest, Reply } from './types.ts';
+import { tracing, withContext } from '../core/tracing.ts';
 
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden',
@@ -53,6 +54,7 @@ export function listen(pipeline: Pipeline, host: string, port: number, maxBodyBy
    */
   const refusedPeers = new Set<string>();
   app.any('/*', (res, req) => {
+    const startedAt = performance.now();
     const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
     if (refusedPeers.has(remoteAddress)) return void res.close();
     let aborted = false;
@@ -76,9 +78,13 @@ export function listen(pipeline: Pipeline, host: string, port: number, maxBodyBy
       query: new URLSearchParams(req.getQuery() ?? ''),
       headers,
       remoteAddress,
+      route: undefined,
+      tenant: undefined,
     };
+    const traced = tracing.on ? pipeline.startSpan(incoming) : undefined;
     const authenticated = incoming.headers.authorization !== undefined;
     const write = (reply: Reply, close = false) => {
+      pipeline.finished(incoming, aborted ? 499 : reply.status, startedAt, traced);
       if (aborted) return;
       const send = () => {
         res.writeStatus(`${reply.status} ${STATUS_TEXT[reply.status] ?? 'Status'}`);
@@ -108,9 +114,9 @@ export function listen(pipeline: Pipeline, host: string, port: number, maxBodyBy
       if ('reply' in front) return write(front.reply);
       // Start reading the body now, synchronously, as uWS requires.
       const body = readBody(res, maxBodyBytes, (settle) => (onAbort = settle));
-      pipeline
-        .back(incoming, front.route, front.params, front.auth, () => body)
-        .then(write, (err) => write(pipeline.errorReply(err, incoming, front.route)));
+      const back = () => pipeline.back(incoming, front.route, front.params, front.auth, () => body);
+      // The handler runs in the request span's context, so what it writes to Kafka carries it.
+      (traced ? withContext(traced.ctx, back) : back()).then(write, (err) => write(pipeline.errorReply(err, incoming, front.route)));
     } catch (err) {
       write(pipeline.errorReply(err, incoming, undefined));
     }

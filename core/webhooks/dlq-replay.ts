@@ -6,6 +6,7 @@
  *
  *   const n = await replayDlq(ctx, 'acme', ctx.dlq.stream('acme', filter, now), ctx.dlq.count('acme', filter, now), { actor: clientId });
  */
+import { producing } from '../tracing.ts';
 import type { Context } from '../context.ts';
 import { waitFor } from '../context.ts';
 import { appendAudit } from '../audit/audit-log.ts';
@@ -40,12 +41,15 @@ export async function replayDlq(ctx: Context, tenantId: string, entries: Iterabl
   for (const chunk of chunks(entries, tenantId)) {
     last = chunk[chunk.length - 1];
     const now = ctx.clock.now();
-    await ctx.producer.send(
-      ctx.topics.deliveries,
-      chunk.map((e) => {
-        const d = newDelivery(e.payload, e.endpoint_id, now, true);
-        return { key: d.delivery_id, value: JSON.stringify(d) };
-      }),
+    // Traced: the replayed deliveries continue the replay request's trace.
+    await producing(ctx.topics.deliveries, (headers) =>
+      ctx.producer.send(
+        ctx.topics.deliveries,
+        chunk.map((e) => {
+          const d = newDelivery(e.payload, e.endpoint_id, now, true);
+          return { key: d.delivery_id, value: JSON.stringify(d), headers };
+        }),
+      ),
     );
     const replayedAt = new Date(now).toISOString();
     await ctx.producer.send(

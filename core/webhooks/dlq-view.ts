@@ -93,6 +93,17 @@ export class DlqView implements StoredView {
     void this.expiry.put([expiresMs, 'e', e.tenant_id, e.id], 0);
   }
 
+  /** Live entries per tenant, for the operator's gauge (reads the whole 'all' index: one key per entry). */
+  sizes(nowMs: number): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const { key, value } of this.index.getRange({})) {
+      if (key[1] !== 'all' || value <= nowMs) continue;
+      const tenant = String(key[0]);
+      out.set(tenant, (out.get(tenant) ?? 0) + 1);
+    }
+    return out;
+  }
+
   private read(tenantId: string, id: string): DlqEntry | undefined {
     const raw = this.entries.get([tenantId, id]);
     return raw === undefined ? undefined : (JSON.parse(raw.toString('utf8')) as DlqEntry);

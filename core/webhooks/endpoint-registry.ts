@@ -71,6 +71,13 @@ export class EndpointRegistry implements StateView {
     }
   }
 
+  /** How many endpoints are in each state (the operator's gauge). */
+  countByState(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const rec of this.endpoints.values()) out[rec.state] = (out[rec.state] ?? 0) + 1;
+    return out;
+  }
+
   get(id: string): EndpointRecord | undefined {
     return this.endpoints.get(id);
   }

@@ -11,6 +11,7 @@ import { waitFor } from '../context.ts';
 import { SluiceError } from '../errors.ts';
 import { newId } from '../secrets.ts';
 import type { EventRecord } from './records.ts';
+import { producing } from '../tracing.ts';
 import { eventIdKey, eventIdViewOf, STALE_CLAIM_MS, type EventIdClaim } from './idempotency.ts';
 
 /**
@@ -113,7 +114,8 @@ export async function publishBatch(ctx: Context, tenantId: string, inputs: Omit<
       : { ok: false, error: new SluiceError('UNAVAILABLE', `another publish of event id "${c.input.id}" won the race; retry to read its result`) };
   }
   for (const c of won) events.push({ id: c.input.id!, tenant_id: tenantId, type: c.input.type, data: c.input.data, created_at: c.claim.claimed_at, endpoints_at: endpointsAt(ctx) });
-  await ctx.producer.send(ctx.topics.events, events.map((e) => ({ key: tenantId, value: JSON.stringify(e) })), ACK);
+  await producing(ctx.topics.events, (headers) => ctx.producer.send(ctx.topics.events, events.map((e) => ({ key: tenantId, value: JSON.stringify(e), headers })), ACK));
+  ctx.metrics.published(tenantId, events.length);
   if (won.length > 0) await ctx.producer.send(ctx.topics.control, won.map((c) => ({ key: eventIdKey(tenantId, c.input.id!), value: JSON.stringify({ ...c.claim, state: 'published' } satisfies EventIdClaim) })), ACK);
   inputs.forEach((input, index) => {
     if (results[index] !== undefined) return;
@@ -124,7 +126,9 @@ export async function publishBatch(ctx: Context, tenantId: string, inputs: Omit<
 }
 
 async function writeEvent(ctx: Context, event: EventRecord): Promise<void> {
-  await ctx.producer.sendJson(ctx.topics.events, event.tenant_id, { ...event, endpoints_at: endpointsAt(ctx) }, undefined, ACK);
+  // Traced: the record carries the publishing request's trace on to the fan-out.
+  await producing(ctx.topics.events, (headers) => ctx.producer.sendJson(ctx.topics.events, event.tenant_id, { ...event, endpoints_at: endpointsAt(ctx) }, headers, ACK), undefined, { 'sluice.event_id': event.id });
+  ctx.metrics.published(event.tenant_id);
 }
 
 /** How far this node has read the (single-partition) endpoints topic: see EventRecord.endpoints_at. */

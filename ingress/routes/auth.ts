@@ -57,7 +57,6 @@ export function authRoutes(ctx: Context, metrics: Metrics): Route[] {
     if (staleMs > ctx.config.kafkaStaleMs) throw new SluiceError('UNAVAILABLE', `this node has not heard from Kafka for ${staleMs} ms and issues no tokens (fail closed)`, {}, { 'Retry-After': '1' });
     const client = ctx.clients.authenticate(creds.clientId, creds.clientSecret, ctx.clock.now());
     if (!client || ctx.revocations.get(client.client_id)) {
-      metrics.inc('sluice_client_auth_failures_total');
       // Failures beyond a budget per client id and per address answer 429: a guesser is slowed
       // down, while the right secret always works (a lockout would let anyone who knows a
       // client id lock its owner out; 256-bit secrets need no lockout to resist guessing).
@@ -66,7 +65,7 @@ export function authRoutes(ctx: Context, metrics: Metrics): Route[] {
       throw new OAuthError('invalid_client', 'client authentication failed');
     }
     const issued = ctx.tokens.issue(client, scope);
-    metrics.inc('sluice_tokens_issued_total');
+    metrics.tokensIssued.inc();
     return json(200, issued, NO_STORE);
   };
   return [

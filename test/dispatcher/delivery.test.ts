@@ -157,14 +157,14 @@ t.test('a PENDING endpoint holds its deliveries unattempted until verified; a de
   const gone = await rcv(500);
   const g = await registerEndpoint(node, acme, gone.url, ['inference.failed']);
   const dispatcher = node.workers.dispatcher as unknown as { metrics: { get(n: string, l: Record<string, string>): number } };
-  const droppedBefore = dispatcher.metrics.get('sluice_deliveries_total', { outcome: 'dropped' });
+  const droppedBefore = await dispatcher.metrics.get('sluice_deliveries_total', { outcome: 'dropped' });
   await publish(node, acme, { type: 'inference.failed', data: {} });
   await gone.until((e) => e.length >= 1);
   const del = await call(node.base, 'DELETE', `/v1/webhooks/endpoints/${g.id}`, { token: acme });
   t.equal(del.status, 204);
   const deadline = Date.now() + 15_000;
-  while (dispatcher.metrics.get('sluice_deliveries_total', { outcome: 'dropped' }) === droppedBefore && Date.now() < deadline) await sleep(50);
-  t.ok(dispatcher.metrics.get('sluice_deliveries_total', { outcome: 'dropped' }) > droppedBefore, 'the pending retry of a deleted endpoint is dropped and counted');
+  while ((await dispatcher.metrics.get('sluice_deliveries_total', { outcome: 'dropped' })) === droppedBefore && Date.now() < deadline) await sleep(50);
+  t.ok((await dispatcher.metrics.get('sluice_deliveries_total', { outcome: 'dropped' })) > droppedBefore, 'the pending retry of a deleted endpoint is dropped and counted');
   const attempts = gone.events().length;
   await sleep(500);
   t.equal(gone.events().length, attempts, 'no more attempts after the delete');

@@ -141,7 +141,7 @@ t.test('misbehaving receivers: each ends in the right outcome, none holds a conn
   await new Promise((r) => setTimeout(r, 2000));
   t.equal(rs[cases.findIndex((c) => c.misbehave === hugeBody)].events().length, 1, '10 MiB body: a 2xx, delivered once, not retried');
   for (const [i, c] of cases.entries()) if (c.retried) t.equal(rs[i].events().length, 2, `${c.name}: delivered by attempt 2, no attempt 3`);
-  const metrics = (node.workers.dispatcher as unknown as { metrics: { render(): string } }).metrics.render();
+  const metrics = await (node.workers.dispatcher as unknown as { metrics: { render(): Promise<string> } }).metrics.render();
   t.match(metrics, /^sluice_deliveries_in_flight 0$/m, 'nothing left in flight');
 });
 

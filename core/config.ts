@@ -68,6 +68,10 @@ export interface Config {
   dispatchBuffer: number;
   /** How often (before SLUICE_TIME_SCALE) a delivery held for a PENDING endpoint is re-checked. */
   dispatchHoldRecheckMs: number;
+  /** An endpoint whose every attempt failed for this long (before SLUICE_TIME_SCALE) is DISABLED. */
+  webhookDisableAfterMs: number;
+  /** After a secret rotation, how long the previous secret keeps signing (the default of the request's overlap_seconds). */
+  webhookSecretOverlapSeconds: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -248,6 +252,8 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
     dispatchSlowMs: int(env, 'SLUICE_DISPATCH_SLOW_MS', 2000, 50, 10_000),
     dispatchBuffer: int(env, 'SLUICE_DISPATCH_BUFFER', 20_000, 100, 1_000_000),
     dispatchHoldRecheckMs: int(env, 'SLUICE_DISPATCH_HOLD_RECHECK_MS', 15 * 60_000, 1000, 24 * 3600_000),
+    webhookDisableAfterMs: num(env, 'SLUICE_WEBHOOK_DISABLE_AFTER_HOURS', 120, 1, 24 * 365) * 3600_000,
+    webhookSecretOverlapSeconds: int(env, 'SLUICE_WEBHOOK_SECRET_OVERLAP_SECONDS', 86_400, 0, 7 * 86_400),
   };
   return Object.freeze(config);
 }

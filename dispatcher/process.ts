@@ -1,8 +1,9 @@
 /**
  * What happens to one delivery record, as an Outcome value: dropped when its endpoint is gone,
- * held while it is PENDING, else queued for its endpoint (scheduler.ts) and attempted (signed
+ * held while it is PENDING, dead-lettered when it is DISABLED, else queued for its endpoint (scheduler.ts) and attempted (signed
  * afresh) and judged by the ladder, or diverted to a rung when its endpoint is slow or asked
- * for time.
+ * for time. What an attempt says about its endpoint is acted on here too: a 410 Gone disables it,
+ * and so does failing every attempt for SLUICE_WEBHOOK_DISABLE_AFTER_HOURS (scaled).
  *
  * Shutdown (`stage.stopping`): no attempt starts any more. A delivery that has not started gets
  * no outcome at all (its promise never settles), so its offset is never committed and the next
@@ -10,9 +11,11 @@
  * `stage.attempting` until their outcome is known, so the dispatcher can wait for them.
  */
 import type { Context } from '../core/context.ts';
+import { disableEndpoint, noteAttempt } from '../core/webhooks/endpoint-service.ts';
+import type { AttemptOutcome } from '../core/webhooks/attempt.ts';
 import type { DeliveryRecord, EndpointRecord } from '../core/webhooks/records.ts';
 import type { Deliverer } from './deliver.ts';
-import { afterAttempt, defer, hold, type LadderClock, type Outcome } from './ladder.ts';
+import { afterAttempt, defer, disabled, hold, remainingSpanMs, type LadderClock, type Outcome } from './ladder.ts';
 import type { DeliveryScheduler, EndpointSignal } from './scheduler.ts';
 
 /** An outcome and what its attempt says about the endpoint. */
@@ -41,6 +44,7 @@ function clockOf(ctx: Context): LadderClock {
 function precheck(ctx: Context, rec: DeliveryRecord, heldSince: number | null): EndpointRecord | Outcome {
   const ep = ctx.endpoints.get(rec.endpoint_id);
   if (!ep || ep.tenant_id !== rec.tenant_id) return { kind: 'dropped', rec, reason: 'endpoint-deleted' };
+  if (ep.state === 'DISABLED') return disabled(rec, ep.disabled_reason ?? 'disabled', clockOf(ctx));
   if (ep.state !== 'ACTIVE') return hold(rec, heldSince, ctx.config.dispatchHoldRecheckMs, clockOf(ctx));
   return ep;
 }
@@ -59,13 +63,34 @@ async function attempt(s: Stage, rec: DeliveryRecord, heldSince: number | null):
     if (isOutcome(ep)) return { outcome: ep, ...HEALTHY };
     const { result, startedAt } = await s.deliverer.attempt(rec, ep);
     const slow = result.durationMs >= ctx.config.dispatchSlowMs;
-    const notBefore = result.retryAfterMs ? ctx.clock.now() + Math.min(result.retryAfterMs, 24 * 3600_000) : null;
-    return { outcome: afterAttempt(rec, result, startedAt, clockOf(ctx)), slow, notBefore };
+    const c = clockOf(ctx);
+    const notBefore = result.retryAfterMs ? c.now + Math.min(result.retryAfterMs, remainingSpanMs({ ...rec, first_attempt_at: rec.first_attempt_at ?? startedAt }, c)) : null;
+    await judgeEndpoint(ctx, ep, result, startedAt);
+    return { outcome: afterAttempt(rec, result, startedAt, c), slow, notBefore };
   } catch (err) {
     ctx.log.error('delivery processing failed; re-queued', { delivery_id: rec.delivery_id, error: (err as Error).stack });
     return { outcome: defer(rec, clockOf(ctx)), ...HEALTHY };
   } finally {
     s.attempting!--;
+  }
+}
+
+/** Disables the endpoint on a 410, or once every attempt at it has failed for the configured span; else keeps its failure clock. */
+async function judgeEndpoint(ctx: Context, ep: EndpointRecord, result: AttemptOutcome, startedAt: number): Promise<void> {
+  try {
+    if (result.status === 410) {
+      await disableEndpoint(ctx, ep.id, 'the receiver answered 410 Gone');
+      return;
+    }
+    const since = await noteAttempt(ctx, ep.id, result.ok, startedAt);
+    const limit = ctx.config.webhookDisableAfterMs / ctx.config.timeScale;
+    if (since !== null && startedAt - since >= limit) {
+      const hours = ctx.config.webhookDisableAfterMs / 3600_000;
+      await disableEndpoint(ctx, ep.id, `every attempt failed for ${hours % 24 === 0 ? `${hours / 24} days` : `${hours} hours`} (last: ${result.error ?? `HTTP ${result.status}`})`);
+    }
+  } catch (err) {
+    // The delivery's own outcome does not wait on this: the next attempt judges the endpoint again.
+    ctx.log.error('could not update the endpoint after an attempt', { endpoint_id: ep.id, error: (err as Error).message });
   }
 }
 

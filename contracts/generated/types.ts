@@ -196,8 +196,33 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Re-send the verification ping; a 200 within 5 seconds makes the endpoint ACTIVE */
+        /** Re-send the verification ping; a 200 within 5 seconds makes the endpoint ACTIVE (also a DISABLED one) */
         post: operations["verifyEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/endpoints/{endpoint_id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Issue a new signing secret; the previous one keeps signing beside it for the overlap
+         * @description Returns the new secret (only here). For `overlap_seconds` (default 24 hours) every delivery
+         *     carries signatures by both secrets: two `v1,` entries in `webhook-signature`, and the
+         *     previous secret's in `X-Service-Signature-256-Previous`. A rotation during an overlap drops
+         *     the older secret at once. Audited as `endpoint.secret_rotated`.
+         */
+        post: operations["rotateEndpointSecret"];
         delete?: never;
         options?: never;
         head?: never;
@@ -539,6 +564,22 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "endpoint.disabled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -660,14 +701,20 @@ export interface components {
          * @description the known event kinds (core/webhooks/records.ts KNOWN_EVENT_KINDS)
          * @enum {unknown}
          */
-        EventKind: "ping" | "inference.completed" | "inference.failed" | "pipeline.started" | "pipeline.completed" | "pipeline.failed" | "telemetry.exported" | "credential.rotated" | "credential.revoked";
+        EventKind: "ping" | "inference.completed" | "inference.failed" | "pipeline.started" | "pipeline.completed" | "pipeline.failed" | "telemetry.exported" | "credential.rotated" | "credential.revoked" | "endpoint.disabled";
         /** @description an event kind of KNOWN_EVENT_KINDS or a custom `<word>.<word>` */
         EventType: string;
         /** @description an event kind, or `*` for all */
         EventFilterItem: components["schemas"]["EventKind"] | "*";
         EndpointIdValue: string;
-        /** @enum {unknown} */
-        EndpointState: "PENDING" | "ACTIVE";
+        /**
+         * @description `PENDING`: not verified (the ping failed); its deliveries wait. `ACTIVE`: delivering.
+         *     `DISABLED`: its receiver answered 410 Gone, or every attempt failed for 5 days
+         *     (SLUICE_WEBHOOK_DISABLE_AFTER_HOURS); it gets nothing, its queued deliveries go to the DLQ,
+         *     and `POST .../verify` with a 2xx ping makes it `ACTIVE` again.
+         * @enum {unknown}
+         */
+        EndpointState: "PENDING" | "ACTIVE" | "DISABLED";
         /** @description routing context, echoed back */
         Metadata: {
             [key: string]: unknown;
@@ -691,6 +738,15 @@ export interface components {
             updated_at: string;
             /** Format: date-time */
             verified_at: string | null;
+            /**
+             * Format: date-time
+             * @description after a rotation, until when the previous secret still signs beside the new one; null otherwise
+             */
+            previous_secret_expires_at: string | null;
+            /** @description why the endpoint is DISABLED; null in other states */
+            disabled_reason: string | null;
+            /** Format: date-time */
+            disabled_at: string | null;
         };
         /** @description the endpoint and, this once, its signing secret */
         EndpointCreated: {
@@ -699,6 +755,7 @@ export interface components {
             url: string;
             events: string[];
             metadata: components["schemas"]["Metadata"] | null;
+            /** @description `whsec_` + base64 of 32 random bytes: keys both signature schemes (docs/webhooks.md) */
             secret: string;
             state: components["schemas"]["EndpointState"];
             /** Format: date-time */
@@ -707,6 +764,19 @@ export interface components {
             updated_at: string;
             /** Format: date-time */
             verified_at: string | null;
+            /**
+             * Format: date-time
+             * @description after a rotation, until when the previous secret still signs beside the new one; null otherwise
+             */
+            previous_secret_expires_at: string | null;
+            /** @description why the endpoint is DISABLED; null in other states */
+            disabled_reason: string | null;
+            /** Format: date-time */
+            disabled_at: string | null;
+        };
+        SecretRotation: {
+            /** @description how long the previous secret keeps signing beside the new one; default 86400 (SLUICE_WEBHOOK_SECRET_OVERLAP_SECONDS) */
+            overlap_seconds?: number;
         };
         EndpointPage: {
             data: components["schemas"]["Endpoint"][];
@@ -839,6 +909,17 @@ export interface components {
         CredentialRevokedEvent: {
             /** @constant */
             type?: "credential.revoked";
+        } & components["schemas"]["WebhookBody"];
+        EndpointDisabledEvent: {
+            /** @constant */
+            type?: "endpoint.disabled";
+            data?: {
+                endpoint_id: string;
+                url: string;
+                reason: string;
+                /** Format: date-time */
+                disabled_at: string;
+            };
         } & components["schemas"]["WebhookBody"];
         /** @enum {unknown} */
         ErrorCode: "INVALID_REQUEST" | "TOKEN_MISSING" | "TOKEN_INVALID" | "TOKEN_EXPIRED" | "TOKEN_REVOKED" | "SCOPE_VIOLATION" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "UNPROCESSABLE_TARGET" | "RATE_LIMITED" | "INTERNAL" | "UPSTREAM_UNAVAILABLE" | "UNAVAILABLE" | "UPSTREAM_TIMEOUT";
@@ -1221,6 +1302,23 @@ export interface components {
             put?: never;
             /** a `credential.revoked` event for a tenant endpoint whose filter takes it */
             post: operations["webhook_credential_revoked"];
+            delete?: never;
+            options?: never;
+            head?: never;
+            patch?: never;
+            trace?: never;
+        };
+        "endpoint.disabled": {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            get?: never;
+            put?: never;
+            /** another endpoint of the tenant was DISABLED (410 Gone, or every attempt failed for days); sent to the tenant's endpoints whose filter takes it */
+            post: operations["webhook_endpoint_disabled"];
             delete?: never;
             options?: never;
             head?: never;
@@ -1655,6 +1753,42 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Endpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            421: components["responses"]["Misdirected"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    rotateEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SecretRotation"];
+            };
+        };
+        responses: {
+            /** @description the endpoint and its new secret */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["NoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointCreated"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -2596,6 +2730,14 @@ export interface operations {
             header: {
                 /** @description `sha256=` + hex HMAC-SHA256(secret as UTF-8 bytes, raw body) */
                 "X-Service-Signature-256": string;
+                /** @description during a secret rotation's overlap: the same signature made with the previous secret */
+                "X-Service-Signature-256-Previous"?: string;
+                /** @description Standard Webhooks: the event id, equal to the body's `id` */
+                "webhook-id": string;
+                /** @description Standard Webhooks: unix seconds, equal to X-Service-Timestamp */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,` + base64 HMAC-SHA256(base64-decoded secret after whsec_, "{webhook-id}.{webhook-timestamp}.{body}"); two entries during a rotation's overlap */
+                "webhook-signature": string;
                 /** @description unix seconds, equal to the body's `timestamp` */
                 "X-Service-Timestamp": string;
                 /** @description equal to the body's `id` */
@@ -2621,6 +2763,27 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Gone: the endpoint becomes DISABLED; nothing more is sent until it is verified again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a failed attempt; with Retry-After (seconds or an HTTP date) the next one waits that long, capped at the retry span left */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description as 429 */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description a failed delivery, retried */
             default: {
                 headers: {
@@ -2636,6 +2799,14 @@ export interface operations {
             header: {
                 /** @description `sha256=` + hex HMAC-SHA256(secret as UTF-8 bytes, raw body) */
                 "X-Service-Signature-256": string;
+                /** @description during a secret rotation's overlap: the same signature made with the previous secret */
+                "X-Service-Signature-256-Previous"?: string;
+                /** @description Standard Webhooks: the event id, equal to the body's `id` */
+                "webhook-id": string;
+                /** @description Standard Webhooks: unix seconds, equal to X-Service-Timestamp */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,` + base64 HMAC-SHA256(base64-decoded secret after whsec_, "{webhook-id}.{webhook-timestamp}.{body}"); two entries during a rotation's overlap */
+                "webhook-signature": string;
                 /** @description unix seconds, equal to the body's `timestamp` */
                 "X-Service-Timestamp": string;
                 /** @description equal to the body's `id` */
@@ -2661,6 +2832,27 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Gone: the endpoint becomes DISABLED; nothing more is sent until it is verified again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a failed attempt; with Retry-After (seconds or an HTTP date) the next one waits that long, capped at the retry span left */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description as 429 */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description a failed delivery, retried */
             default: {
                 headers: {
@@ -2676,6 +2868,14 @@ export interface operations {
             header: {
                 /** @description `sha256=` + hex HMAC-SHA256(secret as UTF-8 bytes, raw body) */
                 "X-Service-Signature-256": string;
+                /** @description during a secret rotation's overlap: the same signature made with the previous secret */
+                "X-Service-Signature-256-Previous"?: string;
+                /** @description Standard Webhooks: the event id, equal to the body's `id` */
+                "webhook-id": string;
+                /** @description Standard Webhooks: unix seconds, equal to X-Service-Timestamp */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,` + base64 HMAC-SHA256(base64-decoded secret after whsec_, "{webhook-id}.{webhook-timestamp}.{body}"); two entries during a rotation's overlap */
+                "webhook-signature": string;
                 /** @description unix seconds, equal to the body's `timestamp` */
                 "X-Service-Timestamp": string;
                 /** @description equal to the body's `id` */
@@ -2701,6 +2901,27 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Gone: the endpoint becomes DISABLED; nothing more is sent until it is verified again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a failed attempt; with Retry-After (seconds or an HTTP date) the next one waits that long, capped at the retry span left */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description as 429 */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description a failed delivery, retried */
             default: {
                 headers: {
@@ -2716,6 +2937,14 @@ export interface operations {
             header: {
                 /** @description `sha256=` + hex HMAC-SHA256(secret as UTF-8 bytes, raw body) */
                 "X-Service-Signature-256": string;
+                /** @description during a secret rotation's overlap: the same signature made with the previous secret */
+                "X-Service-Signature-256-Previous"?: string;
+                /** @description Standard Webhooks: the event id, equal to the body's `id` */
+                "webhook-id": string;
+                /** @description Standard Webhooks: unix seconds, equal to X-Service-Timestamp */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,` + base64 HMAC-SHA256(base64-decoded secret after whsec_, "{webhook-id}.{webhook-timestamp}.{body}"); two entries during a rotation's overlap */
+                "webhook-signature": string;
                 /** @description unix seconds, equal to the body's `timestamp` */
                 "X-Service-Timestamp": string;
                 /** @description equal to the body's `id` */
@@ -2741,6 +2970,27 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Gone: the endpoint becomes DISABLED; nothing more is sent until it is verified again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a failed attempt; with Retry-After (seconds or an HTTP date) the next one waits that long, capped at the retry span left */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description as 429 */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description a failed delivery, retried */
             default: {
                 headers: {
@@ -2756,6 +3006,14 @@ export interface operations {
             header: {
                 /** @description `sha256=` + hex HMAC-SHA256(secret as UTF-8 bytes, raw body) */
                 "X-Service-Signature-256": string;
+                /** @description during a secret rotation's overlap: the same signature made with the previous secret */
+                "X-Service-Signature-256-Previous"?: string;
+                /** @description Standard Webhooks: the event id, equal to the body's `id` */
+                "webhook-id": string;
+                /** @description Standard Webhooks: unix seconds, equal to X-Service-Timestamp */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,` + base64 HMAC-SHA256(base64-decoded secret after whsec_, "{webhook-id}.{webhook-timestamp}.{body}"); two entries during a rotation's overlap */
+                "webhook-signature": string;
                 /** @description unix seconds, equal to the body's `timestamp` */
                 "X-Service-Timestamp": string;
                 /** @description equal to the body's `id` */
@@ -2781,6 +3039,27 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Gone: the endpoint becomes DISABLED; nothing more is sent until it is verified again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a failed attempt; with Retry-After (seconds or an HTTP date) the next one waits that long, capped at the retry span left */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description as 429 */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description a failed delivery, retried */
             default: {
                 headers: {
@@ -2796,6 +3075,14 @@ export interface operations {
             header: {
                 /** @description `sha256=` + hex HMAC-SHA256(secret as UTF-8 bytes, raw body) */
                 "X-Service-Signature-256": string;
+                /** @description during a secret rotation's overlap: the same signature made with the previous secret */
+                "X-Service-Signature-256-Previous"?: string;
+                /** @description Standard Webhooks: the event id, equal to the body's `id` */
+                "webhook-id": string;
+                /** @description Standard Webhooks: unix seconds, equal to X-Service-Timestamp */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,` + base64 HMAC-SHA256(base64-decoded secret after whsec_, "{webhook-id}.{webhook-timestamp}.{body}"); two entries during a rotation's overlap */
+                "webhook-signature": string;
                 /** @description unix seconds, equal to the body's `timestamp` */
                 "X-Service-Timestamp": string;
                 /** @description equal to the body's `id` */
@@ -2821,6 +3108,27 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Gone: the endpoint becomes DISABLED; nothing more is sent until it is verified again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a failed attempt; with Retry-After (seconds or an HTTP date) the next one waits that long, capped at the retry span left */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description as 429 */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description a failed delivery, retried */
             default: {
                 headers: {
@@ -2836,6 +3144,14 @@ export interface operations {
             header: {
                 /** @description `sha256=` + hex HMAC-SHA256(secret as UTF-8 bytes, raw body) */
                 "X-Service-Signature-256": string;
+                /** @description during a secret rotation's overlap: the same signature made with the previous secret */
+                "X-Service-Signature-256-Previous"?: string;
+                /** @description Standard Webhooks: the event id, equal to the body's `id` */
+                "webhook-id": string;
+                /** @description Standard Webhooks: unix seconds, equal to X-Service-Timestamp */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,` + base64 HMAC-SHA256(base64-decoded secret after whsec_, "{webhook-id}.{webhook-timestamp}.{body}"); two entries during a rotation's overlap */
+                "webhook-signature": string;
                 /** @description unix seconds, equal to the body's `timestamp` */
                 "X-Service-Timestamp": string;
                 /** @description equal to the body's `id` */
@@ -2861,6 +3177,27 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Gone: the endpoint becomes DISABLED; nothing more is sent until it is verified again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a failed attempt; with Retry-After (seconds or an HTTP date) the next one waits that long, capped at the retry span left */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description as 429 */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description a failed delivery, retried */
             default: {
                 headers: {
@@ -2876,6 +3213,14 @@ export interface operations {
             header: {
                 /** @description `sha256=` + hex HMAC-SHA256(secret as UTF-8 bytes, raw body) */
                 "X-Service-Signature-256": string;
+                /** @description during a secret rotation's overlap: the same signature made with the previous secret */
+                "X-Service-Signature-256-Previous"?: string;
+                /** @description Standard Webhooks: the event id, equal to the body's `id` */
+                "webhook-id": string;
+                /** @description Standard Webhooks: unix seconds, equal to X-Service-Timestamp */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,` + base64 HMAC-SHA256(base64-decoded secret after whsec_, "{webhook-id}.{webhook-timestamp}.{body}"); two entries during a rotation's overlap */
+                "webhook-signature": string;
                 /** @description unix seconds, equal to the body's `timestamp` */
                 "X-Service-Timestamp": string;
                 /** @description equal to the body's `id` */
@@ -2901,6 +3246,27 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Gone: the endpoint becomes DISABLED; nothing more is sent until it is verified again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a failed attempt; with Retry-After (seconds or an HTTP date) the next one waits that long, capped at the retry span left */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description as 429 */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description a failed delivery, retried */
             default: {
                 headers: {
@@ -2916,6 +3282,14 @@ export interface operations {
             header: {
                 /** @description `sha256=` + hex HMAC-SHA256(secret as UTF-8 bytes, raw body) */
                 "X-Service-Signature-256": string;
+                /** @description during a secret rotation's overlap: the same signature made with the previous secret */
+                "X-Service-Signature-256-Previous"?: string;
+                /** @description Standard Webhooks: the event id, equal to the body's `id` */
+                "webhook-id": string;
+                /** @description Standard Webhooks: unix seconds, equal to X-Service-Timestamp */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,` + base64 HMAC-SHA256(base64-decoded secret after whsec_, "{webhook-id}.{webhook-timestamp}.{body}"); two entries during a rotation's overlap */
+                "webhook-signature": string;
                 /** @description unix seconds, equal to the body's `timestamp` */
                 "X-Service-Timestamp": string;
                 /** @description equal to the body's `id` */
@@ -2936,6 +3310,96 @@ export interface operations {
         responses: {
             /** @description acknowledged (any 2xx counts; the verification ping needs 200) */
             200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the endpoint becomes DISABLED; nothing more is sent until it is verified again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a failed attempt; with Retry-After (seconds or an HTTP date) the next one waits that long, capped at the retry span left */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description as 429 */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a failed delivery, retried */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_endpoint_disabled: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `sha256=` + hex HMAC-SHA256(secret as UTF-8 bytes, raw body) */
+                "X-Service-Signature-256": string;
+                /** @description during a secret rotation's overlap: the same signature made with the previous secret */
+                "X-Service-Signature-256-Previous"?: string;
+                /** @description Standard Webhooks: the event id, equal to the body's `id` */
+                "webhook-id": string;
+                /** @description Standard Webhooks: unix seconds, equal to X-Service-Timestamp */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,` + base64 HMAC-SHA256(base64-decoded secret after whsec_, "{webhook-id}.{webhook-timestamp}.{body}"); two entries during a rotation's overlap */
+                "webhook-signature": string;
+                /** @description unix seconds, equal to the body's `timestamp` */
+                "X-Service-Timestamp": string;
+                /** @description equal to the body's `id` */
+                "X-Service-Event-Id": string;
+                /** @description equal to the body's `type` */
+                "X-Service-Event-Type": components["schemas"]["EventKind"];
+                /** @description 1-based attempt number, at most 17 */
+                "X-Service-Delivery-Attempt": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EndpointDisabledEvent"];
+            };
+        };
+        responses: {
+            /** @description acknowledged (any 2xx counts; the verification ping needs 200) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the endpoint becomes DISABLED; nothing more is sent until it is verified again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a failed attempt; with Retry-After (seconds or an HTTP date) the next one waits that long, capped at the retry span left */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description as 429 */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,6 +1,7 @@
 /**
  * Webhook endpoint registration (spec 2.3, 3, 4.2, 6.1; architecture "Webhook endpoints"):
- * create (answers once the ping's outcome is known), list, get, delete, verify again.
+ * create (answers once the ping's outcome is known), list, get, delete, verify again (which also
+ * re-enables a DISABLED endpoint), rotate the secret.
  * A tenant never sees another tenant's endpoints: those are 404, not 403.
  */
 import type { Context } from '../../core/context.ts';
@@ -9,7 +10,7 @@ import { Fields, queryInt } from '../../core/validate.ts';
 import { KNOWN_EVENT_KINDS, type EndpointRecord } from '../../core/webhooks/records.ts';
 import { MAX_TARGET_URL_LENGTH } from '../../core/webhooks/target-guard.ts';
 import type { AttemptOutcome } from '../../core/webhooks/attempt.ts';
-import { createEndpoint, deleteEndpoint, endpointView, verifyEndpoint, type NewEndpoint } from '../../core/webhooks/endpoint-service.ts';
+import { MAX_SECRET_OVERLAP_MS, createEndpoint, deleteEndpoint, endpointView, rotateSecret, verifyEndpoint, type NewEndpoint } from '../../core/webhooks/endpoint-service.ts';
 import { json, type AppRequest, type Reply, type Route } from '../types.ts';
 import { pageOf, readCursor } from '../../core/paging.ts';
 
@@ -94,8 +95,24 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
 
   const verify = async (req: AppRequest): Promise<Reply> => {
     refuseBody(req);
-    const { record, ping } = await verifyEndpoint(ctx, find(req));
+    const { record, ping } = await verifyEndpoint(ctx, find(req), req.auth!.claims.client_id);
     return json(200, endpointView(record), pingHeaders(ping));
+  };
+
+  const rotate = async (req: AppRequest): Promise<Reply> => {
+    let overlapSeconds = ctx.config.webhookSecretOverlapSeconds;
+    if (req.body !== undefined) {
+      const f = Fields.object(req.body);
+      f.only(['overlap_seconds']);
+      const v = f.get('overlap_seconds');
+      if (v !== undefined) {
+        if (!Number.isInteger(v) || (v as number) < 0 || (v as number) > MAX_SECRET_OVERLAP_MS / 1000) f.fail('overlap_seconds', `must be an integer from 0 to ${MAX_SECRET_OVERLAP_MS / 1000}`);
+        else overlapSeconds = v as number;
+      }
+      f.done();
+    }
+    const { record, secret } = await rotateSecret(ctx, find(req), req.auth!.claims.client_id, overlapSeconds * 1000);
+    return json(200, { ...endpointView(record), secret }, { 'cache-control': 'no-store' });
   };
 
   return [
@@ -104,5 +121,6 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
     { method: 'GET', pattern: '/v1/webhooks/endpoints/:id', scope: 'webhooks:read', body: 'none', handler: (req) => json(200, endpointView(find(req))) },
     { method: 'DELETE', pattern: '/v1/webhooks/endpoints/:id', scope: 'webhooks:write', body: 'json', handler: remove },
     { method: 'POST', pattern: '/v1/webhooks/endpoints/:id/verify', scope: 'webhooks:write', body: 'json', handler: verify },
+    { method: 'POST', pattern: '/v1/webhooks/endpoints/:id/rotate-secret', scope: 'webhooks:write', body: 'json', handler: rotate },
   ];
 }

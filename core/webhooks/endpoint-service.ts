@@ -51,7 +51,7 @@ export interface EndpointView {
 
 const isoOrNull = (ms: number | null | undefined): string | null => (ms === null || ms === undefined ? null : new Date(ms).toISOString());
 
-export function endpointView(rec: EndpointRecord): EndpointView {
+export function endpointView(rec: EndpointRecord, nowMs: number): EndpointView {
   return {
     id: rec.id,
     url: rec.url,
@@ -62,7 +62,7 @@ export function endpointView(rec: EndpointRecord): EndpointView {
     updated_at: new Date(rec.updated_at).toISOString(),
     verified_at: isoOrNull(rec.verified_at),
     // Shown only while it is in force; the sealed secret itself never leaves.
-    previous_secret_expires_at: rec.previous_secret_sealed && rec.previous_secret_until ? isoOrNull(rec.previous_secret_until) : null,
+    previous_secret_expires_at: rec.previous_secret_sealed && rec.previous_secret_until && rec.previous_secret_until > nowMs ? isoOrNull(rec.previous_secret_until) : null,
     disabled_reason: rec.state === 'DISABLED' ? (rec.disabled_reason ?? null) : null,
     disabled_at: rec.state === 'DISABLED' ? isoOrNull(rec.disabled_at) : null,
   };

@@ -3,17 +3,19 @@
  * and what they import: node built-ins only) to JavaScript with type declarations in dist/, and
  * writes dist/package.json: the package receivers install (`npm run pack` packs it). It has no
  * dependencies; the server itself runs from the repository (bin/sluice.js, through tsx).
+ * `node bin/run-ts.js scripts/build.ts <dir>` builds into another directory (the pack test does,
+ * so it never pulls dist/ from under test files that import it).
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const dist = join(root, 'dist');
+const dist = resolve(process.argv[2] ?? join(root, 'dist'));
 
 rmSync(dist, { recursive: true, force: true });
-const tsc = spawnSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+const tsc = spawnSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json'), '--outDir', dist], { stdio: 'inherit' });
 if (tsc.status !== 0) process.exit(tsc.status ?? 1);
 
 // tsc rewrites `./x.ts` to `./x.js` in the JavaScript, not in the declarations: do it there too,

@@ -12,6 +12,7 @@ import { RUNG_LABELS } from '../core/backoff.ts';
 import { createDeliverer, DELIVERY_TIMEOUT_MS } from './deliver.ts';
 import { deliveryConsumer, type DeliveryConsumer } from './delivery-consumer.ts';
 import { fanOutConsumer } from './fan-out.ts';
+import { EndpointHealth } from './health.ts';
 import { HOLD_LABEL } from './ladder.ts';
 import { DeliveryScheduler } from './scheduler.ts';
 import type { Attempted, Stage } from './process.ts';
@@ -55,7 +56,7 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
     (_job, attempted) => attempted,
   );
   const deliverer = createDeliverer(ctx);
-  const stage: Stage = { ctx, scheduler, deliverer, stopping: false, attempting: 0 };
+  const stage: Stage = { ctx, scheduler, deliverer, health: new EndpointHealth(ctx), stopping: false, attempting: 0 };
   const recorder = new TrackedRecorder(ctx, metrics);
   const rungTopics = [...RUNG_LABELS, HOLD_LABEL].map((l) => t.retry(l));
   const holdTopic = t.retry(HOLD_LABEL);

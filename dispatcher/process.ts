@@ -11,10 +11,9 @@
  * `stage.attempting` until their outcome is known, so the dispatcher can wait for them.
  */
 import type { Context } from '../core/context.ts';
-import { disableEndpoint, noteAttempt } from '../core/webhooks/endpoint-service.ts';
-import type { AttemptOutcome } from '../core/webhooks/attempt.ts';
 import type { DeliveryRecord, EndpointRecord } from '../core/webhooks/records.ts';
 import type { Deliverer } from './deliver.ts';
+import type { EndpointHealth } from './health.ts';
 import { afterAttempt, defer, disabled, hold, remainingSpanMs, type LadderClock, type Outcome } from './ladder.ts';
 import type { DeliveryScheduler, EndpointSignal } from './scheduler.ts';
 
@@ -27,6 +26,8 @@ export interface Stage {
   ctx: Context;
   scheduler: DeliveryScheduler<Attempted>;
   deliverer: Deliverer;
+  /** Disables endpoints on a 410 or a long outage (health.ts). */
+  health?: EndpointHealth;
   /** Set when the dispatcher stops: nothing new is attempted. */
   stopping?: boolean;
   /** Attempts started and not yet judged. */
@@ -65,32 +66,13 @@ async function attempt(s: Stage, rec: DeliveryRecord, heldSince: number | null):
     const slow = result.durationMs >= ctx.config.dispatchSlowMs;
     const c = clockOf(ctx);
     const notBefore = result.retryAfterMs ? c.now + Math.min(result.retryAfterMs, remainingSpanMs({ ...rec, first_attempt_at: rec.first_attempt_at ?? startedAt }, c)) : null;
-    await judgeEndpoint(ctx, ep, result, startedAt);
+    await s.health?.judge(ep.id, result, startedAt);
     return { outcome: afterAttempt(rec, result, startedAt, c), slow, notBefore };
   } catch (err) {
     ctx.log.error('delivery processing failed; re-queued', { delivery_id: rec.delivery_id, error: (err as Error).stack });
     return { outcome: defer(rec, clockOf(ctx)), ...HEALTHY };
   } finally {
     s.attempting!--;
-  }
-}
-
-/** Disables the endpoint on a 410, or once every attempt at it has failed for the configured span; else keeps its failure clock. */
-async function judgeEndpoint(ctx: Context, ep: EndpointRecord, result: AttemptOutcome, startedAt: number): Promise<void> {
-  try {
-    if (result.status === 410) {
-      await disableEndpoint(ctx, ep.id, 'the receiver answered 410 Gone');
-      return;
-    }
-    const since = await noteAttempt(ctx, ep.id, result.ok, startedAt);
-    const limit = ctx.config.webhookDisableAfterMs / ctx.config.timeScale;
-    if (since !== null && startedAt - since >= limit) {
-      const hours = ctx.config.webhookDisableAfterMs / 3600_000;
-      await disableEndpoint(ctx, ep.id, `every attempt failed for ${hours % 24 === 0 ? `${hours / 24} days` : `${hours} hours`} (last: ${result.error ?? `HTTP ${result.status}`})`);
-    }
-  } catch (err) {
-    // The delivery's own outcome does not wait on this: the next attempt judges the endpoint again.
-    ctx.log.error('could not update the endpoint after an attempt', { endpoint_id: ep.id, error: (err as Error).message });
   }
 }
 

@@ -170,18 +170,15 @@ export async function disableEndpoint(ctx: Context, id: string, reason: string, 
 }
 
 /**
- * Keeps `failing_since` (since when every attempt at the endpoint failed) up to date, writing only
- * when it changes: the first failure after a success sets it, a success clears it. Returns it.
+ * Writes since when every attempt at the endpoint failed (null: one succeeded). Only for an ACTIVE
+ * endpoint, and only when the record says otherwise. The dispatcher calls it rarely (see
+ * dispatcher/health.ts): a checkpoint once an outage has lasted, a clear once it ends.
  */
-export async function noteAttempt(ctx: Context, id: string, ok: boolean, at: number): Promise<number | null> {
+export async function recordFailingSince(ctx: Context, id: string, since: number | null): Promise<void> {
   const current = ctx.endpoints.get(id);
-  if (!current || current.state !== 'ACTIVE') return null;
-  const since = current.failing_since ?? null;
-  if (ok === (since === null)) return since;
-  // Read-modify-write of the latest record this view holds: only the health fields change.
-  const next: EndpointRecord = { ...current, failing_since: ok ? null : at, updated_at: Math.max(ctx.clock.now(), current.updated_at + 1) };
-  await writeEndpoint(ctx, next);
-  return next.failing_since ?? null;
+  if (!current || current.state !== 'ACTIVE' || (current.failing_since ?? null) === since) return;
+  // Read-modify-write of the latest record this view holds: only the health field changes.
+  await writeEndpoint(ctx, { ...current, failing_since: since, updated_at: Math.max(ctx.clock.now(), current.updated_at + 1) });
 }
 
 export async function deleteEndpoint(ctx: Context, rec: EndpointRecord, actor: string): Promise<void> {

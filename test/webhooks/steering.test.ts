@@ -153,14 +153,18 @@ t.test('a failed verify leaves a DISABLED endpoint DISABLED', async (t) => {
   t.equal(res.json.state, 'DISABLED');
 });
 
-t.test('every attempt failing for 5 days (scaled: 10 s) disables the endpoint', async (t) => {
+t.test('every attempt failing for 5 days (scaled: 10 s) disables the endpoint; one that sometimes succeeds stays ACTIVE', async (t) => {
   const { token, r, ep } = await setUp('steer-5-days', 500);
-  // Keep it busy: each event dies after the 72-hour span (6 s), so publish one every 500 ms.
+  // Alongside: a receiver that fails every first attempt and takes the retry, for as long.
+  const flaky = await setUp('steer-flaky', 200);
+  flaky.r.answerFor = (hit) => (hit.headers['x-service-delivery-attempt'] === '1' ? 500 : 200);
+  // Keep both busy: each event dies after the 72-hour span (6 s), so publish one every 500 ms.
   const started = Date.now();
   let state = 'ACTIVE';
   for (let n = 0; state !== 'DISABLED'; n++) {
     if (Date.now() - started > 90_000) throw new Error('not DISABLED within 90 s');
     await publish(node, token, { type: 'pipeline.failed', data: { n } });
+    await publish(node, flaky.token, { type: 'pipeline.failed', data: { n } });
     await sleep(500);
     state = (await endpoint(token, ep.id)).state;
   }
@@ -171,4 +175,9 @@ t.test('every attempt failing for 5 days (scaled: 10 s) disables the endpoint', 
   const rec = await endpoint(token, ep.id);
   t.match(rec.disabled_reason, /every attempt failed for 5 days/);
   t.ok((await auditActions(token, ep.id)).some((e) => e.action === 'endpoint.disabled' && /5 days/.test(e.reason ?? '')), 'audited');
+
+  const flakyHits = flaky.r.events();
+  const flakySpan = (flakyHits.at(-1)!.at - flakyHits[0].at) * SCALE;
+  t.ok(flakyHits.some((h) => h.answer === 500) && flakyHits.some((h) => h.answer === 200), `the flaky endpoint failed and succeeded over ${(flakySpan / 3600_000 / 24).toFixed(2)} days (scaled)`);
+  t.equal((await endpoint(flaky.token, flaky.ep.id)).state, 'ACTIVE', 'an endpoint whose attempts sometimes succeed is not disabled');
 });

@@ -80,6 +80,10 @@ export interface Config {
   traceSampleRatio: number;
   /** The OTLP/HTTP traces endpoint. */
   otlpEndpoint: string;
+  /** An endpoint whose every attempt failed for this long (before SLUICE_TIME_SCALE) is DISABLED. */
+  webhookDisableAfterMs: number;
+  /** After a secret rotation, how long the previous secret keeps signing (the default of the request's overlap_seconds). */
+  webhookSecretOverlapSeconds: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -273,6 +277,8 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
     traceExporter: oneOf(env, 'SLUICE_TRACE_EXPORTER', ['none', 'console', 'otlp'] as const, 'none'),
     traceSampleRatio: num(env, 'SLUICE_TRACE_SAMPLE_RATIO', 1, 0, 1),
     otlpEndpoint: url(env, 'SLUICE_OTLP_ENDPOINT') ?? 'http://127.0.0.1:4318/v1/traces',
+    webhookDisableAfterMs: num(env, 'SLUICE_WEBHOOK_DISABLE_AFTER_HOURS', 120, 1, 24 * 365) * 3600_000,
+    webhookSecretOverlapSeconds: int(env, 'SLUICE_WEBHOOK_SECRET_OVERLAP_SECONDS', 86_400, 0, 7 * 86_400),
   };
   if (config.stateFetchWaitMs * 2 > config.kafkaStaleMs) throw new ConfigError('SLUICE_STATE_FETCH_WAIT_MS', `must be at most half of SLUICE_KAFKA_STALE_MS (${config.kafkaStaleMs}), or an idle node would fail closed between two fetches; got ${config.stateFetchWaitMs}`);
   return Object.freeze(config);

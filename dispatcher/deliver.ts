@@ -1,6 +1,7 @@
 /**
  * One delivery attempt: sign afresh (a new timestamp every attempt, so a retry hours later still
- * passes the receiver's 300-second window) and POST through the shared keep-alive agent.
+ * passes the receiver's 300-second window; both secrets during a rotation's overlap) and POST
+ * through the shared keep-alive agent.
  * The network timeout is 10 s of real time, never divided by SLUICE_TIME_SCALE.
  */
 import type { Agent } from 'undici';
@@ -47,11 +48,11 @@ export function createDeliverer(ctx: Context): Deliverer {
     },
     async attemptOnce(rec, endpoint, traceHeaders) {
       const startedAt = ctx.clock.now();
-      const secret = ctx.endpoints.secret(endpoint.id);
-      if (secret === undefined) {
+      const secrets = ctx.endpoints.signingSecrets(endpoint.id, startedAt);
+      if (secrets === undefined) {
         return { startedAt, result: { ok: false, status: null, error: 'the endpoint has no signing secret', durationMs: 0 } };
       }
-      const signed = signDelivery(secret, rec.event, rec.attempt, startedAt);
+      const signed = signDelivery(secrets, rec.event, rec.attempt, startedAt);
       const headers = traceHeaders ? { ...signed.headers, ...traceHeaders } : signed.headers;
       const result = await attemptDelivery(endpoint.url, signed.rawBody, headers, { timeoutMs: DELIVERY_TIMEOUT_MS, checkTarget, dispatcher: agent });
       return { result, startedAt };

@@ -12,6 +12,7 @@ import { RUNG_LABELS } from '../core/backoff.ts';
 import { createDeliverer, DELIVERY_TIMEOUT_MS } from './deliver.ts';
 import { deliveryConsumer, type DeliveryConsumer } from './delivery-consumer.ts';
 import { fanOutConsumer } from './fan-out.ts';
+import { EndpointHealth } from './health.ts';
 import { HOLD_LABEL } from './ladder.ts';
 import { DeliveryScheduler } from './scheduler.ts';
 import type { Attempted, Stage } from './process.ts';
@@ -57,7 +58,7 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
   );
   const deliverer = createDeliverer(ctx);
   const recorder = new TrackedRecorder(ctx, metrics);
-  const stage: Stage = { ctx, scheduler, deliverer, stopping: false, attempting: 0, onAttempt: (a) => recorder.noteAttempt(a) };
+  const stage: Stage = { ctx, scheduler, deliverer, health: new EndpointHealth(ctx), stopping: false, attempting: 0, onAttempt: (a) => recorder.noteAttempt(a) };
   const rungTopics = [...RUNG_LABELS, HOLD_LABEL].map((l) => t.retry(l));
   const holdTopic = t.retry(HOLD_LABEL);
   const deliveries = deliveryConsumer(stage, recorder, metrics, {

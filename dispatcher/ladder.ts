@@ -1,7 +1,7 @@
 /**
  * The retry ladder as values: what happens to a delivery after an attempt (or instead of one).
  * `delivered`, `retry` (to a rung, due at a time), `dead-letter` after the 17th consecutive
- * failure; and, without an attempt: `held` (endpoint PENDING), `deferred` (its endpoint is slow
+ * failure or on a 410 Gone (the endpoint is disabled); and, without an attempt: `held` (endpoint PENDING), `deferred` (its endpoint is slow
  * right now) or `dropped` (endpoint deleted, record unreadable). Nothing here touches Kafka.
  */
 import { MAX_ATTEMPTS, RETRY_SPAN_MS, RUNGS, retryDelayMs, rungAfter, rungForDelay } from '../core/backoff.ts';
@@ -37,12 +37,28 @@ export function afterAttempt(rec: DeliveryRecord, result: AttemptOutcome, starte
     last_attempt_at: startedAt,
   };
   if (rec.attempt >= MAX_ATTEMPTS) return { kind: 'dead-letter', rec, entry: deadLetterEntry(tried, rec.attempt, c.now, c.timeScale) };
+  if (result.status === 410) {
+    const gone: DeliveryRecord = { ...tried, last_error: 'HTTP 410 Gone: the receiver asked for no more deliveries; the endpoint is DISABLED' };
+    return { kind: 'dead-letter', rec, entry: deadLetterEntry(gone, rec.attempt, c.now, c.timeScale) };
+  }
   const backoff = retryDelayMs(rec.attempt, c.timeScale, c.random);
-  // A receiver's Retry-After (real time, capped by the ladder's span) lengthens the wait, never shortens it.
-  const asked = Math.min(result.retryAfterMs ?? 0, RETRY_SPAN_MS / c.timeScale);
+  // A receiver's Retry-After (real time) lengthens the wait, never shortens it, and is capped at
+  // what is left of the ladder's span (scaled) since the first attempt.
+  const asked = Math.min(result.retryAfterMs ?? 0, remainingSpanMs(tried, c));
   const rung = asked > backoff ? rungForDelay(asked, c.timeScale) : rungAfter(rec.attempt);
   const next: DeliveryRecord = { ...tried, attempt: rec.attempt + 1, due_at: c.now + Math.max(backoff, asked) };
   return { kind: 'retry', rec, next, rung: rung.label };
+}
+
+/** What is left of the 72-hour retry span (scaled) since the delivery's first attempt; never negative. */
+export function remainingSpanMs(rec: DeliveryRecord, c: LadderClock): number {
+  return Math.max(0, (rec.first_attempt_at ?? c.now) + RETRY_SPAN_MS / c.timeScale - c.now);
+}
+
+/** A delivery whose endpoint is DISABLED goes to the DLQ without an attempt, with the reason. */
+export function disabled(rec: DeliveryRecord, reason: string, c: LadderClock): Outcome {
+  const last: DeliveryRecord = { ...rec, last_error: `the endpoint is DISABLED (${reason}); not attempted` };
+  return { kind: 'dead-letter', rec, entry: deadLetterEntry(last, rec.attempt - 1, c.now, c.timeScale) };
 }
 
 /**

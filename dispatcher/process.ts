@@ -1,8 +1,9 @@
 /**
  * What happens to one delivery record, as an Outcome value: dropped when its endpoint is gone,
- * held while it is PENDING, else queued for its endpoint (scheduler.ts) and attempted (signed
+ * held while it is PENDING, dead-lettered when it is DISABLED, else queued for its endpoint (scheduler.ts) and attempted (signed
  * afresh) and judged by the ladder, or diverted to a rung when its endpoint is slow or asked
- * for time.
+ * for time. What an attempt says about its endpoint is acted on here too: a 410 Gone disables it,
+ * and so does failing every attempt for SLUICE_WEBHOOK_DISABLE_AFTER_HOURS (scaled).
  *
  * Shutdown (`stage.stopping`): no attempt starts any more. A delivery that has not started gets
  * no outcome at all (its promise never settles), so its offset is never committed and the next
@@ -14,7 +15,8 @@ import type { DeliveryRecord, EndpointRecord } from '../core/webhooks/records.ts
 import type { AttemptRecord } from '../core/webhooks/attempt-history.ts';
 import type { AttemptOutcome } from '../core/webhooks/attempt.ts';
 import type { Deliverer } from './deliver.ts';
-import { afterAttempt, defer, hold, type LadderClock, type Outcome } from './ladder.ts';
+import type { EndpointHealth } from './health.ts';
+import { afterAttempt, defer, disabled, hold, remainingSpanMs, type LadderClock, type Outcome } from './ladder.ts';
 import type { DeliveryScheduler, EndpointSignal } from './scheduler.ts';
 import type { TraceContext } from '../core/tracing.ts';
 
@@ -27,6 +29,8 @@ export interface Stage {
   ctx: Context;
   scheduler: DeliveryScheduler<Attempted>;
   deliverer: Deliverer;
+  /** Disables endpoints on a 410 or a long outage (health.ts). */
+  health?: EndpointHealth;
   /** Set when the dispatcher stops: nothing new is attempted. */
   stopping?: boolean;
   /** Attempts started and not yet judged. */
@@ -46,6 +50,7 @@ function clockOf(ctx: Context): LadderClock {
 function precheck(ctx: Context, rec: DeliveryRecord, heldSince: number | null): EndpointRecord | Outcome {
   const ep = ctx.endpoints.get(rec.endpoint_id);
   if (!ep || ep.tenant_id !== rec.tenant_id) return { kind: 'dropped', rec, reason: 'endpoint-deleted' };
+  if (ep.state === 'DISABLED') return disabled(rec, ep.disabled_reason ?? 'disabled', clockOf(ctx));
   if (ep.state !== 'ACTIVE') return hold(rec, heldSince, ctx.config.dispatchHoldRecheckMs, clockOf(ctx));
   return ep;
 }
@@ -65,8 +70,10 @@ async function attempt(s: Stage, rec: DeliveryRecord, heldSince: number | null, 
     const { result, startedAt } = await s.deliverer.attempt(rec, ep, trace);
     ctx.metrics.attempt(rec.attempt, result.ok, result.durationMs);
     const slow = result.durationMs >= ctx.config.dispatchSlowMs;
-    const notBefore = result.retryAfterMs ? ctx.clock.now() + Math.min(result.retryAfterMs, 24 * 3600_000) : null;
-    const outcome = afterAttempt(rec, result, startedAt, clockOf(ctx));
+    const c = clockOf(ctx);
+    const notBefore = result.retryAfterMs ? c.now + Math.min(result.retryAfterMs, remainingSpanMs({ ...rec, first_attempt_at: rec.first_attempt_at ?? startedAt }, c)) : null;
+    await s.health?.judge(ep.id, result, startedAt);
+    const outcome = afterAttempt(rec, result, startedAt, c);
     s.onAttempt?.(attemptReport(rec, result, startedAt, outcome));
     return { outcome, slow, notBefore };
   } catch (err) {

@@ -196,7 +196,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Re-send the verification ping; a 200 within 5 seconds makes the endpoint ACTIVE */
+        /** Re-send the verification ping; a 200 within 5 seconds makes the endpoint ACTIVE (also a DISABLED one) */
         post: operations["verifyEndpoint"];
         delete?: never;
         options?: never;
@@ -245,6 +245,31 @@ export interface paths {
         get: operations["getWebhookStats"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/endpoints/{endpoint_id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Issue a new signing secret; the previous one keeps signing beside it for the overlap
+         * @description Returns the new secret (only here). For `overlap_seconds` (default 24 hours) every delivery
+         *     carries signatures by both secrets: two `v1,` entries in `webhook-signature`, and the
+         *     previous secret's in `X-Service-Signature-256-Previous`. A rotation during an overlap drops
+         *     the older secret at once. Audited as `endpoint.secret_rotated`.
+         */
+        post: operations["rotateEndpointSecret"];
         delete?: never;
         options?: never;
         head?: never;
@@ -586,6 +611,22 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "endpoint.disabled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -707,14 +748,20 @@ export interface components {
          * @description the known event kinds (core/webhooks/records.ts KNOWN_EVENT_KINDS)
          * @enum {unknown}
          */
-        EventKind: "ping" | "inference.completed" | "inference.failed" | "pipeline.started" | "pipeline.completed" | "pipeline.failed" | "telemetry.exported" | "credential.rotated" | "credential.revoked";
+        EventKind: "ping" | "inference.completed" | "inference.failed" | "pipeline.started" | "pipeline.completed" | "pipeline.failed" | "telemetry.exported" | "credential.rotated" | "credential.revoked" | "endpoint.disabled";
         /** @description an event kind of KNOWN_EVENT_KINDS or a custom `<word>.<word>` */
         EventType: string;
         /** @description an event kind, or `*` for all */
         EventFilterItem: components["schemas"]["EventKind"] | "*";
         EndpointIdValue: string;
-        /** @enum {unknown} */
-        EndpointState: "PENDING" | "ACTIVE";
+        /**
+         * @description `PENDING`: not verified (the ping failed); its deliveries wait. `ACTIVE`: delivering.
+         *     `DISABLED`: its receiver answered 410 Gone, or every attempt failed for 5 days
+         *     (SLUICE_WEBHOOK_DISABLE_AFTER_HOURS); it gets nothing, its queued deliveries go to the DLQ,
+         *     and `POST .../verify` with a 2xx ping makes it `ACTIVE` again.
+         * @enum {unknown}
+         */
+        EndpointState: "PENDING" | "ACTIVE" | "DISABLED";
         /** @description routing context, echoed back */
         Metadata: {
             [key: string]: unknown;
@@ -738,6 +785,15 @@ export interface components {
             updated_at: string;
             /** Format: date-time */
             verified_at: string | null;
+            /**
+             * Format: date-time
+             * @description after a rotation, until when the previous secret still signs beside the new one; null otherwise
+             */
+            previous_secret_expires_at: string | null;
+            /** @description why the endpoint is DISABLED; null in other states */
+            disabled_reason: string | null;
+            /** Format: date-time */
+            disabled_at: string | null;
         };
         /** @description the endpoint and, this once, its signing secret */
         EndpointCreated: {
@@ -746,6 +802,7 @@ export interface components {
             url: string;
             events: string[];
             metadata: components["schemas"]["Metadata"] | null;
+            /** @description `whsec_` + base64 of 32 random bytes: keys both signature schemes (docs/webhooks.md) */
             secret: string;
             state: components["schemas"]["EndpointState"];
             /** Format: date-time */
@@ -754,6 +811,19 @@ export interface components {
             updated_at: string;
             /** Format: date-time */
             verified_at: string | null;
+            /**
+             * Format: date-time
+             * @description after a rotation, until when the previous secret still signs beside the new one; null otherwise
+             */
+            previous_secret_expires_at: string | null;
+            /** @description why the endpoint is DISABLED; null in other states */
+            disabled_reason: string | null;
+            /** Format: date-time */
+            disabled_at: string | null;
+        };
+        SecretRotation: {
+            /** @description how long the previous secret keeps signing beside the new one; default 86400 (SLUICE_WEBHOOK_SECRET_OVERLAP_SECONDS) */
+            overlap_seconds?: number;
         };
         EndpointPage: {
             data: components["schemas"]["Endpoint"][];
@@ -957,6 +1027,17 @@ export interface components {
         CredentialRevokedEvent: {
             /** @constant */
             type?: "credential.revoked";
+        } & components["schemas"]["WebhookBody"];
+        EndpointDisabledEvent: {
+            /** @constant */
+            type?: "endpoint.disabled";
+            data?: {
+                endpoint_id: string;
+                url: string;
+                reason: string;
+                /** Format: date-time */
+                disabled_at: string;
+            };
         } & components["schemas"]["WebhookBody"];
         /** @enum {unknown} */
         ErrorCode: "INVALID_REQUEST" | "TOKEN_MISSING" | "TOKEN_INVALID" | "TOKEN_EXPIRED" | "TOKEN_REVOKED" | "SCOPE_VIOLATION" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "UNPROCESSABLE_TARGET" | "RATE_LIMITED" | "INTERNAL" | "UPSTREAM_UNAVAILABLE" | "UNAVAILABLE" | "UPSTREAM_TIMEOUT";
@@ -1339,6 +1420,23 @@ export interface components {
             put?: never;
             /** a `credential.revoked` event for a tenant endpoint whose filter takes it */
             post: operations["webhook_credential_revoked"];
+            delete?: never;
+            options?: never;
+            head?: never;
+            patch?: never;
+            trace?: never;
+        };
+        "endpoint.disabled": {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            get?: never;
+            put?: never;
+            /** another endpoint of the tenant was DISABLED (410 Gone, or every attempt failed for days); sent to the tenant's endpoints whose filter takes it */
+            post: operations["webhook_endpoint_disabled"];
             delete?: never;
             options?: never;
             head?: never;
@@ -1844,6 +1942,42 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            421: components["responses"]["Misdirected"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    rotateEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SecretRotation"];
+            };
+        };
+        responses: {
+            /** @description the endpoint and its new secret */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["NoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointCreated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             421: components["responses"]["Misdirected"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
@@ -2777,6 +2911,14 @@ export interface operations {
             header: {
                 /** @description `sha256=` + hex HMAC-SHA256(secret as UTF-8 bytes, raw body) */
                 "X-Service-Signature-256": string;
+                /** @description during a secret rotation's overlap: the same signature made with the previous secret */
+                "X-Service-Signature-256-Previous"?: string;
+                /** @description Standard Webhooks: the event id, equal to the body's `id` */
+                "webhook-id": string;
+                /** @description Standard Webhooks: unix seconds, equal to X-Service-Timestamp */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,` + base64 HMAC-SHA256(base64-decoded secret after whsec_, "{webhook-id}.{webhook-timestamp}.{body}"); two entries during a rotation's overlap */
+                "webhook-signature": string;
                 /** @description unix seconds, equal to the body's `timestamp` */
                 "X-Service-Timestamp": string;
                 /** @description equal to the body's `id` */
@@ -2802,6 +2944,27 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Gone: the endpoint becomes DISABLED; nothing more is sent until it is verified again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a failed attempt; with Retry-After (seconds or an HTTP date) the next one waits that long, capped at the retry span left */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description as 429 */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description a failed delivery, retried */
             default: {
                 headers: {
@@ -2817,6 +2980,14 @@ export interface operations {
             header: {
                 /** @description `sha256=` + hex HMAC-SHA256(secret as UTF-8 bytes, raw body) */
                 "X-Service-Signature-256": string;
+                /** @description during a secret rotation's overlap: the same signature made with the previous secret */
+                "X-Service-Signature-256-Previous"?: string;
+                /** @description Standard Webhooks: the event id, equal to the body's `id` */
+                "webhook-id": string;
+                /** @description Standard Webhooks: unix seconds, equal to X-Service-Timestamp */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,` + base64 HMAC-SHA256(base64-decoded secret after whsec_, "{webhook-id}.{webhook-timestamp}.{body}"); two entries during a rotation's overlap */
+                "webhook-signature": string;
                 /** @description unix seconds, equal to the body's `timestamp` */
                 "X-Service-Timestamp": string;
                 /** @description equal to the body's `id` */
@@ -2842,6 +3013,27 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Gone: the endpoint becomes DISABLED; nothing more is sent until it is verified again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a failed attempt; with Retry-After (seconds or an HTTP date) the next one waits that long, capped at the retry span left */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description as 429 */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description a failed delivery, retried */
             default: {
                 headers: {
@@ -2857,6 +3049,14 @@ export interface operations {
             header: {
                 /** @description `sha256=` + hex HMAC-SHA256(secret as UTF-8 bytes, raw body) */
                 "X-Service-Signature-256": string;
+                /** @description during a secret rotation's overlap: the same signature made with the previous secret */
+                "X-Service-Signature-256-Previous"?: string;
+                /** @description Standard Webhooks: the event id, equal to the body's `id` */
+                "webhook-id": string;
+                /** @description Standard Webhooks: unix seconds, equal to X-Service-Timestamp */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,` + base64 HMAC-SHA256(base64-decoded secret after whsec_, "{webhook-id}.{webhook-timestamp}.{body}"); two entries during a rotation's overlap */
+                "webhook-signature": string;
                 /** @description unix seconds, equal to the body's `timestamp` */
                 "X-Service-Timestamp": string;
                 /** @description equal to the body's `id` */
@@ -2882,6 +3082,27 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Gone: the endpoint becomes DISABLED; nothing more is sent until it is verified again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a failed attempt; with Retry-After (seconds or an HTTP date) the next one waits that long, capped at the retry span left */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description as 429 */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description a failed delivery, retried */
             default: {
                 headers: {
@@ -2897,6 +3118,14 @@ export interface operations {
             header: {
                 /** @description `sha256=` + hex HMAC-SHA256(secret as UTF-8 bytes, raw body) */
                 "X-Service-Signature-256": string;
+                /** @description during a secret rotation's overlap: the same signature made with the previous secret */
+                "X-Service-Signature-256-Previous"?: string;
+                /** @description Standard Webhooks: the event id, equal to the body's `id` */
+                "webhook-id": string;
+                /** @description Standard Webhooks: unix seconds, equal to X-Service-Timestamp */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,` + base64 HMAC-SHA256(base64-decoded secret after whsec_, "{webhook-id}.{webhook-timestamp}.{body}"); two entries during a rotation's overlap */
+                "webhook-signature": string;
                 /** @description unix seconds, equal to the body's `timestamp` */
                 "X-Service-Timestamp": string;
                 /** @description equal to the body's `id` */
@@ -2922,6 +3151,27 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Gone: the endpoint becomes DISABLED; nothing more is sent until it is verified again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a failed attempt; with Retry-After (seconds or an HTTP date) the next one waits that long, capped at the retry span left */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description as 429 */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description a failed delivery, retried */
             default: {
                 headers: {
@@ -2937,6 +3187,14 @@ export interface operations {
             header: {
                 /** @description `sha256=` + hex HMAC-SHA256(secret as UTF-8 bytes, raw body) */
                 "X-Service-Signature-256": string;
+                /** @description during a secret rotation's overlap: the same signature made with the previous secret */
+                "X-Service-Signature-256-Previous"?: string;
+                /** @description Standard Webhooks: the event id, equal to the body's `id` */
+                "webhook-id": string;
+                /** @description Standard Webhooks: unix seconds, equal to X-Service-Timestamp */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,` + base64 HMAC-SHA256(base64-decoded secret after whsec_, "{webhook-id}.{webhook-timestamp}.{body}"); two entries during a rotation's overlap */
+                "webhook-signature": string;
                 /** @description unix seconds, equal to the body's `timestamp` */
                 "X-Service-Timestamp": string;
                 /** @description equal to the body's `id` */
@@ -2962,6 +3220,27 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Gone: the endpoint becomes DISABLED; nothing more is sent until it is verified again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a failed attempt; with Retry-After (seconds or an HTTP date) the next one waits that long, capped at the retry span left */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description as 429 */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description a failed delivery, retried */
             default: {
                 headers: {
@@ -2977,6 +3256,14 @@ export interface operations {
             header: {
                 /** @description `sha256=` + hex HMAC-SHA256(secret as UTF-8 bytes, raw body) */
                 "X-Service-Signature-256": string;
+                /** @description during a secret rotation's overlap: the same signature made with the previous secret */
+                "X-Service-Signature-256-Previous"?: string;
+                /** @description Standard Webhooks: the event id, equal to the body's `id` */
+                "webhook-id": string;
+                /** @description Standard Webhooks: unix seconds, equal to X-Service-Timestamp */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,` + base64 HMAC-SHA256(base64-decoded secret after whsec_, "{webhook-id}.{webhook-timestamp}.{body}"); two entries during a rotation's overlap */
+                "webhook-signature": string;
                 /** @description unix seconds, equal to the body's `timestamp` */
                 "X-Service-Timestamp": string;
                 /** @description equal to the body's `id` */
@@ -3002,6 +3289,27 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Gone: the endpoint becomes DISABLED; nothing more is sent until it is verified again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a failed attempt; with Retry-After (seconds or an HTTP date) the next one waits that long, capped at the retry span left */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description as 429 */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description a failed delivery, retried */
             default: {
                 headers: {
@@ -3017,6 +3325,14 @@ export interface operations {
             header: {
                 /** @description `sha256=` + hex HMAC-SHA256(secret as UTF-8 bytes, raw body) */
                 "X-Service-Signature-256": string;
+                /** @description during a secret rotation's overlap: the same signature made with the previous secret */
+                "X-Service-Signature-256-Previous"?: string;
+                /** @description Standard Webhooks: the event id, equal to the body's `id` */
+                "webhook-id": string;
+                /** @description Standard Webhooks: unix seconds, equal to X-Service-Timestamp */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,` + base64 HMAC-SHA256(base64-decoded secret after whsec_, "{webhook-id}.{webhook-timestamp}.{body}"); two entries during a rotation's overlap */
+                "webhook-signature": string;
                 /** @description unix seconds, equal to the body's `timestamp` */
                 "X-Service-Timestamp": string;
                 /** @description equal to the body's `id` */
@@ -3042,6 +3358,27 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Gone: the endpoint becomes DISABLED; nothing more is sent until it is verified again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a failed attempt; with Retry-After (seconds or an HTTP date) the next one waits that long, capped at the retry span left */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description as 429 */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description a failed delivery, retried */
             default: {
                 headers: {
@@ -3057,6 +3394,14 @@ export interface operations {
             header: {
                 /** @description `sha256=` + hex HMAC-SHA256(secret as UTF-8 bytes, raw body) */
                 "X-Service-Signature-256": string;
+                /** @description during a secret rotation's overlap: the same signature made with the previous secret */
+                "X-Service-Signature-256-Previous"?: string;
+                /** @description Standard Webhooks: the event id, equal to the body's `id` */
+                "webhook-id": string;
+                /** @description Standard Webhooks: unix seconds, equal to X-Service-Timestamp */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,` + base64 HMAC-SHA256(base64-decoded secret after whsec_, "{webhook-id}.{webhook-timestamp}.{body}"); two entries during a rotation's overlap */
+                "webhook-signature": string;
                 /** @description unix seconds, equal to the body's `timestamp` */
                 "X-Service-Timestamp": string;
                 /** @description equal to the body's `id` */
@@ -3082,6 +3427,27 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Gone: the endpoint becomes DISABLED; nothing more is sent until it is verified again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a failed attempt; with Retry-After (seconds or an HTTP date) the next one waits that long, capped at the retry span left */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description as 429 */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description a failed delivery, retried */
             default: {
                 headers: {
@@ -3097,6 +3463,14 @@ export interface operations {
             header: {
                 /** @description `sha256=` + hex HMAC-SHA256(secret as UTF-8 bytes, raw body) */
                 "X-Service-Signature-256": string;
+                /** @description during a secret rotation's overlap: the same signature made with the previous secret */
+                "X-Service-Signature-256-Previous"?: string;
+                /** @description Standard Webhooks: the event id, equal to the body's `id` */
+                "webhook-id": string;
+                /** @description Standard Webhooks: unix seconds, equal to X-Service-Timestamp */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,` + base64 HMAC-SHA256(base64-decoded secret after whsec_, "{webhook-id}.{webhook-timestamp}.{body}"); two entries during a rotation's overlap */
+                "webhook-signature": string;
                 /** @description unix seconds, equal to the body's `timestamp` */
                 "X-Service-Timestamp": string;
                 /** @description equal to the body's `id` */
@@ -3117,6 +3491,96 @@ export interface operations {
         responses: {
             /** @description acknowledged (any 2xx counts; the verification ping needs 200) */
             200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the endpoint becomes DISABLED; nothing more is sent until it is verified again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a failed attempt; with Retry-After (seconds or an HTTP date) the next one waits that long, capped at the retry span left */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description as 429 */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a failed delivery, retried */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_endpoint_disabled: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `sha256=` + hex HMAC-SHA256(secret as UTF-8 bytes, raw body) */
+                "X-Service-Signature-256": string;
+                /** @description during a secret rotation's overlap: the same signature made with the previous secret */
+                "X-Service-Signature-256-Previous"?: string;
+                /** @description Standard Webhooks: the event id, equal to the body's `id` */
+                "webhook-id": string;
+                /** @description Standard Webhooks: unix seconds, equal to X-Service-Timestamp */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,` + base64 HMAC-SHA256(base64-decoded secret after whsec_, "{webhook-id}.{webhook-timestamp}.{body}"); two entries during a rotation's overlap */
+                "webhook-signature": string;
+                /** @description unix seconds, equal to the body's `timestamp` */
+                "X-Service-Timestamp": string;
+                /** @description equal to the body's `id` */
+                "X-Service-Event-Id": string;
+                /** @description equal to the body's `type` */
+                "X-Service-Event-Type": components["schemas"]["EventKind"];
+                /** @description 1-based attempt number, at most 17 */
+                "X-Service-Delivery-Attempt": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EndpointDisabledEvent"];
+            };
+        };
+        responses: {
+            /** @description acknowledged (any 2xx counts; the verification ping needs 200) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the endpoint becomes DISABLED; nothing more is sent until it is verified again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a failed attempt; with Retry-After (seconds or an HTTP date) the next one waits that long, capped at the retry span left */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description as 429 */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -130,9 +130,9 @@ export function sluiceHandlers(sluice: MockSluice, opts: HandlerOptions) {
       if (faults.length) return problem(400, 'INVALID_REQUEST', 'Invalid request', faults.join('; '), path, { errors: faults.map((f) => ({ path: `$${f.split(' ')[0].replace(/^\(root\)$/, '').replace(/\//g, '.')}`, message: f })) });
       const b = body as { url: string; events: string[]; metadata?: Json };
       const now = new Date().toISOString();
-      const endpoint = { id: `ep_${randomBytes(8).toString('hex')}`, url: b.url, events: b.events, metadata: b.metadata ?? null, state: 'ACTIVE' as const, created_at: now, updated_at: now, verified_at: now };
+      const endpoint = { id: `ep_${randomBytes(8).toString('hex')}`, url: b.url, events: b.events, metadata: b.metadata ?? null, state: 'ACTIVE' as const, created_at: now, updated_at: now, verified_at: now, previous_secret_expires_at: null, disabled_reason: null, disabled_at: null };
       sluice.endpoints.set(endpoint.id, { ...endpoint, tenant_id: auth.tenantId });
-      return reply('#/components/schemas/EndpointCreated', 201, { ...endpoint, secret: randomBytes(32).toString('base64url') }, { location: `/v1/webhooks/endpoints/${endpoint.id}` });
+      return reply('#/components/schemas/EndpointCreated', 201, { ...endpoint, secret: `whsec_${randomBytes(32).toString('base64')}` }, { location: `/v1/webhooks/endpoints/${endpoint.id}` });
     }),
 
     http.post(`${base}/v1/webhooks/events`, async ({ request }) => {

@@ -180,6 +180,13 @@ export const SCENARIOS: Record<string, Scenario> = {
     await s.probe(op, 'unknown endpoint_id → 404', { method: 'GET', path: `${op.path}?endpoint_id=ep_contract_probe_missing`, headers: await tokenFor(s, op) }, { status: [404] });
   },
 
+  async rotateEndpointSecret(s, op) {
+    if (!s.state.endpointId) s.record(op, 'rotate the secret → 200 with a new one', 'skip', 'no endpoint was created');
+    else await s.probe(op, 'rotate the secret → 200 with a new one', { method: 'POST', path: concretePath(op, s), ...(await json(s, op, { overlap_seconds: 60 })) }, { status: [200], then: (ex) => (body(ex).previous_secret_expires_at ? [] : ['no previous_secret_expires_at after a rotation with an overlap']) });
+    await s.probe(op, 'a negative overlap → 400', { method: 'POST', path: concretePath(op, s), ...(await json(s, op, { overlap_seconds: -1 })) }, { status: [400, 404] });
+    await s.probe(op, 'unknown id → 404', { method: 'POST', path: concretePath(op, s, { endpoint_id: 'ep_contract_probe_missing' }), headers: await tokenFor(s, op) }, { status: [404] });
+  },
+
   async publishEvent(s, op) {
     const id = `evt_contract_${Date.now().toString(36)}`;
     const event = { ...validBody(s, op.operationId), id };
@@ -308,4 +315,4 @@ export const SCENARIOS: Record<string, Scenario> = {
 };
 
 /** The order that lets later scenarios use what earlier ones created; the rest follow in contract order. */
-export const ORDER = ['getContract', 'issueToken', 'getJwks', 'getAuthorizationServerMetadata', 'createEndpoint', 'listEndpoints', 'getEndpoint', 'verifyEndpoint', 'publishEvent', 'listEndpointAttempts', 'getWebhookStats', 'publishEventBatch', 'listDlq', 'replayDlqEntry', 'replayDlq', 'deleteEndpoint', 'getClientSecret', 'listAuditEntries', 'revokeClient'];
+export const ORDER = ['getContract', 'issueToken', 'getJwks', 'getAuthorizationServerMetadata', 'createEndpoint', 'listEndpoints', 'getEndpoint', 'verifyEndpoint', 'rotateEndpointSecret', 'publishEvent', 'listEndpointAttempts', 'getWebhookStats', 'publishEventBatch', 'listDlq', 'replayDlqEntry', 'replayDlq', 'deleteEndpoint', 'getClientSecret', 'listAuditEntries', 'revokeClient'];

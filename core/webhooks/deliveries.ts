@@ -9,13 +9,14 @@ import { createHash } from 'node:crypto';
 import { newId } from '../secrets.ts';
 import { KNOWN_EVENT_KINDS, type DeliveryRecord, type EventRecord } from './records.ts';
 
-/** A custom kind is `<word>.<word>` in lowercase; `ping` is reserved for verification. */
+/** A custom kind is `<word>.<word>` in lowercase; `ping` and `endpoint.disabled` are Sluice's own (never published by a tenant). */
 export const EVENT_TYPE_PATTERN = /^[a-z][a-z0-9_]{0,31}\.[a-z][a-z0-9_]{0,31}$/;
 export const EVENT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 export const MAX_EVENT_DATA_BYTES = 256 * 1024;
+const RESERVED_KINDS = new Set(['ping', 'endpoint.disabled']);
 
 export function isPublishableType(type: string): boolean {
-  return type !== 'ping' && ((KNOWN_EVENT_KINDS as readonly string[]).includes(type) || EVENT_TYPE_PATTERN.test(type));
+  return !RESERVED_KINDS.has(type) && ((KNOWN_EVENT_KINDS as readonly string[]).includes(type) || EVENT_TYPE_PATTERN.test(type));
 }
 
 /**
@@ -60,7 +61,7 @@ export function parseEventRecord(value: Buffer | null): EventRecord | null {
   if (typeof e !== 'object' || e === null) return null;
   if (typeof e.id !== 'string' || !EVENT_ID_PATTERN.test(e.id)) return null;
   if (typeof e.tenant_id !== 'string' || e.tenant_id === '') return null;
-  if (typeof e.type !== 'string' || !isPublishableType(e.type)) return null;
+  if (typeof e.type !== 'string' || !(isPublishableType(e.type) || e.type === 'endpoint.disabled')) return null;
   if (typeof e.created_at !== 'number' || !Number.isFinite(e.created_at)) return null;
   return { id: e.id, tenant_id: e.tenant_id, type: e.type, data: e.data ?? null, created_at: e.created_at, ...(typeof e.endpoints_at === 'number' && Number.isSafeInteger(e.endpoints_at) ? { endpoints_at: e.endpoints_at } : {}) };
 }

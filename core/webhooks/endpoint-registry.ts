@@ -3,10 +3,12 @@ import type { StateRecord, StateView } from '../kafka/state-consumer.ts';
 import { parseJson } from '../kafka/state-consumer.ts';
 import { unseal } from '../secrets.ts';
 import type { EndpointRecord } from './records.ts';
+import type { SigningSecrets } from './signing.ts';
 
 export class EndpointRegistry implements StateView {
   private readonly endpoints = new Map<string, EndpointRecord>();
   private readonly secrets = new Map<string, string>();
+  private readonly previousSecrets = new Map<string, string>();
   /**
    * Per tenant: its endpoints by id, the ids by event kind ('*' included), and a sorted list made on
    * demand and then kept up to date (a change moves one entry: a tenant of 100,000 endpoints is not
@@ -31,6 +33,7 @@ export class EndpointRegistry implements StateView {
     if (rec === null) this.endpoints.delete(r.key);
     else this.endpoints.set(r.key, rec);
     this.secrets.delete(r.key);
+    this.previousSecrets.delete(r.key);
     for (const l of this.listeners) l(r.key, rec);
   }
 
@@ -99,7 +102,7 @@ export class EndpointRegistry implements StateView {
     return t.sorted;
   }
 
-  /** Endpoints of the tenant whose filter takes this event kind; reads only those. */
+  /** Endpoints of the tenant whose filter takes this event kind, DISABLED ones left out; reads only those. */
   matching(tenantId: string, eventType: string): EndpointRecord[] {
     const t = this.tenants.get(tenantId);
     if (!t) return [];
@@ -108,6 +111,7 @@ export class EndpointRegistry implements StateView {
       for (const id of t.byKind.get(kind) ?? []) {
         const rec = t.byId.get(id)!;
         if (kind === '*' && rec.events.includes(eventType)) continue; // already taken by kind
+        if (rec.state === 'DISABLED') continue; // receives nothing until verified again
         out.push(rec);
       }
     }
@@ -124,6 +128,20 @@ export class EndpointRegistry implements StateView {
     const s = unseal(this.masterKey, rec.secret_sealed);
     this.secrets.set(id, s);
     return s;
+  }
+
+  /** The secrets that sign a delivery at `nowMs`: the current one, and the previous one while a rotation's overlap lasts. */
+  signingSecrets(id: string, nowMs: number): SigningSecrets | undefined {
+    const current = this.secret(id);
+    if (current === undefined) return undefined;
+    const rec = this.endpoints.get(id)!;
+    if (!rec.previous_secret_sealed || (rec.previous_secret_until ?? 0) <= nowMs) return { current, previous: null };
+    let previous = this.previousSecrets.get(id);
+    if (previous === undefined) {
+      previous = unseal(this.masterKey, rec.previous_secret_sealed);
+      this.previousSecrets.set(id, previous);
+    }
+    return { current, previous };
   }
 }
 

@@ -9,7 +9,7 @@
 import { newId } from '../secrets.ts';
 import { attemptDelivery, createDeliveryAgent, type AttemptOutcome } from './attempt.ts';
 import type { EndpointRecord, EventRecord } from './records.ts';
-import { signDelivery } from './signing.ts';
+import { signDelivery, type SigningSecrets } from './signing.ts';
 import { guardedLookup, targetGuard, type TargetGuardOptions } from './target-guard.ts';
 
 export const PING_TIMEOUT_MS = 5000;
@@ -23,7 +23,7 @@ export function pingEvent(rec: EndpointRecord, nowMs: number): EventRecord {
   return { id: newId('evt'), type: 'ping', tenant_id: rec.tenant_id, data: { endpoint_id: rec.id }, created_at: nowMs };
 }
 
-export async function sendPing(rec: EndpointRecord, secret: string, opts: PingOptions): Promise<AttemptOutcome> {
+export async function sendPing(rec: EndpointRecord, secret: string | SigningSecrets, opts: PingOptions): Promise<AttemptOutcome> {
   const guard: TargetGuardOptions = { allowInsecure: opts.allowInsecure, lookup: opts.lookup };
   const signed = signDelivery(secret, pingEvent(rec, opts.nowMs), 1, opts.nowMs);
   // An agent of its own: a ping is a one-off, and destroying the agent afterwards drops a socket

@@ -3,7 +3,8 @@
  * writes endpoints and events and reads the DLQ view) and the dispatcher (which delivers).
  */
 
-export type EndpointState = 'PENDING' | 'ACTIVE';
+/** PENDING: not verified yet; ACTIVE: delivering; DISABLED: its receiver answered 410 or failed every attempt for days. */
+export type EndpointState = 'PENDING' | 'ACTIVE' | 'DISABLED';
 
 /** `sluice.endpoints`, key = id (compacted; a tombstone deletes). */
 export interface EndpointRecord {
@@ -19,6 +20,14 @@ export interface EndpointRecord {
   created_at: number; // ms
   updated_at: number; // ms
   verified_at: number | null; // ms
+  /** After a rotation: the previous secret, sealed, still signing beside the new one until `previous_secret_until`. */
+  previous_secret_sealed?: string | null;
+  previous_secret_until?: number | null; // ms
+  /** Since when every attempt at this endpoint failed (ms); null after a success. */
+  failing_since?: number | null;
+  /** Why and when it became DISABLED. */
+  disabled_reason?: string | null;
+  disabled_at?: number | null; // ms
 }
 
 /** `sluice.events`, key = tenant_id: an event published for a tenant. */
@@ -100,4 +109,5 @@ export const KNOWN_EVENT_KINDS = [
   'telemetry.exported',
   'credential.rotated',
   'credential.revoked',
+  'endpoint.disabled',
 ] as const;

@@ -1,6 +1,7 @@
 /**
  * Webhook endpoint registration (spec 2.3, 3, 4.2, 6.1; architecture "Webhook endpoints"):
- * create (answers once the ping's outcome is known), list, get, delete, verify again.
+ * create (answers once the ping's outcome is known), list, get, delete, verify again (which also
+ * re-enables a DISABLED endpoint), rotate the secret.
  * A tenant never sees another tenant's endpoints: those are 404, not 403.
  */
 import type { Context } from '../../core/context.ts';
@@ -9,7 +10,7 @@ import { Fields, queryInt } from '../../core/validate.ts';
 import { KNOWN_EVENT_KINDS, type EndpointRecord } from '../../core/webhooks/records.ts';
 import { MAX_TARGET_URL_LENGTH } from '../../core/webhooks/target-guard.ts';
 import type { AttemptOutcome } from '../../core/webhooks/attempt.ts';
-import { createEndpoint, deleteEndpoint, endpointView, verifyEndpoint, type NewEndpoint } from '../../core/webhooks/endpoint-service.ts';
+import { MAX_SECRET_OVERLAP_MS, createEndpoint, deleteEndpoint, endpointView, rotateSecret, verifyEndpoint, type NewEndpoint } from '../../core/webhooks/endpoint-service.ts';
 import { json, type AppRequest, type Reply, type Route } from '../types.ts';
 import { pageOf, readCursor } from '../../core/paging.ts';
 
@@ -63,6 +64,7 @@ function refuseBody(req: AppRequest): void {
 }
 
 export function webhookEndpointRoutes(ctx: Context): Route[] {
+  const view = (rec: EndpointRecord) => endpointView(rec, ctx.clock.now());
   const find = (req: AppRequest): EndpointRecord => {
     const rec = ctx.endpoints.forTenant(req.params.id, req.auth!.claims.tenant_id);
     if (!rec) throw new SluiceError('NOT_FOUND', `no webhook endpoint ${req.params.id}`);
@@ -74,7 +76,7 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
     const { claims } = req.auth!;
     try {
       const { record, secret, ping } = await createEndpoint(ctx, { ...input, tenant_id: claims.tenant_id, actor: claims.client_id });
-      return json(201, { ...endpointView(record), secret }, { location: `/v1/webhooks/endpoints/${record.id}`, 'cache-control': 'no-store', ...pingHeaders(ping) });
+      return json(201, { ...view(record), secret }, { location: `/v1/webhooks/endpoints/${record.id}`, 'cache-control': 'no-store', ...pingHeaders(ping) });
     } catch (err) {
       throw withUrlPath(err);
     }
@@ -83,7 +85,7 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
   const list = (req: AppRequest): Reply => {
     const limit = queryInt(req.query, 'limit', 100, 1, 1000);
     const page = pageOf(ctx.endpoints.listTenant(req.auth!.claims.tenant_id), (e) => ({ key: e.created_at, id: e.id }), readCursor(req.query), limit);
-    return json(200, { data: page.data.map(endpointView), next_cursor: page.next_cursor });
+    return json(200, { data: page.data.map(view), next_cursor: page.next_cursor });
   };
 
   const remove = async (req: AppRequest): Promise<Reply> => {
@@ -94,15 +96,32 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
 
   const verify = async (req: AppRequest): Promise<Reply> => {
     refuseBody(req);
-    const { record, ping } = await verifyEndpoint(ctx, find(req));
-    return json(200, endpointView(record), pingHeaders(ping));
+    const { record, ping } = await verifyEndpoint(ctx, find(req), req.auth!.claims.client_id);
+    return json(200, view(record), pingHeaders(ping));
+  };
+
+  const rotate = async (req: AppRequest): Promise<Reply> => {
+    let overlapSeconds = ctx.config.webhookSecretOverlapSeconds;
+    if (req.body !== undefined) {
+      const f = Fields.object(req.body);
+      f.only(['overlap_seconds']);
+      const v = f.get('overlap_seconds');
+      if (v !== undefined) {
+        if (!Number.isInteger(v) || (v as number) < 0 || (v as number) > MAX_SECRET_OVERLAP_MS / 1000) f.fail('overlap_seconds', `must be an integer from 0 to ${MAX_SECRET_OVERLAP_MS / 1000}`);
+        else overlapSeconds = v as number;
+      }
+      f.done();
+    }
+    const { record, secret } = await rotateSecret(ctx, find(req), req.auth!.claims.client_id, overlapSeconds * 1000);
+    return json(200, { ...view(record), secret }, { 'cache-control': 'no-store' });
   };
 
   return [
     { method: 'POST', pattern: '/v1/webhooks/endpoints', scope: 'webhooks:write', body: 'json', handler: create },
     { method: 'GET', pattern: '/v1/webhooks/endpoints', scope: 'webhooks:read', body: 'none', handler: list },
-    { method: 'GET', pattern: '/v1/webhooks/endpoints/:id', scope: 'webhooks:read', body: 'none', handler: (req) => json(200, endpointView(find(req))) },
+    { method: 'GET', pattern: '/v1/webhooks/endpoints/:id', scope: 'webhooks:read', body: 'none', handler: (req) => json(200, view(find(req))) },
     { method: 'DELETE', pattern: '/v1/webhooks/endpoints/:id', scope: 'webhooks:write', body: 'json', handler: remove },
     { method: 'POST', pattern: '/v1/webhooks/endpoints/:id/verify', scope: 'webhooks:write', body: 'json', handler: verify },
+    { method: 'POST', pattern: '/v1/webhooks/endpoints/:id/rotate-secret', scope: 'webhooks:write', body: 'json', handler: rotate },
   ];
 }

@@ -19,7 +19,7 @@ function parsePublish(body: unknown): { type: string; data: unknown; id?: string
   const f = Fields.object(body).only(['type', 'data', 'id']);
   const type = f.string('type', { required: true, max: 65 });
   if (type !== undefined && !isPublishableType(type)) {
-    f.fail('type', type === 'ping' ? '"ping" is reserved for endpoint verification' : 'must be a known event kind or "<word>.<word>" in lowercase letters, digits and "_"');
+    f.fail('type', type === 'ping' || type === 'endpoint.disabled' ? `"${type}" is sent by Sluice only` : 'must be a known event kind or "<word>.<word>" in lowercase letters, digits and "_"');
   }
   const id = f.string('id', { min: 1, max: 128, pattern: EVENT_ID_PATTERN });
   const data = f.get('data');

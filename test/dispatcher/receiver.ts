@@ -29,6 +29,8 @@ export interface TestReceiver {
   answer: Answer;
   /** Decides per request when set (e.g. fail only first attempts). */
   answerFor?: (hit: Hit) => Answer;
+  /** Extra response headers per request (e.g. Retry-After). */
+  headersFor?: (hit: Hit) => Record<string, string>;
   pingStatus: number;
   /** The Location of a 3xx answer. */
   redirectTo: string;
@@ -59,7 +61,7 @@ export async function receiver(answer: Answer = 200): Promise<TestReceiver> {
       hits.push(hit);
       if (a === 'hang') return void hanging.add(res);
       if (a === 'reset') return void req.socket.destroy();
-      res.writeHead(a, a >= 300 && a < 400 ? { location: r.redirectTo } : {}).end('ok');
+      res.writeHead(a, { ...(a >= 300 && a < 400 ? { location: r.redirectTo } : {}), ...(r.headersFor?.(hit) ?? {}) }).end('ok');
     });
   });
   server.on('connection', (s) => {

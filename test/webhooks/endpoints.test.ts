@@ -29,10 +29,10 @@ t.test('a receiver answering 200 makes the endpoint ACTIVE; the ping is signed a
   const r = await receiver(200);
   const res = await register(r.url, ['inference.completed', 'pipeline.failed'], token, { team: 'ml' });
   t.equal(res.status, 201);
-  t.same(Object.keys(res.json).sort(), ['created_at', 'events', 'id', 'metadata', 'secret', 'state', 'updated_at', 'url', 'verified_at']);
+  t.same(Object.keys(res.json).sort(), ['created_at', 'disabled_at', 'disabled_reason', 'events', 'id', 'metadata', 'previous_secret_expires_at', 'secret', 'state', 'updated_at', 'url', 'verified_at']);
   t.equal(res.json.state, 'ACTIVE');
   t.match(res.json.id, /^ep_[0-9a-f]+$/);
-  t.match(res.json.secret, /^whsec_[A-Za-z0-9_-]{43}$/);
+  t.match(res.json.secret, /^whsec_[A-Za-z0-9+/]{43}=$/, 'whsec_ + standard base64 of 32 bytes');
   t.equal(res.json.url, r.url);
   t.same(res.json.events, ['inference.completed', 'pipeline.failed']);
   t.same(res.json.metadata, { team: 'ml' });
@@ -46,6 +46,9 @@ t.test('a receiver answering 200 makes the endpoint ACTIVE; the ping is signed a
   t.equal(ping.headers['content-type'], 'application/json');
   const expected = `sha256=${createHmac('sha256', Buffer.from(res.json.secret, 'utf8')).update(ping.rawBody).digest('hex')}`;
   t.equal(ping.headers['x-service-signature-256'], expected, 'an independent HMAC-SHA256 over the raw body matches');
+  const key = Buffer.from(res.json.secret.slice('whsec_'.length), 'base64');
+  const standard = createHmac('sha256', key).update(`${ping.headers['webhook-id']}.${ping.headers['webhook-timestamp']}.${ping.rawBody}`).digest('base64');
+  t.equal(ping.headers['webhook-signature'], `v1,${standard}`, 'and so does the Standard Webhooks signature');
   const body = JSON.parse(ping.rawBody);
   t.same(Object.keys(body).sort(), ['created_at', 'data', 'id', 'tenant_id', 'timestamp', 'type']);
   t.equal(body.type, 'ping');
@@ -165,7 +168,7 @@ t.test('get and delete; a deleted endpoint is gone; both are audited', async (t)
   const id = res.json.id;
   const got = await call(node.base, 'GET', `/v1/webhooks/endpoints/${id}`, { token });
   t.equal(got.status, 200);
-  t.same(Object.keys(got.json).sort(), ['created_at', 'events', 'id', 'metadata', 'state', 'updated_at', 'url', 'verified_at']);
+  t.same(Object.keys(got.json).sort(), ['created_at', 'disabled_at', 'disabled_reason', 'events', 'id', 'metadata', 'previous_secret_expires_at', 'state', 'updated_at', 'url', 'verified_at']);
   t.equal(got.json.metadata, null);
   const del = await call(node.base, 'DELETE', `/v1/webhooks/endpoints/${id}`, { token });
   t.equal(del.status, 204);

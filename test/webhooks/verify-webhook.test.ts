@@ -1,8 +1,8 @@
 import t, { type Test } from 'tap';
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { verifyWebhook, WebhookVerificationError, type WebhookVerificationCode } from '../../core/index.ts';
 import { verifyWebhook as fromSubpath } from 'sluice/webhooks';
-import { signDelivery } from '../../core/webhooks/signing.ts';
+import { newEndpointSecret, signDelivery } from '../../core/webhooks/signing.ts';
 import type { EventRecord } from '../../core/webhooks/records.ts';
 
 const secret = 'whsec_test-secret-0123456789abcdefghijklmnopqrstuv';
@@ -44,7 +44,10 @@ t.test('every way a delivery can be wrong has its code', async (t) => {
   expectCode(t, () => verifyWebhook(signed.rawBody, { ...signed.headers, 'x-service-signature-256': 'sha256=abc' }, secret, { now }), 'SIGNATURE_MISMATCH', 'malformed signature');
   expectCode(t, () => verifyWebhook(signed.rawBody, { ...signed.headers, 'x-service-signature-256': signed.headers['x-service-signature-256'].replace('sha256=', 'sha1=') }, secret, { now }), 'SIGNATURE_MISMATCH', 'wrong algorithm label');
   const { 'x-service-signature-256': _s, ...noSig } = signed.headers;
-  expectCode(t, () => verifyWebhook(signed.rawBody, noSig, secret, { now }), 'SIGNATURE_MISSING', 'no signature header');
+  expectCode(t, () => verifyWebhook(signed.rawBody, noSig, secret, { now, scheme: 'sluice' }), 'SIGNATURE_MISSING', 'no signature header');
+  t.equal(verifyWebhook(signed.rawBody, noSig, secret, { now }).id, 'evt_1', "without Sluice's header, 'auto' checks the Standard Webhooks one");
+  const { 'webhook-signature': _w, ...neither } = noSig;
+  expectCode(t, () => verifyWebhook(signed.rawBody, neither, secret, { now }), 'SIGNATURE_MISSING', 'no signature header of either scheme');
   const { 'x-service-timestamp': _ts, ...noTs } = signed.headers;
   expectCode(t, () => verifyWebhook(signed.rawBody, noTs, secret, { now }), 'TIMESTAMP_MISSING', 'no timestamp header');
   expectCode(t, () => verifyWebhook(signed.rawBody, { ...signed.headers, 'x-service-timestamp': 'yesterday' }, secret, { now }), 'TIMESTAMP_MISSING', 'a timestamp that is not unix seconds');
@@ -72,4 +75,39 @@ t.test('any one of several signatures may match (rotation-friendly), none may be
 t.test('bad arguments are programming errors, not verification failures', async (t) => {
   t.throws(() => verifyWebhook(signed.rawBody, signed.headers, '', { now }), TypeError);
   t.throws(() => verifyWebhook(signed.rawBody, signed.headers, secret, { now, toleranceSeconds: -1 }), TypeError);
+});
+
+t.test('the Standard Webhooks scheme: the same secret, any v1 entry, the signed timestamp', async (t) => {
+  const std = { now, scheme: 'standard' as const };
+  t.equal(verifyWebhook(signed.rawBody, signed.headers, secret, std).id, 'evt_1');
+  const tampered = signed.rawBody.replace('"ok":true', '"ok":fals3');
+  expectCode(t, () => verifyWebhook(tampered, signed.headers, secret, std), 'SIGNATURE_MISMATCH', 'tampered body');
+  expectCode(t, () => verifyWebhook(signed.rawBody, { ...signed.headers, 'webhook-id': 'evt_2' }, secret, std), 'SIGNATURE_MISMATCH', 'another webhook-id');
+  expectCode(t, () => verifyWebhook(signed.rawBody, { ...signed.headers, 'webhook-timestamp': String(now / 1000 + 1) }, secret, std), 'SIGNATURE_MISMATCH', 'another (signed) timestamp');
+  expectCode(t, () => verifyWebhook(signed.rawBody, signed.headers, secret, { ...std, now: now + 301_000 }), 'TIMESTAMP_OUT_OF_WINDOW', 'an old delivery');
+  expectCode(t, () => verifyWebhook(signed.rawBody, { ...signed.headers, 'webhook-signature': 'v2,abc' }, secret, std), 'SIGNATURE_MISMATCH', 'no v1 entry');
+});
+
+t.test('a rotation: both secrets sign; either verifies, in either scheme; a list of secrets is accepted', async (t) => {
+  const fresh = newEndpointSecret();
+  t.match(fresh, /^whsec_[A-Za-z0-9+/]{43}=$/, 'new secrets are whsec_ + standard base64 of 32 bytes');
+  const both = signDelivery({ current: fresh, previous: secret }, event, 1, now);
+  t.match(both.headers['webhook-signature'], /^v1,\S+ v1,\S+$/, 'two v1 entries');
+  t.ok(both.headers['x-service-signature-256-previous'], 'the old secret signs in the -previous header');
+  for (const scheme of ['sluice', 'standard'] as const) {
+    t.equal(verifyWebhook(both.rawBody, both.headers, fresh, { now, scheme }).id, 'evt_1', `${scheme}: the new secret`);
+    t.equal(verifyWebhook(both.rawBody, both.headers, secret, { now, scheme }).id, 'evt_1', `${scheme}: the old secret`);
+    t.equal(verifyWebhook(signed.rawBody, signed.headers, [fresh, secret], { now, scheme }).id, 'evt_1', `${scheme}: a receiver holding both secrets`);
+    expectCode(t, () => verifyWebhook(both.rawBody, both.headers, newEndpointSecret(), { now, scheme }), 'SIGNATURE_MISMATCH', `${scheme}: a third secret`);
+  }
+});
+
+t.test('a secret made before Standard Webhooks (base64url) keys the standard scheme with the same bytes', async (t) => {
+  const raw = randomBytes(32);
+  const old = `whsec_${raw.toString('base64url')}`;
+  const d = signDelivery(old, event, 1, now);
+  const expected = createHmac('sha256', raw).update(`${event.id}.${now / 1000}.${d.rawBody}`).digest('base64');
+  t.equal(d.headers['webhook-signature'], `v1,${expected}`);
+  t.equal(verifyWebhook(d.rawBody, d.headers, old, { now, scheme: 'standard' }).id, 'evt_1');
+  t.equal(verifyWebhook(d.rawBody, d.headers, `whsec_${raw.toString('base64')}`, { now, scheme: 'standard' }).id, 'evt_1', 'the standard-base64 spelling of the same secret');
 });

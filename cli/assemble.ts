@@ -4,7 +4,9 @@
  */
 import type { Config } from '../core/config.ts';
 import type { Clock } from '../core/clock.ts';
-import type { StateView } from '../core/kafka/state-consumer.ts';
+import { join } from 'node:path';
+import { StateConsumer, type StateView } from '../core/kafka/state-consumer.ts';
+import { ViewStore } from '../core/store/view-store.ts';
 import { openContext, waitFor, type Context } from '../core/context.ts';
 import { rotateKeys } from '../core/rotation/key-rotation.ts';
 import { startIngress, type Ingress } from '../ingress/server.ts';
@@ -69,15 +71,37 @@ async function startWorkers(ctx: Context, roles: { ingress: boolean; dispatcher:
   return workers;
 }
 
+/**
+ * The attempt history reads its busy topic with a consumer of its own that waits for 64 KB or
+ * half a second per fetch: on the state consumer (20 ms waits, answered by the first record) the
+ * stream of reports turned every idle fetch into hundreds of small ones a second across all the
+ * state topics, which doubled the CPU a delivery costs. The history is for people; 0.5 s is fresh.
+ */
+async function startHistory(ctx: Context, attempts: AttemptHistory): Promise<void> {
+  // Its own LMDB environment beside the node's: a store is emptied whole when a topic it follows
+  // was re-created, which must not take the DLQ and the audit views with it.
+  const store = await ViewStore.open(join(ctx.store.path, 'history'));
+  ctx.closers.push(() => store.close());
+  const history = new StateConsumer(ctx.kafka, [attempts], {
+    groupPrefix: `${ctx.config.topicPrefix}-history`,
+    maxWaitMs: 500,
+    minBytes: 64 * 1024,
+    store,
+    onError: (err) => ctx.log.error('attempt history view error', { error: err.message }),
+  });
+  ctx.closers.push(() => history.stop());
+  await history.start();
+}
+
 export async function startNode(config: Readonly<Config>, opts: NodeOptions): Promise<SluiceNode> {
   const roles = { ingress: opts.ingress !== false, dispatcher: opts.dispatcher === true };
   const component = roles.ingress ? 'ingress' : 'dispatcher';
   // Tracing first, so nothing the node does is left out (a no-op when SLUICE_TRACE_EXPORTER=none).
   const tracing = await startTracing({ serviceName: `sluice-${component}`, exporter: config.traceExporter, sampleRatio: config.traceSampleRatio, otlpEndpoint: config.otlpEndpoint });
+  const ctx = await openContext(config, { brokers: opts.brokers, clock: opts.clock, component, views: buildViews(config), processMetrics: true });
   // Only a node that serves the API keeps the attempt history.
-  const attempts = new AttemptHistory(topicNames(config.topicPrefix).attempts, opts.clock);
-  const views = [...buildViews(config), ...(roles.ingress ? [attempts] : [])];
-  const ctx = await openContext(config, { brokers: opts.brokers, clock: opts.clock, component, views, processMetrics: true });
+  const attempts = new AttemptHistory(ctx.topics.attempts, opts.clock);
+  if (roles.ingress) await startHistory(ctx, attempts);
   // Every node makes sure a key signs now (the same audited step the rotation scheduler runs).
   await rotateKeys(ctx);
   await waitFor(() => ctx.keys.signingKey(ctx.clock.now()) !== null, 10_000, 'a signing key');

@@ -147,6 +147,7 @@ export class Metrics {
   private readonly rungLateness: FastHistogram;
   readonly consumerLag: Gauge<'group' | 'topic' | 'partition'>;
   readonly outcomeWriteFailures: Counter<'topic'>;
+  readonly attemptReportsDropped: Counter<string>;
   readonly backpressurePauses: Counter<'topic'>;
   readonly rungPauses: Counter<'topic'>;
   readonly rebalanceDropped: Counter<string>;
@@ -175,6 +176,7 @@ export class Metrics {
     this.rungLateness = new FastHistogram('sluice_rung_lateness_seconds', 'How late a record leaves its retry rung after its due time, by rung.', [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15, 60, 300], ['rung'], this.registry);
     this.consumerLag = new Gauge({ name: 'sluice_consumer_lag_records', help: 'Records behind the partition\'s end as of the last batch this process fetched, by consumer group, topic and partition.', labelNames: ['group', 'topic', 'partition'], registers });
     this.outcomeWriteFailures = counter('sluice_outcome_write_failures_total', 'Delivery outcomes Kafka refused for good (dropped after logging), by topic.', ['topic']);
+    this.attemptReportsDropped = counter('sluice_attempt_reports_dropped_total', 'Attempt reports for the attempt history that could not be written (best effort; deliveries are unaffected).', []);
     this.backpressurePauses = counter('sluice_backpressure_pauses_total', 'Partitions paused because the dispatch buffer was full, by topic kind.', ['topic']);
     this.rungPauses = counter('sluice_rung_pauses_total', 'Rung partitions paused until their head record is due, by topic.', ['topic']);
     this.rebalanceDropped = counter('sluice_rebalance_dropped_total', 'Queued deliveries left to another member after a rebalance.');

@@ -6,7 +6,7 @@
  *   const d = await startDispatcher(ctx);  // ... await d.stop();
  */
 import type { Context } from '../core/context.ts';
-import { ensureTopics } from '../core/kafka/client.ts';
+import { BestEffortProducer, ensureTopics } from '../core/kafka/client.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { RUNG_LABELS } from '../core/backoff.ts';
 import { createDeliverer, DELIVERY_TIMEOUT_MS } from './deliver.ts';
@@ -58,6 +58,12 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
   );
   const deliverer = createDeliverer(ctx);
   const recorder = new TrackedRecorder(ctx, metrics);
+  const reports = new BestEffortProducer(ctx.kafka, (count, err) => {
+    metrics.attemptReportsDropped.inc(count);
+    if (err) ctx.log.warn('attempt reports could not be written; the attempt history misses them', { count, error: err.message });
+  });
+  await reports.connect();
+  recorder.reports = reports;
   const stage: Stage = { ctx, scheduler, deliverer, health: new EndpointHealth(ctx), stopping: false, attempting: 0, onAttempt: (a) => recorder.noteAttempt(a) };
   const rungTopics = [...RUNG_LABELS, HOLD_LABEL].map((l) => t.retry(l));
   const holdTopic = t.retry(HOLD_LABEL);
@@ -111,7 +117,8 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
       recorder.stopped = true;
       // Everything that can finish has: commit what is durable and leave the groups.
       await Promise.all([deliveries.stop(0), rungs.stop(0)]);
-      await deliverer.close();
+      recorder.flushReports();
+      await Promise.all([deliverer.close(), reports.disconnect().catch(() => {})]);
     },
   };
 }

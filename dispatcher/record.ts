@@ -10,7 +10,7 @@
  * (`sluice_outcome_write_failures_total`) and let go rather than stall its partition.
  */
 import type { Context } from '../core/context.ts';
-import { isPermanentWriteError, type OutRecord } from '../core/kafka/client.ts';
+import { isPermanentWriteError, type BestEffortProducer, type OutRecord } from '../core/kafka/client.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { producing, tracing, type TraceContext } from '../core/tracing.ts';
 import { HOLD_LABEL, type Outcome } from './ladder.ts';
@@ -25,10 +25,22 @@ interface Pending {
   resolve(): void;
 }
 
+/** Attempt reports per record on the attempts topic (~250 B each: well under a record's limit). */
+const REPORTS_PER_RECORD = 500;
+/**
+ * How long reports wait to be sent together. Sent every turn of the event loop, they were a small
+ * produce request each (hundreds a second), which cost as much CPU as the deliveries themselves.
+ */
+const REPORTS_LINGER_MS = 100;
+
 export class OutcomeRecorder {
   private readonly queues = new Map<string, Pending[]>();
   private scheduled = false;
   stopped = false;
+  /** Where attempt reports go (a producer of their own); without one they are not reported. */
+  reports: BestEffortProducer | null = null;
+  private attempts: AttemptRecord[] = [];
+  private attemptsTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly ctx: Context, private readonly metrics: Metrics) {}
 
@@ -52,9 +64,27 @@ export class OutcomeRecorder {
     }
   }
 
-  /** Reports an attempt for the attempt history (core/webhooks/attempt-history.ts); not awaited. */
+  /**
+   * Reports an attempt for the attempt history (core/webhooks/attempt-history.ts); best effort.
+   * Reports gathered over REPORTS_LINGER_MS go out as one record (a JSON array of up to
+   * REPORTS_PER_RECORD): every ingress reads them all, and a record per attempt doubled the CPU
+   * a delivery costs (Kafka's per-record work in the producer, the broker and each reader).
+   */
   noteAttempt(a: AttemptRecord): void {
-    void this.enqueue(this.ctx.topics.attempts, { key: a.endpoint_id, value: JSON.stringify(a) });
+    if (!this.reports) return;
+    this.attempts.push(a);
+    if (this.attempts.length >= REPORTS_PER_RECORD) this.flushReports();
+    else if (!this.attemptsTimer) this.attemptsTimer = setTimeout(() => this.flushReports(), REPORTS_LINGER_MS);
+  }
+
+  /** Hands the gathered reports to the producer now (at stop, before it disconnects). */
+  flushReports(): void {
+    clearTimeout(this.attemptsTimer ?? undefined);
+    this.attemptsTimer = null;
+    const all = this.attempts.splice(0);
+    for (let i = 0; i < all.length; i += REPORTS_PER_RECORD) {
+      this.reports?.add(this.ctx.topics.attempts, { key: 'attempts', value: JSON.stringify(all.slice(i, i + REPORTS_PER_RECORD)) });
+    }
   }
 
   private write(topic: string, trace: TraceContext | undefined, make: (headers: Record<string, string> | undefined) => OutRecord): Promise<void> {

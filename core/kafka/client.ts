@@ -167,6 +167,60 @@ export class DurableProducer {
 }
 
 /**
+ * A producer for records that may be lost (the attempt history): acks=1, not idempotent, its own
+ * connection and batches. The durable producer has one request in flight; reports sent through it
+ * took half of every batch and delayed the publishes and fan-outs queued behind them (measured:
+ * delivered/s fell by half). A failed send is dropped and counted by the caller, never retried;
+ * at most MAX_QUEUED records wait (more are dropped), so a Kafka outage cannot grow the heap.
+ */
+export class BestEffortProducer {
+  private static readonly MAX_QUEUED = 50_000;
+  private readonly producer: Producer;
+  private queue: { topic: string; record: OutRecord; bytes: number }[] = [];
+  private scheduled = false;
+  private readonly sending = new Set<Promise<void>>();
+  constructor(kafka: Kafka, private readonly onDrop: (count: number, err: Error | null) => void) {
+    this.producer = kafka.producer({ allowAutoTopicCreation: false, maxInFlightRequests: 5, retry: { retries: 2, initialRetryTime: 100 } });
+  }
+  connect(): Promise<void> {
+    return this.producer.connect();
+  }
+  /** Queues a record; it goes out with the others queued in the same turn of the event loop. */
+  add(topic: string, record: OutRecord): void {
+    if (this.queue.length >= BestEffortProducer.MAX_QUEUED) return this.onDrop(1, null);
+    this.queue.push({ topic, record, bytes: recordBytes(record) });
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => this.flush());
+  }
+  private flush(): void {
+    this.scheduled = false;
+    while (this.queue.length > 0) {
+      let bytes = 0;
+      let n = 0;
+      while (n < this.queue.length && n < MAX_BATCH_RECORDS && (n === 0 || bytes + this.queue[n].bytes <= MAX_BATCH_BYTES)) bytes += this.queue[n++].bytes;
+      const batch = this.queue.splice(0, n);
+      const byTopic = new Map<string, OutRecord[]>();
+      for (const b of batch) byTopic.set(b.topic, [...(byTopic.get(b.topic) ?? []), b.record]);
+      const sent = this.producer
+        .sendBatch({ acks: 1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) })
+        .then(
+          () => {},
+          (err: Error) => this.onDrop(batch.length, err),
+        )
+        .finally(() => this.sending.delete(sent));
+      this.sending.add(sent);
+    }
+  }
+  /** Sends what is queued, waits for the sends under way, then disconnects. */
+  async disconnect(): Promise<void> {
+    this.flush();
+    await Promise.all([...this.sending]);
+    await this.producer.disconnect();
+  }
+}
+
+/**
  * Retries an admin operation through the transient errors of a broker that has just started or
  * is electing leaders ("coordinator is loading", "not the leader for that topic-partition").
  */

@@ -43,6 +43,8 @@ export function isStored(v: StateView): v is StoredView {
 export interface StateConsumerOptions {
   groupPrefix: string;
   maxWaitMs?: number;
+  /** A fetch answers once this many bytes are there or maxWaitMs passed (default 1: at once). */
+  minBytes?: number;
   /** start() fails when catching up makes no progress for this long (not a bound on a long catch-up). */
   readyTimeoutMs?: number;
   onError?: (err: Error) => void;
@@ -90,6 +92,7 @@ export class StateConsumer {
     this.consumer = consumer(kafka, {
       groupId: `${opts.groupPrefix}-view-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
       maxWaitTimeInMs: opts.maxWaitMs ?? 20,
+      minBytes: opts.minBytes ?? 1,
       sessionTimeout: 10_000,
       heartbeatInterval: 1000,
       retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 100, maxRetryTime: 2000 },

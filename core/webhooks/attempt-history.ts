@@ -94,6 +94,7 @@ export interface Stats {
   endpoints: EndpointRates[];
 }
 
+const logKey = (a: AttemptRecord): LogKey => [a.tenant_id, a.endpoint_id, a.at, a.delivery_id, a.attempt];
 const empty = (): Bucket => ({ attempts: 0, delivered: 0, failed: 0, latency_sum_ms: 0, latency_max_ms: 0 });
 const rate = (b: Bucket) => (b.attempts === 0 ? null : b.delivered / b.attempts);
 
@@ -127,7 +128,13 @@ export class AttemptHistory implements StoredView {
     this.age = store.db('attempts.age');
   }
 
-  /** Runs inside the state consumer's store transaction. */
+  /**
+   * Runs inside the state consumer's store transaction. A record holds one attempt or, as the
+   * dispatcher writes them, an array of the attempts it made in one turn: they are applied per
+   * endpoint together (one count, one last, one update per minute bucket; only the newest 100
+   * of an endpoint reach the log), so a busy endpoint costs a few store writes per batch, not
+   * a dozen per attempt.
+   */
   apply(r: StateRecord): void {
     this.sweep(this.clock.now() - HISTORY_MAX_AGE_MS, SWEEP_PER_RECORD);
     if (r.value === null) return;
@@ -137,40 +144,69 @@ export class AttemptHistory implements StoredView {
     } catch {
       return;
     }
-    if (!isAttemptRecord(v)) return;
-    const a: AttemptRecord = { ...v, status: typeof v.status === 'number' ? v.status : null, error: typeof v.error === 'string' ? v.error.slice(0, 500) : null };
-    const key: LogKey = [a.tenant_id, a.endpoint_id, a.at, a.delivery_id, a.attempt];
-    if (this.log.doesExist(key)) return; // the same report twice
-    void this.log.put(key, a);
-    void this.age.put([a.at, a.tenant_id, a.endpoint_id, a.delivery_id, a.attempt], 0);
-    const n = (this.count.get([a.tenant_id, a.endpoint_id]) ?? 0) + 1;
-    void this.count.put([a.tenant_id, a.endpoint_id], n);
-    if (n > HISTORY_PER_ENDPOINT) this.trimOldest(a.tenant_id, a.endpoint_id);
-    const prev = this.last.get([a.tenant_id, a.endpoint_id]);
-    if (!prev || prev.at <= a.at) {
-      const failure = a.ok ? (prev?.failure ?? null) : { at: a.at, status: a.status, error: a.error };
-      void this.last.put([a.tenant_id, a.endpoint_id], { at: a.at, ok: a.ok, status: a.status, error: a.error, failure });
+    const byEndpoint = new Map<string, AttemptRecord[]>();
+    for (const x of Array.isArray(v) ? v : [v]) {
+      if (!isAttemptRecord(x)) continue;
+      const a: AttemptRecord = { ...x, status: typeof x.status === 'number' ? x.status : null, error: typeof x.error === 'string' ? x.error.slice(0, 500) : null };
+      const group = `${a.tenant_id}\u0000${a.endpoint_id}`;
+      byEndpoint.set(group, [...(byEndpoint.get(group) ?? []), a]);
     }
-    for (const ep of [a.endpoint_id, TENANT_TOTAL]) this.addToMinute(a, ep);
+    for (const list of byEndpoint.values()) this.applyEndpoint(list);
   }
 
-  private addToMinute(a: AttemptRecord, endpoint: string): void {
-    const minute = Math.floor(a.at / MINUTE_MS) * MINUTE_MS;
-    const key: [string, string, number] = [a.tenant_id, endpoint, minute];
-    const b = this.minutes.get(key) ?? empty();
-    b.attempts++;
-    if (a.ok) b.delivered++;
-    else b.failed++;
-    b.latency_sum_ms += a.duration_ms;
-    b.latency_max_ms = Math.max(b.latency_max_ms, a.duration_ms);
-    void this.minutes.put(key, b);
+  private applyEndpoint(list: AttemptRecord[]): void {
+    const { tenant_id: tenant, endpoint_id: endpoint } = list[0];
+    // The same report twice: in this record, or one the log still holds.
+    const seen = new Set<string>();
+    const fresh = list
+      .filter((a) => {
+        const id = `${a.delivery_id}\u0000${a.attempt}`;
+        if (seen.has(id)) return false;
+        seen.add(id);
+        return !this.log.doesExist(logKey(a));
+      })
+      .sort((x, y) => x.at - y.at);
+    if (fresh.length === 0) return;
+    // Older ones would be trimmed at once: they count in the minutes and the last error only.
+    const logged = fresh.slice(-HISTORY_PER_ENDPOINT);
+    for (const a of logged) {
+      void this.log.put(logKey(a), a);
+      void this.age.put([a.at, tenant, endpoint, a.delivery_id, a.attempt], 0);
+    }
+    const n = (this.count.get([tenant, endpoint]) ?? 0) + logged.length;
+    void this.count.put([tenant, endpoint], n);
+    if (n > HISTORY_PER_ENDPOINT) this.trimOldest(tenant, endpoint, n - HISTORY_PER_ENDPOINT);
+    const newest = fresh[fresh.length - 1];
+    const prev = this.last.get([tenant, endpoint]);
+    if (!prev || prev.at <= newest.at) {
+      const failed = fresh.filter((a) => !a.ok).pop();
+      const failure = failed ? { at: failed.at, status: failed.status, error: failed.error } : (prev?.failure ?? null);
+      void this.last.put([tenant, endpoint], { at: newest.at, ok: newest.ok, status: newest.status, error: newest.error, failure });
+    }
+    for (const ep of [endpoint, TENANT_TOTAL]) this.addToMinutes(tenant, ep, fresh);
+  }
+
+  private addToMinutes(tenant: string, endpoint: string, list: AttemptRecord[]): void {
+    const buckets = new Map<number, Bucket>();
+    for (const a of list) {
+      const minute = Math.floor(a.at / MINUTE_MS) * MINUTE_MS;
+      let b = buckets.get(minute);
+      if (!b) buckets.set(minute, (b = this.minutes.get([tenant, endpoint, minute]) ?? empty()));
+      b.attempts++;
+      if (a.ok) b.delivered++;
+      else b.failed++;
+      b.latency_sum_ms += a.duration_ms;
+      b.latency_max_ms = Math.max(b.latency_max_ms, a.duration_ms);
+    }
+    for (const [minute, b] of buckets) void this.minutes.put([tenant, endpoint, minute], b);
     // Buckets that left the window: usually none, one a minute at most.
-    const cut = minute - WINDOW_MINUTES * MINUTE_MS;
-    for (const k of this.minutes.getKeys({ start: [a.tenant_id, endpoint, 0], end: [a.tenant_id, endpoint, cut] })) void this.minutes.remove(k);
+    const cut = Math.max(...buckets.keys()) - WINDOW_MINUTES * MINUTE_MS;
+    for (const k of this.minutes.getKeys({ start: [tenant, endpoint, 0], end: [tenant, endpoint, cut] })) void this.minutes.remove(k);
   }
 
-  private trimOldest(tenant: string, endpoint: string): void {
-    for (const k of this.log.getKeys({ start: [tenant, endpoint, 0] as unknown as LogKey, end: [tenant, endpoint, Infinity] as unknown as LogKey, limit: 1 })) this.forget(k);
+  private trimOldest(tenant: string, endpoint: string, count: number): void {
+    const oldest = [...this.log.getKeys({ start: [tenant, endpoint, 0] as unknown as LogKey, end: [tenant, endpoint, Infinity] as unknown as LogKey, limit: count })];
+    for (const k of oldest) this.forget(k);
   }
 
   private forget(k: LogKey): void {

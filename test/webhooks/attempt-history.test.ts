@@ -99,3 +99,29 @@ t.test('the history keeps the newest 100 attempts per endpoint and forgets attem
   t.same(view.stats('acme', now + 1000).endpoints.map((e) => e.endpoint_id), ['ep_new'], 'its rates and last error too');
   t.equal(view.attempts('acme', 'ep_new', { limit: 1000 }).length, 30);
 });
+
+t.test('a record holding many attempts (as the dispatcher batches them) is applied like the attempts one by one', async (t) => {
+  const now = Date.UTC(2026, 0, 1, 12);
+  const store = ViewStore.temporary();
+  t.teardown(() => store.close());
+  const one = new AttemptHistory('attempts', { now: () => now } as never);
+  const batched = new AttemptHistory('attempts', { now: () => now } as never);
+  one.attach(store);
+  const store2 = ViewStore.temporary();
+  t.teardown(() => store2.close());
+  batched.attach(store2);
+  const attempt = (endpoint: string, i: number): AttemptRecord => ({ delivery_id: `dlv_${endpoint}_${i}`, endpoint_id: endpoint, tenant_id: 'acme', event_id: `evt_${i}`, event_type: 'pipeline.failed', attempt: 1 + (i % 3), at: now - 90_000 + i * 100, duration_ms: i % 7, status: i % 5 ? 200 : 503, error: i % 5 ? null : 'HTTP 503', ok: i % 5 !== 0, outcome: i % 5 ? 'delivered' : 'retry' });
+  const all = [...Array.from({ length: 250 }, (_, i) => attempt('ep_a', i)), ...Array.from({ length: 30 }, (_, i) => attempt('ep_b', i))];
+  const record = (value: unknown) => ({ topic: 'attempts', partition: 0, offset: '0', key: 'k', value: Buffer.from(JSON.stringify(value)), headers: {}, timestamp: now });
+  for (const a of all) await store.transaction(() => one.apply(record(a)));
+  // Shuffled into two array records, each with a repeated report, one with a malformed entry.
+  const shuffled = [...all].sort((x, y) => (x.delivery_id < y.delivery_id ? -1 : 1));
+  await store2.transaction(() => batched.apply(record([...shuffled.slice(0, 140), { nonsense: true }, shuffled[3]])));
+  await store2.transaction(() => batched.apply(record([...shuffled.slice(140), shuffled[150]])));
+  for (const ep of ['ep_a', 'ep_b']) {
+    t.same(batched.attempts('acme', ep, { limit: 1000 }), one.attempts('acme', ep, { limit: 1000 }), `${ep}: the same attempts kept, newest first`);
+  }
+  t.equal(batched.attempts('acme', 'ep_a', { limit: 1000 }).length, HISTORY_PER_ENDPOINT);
+  t.same(batched.stats('acme', now), one.stats('acme', now), 'the same series, totals, rates and last errors');
+  t.equal(batched.stats('acme', now).totals.attempts, 280);
+});

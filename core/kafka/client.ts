@@ -201,7 +201,11 @@ export class BestEffortProducer {
       while (n < this.queue.length && n < MAX_BATCH_RECORDS && (n === 0 || bytes + this.queue[n].bytes <= MAX_BATCH_BYTES)) bytes += this.queue[n++].bytes;
       const batch = this.queue.splice(0, n);
       const byTopic = new Map<string, OutRecord[]>();
-      for (const b of batch) byTopic.set(b.topic, [...(byTopic.get(b.topic) ?? []), b.record]);
+      for (const b of batch) {
+        const list = byTopic.get(b.topic);
+        if (list) list.push(b.record);
+        else byTopic.set(b.topic, [b.record]);
+      }
       const sent = this.producer
         .sendBatch({ acks: 1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) })
         .then(

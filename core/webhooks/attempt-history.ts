@@ -149,7 +149,9 @@ export class AttemptHistory implements StoredView {
       if (!isAttemptRecord(x)) continue;
       const a: AttemptRecord = { ...x, status: typeof x.status === 'number' ? x.status : null, error: typeof x.error === 'string' ? x.error.slice(0, 500) : null };
       const group = `${a.tenant_id}\u0000${a.endpoint_id}`;
-      byEndpoint.set(group, [...(byEndpoint.get(group) ?? []), a]);
+      const list = byEndpoint.get(group);
+      if (list) list.push(a);
+      else byEndpoint.set(group, [a]);
     }
     for (const list of byEndpoint.values()) this.applyEndpoint(list);
   }

@@ -1,22 +1,11 @@
 /**
- * The state bench's section of bench/RESULTS.md, between `<!-- state:begin -->` and
- * `<!-- state:end -->` (replaced in place, else appended; the rest of the file is left alone).
- * bench/dispatch/results.ts keeps the dispatch bench's labelled blocks inside its own markers, so
- * this one small writer has the state markers.
+ * The state bench's report helpers; its section of bench/RESULTS.md is `<!-- state:begin/end -->`.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-
-const BEGIN = '<!-- state:begin -->';
-const END = '<!-- state:end -->';
+import { readFileSync } from 'node:fs';
+import { writeMarkedSection } from '../results-section.ts';
 
 export function writeStateSection(file: string, body: string): void {
-  let text = existsSync(file) ? readFileSync(file, 'utf8') : '# Benchmark results\n';
-  const block = `${BEGIN}\n${body.trim()}\n${END}`;
-  const start = text.indexOf(BEGIN);
-  const stop = text.indexOf(END);
-  if (start >= 0 && stop > start) text = text.slice(0, start) + block + text.slice(stop + END.length);
-  else text = `${text.trimEnd()}\n\n${block}\n`;
-  writeFileSync(file, text);
+  writeMarkedSection(file, 'state', body);
 }
 
 export const fmt = (n: number | null | undefined, digits = 0) =>

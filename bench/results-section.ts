@@ -1,0 +1,21 @@
+/**
+ * One marked section of bench/RESULTS.md, between `<!-- <name>:begin -->` and `<!-- <name>:end -->`:
+ * replaced in place, else added (at the end, or before the first "## " heading); the rest of the
+ * file is left alone. The state bench and the suite write theirs with it; the dispatch bench keeps
+ * labelled blocks inside its own markers (bench/dispatch/results.ts).
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+
+export function writeMarkedSection(file: string, name: string, body: string, where: 'end' | 'after-intro' = 'end'): void {
+  const begin = `<!-- ${name}:begin -->`;
+  const end = `<!-- ${name}:end -->`;
+  let text = existsSync(file) ? readFileSync(file, 'utf8') : '# Benchmark results\n';
+  const block = `${begin}\n${body.trim()}\n${end}`;
+  const start = text.indexOf(begin);
+  const stop = text.indexOf(end);
+  const intro = where === 'after-intro' ? text.indexOf('\n## ') : -1;
+  if (start >= 0 && stop > start) text = text.slice(0, start) + block + text.slice(stop + end.length);
+  else if (intro >= 0) text = `${text.slice(0, intro + 1)}${block}\n\n${text.slice(intro + 1)}`;
+  else text = `${text.trimEnd()}\n\n${block}\n`;
+  writeFileSync(file, text);
+}

@@ -20,7 +20,11 @@ export class EndpointHealth {
 
   constructor(private readonly ctx: Context) {}
 
-  /** Takes an attempt's outcome into account (never throws: the delivery's own outcome does not wait on it). */
+  /**
+   * Takes an attempt's outcome into account; never throws. Usually synchronous work only; on a
+   * 410, a checkpoint or a disable it writes the endpoint record, and the attempt's outcome waits
+   * for that write, so deliveries queued behind it already see the endpoint DISABLED.
+   */
   async judge(endpointId: string, result: AttemptOutcome, startedAt: number): Promise<void> {
     const { ctx } = this;
     try {

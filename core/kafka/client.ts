@@ -25,10 +25,14 @@ export interface OutRecord {
   headers?: Record<string, string>;
 }
 
-interface PendingSend {
+/** Records waiting for a produce request: one caller's, for one topic. */
+interface Queued {
   topic: string;
   records: OutRecord[];
   bytes: number;
+}
+
+interface PendingSend extends Queued {
   resolve: () => void;
   reject: (err: Error) => void;
 }
@@ -58,6 +62,29 @@ export function isPermanentWriteError(err: unknown): boolean {
     if (e.type && /MESSAGE_TOO_LARGE|RECORD_LIST_TOO_LARGE|INVALID_RECORD|CORRUPT_MESSAGE|TOPIC_AUTHORIZATION_FAILED/.test(e.type)) return true;
   }
   return false;
+}
+
+/**
+ * Takes from the head of `queue` what one produce request carries (at least one entry, then as
+ * many as fit MAX_BATCH_RECORDS and MAX_BATCH_BYTES), in order, with its records grouped by topic.
+ */
+function takeRequest<T extends Queued>(queue: T[]): { taken: T[]; topicMessages: { topic: string; messages: OutRecord[] }[] } {
+  let n = 0;
+  let count = 0;
+  let bytes = 0;
+  while (n < queue.length && (n === 0 || (count + queue[n].records.length <= MAX_BATCH_RECORDS && bytes + queue[n].bytes <= MAX_BATCH_BYTES))) {
+    count += queue[n].records.length;
+    bytes += queue[n].bytes;
+    n++;
+  }
+  const taken = queue.splice(0, n);
+  const byTopic = new Map<string, OutRecord[]>();
+  for (const q of taken) {
+    const list = byTopic.get(q.topic);
+    if (list) for (const r of q.records) list.push(r);
+    else byTopic.set(q.topic, q.records.slice());
+  }
+  return { taken, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) };
 }
 
 /**
@@ -128,23 +155,9 @@ export class DurableProducer {
     this.flushing = true;
     try {
       while (this.queue.length > 0) {
-        const batch: PendingSend[] = [];
-        let count = 0;
-        let bytes = 0;
-        while (this.queue.length > 0 && (batch.length === 0 || (count + this.queue[0].records.length <= MAX_BATCH_RECORDS && bytes + this.queue[0].bytes <= MAX_BATCH_BYTES))) {
-          const next = this.queue.shift()!;
-          count += next.records.length;
-          bytes += next.bytes;
-          batch.push(next);
-        }
-        const byTopic = new Map<string, { key: string; value: string | null; headers?: Record<string, string> }[]>();
-        for (const b of batch) {
-          const list = byTopic.get(b.topic) ?? [];
-          for (const r of b.records) list.push({ key: r.key, value: r.value, headers: r.headers });
-          byTopic.set(b.topic, list);
-        }
+        const { taken: batch, topicMessages } = takeRequest(this.queue);
         try {
-          await this.producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+          await this.producer.sendBatch({ acks: -1, topicMessages });
           for (const b of batch) b.resolve();
         } catch (err) {
           const e = isPermanentWriteError(err)
@@ -176,7 +189,7 @@ export class DurableProducer {
 export class BestEffortProducer {
   private static readonly MAX_QUEUED = 50_000;
   private readonly producer: Producer;
-  private queue: { topic: string; record: OutRecord; bytes: number }[] = [];
+  private queue: Queued[] = [];
   private scheduled = false;
   private readonly sending = new Set<Promise<void>>();
   constructor(kafka: Kafka, private readonly onDrop: (count: number, err: Error | null) => void) {
@@ -188,7 +201,7 @@ export class BestEffortProducer {
   /** Queues a record; it goes out with the others queued in the same turn of the event loop. */
   add(topic: string, record: OutRecord): void {
     if (this.queue.length >= BestEffortProducer.MAX_QUEUED) return this.onDrop(1, null);
-    this.queue.push({ topic, record, bytes: recordBytes(record) });
+    this.queue.push({ topic, records: [record], bytes: recordBytes(record) });
     if (this.scheduled) return;
     this.scheduled = true;
     setImmediate(() => this.flush());
@@ -196,18 +209,9 @@ export class BestEffortProducer {
   private flush(): void {
     this.scheduled = false;
     while (this.queue.length > 0) {
-      let bytes = 0;
-      let n = 0;
-      while (n < this.queue.length && n < MAX_BATCH_RECORDS && (n === 0 || bytes + this.queue[n].bytes <= MAX_BATCH_BYTES)) bytes += this.queue[n++].bytes;
-      const batch = this.queue.splice(0, n);
-      const byTopic = new Map<string, OutRecord[]>();
-      for (const b of batch) {
-        const list = byTopic.get(b.topic);
-        if (list) list.push(b.record);
-        else byTopic.set(b.topic, [b.record]);
-      }
+      const { taken: batch, topicMessages } = takeRequest(this.queue);
       const sent = this.producer
-        .sendBatch({ acks: 1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) })
+        .sendBatch({ acks: 1, topicMessages })
         .then(
           () => {},
           (err: Error) => this.onDrop(batch.length, err),

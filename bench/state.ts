@@ -40,7 +40,7 @@ import { BIG, EVENT_TYPES, bigDlqEntry, bigDlqPosition, bigEndpoint, bigEndpoint
 import { fill, type FillProgress } from './state/fill.ts';
 import { Caller, repeat, stats, type Stats } from './state/http.ts';
 import type { BurstRequest } from './state/burst.ts';
-import { fmt, machineCpu, rssParts, verdict, writeStateSection } from './state/report.ts';
+import { fmt, heapParts, machineCpu, rssParts, verdict, writeStateSection, type HeapParts } from './state/report.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SLUICE = join(ROOT, 'bin/sluice.js');
@@ -121,7 +121,7 @@ interface Row {
 const rows: Row[] = [];
 const notes: string[] = [];
 /** Per phase: the sampler's peak RSS / CPU per process, and sluice's RSS by kind at the phase's end. */
-const phases: { name: string; ms: number; usage: Map<string, Usage>; parts: { anon: number; file: number } | null; busyCores: number; selfCpuSec: number }[] = [];
+const phases: { name: string; ms: number; usage: Map<string, Usage>; parts: { anon: number; file: number } | null; heap: HeapParts | null; busyCores: number; selfCpuSec: number }[] = [];
 const starts: { what: string; ms: number | null; rssMb: number | null; detail: string }[] = [];
 const stops: { what: string; ms: number; forced: boolean }[] = [];
 
@@ -225,6 +225,7 @@ async function main(): Promise<number> {
         ms: Date.now() - t,
         usage: sampler!.end(window),
         parts: rssParts(sluice?.proc.exitCode === null ? sluice.proc.pid : undefined),
+        heap: sluice?.proc.exitCode === null ? await heapParts(adminPort) : null,
         busyCores: ((cpu1.busy - cpu0.busy) / Math.max(1, cpu1.total - cpu0.total)) * cpus().length,
         selfCpuSec: (self.user + self.system) / 1e6,
       });
@@ -587,7 +588,8 @@ function report(r: ReportInput): string {
       // A process that exited within the phase (the CLI) has no CPU reading left in /proc.
       return name === 'sluice admin (CLI)' ? `${fmt(u.peakRssMb)} MiB` : `${fmt(u.peakRssMb)} MiB · ${fmt(u.cpuSec, 1)} s`;
     });
-    const parts = p.parts ? `${fmt(p.parts.anon)} + ${fmt(p.parts.file)} MiB` : '—';
+    const heap = p.heap ? ` (V8 heap ${fmt(p.heap.used)} used of ${fmt(p.heap.total)}, external ${fmt(p.heap.external)})` : '';
+    const parts = p.parts ? `${fmt(p.parts.anon)} + ${fmt(p.parts.file)} MiB${heap}` : '—';
     const ours = ['Kafka (java)', 'sluice start'].reduce((n, name) => n + (p.usage.get(name)?.cpuSec ?? 0), p.selfCpuSec) / (p.ms / 1000);
     return `| ${p.name} | ${fmt(p.ms / 1000, 1)} s | ${cells.join(' | ')} | ${parts} | ${fmt(p.busyCores, 2)} / ${fmt(Math.max(0, p.busyCores - ours), 2)} |`;
   });

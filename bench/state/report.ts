@@ -30,6 +30,24 @@ export function rssParts(pid: number | undefined): { anon: number; file: number 
   }
 }
 
+/** V8's view of a process's memory, in MiB, from its /metrics (prom-client's process metrics). */
+export interface HeapParts {
+  used: number;
+  total: number;
+  external: number;
+}
+
+export async function heapParts(adminPort: number): Promise<HeapParts | null> {
+  try {
+    const text = await fetch(`http://127.0.0.1:${adminPort}/metrics`).then((r) => r.text());
+    const mb = (name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? NaN) / 2 ** 20;
+    const h = { used: mb('nodejs_heap_size_used_bytes'), total: mb('nodejs_heap_size_total_bytes'), external: mb('nodejs_external_memory_bytes') };
+    return Number.isFinite(h.used) ? h : null;
+  } catch {
+    return null;
+  }
+}
+
 /** The machine's CPU counters (/proc/stat): busy and total, in ticks over all cores. */
 export function machineCpu(): { busy: number; total: number } {
   try {

@@ -90,7 +90,9 @@ function compileOperation(ajv: Ajv, doc: Json, op: Operation): Compiled {
       names: declared.map((p) => p.name),
       validate: compile({ type: 'object', properties, required }),
       integers: new Set(declared.filter((p) => typeOf(p) === 'integer').map((p) => p.name)),
-      defaults: declared.filter((p) => deref(doc, p.schema ?? {}).default !== undefined).map((p) => [p.name, deref(doc, p.schema).default]),
+      defaults: declared
+        .filter((p) => deref(doc, p.schema ?? {}).default !== undefined)
+        .map((p) => [p.name, deref(doc, p.schema).default]),
     };
   }
   const media = op.requestBody?.content['application/json'] as Json | undefined;
@@ -186,7 +188,7 @@ function faultOf(e: ErrorObject, base: string, root: unknown): RequestFault | nu
     case 'uniqueItems':
       return { path: at(Math.max(p.i, p.j)), message: 'is listed twice' };
     case 'x-max-payload-bytes':
-      return { path: at(), message: `is ${p.bytes} bytes as JSON; it may be at most ${p.limit} bytes`, maxBytes: p.limit };
+      return { path: at(), message: `is ${p.bytes} bytes as JSON; at most ${p.limit} may be`, maxBytes: p.limit };
     default:
       return { path: at(), message: messageOf(e) };
   }
@@ -240,7 +242,8 @@ function messageOf(e: ErrorObject): string {
 function pathOf(base: string, pointer: string, root: unknown, extra?: string | number): string {
   let path = base;
   let value: unknown = root;
-  const segments = pointer === '' ? [] : pointer.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const unescape = (s: string) => s.replace(/~1/g, '/').replace(/~0/g, '~');
+  const segments = pointer === '' ? [] : pointer.slice(1).split('/').map(unescape);
   if (extra !== undefined) segments.push(String(extra));
   for (const s of segments) {
     path += Array.isArray(value) ? `[${s}]` : `.${s}`;

@@ -769,7 +769,8 @@ export interface components {
         EndpointCreate: {
             /**
              * Format: uri
-             * @description an absolute https URL to a public address; another scheme, credentials in it or a private, loopback or metadata address are refused with 422 UNPROCESSABLE_TARGET
+             * @description an absolute https URL to a public address; another scheme, credentials in it or a private,
+             *     loopback or metadata address are refused with 422 UNPROCESSABLE_TARGET
              */
             url: string;
             events: components["schemas"]["EventFilterItem"][];

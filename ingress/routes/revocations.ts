@@ -19,7 +19,8 @@ export function revocationRoutes(ctx: Context): Route[] {
         // The body is the contract's RevocationRequest (checked by the pipeline).
         const { client_id: clientId, reason } = req.body as { client_id: string; reason: string };
         const claims = req.auth!.claims;
-        const { record, created } = await revokeClient(ctx, { clientId, reason, actor: claims.client_id, tenant: claims.tenant_id });
+        const revocation = { clientId, reason, actor: claims.client_id, tenant: claims.tenant_id };
+        const { record, created } = await revokeClient(ctx, revocation);
         // 201 for the call that revoked, 200 with the same record for every repeat.
         return json(created ? 201 : 200, revocationBody(record));
       },

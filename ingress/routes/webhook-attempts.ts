@@ -50,7 +50,8 @@ export function webhookAttemptRoutes(ctx: Context, history: AttemptHistory): Rou
   const attempts = (req: AppRequest) => {
     const tenant = req.auth!.claims.tenant_id;
     if (!ctx.endpoints.forTenant(req.params.id, tenant)) throw new SluiceError('NOT_FOUND', `no webhook endpoint ${req.params.id}`);
-    const { limit, delivery_id, event_id } = req.queryValues as { limit: number; delivery_id?: string; event_id?: string };
+    type Query = { limit: number; delivery_id?: string; event_id?: string };
+    const { limit, delivery_id, event_id } = req.queryValues as Query;
     return json(200, { data: history.attempts(tenant, req.params.id, { limit, delivery_id, event_id }).map(attemptView) });
   };
 

@@ -21,7 +21,8 @@ interface BulkReplay {
 export function webhookDlqRoutes(ctx: Context): Route[] {
   const list = (req: AppRequest) => {
     const q = req.queryValues as { limit: number; endpoint_id?: string; event_type?: string };
-    const filter = { endpoint_id: q.endpoint_id, event_type: q.event_type, limit: q.limit, after: readCursor(req.query) };
+    const after = readCursor(req.query);
+    const filter = { endpoint_id: q.endpoint_id, event_type: q.event_type, limit: q.limit, after };
     const page = ctx.dlq.list(req.auth!.claims.tenant_id, filter, ctx.clock.now());
     return json(200, page);
   };

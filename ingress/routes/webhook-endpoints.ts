@@ -8,7 +8,14 @@ import type { Context } from '../../core/context.ts';
 import { SluiceError } from '../../core/errors.ts';
 import type { EndpointRecord } from '../../core/webhooks/records.ts';
 import type { AttemptOutcome } from '../../core/webhooks/attempt.ts';
-import { createEndpoint, deleteEndpoint, endpointView, rotateSecret, verifyEndpoint, type NewEndpoint } from '../../core/webhooks/endpoint-service.ts';
+import {
+  createEndpoint,
+  deleteEndpoint,
+  endpointView,
+  rotateSecret,
+  verifyEndpoint,
+  type NewEndpoint,
+} from '../../core/webhooks/endpoint-service.ts';
 import { json, type AppRequest, type Reply, type Route } from '../types.ts';
 import { pageOf, readCursor } from '../../core/paging.ts';
 
@@ -70,7 +77,8 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
   };
 
   const rotate = async (req: AppRequest): Promise<Reply> => {
-    const overlapSeconds = (req.body as { overlap_seconds?: number } | undefined)?.overlap_seconds ?? ctx.config.webhookSecretOverlapSeconds;
+    const asked = (req.body as { overlap_seconds?: number } | undefined)?.overlap_seconds;
+    const overlapSeconds = asked ?? ctx.config.webhookSecretOverlapSeconds;
     const { record, secret } = await rotateSecret(ctx, find(req), req.auth!.claims.client_id, overlapSeconds * 1000);
     return json(200, { ...view(record), secret }, { 'cache-control': 'no-store' });
   };

@@ -12,7 +12,9 @@ import { openContext, waitFor, type Context } from '../core/context.ts';
 import { rotateKeys } from '../core/rotation/key-rotation.ts';
 import { startIngress, type Ingress } from '../ingress/server.ts';
 import { startAdminServer } from '../ingress/admin-server.ts';
-import type { Route } from '../ingress/types.ts';
+import type { RequestChecks, Route } from '../ingress/types.ts';
+import { loadContract } from '../contracts/contract.ts';
+import { compileRequestChecks } from '../contracts/requests.ts';
 import { openapiRoutes } from '../ingress/routes/openapi.ts';
 import { AuditView } from '../core/audit/audit-view.ts';
 import { topicNames } from '../core/topics.ts';
@@ -60,8 +62,27 @@ export function buildViews(config: Readonly<Config>): StateView[] {
 }
 
 /** Control-plane routes beyond the auth routes (webhooks, DLQ, revocation, audit...). */
-function buildRoutes(ctx: Context, attempts: AttemptHistory): Route[] {
-  return [...webhookEndpointRoutes(ctx), ...webhookEventRoutes(ctx), ...webhookDlqRoutes(ctx), ...revocationRoutes(ctx), ...clientRoutes(ctx), ...auditRoutes(ctx), ...openapiRoutes(), ...webhookAttemptRoutes(ctx, attempts), ...consoleRoutes()];
+function buildRoutes(ctx: Context, attempts: AttemptHistory, contract: unknown, checks: RequestChecks): Route[] {
+  return [
+    ...webhookEndpointRoutes(ctx),
+    ...webhookEventRoutes(ctx, checks),
+    ...webhookDlqRoutes(ctx),
+    ...revocationRoutes(ctx),
+    ...clientRoutes(ctx),
+    ...auditRoutes(ctx),
+    ...openapiRoutes(contract),
+    ...webhookAttemptRoutes(ctx, attempts),
+    ...consoleRoutes(),
+  ];
+}
+
+/**
+ * The contract, parsed once, and its request checks, compiled once: the ingress validates every
+ * path, query and body through them. Compiled here because ingress/ does not import contracts/.
+ */
+function requestContract(): { contract: unknown; checks: RequestChecks } {
+  const contract = loadContract();
+  return { contract, checks: compileRequestChecks(contract) };
 }
 
 /** Background workers by role. */
@@ -107,7 +128,12 @@ export async function startNode(config: Readonly<Config>, opts: NodeOptions): Pr
   // Every node makes sure a key signs now (the same audited step the rotation scheduler runs).
   await rotateKeys(ctx);
   await waitFor(() => ctx.keys.signingKey(ctx.clock.now()) !== null, 10_000, 'a signing key');
-  const ingress = roles.ingress ? await startIngress(ctx, { port: opts.port, adminPort: opts.adminPort, routes: buildRoutes(ctx, attempts) }) : null;
+  let ingress: Ingress | null = null;
+  if (roles.ingress) {
+    const { contract, checks } = requestContract();
+    const routes = buildRoutes(ctx, attempts, contract, checks);
+    ingress = await startIngress(ctx, { port: opts.port, adminPort: opts.adminPort, routes, checks });
+  }
   const workers = await startWorkers(ctx, roles);
   // A process without the ingress still serves /healthz, /readyz and /metrics on its admin port.
   const admin = ingress ? null : await startAdminServer(config.host, opts.adminPort ?? config.adminPort, ctx.metrics, { ready: () => ctx.state.ready, problem: () => null, details: () => ({ role: 'dispatcher' }) });

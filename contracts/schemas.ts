@@ -13,7 +13,18 @@ import type { Json } from './contract.ts';
 const Ajv2020 = ((Ajv2020Module as any).default ?? Ajv2020Module) as typeof import('ajv/dist/2020.js').default;
 const addFormats = ((addFormatsModule as any).default ?? addFormatsModule) as typeof import('ajv-formats').default;
 
-const CONTRACT_ID = 'sluice-contract';
+export const CONTRACT_ID = 'sluice-contract';
+
+type AjvOptions = ConstructorParameters<typeof Ajv2020>[0];
+export type Ajv = InstanceType<typeof Ajv2020>;
+
+/** An ajv (2020-12, formats on) holding the contract under CONTRACT_ID, so `sluice-contract#/...` refs resolve. */
+export function contractAjv(doc: Json, options: AjvOptions = {}): Ajv {
+  const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false, ...options });
+  addFormats(ajv);
+  ajv.addSchema(doc, CONTRACT_ID);
+  return ajv;
+}
 
 export class ContractSchemas {
   private readonly ajv;
@@ -21,9 +32,7 @@ export class ContractSchemas {
   private readonly inline = new WeakMap<object, ValidateFunction>();
 
   constructor(doc: Json) {
-    this.ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false });
-    addFormats(this.ajv);
-    this.ajv.addSchema(doc, CONTRACT_ID);
+    this.ajv = contractAjv(doc);
   }
 
   /** Errors of `value` against a schema of the contract: a `#/...` pointer or a schema object from it. */
@@ -52,7 +61,8 @@ export class ContractSchemas {
   }
 }
 
-function rebase(value: any): any {
+/** A schema taken from the document, its `#/components/...` refs pointed at the contract held by the ajv. */
+export function rebase(value: any): any {
   if (Array.isArray(value)) return value.map(rebase);
   if (value && typeof value === 'object') {
     const out: Json = {};

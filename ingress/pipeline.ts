@@ -1,7 +1,8 @@
 /**
  * The request lifecycle every route goes through, in this order:
- * canonical path → match route → authenticate (bearer) → region → scope → content type and size → parse body →
- * handle → reply. Everything up to the body is synchronous: a refused request costs no await.
+ * canonical path → match route → authenticate (bearer) → region → scope → path and query (the contract) →
+ * content type and size → parse body → body (the contract) → handle → reply. Everything up to the body is
+ * synchronous: a refused request costs no await.
  */
 import type { Context } from '../core/context.ts';
 import { SluiceError, OAuthError, invalidRequest } from '../core/errors.ts';
@@ -13,7 +14,7 @@ import { endSpan, extractContext, SpanKind, startSpan, withContext, type Span, t
 import type { VerifiedToken } from '../core/tokens/token-service.ts';
 import { canonicalPath } from './canonical-path.ts';
 import type { Router } from './router.ts';
-import type { AppRequest, IncomingRequest, Reply, Route } from './types.ts';
+import type { AppRequest, IncomingRequest, Reply, RequestCheck, RequestFault, Route } from './types.ts';
 
 export interface PipelineDeps {
   ctx: Context;
@@ -23,18 +24,23 @@ export interface PipelineDeps {
   unavailableReason: () => string | null;
   /** Per-client request budget at the edge. */
   clientLimiter: RateLimiter;
+  /** Each route's request checks, compiled from the contract at start-up (absent: the route checks its own input). */
+  checks: ReadonlyMap<Route, RequestCheck>;
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
-/**
- * Every named path parameter of the contract (client_id, endpoint_id, dlq_id) is 1 to 128
- * characters. Checked here, once, so no handler hands a longer one to a store (an LMDB key
- * holds at most 1,978 bytes: a longer lookup threw and was answered 500).
- */
-export const MAX_PATH_PARAM = 128;
-
 export type BodyReader = () => Promise<Buffer>;
+
+/** A request past the synchronous front half: its route, and what the front half learnt. */
+export interface Admitted {
+  route: Route;
+  params: Record<string, string>;
+  auth: VerifiedToken | null;
+  queryValues: Record<string, unknown>;
+}
+
+const NO_VALUES: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
 
 /** "METHOD /pattern" of each route, made once. */
 const routeNames = new WeakMap<Route, string>();
@@ -52,7 +58,7 @@ export class Pipeline {
   }
 
   /** Synchronous front half: a Reply when the request is refused before its body is needed. */
-  front(req: IncomingRequest): { reply: Reply } | { route: Route; params: Record<string, string>; auth: VerifiedToken | null } {
+  front(req: IncomingRequest): { reply: Reply } | Admitted {
     let matched: Route | undefined;
     try {
       // Every decision below, and the proxied URL, uses this one form of the path.
@@ -66,29 +72,41 @@ export class Pipeline {
       matched = route;
       req.route = routeName(route);
       const auth = route.scope === null ? null : this.authorize(req, route);
-      for (const [name, value] of Object.entries(params)) {
-        if (name !== '*' && value.length > MAX_PATH_PARAM) throw invalidRequest([{ path: `path.${name}`, message: `must be at most ${MAX_PATH_PARAM} characters` }]);
+      // The path parameters are bounded by the contract (1 to 128 characters), so no handler hands
+      // a longer one to a store (an LMDB key holds at most 1,978 bytes: a longer lookup was a 500).
+      const check = this.deps.checks.get(route);
+      let queryValues = NO_VALUES;
+      if (check) {
+        refuseFaults(check.path(params));
+        const query = check.query(req.query);
+        refuseFaults(query.faults);
+        queryValues = query.values;
       }
       if (route.body !== 'none' && BODY_METHODS.has(req.method)) {
-        const length = Number(req.headers['content-length'] ?? '0');
-        if (length > this.deps.ctx.config.maxBodyBytes) throw tooLarge(this.deps.ctx.config.maxBodyBytes);
+        const max = bodyLimit(check, this.deps.ctx.config.maxBodyBytes);
+        if (Number(req.headers['content-length'] ?? '0') > max) throw tooLarge(max);
         checkContentType(route, req);
       }
-      return { route, params, auth };
+      return { route, params, auth, queryValues };
     } catch (err) {
       return { reply: this.errorReply(err, req, matched) };
     }
   }
 
-  async back(req: IncomingRequest, route: Route, params: Record<string, string>, auth: VerifiedToken | null, readBody: BodyReader): Promise<Reply> {
+  async back(req: IncomingRequest, admitted: Admitted, readBody: BodyReader): Promise<Reply> {
+    const { route, params, auth, queryValues } = admitted;
     try {
       let rawBody: Buffer = Buffer.alloc(0);
       let body: unknown = undefined;
       if (route.body !== 'none' && BODY_METHODS.has(req.method)) {
         rawBody = await readBody();
+        const check = this.deps.checks.get(route);
+        const max = bodyLimit(check, this.deps.ctx.config.maxBodyBytes);
+        if (rawBody.length > max) throw tooLarge(max);
         if (route.body !== 'raw') body = parseBody(rawBody, req.headers['content-type'] ?? '');
+        if (check) refuseFaults(check.body(body));
       }
-      const appReq: AppRequest = { ...req, params, auth, rawBody, body };
+      const appReq: AppRequest = { ...req, params, auth, rawBody, body, queryValues };
       return await route.handler(appReq);
     } catch (err) {
       return this.errorReply(err, req, route);
@@ -174,6 +192,28 @@ export class Pipeline {
 
 export function rateLimited(retryAfterSeconds: number, detail: string): SluiceError {
   return new SluiceError('RATE_LIMITED', `${detail}; retry after ${retryAfterSeconds} s`, { retry_after: retryAfterSeconds }, { 'Retry-After': String(retryAfterSeconds) });
+}
+
+/**
+ * The answer to a request's faults against the contract: 400 INVALID_REQUEST listing the field
+ * faults; when the only faults are values over a byte limit, 413 naming the first.
+ */
+export function faultError(faults: RequestFault[]): SluiceError | null {
+  if (faults.length === 0) return null;
+  const fields = faults.filter((f) => f.maxBytes === undefined);
+  if (fields.length > 0) return invalidRequest(fields.map(({ path, message }) => ({ path, message })));
+  const { path, message, maxBytes } = faults[0];
+  return new SluiceError('PAYLOAD_TOO_LARGE', `${path} ${message}`, { max_bytes: maxBytes });
+}
+
+function refuseFaults(faults: RequestFault[]): void {
+  const err = faultError(faults);
+  if (err) throw err;
+}
+
+/** The body limit of a route: the node's, or the operation's own when the contract sets a lower one. */
+function bodyLimit(check: RequestCheck | undefined, nodeMax: number): number {
+  return check?.maxBodyBytes !== undefined && check.maxBodyBytes < nodeMax ? check.maxBodyBytes : nodeMax;
 }
 
 export function tooLarge(max: number): SluiceError {

@@ -8,7 +8,7 @@ import { bodyReads, listen } from './uws-adapter.ts';
 import { startAdminServer } from './admin-server.ts';
 import { authRoutes } from './routes/auth.ts';
 import { dataPlaneRoutes } from './routes/data-plane.ts';
-import type { Route } from './types.ts';
+import type { RequestCheck, RequestChecks, Route } from './types.ts';
 
 export interface IngressOptions {
   port?: number;
@@ -16,6 +16,8 @@ export interface IngressOptions {
   host?: string;
   /** Routes contributed by other capabilities (webhooks, revocation, audit...). */
   routes?: Route[];
+  /** The contract's request checks (contracts/requests.ts, compiled once by the caller). */
+  checks: RequestChecks;
 }
 
 export interface Ingress {
@@ -25,19 +27,26 @@ export interface Ingress {
   close(): Promise<void>;
 }
 
-export async function startIngress(ctx: Context, opts: IngressOptions = {}): Promise<Ingress> {
+export async function startIngress(ctx: Context, opts: IngressOptions): Promise<Ingress> {
   const metrics = ctx.metrics;
+  const routes = [...authRoutes(ctx, metrics), ...(opts.routes ?? []), ...dataPlaneRoutes(ctx)];
   const router = new Router();
-  router.add(authRoutes(ctx, metrics));
-  router.add(opts.routes ?? []);
-  router.add(dataPlaneRoutes(ctx));
+  router.add(routes);
+  const checks = new Map<Route, RequestCheck>();
+  for (const route of routes) {
+    // The token endpoint keeps its own checks: RFC 6749 picks the error code by the rule broken
+    // (unsupported_grant_type, invalid_client...) and ignores unknown parameters.
+    if (route.oauthErrors) continue;
+    const check = opts.checks(route.method, route.pattern);
+    if (check) checks.set(route, check);
+  }
   const staleness = () => Date.now() - ctx.state.lastContactAt;
   const unavailableReason = () => {
     const ms = staleness();
     return ms > ctx.config.kafkaStaleMs ? `this node has not heard from Kafka for ${ms} ms and refuses tokens until it has caught up (fail closed)` : null;
   };
   const clientLimiter = new RateLimiter(ctx.config.clientRateLimit, ctx.config.clientRateBurst);
-  const pipeline = new Pipeline({ ctx, router, metrics, unavailableReason, clientLimiter });
+  const pipeline = new Pipeline({ ctx, router, metrics, unavailableReason, clientLimiter, checks });
   const host = opts.host ?? ctx.config.host;
   const http = await listen(pipeline, host, opts.port ?? ctx.config.port, ctx.config.maxBodyBytes);
   metrics.gauge('sluice_token_cache_entries', 'Verified tokens cached.', () => ctx.tokens.cacheSize);

@@ -19,6 +19,8 @@ export interface AppRequest extends IncomingRequest {
   rawBody: Buffer;
   /** Parsed JSON body for routes that take one. */
   body: unknown;
+  /** The query parameters the contract declares, typed (integers as numbers), defaults filled in. */
+  queryValues: Record<string, unknown>;
 }
 
 export interface Reply {
@@ -40,6 +42,34 @@ export interface Route {
   /** Errors of this route use the RFC 6749 shape instead of problem+json. */
   oauthErrors?: boolean;
 }
+
+/**
+ * A fault of a request against the contract: a field error (400), or, with `maxBytes`, a value
+ * over a byte limit that answers 413 when no field error comes with it.
+ */
+export interface RequestFault {
+  path: string;
+  message: string;
+  maxBytes?: number;
+}
+
+/**
+ * One route's request checks, compiled from the contract once at start-up (contracts/requests.ts;
+ * cli/assemble.ts hands them to the ingress, which never imports contracts/).
+ */
+export interface RequestCheck {
+  /** The largest body the operation takes, when the contract sets one below the node's limit. */
+  maxBodyBytes?: number;
+  /** Faults of the named path parameters, under the route's names (`path.id`). */
+  path(params: Record<string, string>): RequestFault[];
+  /** The declared query parameters, typed and defaulted, and the faults (`query.<name>`). */
+  query(query: URLSearchParams): { values: Record<string, unknown>; faults: RequestFault[] };
+  /** Faults of a parsed body (`undefined`: none was sent); [] when it is valid. */
+  body(body: unknown): RequestFault[];
+}
+
+/** The check of a route (`method` upper case, `pattern` as the router writes it), if the contract has one. */
+export type RequestChecks = (method: string, pattern: string) => RequestCheck | undefined;
 
 export function json(status: number, value: unknown, headers: Record<string, string> = {}): Reply {
   return { status, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(value) };

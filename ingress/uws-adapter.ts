@@ -114,7 +114,7 @@ export function listen(pipeline: Pipeline, host: string, port: number, maxBodyBy
       if ('reply' in front) return write(front.reply);
       // Start reading the body now, synchronously, as uWS requires.
       const body = readBody(res, maxBodyBytes, (settle) => (onAbort = settle));
-      const back = () => pipeline.back(incoming, front.route, front.params, front.auth, () => body);
+      const back = () => pipeline.back(incoming, front, () => body);
       // The handler runs in the request span's context, so what it writes to Kafka carries it.
       (traced ? withContext(traced.ctx, back) : back()).then(write, (err) => write(pipeline.errorReply(err, incoming, front.route)));
     } catch (err) {

@@ -767,10 +767,15 @@ export interface components {
             [key: string]: unknown;
         };
         EndpointCreate: {
-            /** Format: uri */
+            /**
+             * Format: uri
+             * @description an absolute https URL to a public address; another scheme, credentials in it or a private,
+             *     loopback or metadata address are refused with 422 UNPROCESSABLE_TARGET
+             */
             url: string;
             events: components["schemas"]["EventFilterItem"][];
-            metadata?: components["schemas"]["Metadata"];
+            /** @description routing context, echoed back; null: none */
+            metadata?: Record<string, never> | null;
         };
         Endpoint: {
             id: components["schemas"]["EndpointIdValue"];
@@ -831,10 +836,10 @@ export interface components {
         };
         EventPublish: {
             type: components["schemas"]["EventType"] & unknown;
-            /** @description any JSON value, delivered as the body's `data` */
+            /** @description any JSON value, delivered as the body's `data`; over 256 KiB as JSON: 413 */
             data: unknown;
-            /** @description the publisher's own id; a repeat within 24 h is accepted once */
-            id?: string;
+            /** @description the publisher's own id; a repeat within 24 h is accepted once; null: none */
+            id?: string | null;
         };
         EventAccepted: {
             id: string;
@@ -900,9 +905,12 @@ export interface components {
         };
         /** @description either `ids`, or a filter (`endpoint_id`, `event_type`); an empty filter replays the whole DLQ of the tenant */
         BulkReplayRequest: {
+            /** @description a repeated id is replayed once */
             ids?: string[];
-            endpoint_id?: components["schemas"]["EndpointIdValue"];
-            event_type?: components["schemas"]["EventType"];
+            /** @description null: no filter */
+            endpoint_id?: components["schemas"]["EndpointIdValue"] | null;
+            /** @description null: no filter */
+            event_type?: components["schemas"]["EventType"] | null;
         };
         ReplayResult: {
             replayed: number;
@@ -1921,7 +1929,7 @@ export interface operations {
     getWebhookStats: {
         parameters: {
             query?: {
-                endpoint_id?: components["schemas"]["EndpointIdValue"];
+                endpoint_id?: string;
             };
             header?: never;
             path?: never;

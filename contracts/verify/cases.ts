@@ -81,6 +81,12 @@ function wrongValue(doc: Json, raw: Json): unknown {
       if (v !== undefined) return v;
     }
   }
+  if (Array.isArray(schema.anyOf)) {
+    // A value of a type no branch takes (`anyOf: [EventType, null]`: a number).
+    const branches = schema.anyOf.map((b: Json) => deref(doc, b));
+    const candidates = branches.map((b: Json) => wrongValue(doc, b)).filter((v: unknown) => v !== undefined);
+    return candidates.find((v: unknown) => branches.every((b: Json) => !takesTypeOf(b, v)));
+  }
   const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
   if (type === 'string' || schema.enum) return 12345;
   if (type === 'array') return 'not-an-array';
@@ -88,6 +94,14 @@ function wrongValue(doc: Json, raw: Json): unknown {
   if (type === 'integer' || type === 'number') return 'not-a-number';
   if (type === 'boolean') return 'not-a-boolean';
   return undefined;
+}
+
+/** Whether a branch with a `type` could take a value of `v`'s JSON type (no `type`: assume it could). */
+function takesTypeOf(schema: Json, v: unknown): boolean {
+  if (schema.type === undefined) return true;
+  const kind = v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v === 'number' ? 'number' : typeof v;
+  const types: string[] = Array.isArray(schema.type) ? schema.type : [schema.type];
+  return types.includes(kind) || (kind === 'number' && types.includes('integer') && Number.isInteger(v));
 }
 
 export async function bodyCases(s: Session, op: Operation, validBody: Json | undefined): Promise<void> {

@@ -1,6 +1,5 @@
 /** `GET /v1/audit`: the caller's tenant's compliance-log entries, oldest first, paged by cursor. */
 import type { Context } from '../../core/context.ts';
-import { queryInt } from '../../core/validate.ts';
 import { auditViewOf } from '../../core/audit/audit-log.ts';
 import { json, type Route } from '../types.ts';
 import { encodeCursor, readCursor } from '../../core/paging.ts';
@@ -14,7 +13,7 @@ export function auditRoutes(ctx: Context): Route[] {
       scope: 'audit:read',
       body: 'none',
       handler(req) {
-        const limit = queryInt(req.query, 'limit', 100, 1, 1000);
+        const limit = req.queryValues.limit as number;
         const after = readCursor(req.query)?.key ?? 0;
         const { data, more } = view.page(req.auth!.claims.tenant_id, after, limit);
         return json(200, { data, next_cursor: more ? encodeCursor({ key: data[data.length - 1].seq, id: '' }) : null });

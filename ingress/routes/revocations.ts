@@ -1,6 +1,5 @@
 /** `POST /v1/auth/revocations`: emergency revocation of a client of the caller's tenant. */
 import type { Context } from '../../core/context.ts';
-import { Fields } from '../../core/validate.ts';
 import { revokeClient } from '../../core/clients/revocation.ts';
 import type { RevocationRecord } from '../../core/clients/revocation-list.ts';
 import { json, type Route } from '../types.ts';
@@ -17,12 +16,11 @@ export function revocationRoutes(ctx: Context): Route[] {
       scope: 'credentials:revoke',
       body: 'json',
       async handler(req) {
-        const f = Fields.object(req.body).only(['client_id', 'reason']);
-        const clientId = f.string('client_id', { required: true, min: 1, max: 128 });
-        const reason = f.string('reason', { required: true, min: 1, max: 1000 });
-        f.done();
+        // The body is the contract's RevocationRequest (checked by the pipeline).
+        const { client_id: clientId, reason } = req.body as { client_id: string; reason: string };
         const claims = req.auth!.claims;
-        const { record, created } = await revokeClient(ctx, { clientId: clientId!, reason: reason!, actor: claims.client_id, tenant: claims.tenant_id });
+        const revocation = { clientId, reason, actor: claims.client_id, tenant: claims.tenant_id };
+        const { record, created } = await revokeClient(ctx, revocation);
         // 201 for the call that revoked, 200 with the same record for every repeat.
         return json(created ? 201 : 200, revocationBody(record));
       },

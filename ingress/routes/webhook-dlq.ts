@@ -5,35 +5,25 @@
  * `{ids}`), answering 202 `{replayed}` once the deliveries and markers are in Kafka.
  */
 import type { Context } from '../../core/context.ts';
-import { SluiceError, invalidRequest } from '../../core/errors.ts';
-import { Fields, queryInt } from '../../core/validate.ts';
+import { SluiceError } from '../../core/errors.ts';
 import { readCursor } from '../../core/paging.ts';
 import { replayDlq } from '../../core/webhooks/dlq-replay.ts';
-import { EVENT_TYPE_PATTERN } from '../../core/webhooks/deliveries.ts';
 import type { DlqEntry } from '../../core/webhooks/records.ts';
 import { json, type AppRequest, type Route } from '../types.ts';
 
-const MAX_IDS = 1000;
-
-function queryString(req: AppRequest, name: string, valid: (v: string) => boolean, rule: string): string | undefined {
-  const v = req.query.get(name);
-  if (v === null) return undefined;
-  if (!valid(v)) throw invalidRequest([{ path: `query.${name}`, message: rule }]);
-  return v;
+/** A bulk replay the contract's BulkReplayRequest admitted (a null filter is no filter). */
+interface BulkReplay {
+  ids?: string[];
+  endpoint_id?: string | null;
+  event_type?: string | null;
 }
-
-const endpointIdOk = (v: string) => v.length >= 1 && v.length <= 128;
-const eventTypeOk = (v: string) => v.length <= 65 && EVENT_TYPE_PATTERN.test(v);
-const EVENT_TYPE_RULE = 'must be an event kind: "<word>.<word>" in lowercase letters, digits and "_"';
 
 export function webhookDlqRoutes(ctx: Context): Route[] {
   const list = (req: AppRequest) => {
-    const limit = queryInt(req.query, 'limit', 100, 1, 1000);
-    const page = ctx.dlq.list(
-      req.auth!.claims.tenant_id,
-      { endpoint_id: queryString(req, 'endpoint_id', endpointIdOk, 'must be 1 to 128 characters'), event_type: queryString(req, 'event_type', eventTypeOk, EVENT_TYPE_RULE), limit, after: readCursor(req.query) },
-      ctx.clock.now(),
-    );
+    const q = req.queryValues as { limit: number; endpoint_id?: string; event_type?: string };
+    const after = readCursor(req.query);
+    const filter = { endpoint_id: q.endpoint_id, event_type: q.event_type, limit: q.limit, after };
+    const page = ctx.dlq.list(req.auth!.claims.tenant_id, filter, ctx.clock.now());
     return json(200, page);
   };
 
@@ -47,14 +37,9 @@ export function webhookDlqRoutes(ctx: Context): Route[] {
 
   const replayBulk = async (req: AppRequest) => {
     const tenant = req.auth!.claims.tenant_id;
-    // No body is a mistake, not "everything": `{}` is the explicit way to replay the whole DLQ.
-    if (req.body === undefined) throw invalidRequest([{ path: '$', message: 'a JSON body is required: {"ids": [...]}, a filter {"endpoint_id", "event_type"}, or {} for every entry' }]);
-    const f = Fields.object(req.body).only(['endpoint_id', 'event_type', 'ids']);
-    const endpointId = f.string('endpoint_id', { min: 1, max: 128 });
-    const eventType = f.string('event_type', { min: 1, max: 65, pattern: EVENT_TYPE_PATTERN });
-    const ids = f.stringArray('ids', { minItems: 1, maxItems: MAX_IDS, minLength: 1, maxLength: 128 });
-    if (ids !== undefined && (endpointId !== undefined || eventType !== undefined)) f.fail('ids', 'replay either by ids or by filter (endpoint_id, event_type), not both');
-    f.done();
+    // No body is a mistake, not "everything" (the contract requires one): `{}` replays the whole DLQ.
+    const body = req.body as BulkReplay;
+    const [ids, endpointId, eventType] = [body.ids, body.endpoint_id ?? undefined, body.event_type ?? undefined];
     const now = ctx.clock.now();
     let entries: Iterable<DlqEntry>;
     let total: number;

@@ -6,45 +6,24 @@
  * `POST /v1/webhooks/events/batch` (same scope): `{events: [...]}`, up to 1,000 items and 1 MiB,
  * written with one Kafka produce and answered per item. An invalid item is refused alone (its
  * error names its index); a batch whose every item is invalid is a 400 and writes nothing.
+ *
+ * The pipeline checks both bodies against the contract (EventPublish, EventBatch, their limits
+ * included) before these handlers run; a batch's items are checked here, one at a time.
  */
 import type { Context } from '../../core/context.ts';
 import { invalidRequest, SluiceError, type FieldError } from '../../core/errors.ts';
-import { Fields } from '../../core/validate.ts';
-import { EVENT_ID_PATTERN, isPublishableType, MAX_EVENT_DATA_BYTES } from '../../core/webhooks/deliveries.ts';
 import { publishBatch, publishEvent } from '../../core/webhooks/publish.ts';
-import { json, type AppRequest, type Route } from '../types.ts';
-import { tooLarge } from '../pipeline.ts';
+import { json, type AppRequest, type RequestChecks, type Route } from '../types.ts';
+import { faultError } from '../pipeline.ts';
 
-function parsePublish(body: unknown): { type: string; data: unknown; id?: string } {
-  const f = Fields.object(body).only(['type', 'data', 'id']);
-  const type = f.string('type', { required: true, max: 65 });
-  if (type !== undefined && !isPublishableType(type)) {
-    f.fail('type', type === 'ping' || type === 'endpoint.disabled' ? `"${type}" is sent by Sluice only` : 'must be a known event kind or "<word>.<word>" in lowercase letters, digits and "_"');
-  }
-  const id = f.string('id', { min: 1, max: 128, pattern: EVENT_ID_PATTERN });
-  const data = f.get('data');
-  if (data === undefined) f.fail('data', 'is required (any JSON value)');
-  f.done();
-  const bytes = Buffer.byteLength(JSON.stringify(data));
-  if (bytes > MAX_EVENT_DATA_BYTES) {
-    throw new SluiceError('PAYLOAD_TOO_LARGE', `$.data is ${bytes} bytes as JSON; an event's data may be at most ${MAX_EVENT_DATA_BYTES} bytes`, { max_bytes: MAX_EVENT_DATA_BYTES });
-  }
-  if (type === undefined) throw invalidRequest([{ path: '$.type', message: 'is required' }]);
-  return { type, data, id };
+/** A publish body the contract's EventPublish admitted: `{type, data, id?}`, a null id as none. */
+interface Publish {
+  type: string;
+  data: unknown;
+  id?: string | null;
 }
 
-export const MAX_BATCH_EVENTS = 1000;
-export const MAX_BATCH_BYTES = 1024 * 1024;
-
-function parseBatch(body: unknown): unknown[] {
-  const f = Fields.object(body).only(['events']);
-  const events = f.get('events');
-  if (!Array.isArray(events)) f.fail('events', 'is required: an array of {type, data, id?}');
-  else if (events.length === 0) f.fail('events', 'must hold at least one event');
-  else if (events.length > MAX_BATCH_EVENTS) f.fail('events', `must hold at most ${MAX_BATCH_EVENTS} events`);
-  f.done();
-  return events as unknown[];
-}
+const inputOf = (body: Publish) => ({ type: body.type, data: body.data, id: body.id ?? undefined });
 
 /** The same error with its paths moved under `$.events[index]` (other errors, e.g. 413, as they are). */
 function atIndex(err: SluiceError, index: number): SluiceError {
@@ -57,24 +36,23 @@ function problemOf(err: SluiceError): Record<string, unknown> {
   return { code: err.code, status: err.status, detail: err.message, ...(err.extra.errors ? { errors: err.extra.errors } : {}) };
 }
 
-export function webhookEventRoutes(ctx: Context): Route[] {
+export function webhookEventRoutes(ctx: Context, checks: RequestChecks): Route[] {
+  // The batch's envelope is checked by its own operation; each item alone by the single publish's.
+  const item = checks('POST', '/v1/webhooks/events');
+  if (!item) throw new Error('the contract has no POST /v1/webhooks/events');
   const publish = async (req: AppRequest) => {
-    const input = parsePublish(req.body);
+    const input = inputOf(req.body as Publish);
     const out = await publishEvent(ctx, { tenant_id: req.auth!.claims.tenant_id, ...input });
     return json(202, { id: out.id, matched_endpoints: out.matched_endpoints });
   };
   const publishMany = async (req: AppRequest) => {
-    if (req.rawBody.length > MAX_BATCH_BYTES) throw tooLarge(MAX_BATCH_BYTES);
-    const items = parseBatch(req.body);
-    const valid: { index: number; input: ReturnType<typeof parsePublish> }[] = [];
+    const items = (req.body as { events: unknown[] }).events;
+    const valid: { index: number; input: ReturnType<typeof inputOf> }[] = [];
     const refused: { index: number; error: SluiceError }[] = [];
-    items.forEach((item, index) => {
-      try {
-        valid.push({ index, input: parsePublish(item) });
-      } catch (err) {
-        if (!(err instanceof SluiceError)) throw err;
-        refused.push({ index, error: atIndex(err, index) });
-      }
+    items.forEach((body, index) => {
+      const error = faultError(item.body(body));
+      if (error) refused.push({ index, error: atIndex(error, index) });
+      else valid.push({ index, input: inputOf(body as Publish) });
     });
     if (valid.length === 0) {
       if (refused.every((r) => r.error.code === 'PAYLOAD_TOO_LARGE')) throw refused[0].error;

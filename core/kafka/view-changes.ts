@@ -21,28 +21,29 @@ export class ViewChanges {
    * `timeoutMs` passed first (checked once more then). Rejects when `check` throws.
    */
   until(check: () => boolean, timeoutMs: number): Promise<boolean> {
-    if (check()) return Promise.resolve(true);
     return new Promise((resolve, reject) => {
-      const settle = (outcome: () => boolean) => {
+      const done = () => {
         this.waiters.delete(wake);
         clearTimeout(timer);
+      };
+      const attempt = (last: boolean) => {
+        let holds: boolean;
         try {
-          resolve(outcome());
+          holds = check();
         } catch (err) {
+          done();
           reject(err);
+          return;
+        }
+        if (holds || last) {
+          done();
+          resolve(holds);
         }
       };
-      const wake = () => {
-        try {
-          if (check()) settle(() => true);
-        } catch (err) {
-          settle(() => {
-            throw err;
-          });
-        }
-      };
-      const timer = setTimeout(() => settle(check), Math.max(0, timeoutMs));
+      const wake = () => attempt(false);
+      const timer = setTimeout(() => attempt(true), Math.max(0, timeoutMs));
       this.waiters.add(wake);
+      attempt(false);
     });
   }
 

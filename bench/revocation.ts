@@ -15,7 +15,6 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../core/config.ts';
 import { openContext } from '../core/context.ts';
 import { createClient, type CreatedClient } from '../core/clients/provisioning.ts';
-import { buildViews } from '../cli/assemble.ts';
 import { startLocalKafka, type LocalKafka } from '../core/kafka/local-broker.ts';
 import { cliEnv, spawnIngress, type IngressProcess } from '../test/helpers/cli.ts';
 import { freePort, uniquePrefix } from '../test/helpers/sluice.ts';
@@ -33,7 +32,7 @@ if (!brokers) {
   brokers = local.brokers;
 }
 const config = loadConfig({ ...process.env, KAFKA_BROKERS: brokers.join(','), SLUICE_TOPIC_PREFIX: baseConfig.topicPrefix, SLUICE_LOG_LEVEL: 'error', SLUICE_ISSUER: baseConfig.issuer, SLUICE_HOST: '127.0.0.1' });
-const ctx = await openContext(config, { brokers, component: 'bench', views: buildViews(config) });
+const ctx = await openContext(config, { brokers, component: 'bench' });
 
 process.stdout.write(`starting ${NODES} ingress processes...\n`);
 const nodes: IngressProcess[] = [];

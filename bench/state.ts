@@ -31,7 +31,6 @@ import { loadConfig } from '../core/config.ts';
 import { createKafka, DurableProducer, ensureTopics } from '../core/kafka/client.ts';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
 import { topicNames, topicSpecs } from '../core/topics.ts';
-import { DLQ_RETENTION_MS, RUNG_LABELS } from '../core/backoff.ts';
 import { freePort, freePorts } from '../scripts/free-port.ts';
 import { rpc, type ReceiverRequest } from './dispatch/ipc.ts';
 import { ProcSampler, childPid, listenerPid, processTree, type Usage } from './dispatch/proc-stats.ts';
@@ -164,7 +163,7 @@ async function main(): Promise<number> {
   prefix = `bench-state-${randomBytes(4).toString('hex')}`;
   const topics = topicNames(prefix);
   const kafka = createKafka(brokers, 'sluice-bench-state');
-  await ensureTopics(kafka, topicSpecs(prefix, config.topicPartitions, RUNG_LABELS, DLQ_RETENTION_MS));
+  await ensureTopics(kafka, topicSpecs(prefix, config.topicPartitions));
   const producers = await Promise.all(
     [1, 2, 3].map(async () => {
       const p = new DurableProducer(kafka);

@@ -30,7 +30,6 @@ import { loadConfig } from '../core/config.ts';
 import { openContext } from '../core/context.ts';
 import { createClient } from '../core/clients/provisioning.ts';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
-import { buildViews } from '../cli/assemble.ts';
 import { freePort, freePorts } from '../scripts/free-port.ts';
 import { Children, dropBenchTopics, tail, waitForLine, type Launched } from './children.ts';
 import { ROUTE } from './suite/route.ts';
@@ -149,7 +148,7 @@ async function edge(): Promise<EdgeReport> {
 
   // Enough clients that none meets the per-client rate limit (default 10,000/s): one per VU.
   const config = loadConfig({ ...env, SLUICE_DATA_DIR: join(work, 'state') });
-  const ctx = await openContext(config, { brokers, component: 'bench-suite', views: buildViews(config) });
+  const ctx = await openContext(config, { brokers, component: 'bench-suite' });
   const grant = async (c: { client_id: string; client_secret: string }) => {
     const res = await fetch(`${base}/v1/auth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret }) });
     if (res.status !== 200) throw new Error(`token request answered ${res.status}: ${await res.text()}`);

@@ -1,12 +1,13 @@
 /**
- * Wiring: which views, routes and workers each process role runs. The only place that sees
- * core/, ingress/ and dispatcher/ together. Each capability adds itself to the three lists below.
+ * Wiring: which routes and workers each process role runs (its views are the 'node' view set of
+ * core/views.ts, opened by openContext). The only place that sees core/, ingress/ and dispatcher/
+ * together. Each capability adds itself to the lists below.
  */
 import type { Config } from '../core/config.ts';
 import type { Clock } from '../core/clock.ts';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
-import { StateConsumer, type StateView } from '../core/kafka/state-consumer.ts';
+import { StateConsumer } from '../core/kafka/state-consumer.ts';
 import { ViewStore } from '../core/store/view-store.ts';
 import { openContext, waitFor, type Context } from '../core/context.ts';
 import { rotateKeys } from '../core/rotation/key-rotation.ts';
@@ -16,15 +17,12 @@ import type { RequestChecks, Route } from '../ingress/types.ts';
 import { loadContract } from '../contracts/contract.ts';
 import { compileRequestChecks } from '../contracts/requests.ts';
 import { openapiRoutes } from '../ingress/routes/openapi.ts';
-import { AuditView } from '../core/audit/audit-view.ts';
-import { topicNames } from '../core/topics.ts';
 import { revocationRoutes } from '../ingress/routes/revocations.ts';
 import { auditRoutes } from '../ingress/routes/audit.ts';
 import { clientRoutes } from '../ingress/routes/clients.ts';
 import { webhookEndpointRoutes } from '../ingress/routes/webhook-endpoints.ts';
 import { webhookEventRoutes } from '../ingress/routes/webhook-events.ts';
 import { webhookDlqRoutes } from '../ingress/routes/webhook-dlq.ts';
-import { EventIdView } from '../core/webhooks/idempotency.ts';
 import { AttemptHistory } from '../core/webhooks/attempt-history.ts';
 import { webhookAttemptRoutes } from '../ingress/routes/webhook-attempts.ts';
 import { consoleRoutes } from '../ingress/routes/console.ts';
@@ -54,11 +52,6 @@ export interface SluiceNode {
   /** The admin port (/healthz, /readyz, /metrics) of this process. */
   adminPort: number;
   close(): Promise<void>;
-}
-
-/** Extra state views every node materializes (endpoints, DLQ, audit...). */
-export function buildViews(config: Readonly<Config>): StateView[] {
-  return [new AuditView(topicNames(config.topicPrefix).audit), new EventIdView(topicNames(config.topicPrefix).control)];
 }
 
 /** Control-plane routes beyond the auth routes (webhooks, DLQ, revocation, audit...). */
@@ -109,6 +102,8 @@ async function startHistory(ctx: Context, attempts: AttemptHistory): Promise<voi
     maxWaitMs: 500,
     minBytes: 64 * 1024,
     store,
+    // Announces into the node's changes, so waitFor sees this view's batches too.
+    changes: ctx.changes,
     onError: (err) => ctx.log.error('attempt history view error', { error: err.message }),
   });
   ctx.closers.push(() => history.stop());
@@ -121,13 +116,14 @@ export async function startNode(config: Readonly<Config>, opts: NodeOptions): Pr
   applyHeapGrowth(config.heapGrowthPercent);
   // Tracing first, so nothing the node does is left out (a no-op when SLUICE_TRACE_EXPORTER=none).
   const tracing = await startTracing({ serviceName: `sluice-${component}`, exporter: config.traceExporter, sampleRatio: config.traceSampleRatio, otlpEndpoint: config.otlpEndpoint });
-  const ctx = await openContext(config, { brokers: opts.brokers, clock: opts.clock, component, views: buildViews(config), processMetrics: true });
+  const ctxOptions = { brokers: opts.brokers, clock: opts.clock, component, views: 'node', processMetrics: true } as const;
+  const ctx = await openContext(config, ctxOptions);
   // Only a node that serves the API keeps the attempt history.
   const attempts = new AttemptHistory(ctx.topics.attempts, opts.clock);
   if (roles.ingress) await startHistory(ctx, attempts);
   // Every node makes sure a key signs now (the same audited step the rotation scheduler runs).
   await rotateKeys(ctx);
-  await waitFor(() => ctx.keys.signingKey(ctx.clock.now()) !== null, 10_000, 'a signing key');
+  await waitFor(ctx.changes, () => ctx.keys.signingKey(ctx.clock.now()) !== null, 10_000, 'a signing key');
   let ingress: Ingress | null = null;
   if (roles.ingress) {
     const { contract, checks } = requestContract();

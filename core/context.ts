@@ -1,23 +1,29 @@
 /**
- * What every Sluice process shares: the Kafka connection, the durable producer, and the views of
- * the state topics (in memory, or in the process's on-disk store for the DLQ and the audit log).
- * `openContext` creates the topics (idempotently), catches the views up and makes sure a signing
- * key exists before anything serves.
+ * What every Sluice process shares: the Kafka connection, the durable producer, the views of
+ * the state topics (in memory, or in the process's on-disk store for the DLQ and the audit log)
+ * and the audit writer. `openContext` is where all of it is built: it creates the topics
+ * (idempotently), opens the process's view set (core/views.ts), catches the views up and agrees
+ * on the cluster's issuer before anything serves.
  */
 import type { Kafka } from 'kafkajs';
 import type { Config } from './config.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { createKafka, DurableProducer, ensureTopics } from './kafka/client.ts';
-import { StateConsumer, type StateView } from './kafka/state-consumer.ts';
+import { StateConsumer } from './kafka/state-consumer.ts';
+import { ViewChanges } from './kafka/view-changes.ts';
 import { topicNames, topicSpecs, type TopicNames } from './topics.ts';
-import { KeyRing } from './tokens/key-ring.ts';
-import { ClientRegistry } from './clients/client-registry.ts';
-import { RevocationList } from './clients/revocation-list.ts';
+import type { KeyRing } from './tokens/key-ring.ts';
+import type { ClientRegistry } from './clients/client-registry.ts';
+import type { RevocationList, RevocationRecord } from './clients/revocation-list.ts';
 import { TokenService } from './tokens/token-service.ts';
-import { IssuerView, agreeOnIssuer } from './tokens/cluster-issuer.ts';
-import { EndpointRegistry } from './webhooks/endpoint-registry.ts';
-import { DlqView } from './webhooks/dlq-view.ts';
-import { RUNG_LABELS, DLQ_RETENTION_MS } from './backoff.ts';
+import { agreeOnIssuer } from './tokens/cluster-issuer.ts';
+import type { EndpointRegistry } from './webhooks/endpoint-registry.ts';
+import type { DlqView } from './webhooks/dlq-view.ts';
+import type { EventIdView } from './webhooks/idempotency.ts';
+import type { AuditView } from './audit/audit-view.ts';
+import { AuditWriter } from './audit/audit-writer.ts';
+import { buildViews, notOpened, type ViewSet } from './views.ts';
+import { SingleFlight } from './single-flight.ts';
 import { createLogger, type Logger } from './log.ts';
 import { Metrics } from './metrics.ts';
 import { ConfigError, SluiceError } from './errors.ts';
@@ -39,7 +45,19 @@ export interface Context {
   endpoints: EndpointRegistry;
   /** Dead-lettered deliveries (`sluice.dlq`) minus replayed and expired ones: every node answers the DLQ list. */
   dlq: DlqView;
+  /** The audit chain as this node read it (GET /v1/audit, the writer's tail). */
+  auditView: AuditView;
+  /** The one writer of this process's audit entries (core/audit/audit-log.ts appendAudit). */
+  audit: AuditWriter;
+  /** Idempotency claims of published event ids (core/webhooks/idempotency.ts). */
+  eventIds: EventIdView;
+  /** Revocations this process is writing, by client id: a second request joins the first. */
+  revoking: SingleFlight<RevocationRecord>;
+  /** The view set this process opened (core/views.ts); the others throw on use. */
+  views: ViewSet;
   state: StateConsumer;
+  /** Announced whenever one of this process's state consumers applied a batch: waitFor listens here. */
+  changes: ViewChanges;
   /** The on-disk store of this process's stored views (DLQ, audit); its directory is held until close(). */
   store: ViewStore;
   log: Logger;
@@ -53,14 +71,8 @@ export interface Context {
 export interface ContextOptions {
   brokers: string[];
   clock?: Clock;
-  /** More views for the same state consumer (audit, idempotency...). */
-  views?: StateView[];
-  /**
-   * Whether this process materialises the webhook views (endpoints, DLQ). Every node does; an
-   * operator command that never reads them (`sluice admin`) does not, so it does not build a
-   * DLQ of millions just to create a client. Using an unopened view throws.
-   */
-  webhookViews?: boolean;
+  /** Which views this process keeps (core/views.ts VIEW_SETS); default 'node', all of them. */
+  views?: ViewSet;
   component?: string;
   /** Process metrics (CPU, memory, event loop) on /metrics: on for a serving node. */
   processMetrics?: boolean;
@@ -73,25 +85,23 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
   const log = createLogger(config.logLevel, opts.component ?? 'sluice');
   const kafka = createKafka(opts.brokers, config.kafkaClientId);
   const topics = topicNames(config.topicPrefix);
-  await ensureTopics(kafka, topicSpecs(config.topicPrefix, config.topicPartitions, RUNG_LABELS, DLQ_RETENTION_MS / config.timeScale), { strict: config.timeScale !== 1 });
+  const strict = config.timeScale !== 1;
+  await ensureTopics(kafka, topicSpecs(config.topicPrefix, config.topicPartitions, config.timeScale), { strict });
   const producer = new DurableProducer(kafka);
   await producer.connect();
-  const keys = new KeyRing(topics.keys, config.masterKey);
-  const clients = new ClientRegistry(topics.clients, config.masterKey);
-  const revocations = new RevocationList(topics.revocations);
-  const issuers = new IssuerView(topics.keys);
+  const views = buildViews(opts.views ?? 'node', topics, config.masterKey, clock);
+  const { keys, clients, revocations, issuers, endpoints, dlq } = views;
   const metrics = new Metrics({ tenantLabel: config.metricsTenantLabel, processMetrics: opts.processMetrics });
-  const webhookViews = opts.webhookViews !== false;
-  const endpoints = webhookViews ? new EndpointRegistry(topics.endpoints, config.masterKey) : notOpened<EndpointRegistry>('the endpoints view');
-  const dlq = webhookViews ? new DlqView(topics.dlq, clock) : notOpened<DlqView>('the DLQ view');
+  const changes = new ViewChanges();
   const storeDir = claimDataDir(config, opts.component ?? 'sluice');
   if (storeDir.temporary) log.info('another live process holds this process name\'s view store: rebuilding the views in a fresh directory', { path: storeDir.path });
   const store = await ViewStore.open(storeDir.path).catch((err) => {
     storeDir.release();
     throw new ConfigError('SLUICE_DATA_DIR', `cannot open the view store in ${storeDir.path}: ${(err as Error).message}`);
   });
-  const state = new StateConsumer(kafka, [keys, issuers, clients, revocations, ...(webhookViews ? [endpoints, dlq] : []), ...(opts.views ?? [])], {
+  const state = new StateConsumer(kafka, views.opened, {
     groupPrefix: config.topicPrefix,
+    changes,
     maxWaitMs: config.stateFetchWaitMs,
     onError: (err) => log.error('state view error', { error: err.message }),
     onProgress: (left, total) => log.info('catching up the state views', { records_left: Number(left), records_total: Number(total) }),
@@ -100,7 +110,7 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
   let issuer: string;
   try {
     await state.start();
-    issuer = await agreeOnIssuer(config, issuers, producer, (check, what) => waitFor(check, 10_000, what));
+    issuer = await agreeOnIssuer(config, issuers, producer, (check, what) => waitFor(changes, check, 10_000, what));
   } catch (err) {
     await state.stop().catch(() => {});
     await store.close().catch(() => {});
@@ -125,10 +135,16 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
       log.info('revocation applied', { client_id: clientId, tenant_id: rec.tenant_id, lag_ms: lagMs });
     }
   };
-  if (webhookViews) {
+  if (views.has('dlq')) {
     metrics.gauge('sluice_dlq_entries', 'Dead-lettered deliveries waiting (not replayed, not expired), by tenant.', () => [...dlq.sizes(clock.now())].map(([tenant, n]) => [{ tenant: metrics.tenant(tenant) }, n]), ['tenant']);
+  }
+  if (views.has('endpoints')) {
     metrics.gauge('sluice_endpoints', 'Webhook endpoints by state.', () => Object.entries(endpoints.countByState()).map(([s, n]) => [{ state: s }, n]), ['state']);
   }
+  const transactionalId = `${config.topicPrefix}.audit-writer`;
+  const audit = views.has('audit')
+    ? new AuditWriter({ kafka, topic: topics.audit, transactionalId, view: views.audit, state, clock, log })
+    : notOpened<AuditWriter>('the audit writer', views.set);
   const ctx: Context = {
     metrics,
     config: issuer === config.issuer ? config : Object.freeze({ ...config, issuer }),
@@ -143,12 +159,19 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
     tokens,
     endpoints,
     dlq,
+    auditView: views.audit,
+    audit,
+    eventIds: views.eventIds,
+    revoking: new SingleFlight(),
+    views: views.set,
     state,
+    changes,
     store,
     log,
     closers: [],
     async close() {
       for (const c of ctx.closers.splice(0).reverse()) await c().catch(() => {});
+      if (views.has('audit')) await audit.close().catch(() => {});
       await state.stop().catch(() => {});
       await store.close().catch(() => {});
       storeDir.release();
@@ -156,16 +179,6 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
     },
   };
   return ctx;
-}
-
-/** Stands in for a view this process did not open: any use is a programming error, said plainly. */
-function notOpened<T extends object>(what: string): T {
-  return new Proxy({} as T, {
-    get(_target, prop) {
-      if (prop === 'then' || typeof prop === 'symbol') return undefined;
-      throw new SluiceError('INTERNAL', `${what} is not open in this process (openContext with webhookViews: false): cannot use .${String(prop)}`);
-    },
-  });
 }
 
 function claimDataDir(config: Readonly<Config>, component: string): StoreDir {
@@ -177,19 +190,25 @@ function claimDataDir(config: Readonly<Config>, component: string): StoreDir {
 }
 
 /**
- * Waits until `check` holds (this node's view caught up with a write of our own). Kafka took the
+ * Waits until `check` holds (this node's view caught up with a write of our own), re-checking it
+ * whenever a state consumer announces an applied batch on `changes` (ctx.changes). Kafka took the
  * write but the view lags: to an API caller that is a 503 to retry, never a 500.
  */
-export async function waitFor(check: () => boolean, timeoutMs = 10_000, what = 'state'): Promise<void> {
+export async function waitFor(
+  changes: ViewChanges,
+  check: () => boolean,
+  timeoutMs = 10_000,
+  what = 'state',
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > deadline) throw new SluiceError('UNAVAILABLE', `${what} did not become visible in this node's view within ${timeoutMs} ms`, {}, { 'Retry-After': '1' });
-    await new Promise((r) => setTimeout(r, 5));
+    await changes.until(check, deadline + 1 - Date.now());
   }
 }
 
 /** Writes a state record (null: a tombstone) and answers only once this node's view shows it. */
 export async function writeState(ctx: Context, topic: string, key: string, value: unknown, visible: () => boolean, what: string): Promise<void> {
   await ctx.producer.sendJson(topic, key, value);
-  await waitFor(visible, 10_000, what);
+  await waitFor(ctx.changes, visible, 10_000, what);
 }

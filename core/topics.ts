@@ -1,4 +1,8 @@
-/** Topic names and their settings: the table of the architecture page, in one place. */
+/**
+ * Every topic Sluice uses, its name and its settings, in one place: openContext creates them all
+ * with one ensureTopics call (created when missing; an existing topic's settings are raised, never weakened).
+ */
+import { DLQ_RETENTION_MS, RUNG_LABELS } from './backoff.ts';
 
 export interface TopicSpec {
   name: string;
@@ -7,6 +11,9 @@ export interface TopicSpec {
 }
 
 const DAY_MS = 24 * 3600 * 1000;
+
+/** The rung that holds deliveries of PENDING endpoints until they are verified (not a retry delay). */
+const HOLD_LABEL = 'hold';
 
 export interface TopicNames {
   clients: string;
@@ -20,6 +27,10 @@ export interface TopicNames {
   /** What each delivery attempt did (status, latency), for the tenant's attempt history and rates. */
   attempts: string;
   retry(delayLabel: string): string;
+  /** The hold rung (`retry.hold`). */
+  hold: string;
+  /** Every rung the dispatcher reads: the retry rungs of the ladder, then the hold rung. */
+  rungs: readonly string[];
   /** Internal compacted state for leases, idempotency keys and the like. */
   control: string;
 }
@@ -36,6 +47,8 @@ export function topicNames(prefix: string): TopicNames {
     dlq: `${prefix}.dlq`,
     attempts: `${prefix}.attempts`,
     retry: (label) => `${prefix}.retry.${label}`,
+    hold: `${prefix}.retry.${HOLD_LABEL}`,
+    rungs: [...RUNG_LABELS, HOLD_LABEL].map((label) => `${prefix}.retry.${label}`),
     control: `${prefix}.control`,
   };
 }
@@ -43,11 +56,12 @@ export function topicNames(prefix: string): TopicNames {
 const compacted = { 'cleanup.policy': 'compact', 'min.compaction.lag.ms': '0', 'segment.ms': String(DAY_MS) };
 
 /**
- * `retryLabels` are the rung names of the retry ladder (e.g. "30s", "5m"); `dlqRetentionMs` is the
- * 7 days of the spec divided by SLUICE_TIME_SCALE.
+ * `partitions` is for the busy topics (events, deliveries, rungs); the DLQ keeps the spec's 7 days
+ * divided by `timeScale` (SLUICE_TIME_SCALE), everything else keeps real time.
  */
-export function topicSpecs(prefix: string, partitions: number, retryLabels: readonly string[], dlqRetentionMs: number): TopicSpec[] {
+export function topicSpecs(prefix: string, partitions: number, timeScale = 1): TopicSpec[] {
   const t = topicNames(prefix);
+  const dlqRetentionMs = DLQ_RETENTION_MS / timeScale;
   const deleted = (retentionMs: number) => ({ 'cleanup.policy': 'delete', 'retention.ms': String(retentionMs) });
   return [
     { name: t.clients, partitions: 1, config: compacted },
@@ -59,7 +73,8 @@ export function topicSpecs(prefix: string, partitions: number, retryLabels: read
     { name: t.audit, partitions: 1, config: { 'cleanup.policy': 'delete', 'retention.ms': '-1', 'retention.bytes': '-1' } },
     { name: t.events, partitions, config: deleted(7 * DAY_MS) },
     { name: t.deliveries, partitions, config: deleted(7 * DAY_MS) },
-    ...retryLabels.map((label) => ({ name: t.retry(label), partitions, config: deleted(7 * DAY_MS) })),
+    // The retry rungs and the hold rung.
+    ...t.rungs.map((name) => ({ name, partitions, config: deleted(7 * DAY_MS) })),
     { name: t.dlq, partitions: 1, config: deleted(Math.max(60_000, Math.round(dlqRetentionMs))) },
     // Read whole by every ingress node's attempt history (core/webhooks/attempt-history.ts), which keeps 7 days at most.
     { name: t.attempts, partitions: 1, config: deleted(7 * DAY_MS) },

@@ -6,14 +6,12 @@
  *   const d = await startDispatcher(ctx);  // ... await d.stop();
  */
 import type { Context } from '../core/context.ts';
-import { BestEffortProducer, ensureTopics } from '../core/kafka/client.ts';
+import { BestEffortProducer } from '../core/kafka/client.ts';
 import type { Metrics } from '../core/metrics.ts';
-import { RUNG_LABELS } from '../core/backoff.ts';
 import { createDeliverer, DELIVERY_TIMEOUT_MS } from './deliver.ts';
 import { deliveryConsumer, type DeliveryConsumer } from './delivery-consumer.ts';
 import { fanOutConsumer } from './fan-out.ts';
 import { EndpointHealth } from './health.ts';
-import { HOLD_LABEL } from './ladder.ts';
 import { DeliveryScheduler } from './scheduler.ts';
 import type { Attempted, Stage } from './process.ts';
 import { OutcomeRecorder } from './record.ts';
@@ -21,7 +19,6 @@ import type { Outcome } from './ladder.ts';
 import type { GroupConsumer } from './consume.ts';
 import type { TraceContext } from '../core/tracing.ts';
 
-export { HOLD_LABEL } from './ladder.ts';
 export type { Outcome } from './ladder.ts';
 
 export interface Dispatcher {
@@ -31,8 +28,6 @@ export interface Dispatcher {
   rungs: DeliveryConsumer;
   stop(): Promise<void>;
 }
-
-const DAY_MS = 24 * 3600 * 1000;
 
 /** Counts outcomes being made durable, so a stopping dispatcher can wait for them. */
 class TrackedRecorder extends OutcomeRecorder {
@@ -49,8 +44,6 @@ class TrackedRecorder extends OutcomeRecorder {
 
 export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
   const t = ctx.topics;
-  // The hold rung is the dispatcher's own topic; the retry rungs come with openContext.
-  await ensureTopics(ctx.kafka, [{ name: t.retry(HOLD_LABEL), partitions: ctx.config.topicPartitions, config: { 'cleanup.policy': 'delete', 'retention.ms': String(7 * DAY_MS) } }]);
   const metrics = ctx.metrics;
   const scheduler = new DeliveryScheduler<Attempted>(
     { concurrency: ctx.config.dispatchConcurrency, perEndpoint: ctx.config.dispatchPerEndpoint, maxBuffered: ctx.config.dispatchBuffer, now: () => ctx.clock.now() },
@@ -65,8 +58,7 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
   await reports.connect();
   recorder.reports = reports;
   const stage: Stage = { ctx, scheduler, deliverer, health: new EndpointHealth(ctx), stopping: false, attempting: 0, onAttempt: (a) => recorder.noteAttempt(a) };
-  const rungTopics = [...RUNG_LABELS, HOLD_LABEL].map((l) => t.retry(l));
-  const holdTopic = t.retry(HOLD_LABEL);
+  const holdTopic = t.hold;
   const deliveries = deliveryConsumer(stage, recorder, metrics, {
     groupId: `${ctx.config.topicPrefix}.dispatch`,
     topics: [t.deliveries],
@@ -76,7 +68,7 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
   });
   const rungs = deliveryConsumer(stage, recorder, metrics, {
     groupId: `${ctx.config.topicPrefix}.dispatch-rungs`,
-    topics: rungTopics,
+    topics: [...t.rungs],
     modeOf: (topic) => (topic === holdTopic ? 'hold' : 'rung'),
     // Short polls: a resumed rung partition is fetched again within this, which bounds lateness.
     maxWaitTimeInMs: 50,

@@ -9,9 +9,6 @@ import type { AttemptOutcome } from '../core/webhooks/attempt.ts';
 import type { DeliveryRecord, DlqEntry } from '../core/webhooks/records.ts';
 import { deadLetterEntry } from './dlq.ts';
 
-/** The rung that holds deliveries of PENDING endpoints until they are verified. */
-export const HOLD_LABEL = 'hold';
-
 export type Outcome =
   | { kind: 'delivered'; rec: DeliveryRecord; status: number }
   | { kind: 'retry'; rec: DeliveryRecord; next: DeliveryRecord; rung: string }

@@ -13,7 +13,7 @@ import type { Context } from '../core/context.ts';
 import { isPermanentWriteError, type BestEffortProducer, type OutRecord } from '../core/kafka/client.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { producing, tracing, type TraceContext } from '../core/tracing.ts';
-import { HOLD_LABEL, type Outcome } from './ladder.ts';
+import type { Outcome } from './ladder.ts';
 import type { AttemptRecord } from '../core/webhooks/attempt-history.ts';
 
 export const HEADER_HELD_SINCE = 'sluice-held-since';
@@ -58,7 +58,9 @@ export class OutcomeRecorder {
       case 'deferred':
         return this.write(t.retry(o.rung), trace, (h) => rungRecord(o.next.delivery_id, o.next, h));
       case 'held':
-        return this.write(t.retry(HOLD_LABEL), trace, (h) => rungRecord(o.next.delivery_id, o.next, { [HEADER_HELD_SINCE]: String(o.heldSince), ...h }));
+        return this.write(t.hold, trace, (h) =>
+          rungRecord(o.next.delivery_id, o.next, { [HEADER_HELD_SINCE]: String(o.heldSince), ...h }),
+        );
       case 'dead-letter':
         return this.write(t.dlq, trace, (h) => ({ key: o.entry.tenant_id, value: JSON.stringify(o.entry), ...(h ? { headers: h } : {}) }));
     }

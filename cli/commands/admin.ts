@@ -1,9 +1,6 @@
 import { userInfo } from 'node:os';
 import { createClient } from '../../core/clients/provisioning.ts';
 import { revokeClient, reenableClient } from '../../core/clients/revocation.ts';
-import { loadConfig } from '../../core/config.ts';
-import { AuditView } from '../../core/audit/audit-view.ts';
-import { topicNames } from '../../core/topics.ts';
 import { parse, required } from '../args.ts';
 import { say, withContext } from '../runtime.ts';
 import { actionCommand, type Command } from '../command.ts';
@@ -39,7 +36,7 @@ export const ACTIONS: Record<string, (argv: string[]) => Promise<number>> = {
         say('The secret is shown only this once; Sluice stores only a keyed hash of it.');
       }
       return 0;
-    }, withViews());
+    }, { views: 'admin' });
   },
   async 'list-clients'(argv) {
     const usage = 'usage: sluice admin list-clients [--tenant T] [--json]';
@@ -52,7 +49,7 @@ export const ACTIONS: Record<string, (argv: string[]) => Promise<number>> = {
       if (values.json) say(JSON.stringify(rows));
       else for (const r of rows) say(`${r.client_id}  ${r.tenant_id}  ${r.role}  ${r.region}  ${r.status}  ${r.created_at}`);
       return 0;
-    }, { webhookViews: false });
+    }, { views: 'admin' });
   },
   async revoke(argv) {
     const usage = 'usage: sluice admin revoke --client-id ID --reason TEXT [--actor NAME] [--json]';
@@ -65,7 +62,7 @@ export const ACTIONS: Record<string, (argv: string[]) => Promise<number>> = {
       if (values.json) say(JSON.stringify(out));
       else say(`${created ? 'revoked' : 'already revoked'}: ${out.client_id} (tenant ${out.tenant_id}) at ${out.revoked_at}, revocation ${out.revocation_id}, audit entry ${out.audit_entry_id}`);
       return 0;
-    }, withViews());
+    }, { views: 'admin' });
   },
   async reenable(argv) {
     const usage = 'usage: sluice admin reenable --client-id ID --reason TEXT [--actor NAME] [--force] [--json]';
@@ -77,7 +74,7 @@ export const ACTIONS: Record<string, (argv: string[]) => Promise<number>> = {
       if (values.json) say(JSON.stringify({ client_id: clientId, reenabled: true, audit_entry_id: r.audit_entry_id }));
       else say(`re-enabled: ${clientId}, audit entry ${r.audit_entry_id}`);
       return 0;
-    }, withViews());
+    }, { views: 'admin' });
   },
   async roles(argv) {
     parse(argv, {}, 'usage: sluice admin roles');
@@ -89,14 +86,6 @@ export const ACTIONS: Record<string, (argv: string[]) => Promise<number>> = {
 
 function operator(name?: string): string {
   return `operator:${name ?? process.env.SLUICE_OPERATOR ?? userInfo().username}`;
-}
-
-/**
- * Audited actions need the audit view (the chain's tail); no admin action reads endpoints or the
- * DLQ, so they are not materialised (on a filled cluster that would be minutes and gigabytes).
- */
-function withViews() {
-  return { views: [new AuditView(topicNames(loadConfig().topicPrefix).audit)], webhookViews: false };
 }
 
 export const admin: Command = actionCommand('admin', 'operator actions: create-client, list-clients, roles, revoke, reenable', USAGE, ACTIONS);

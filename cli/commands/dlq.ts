@@ -1,6 +1,3 @@
-import { AuditView } from '../../core/audit/audit-view.ts';
-import { topicNames } from '../../core/topics.ts';
-import { loadConfig } from '../../core/config.ts';
 import { replayDlq } from '../../core/webhooks/dlq-replay.ts';
 import type { DlqEntry } from '../../core/webhooks/records.ts';
 import { parse, required, UsageError } from '../args.ts';
@@ -30,7 +27,6 @@ async function run(action: 'list' | 'replay', rest: string[]): Promise<number> {
   const filter = { endpoint_id: values['endpoint-id'], event_type: values['event-type'] };
   const ids = values.ids ? values.ids.split(',').map((s) => s.trim()).filter(Boolean) : undefined;
   if (ids && (filter.endpoint_id || filter.event_type)) throw new UsageError(`--ids goes alone, without --endpoint-id or --event-type\n\n${USAGE}`);
-  const views = [new AuditView(topicNames(loadConfig().topicPrefix).audit)];
   return withContext(
     'dlq',
     async (ctx) => {
@@ -69,7 +65,7 @@ async function run(action: 'list' | 'replay', rest: string[]): Promise<number> {
       say(`done: ${n} entr${n === 1 ? 'y' : 'ies'} back in delivery in ${((Date.now() - started) / 1000).toFixed(1)} s`);
       return 0;
     },
-    { views },
+    { views: 'dlq' },
   );
 }
 

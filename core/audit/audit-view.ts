@@ -7,7 +7,7 @@
  * [tenant, seq, offset], so a tenant's page is a range read from the cursor; id → that key; and
  * three small records (tail, first broken link, records read).
  */
-import type { StateRecord, StateView, StoredView } from '../kafka/state-consumer.ts';
+import type { StateRecord, StoredView } from '../kafka/state-consumer.ts';
 import type { Database, ViewStore } from '../store/view-store.ts';
 import { checkLink, parseEntry, type AuditEntry } from './entry.ts';
 
@@ -81,8 +81,4 @@ export class AuditView implements StoredView {
     const raw = this.entries.get(key);
     return raw === undefined ? undefined : (JSON.parse(raw.toString('utf8')) as AuditEntry);
   }
-}
-
-export function findAuditView(views: readonly StateView[]): AuditView | null {
-  return (views.find((v) => v instanceof AuditView) as AuditView | undefined) ?? null;
 }

@@ -144,11 +144,8 @@ export class AuditWriter {
   }
 
   private async waitVisible(id: string): Promise<void> {
-    const deadline = Date.now() + CATCH_UP_MS;
-    while (!this.deps.view.get(id)) {
-      if (Date.now() > deadline) throw new Error(`did not become visible within ${CATCH_UP_MS} ms`);
-      await sleep(2);
-    }
+    const shown = await this.deps.state.changes.until(() => this.deps.view.get(id) !== undefined, CATCH_UP_MS);
+    if (!shown) throw new Error(`did not become visible within ${CATCH_UP_MS} ms`);
   }
 
   private async drop(): Promise<void> {

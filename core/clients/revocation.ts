@@ -22,8 +22,6 @@ export interface RevokeInput {
   tenant: string | null;
 }
 
-const inFlight = new Map<string, Promise<{ record: RevocationRecord; created: boolean }>>();
-
 /** `created` is false when the client was already revoked: the existing record comes back unchanged. */
 export async function revokeClient(ctx: Context, input: RevokeInput): Promise<{ record: RevocationRecord; created: boolean }> {
   const client = ctx.clients.get(input.clientId);
@@ -31,10 +29,9 @@ export async function revokeClient(ctx: Context, input: RevokeInput): Promise<{ 
   if (!client || (input.tenant !== null && client.tenant_id !== input.tenant)) throw new SluiceError('NOT_FOUND', `no client "${input.clientId}" in this tenant`);
   const existing = ctx.revocations.get(client.client_id);
   if (existing) return { record: existing, created: false };
-  const key = `${ctx.topics.revocations}/${client.client_id}`;
-  const running = inFlight.get(key);
-  if (running) return running.then((r) => ({ record: r.record, created: false }));
-  const p = (async () => {
+  const running = ctx.revoking.current(client.client_id);
+  if (running) return running.then((record) => ({ record, created: false }));
+  const record = await ctx.revoking.run(client.client_id, async () => {
     const { entry: audit, visible } = await appendAuditCommitted(ctx, { tenant_id: client.tenant_id, actor: input.actor, action: 'credential.revoked', subject: client.client_id, reason: input.reason });
     const record: RevocationRecord = {
       revocation_id: newId('rev'),
@@ -46,14 +43,9 @@ export async function revokeClient(ctx: Context, input: RevokeInput): Promise<{ 
       audit_entry_id: audit.id,
     };
     await Promise.all([visible, writeState(ctx, ctx.topics.revocations, client.client_id, record, () => ctx.revocations.get(client.client_id)?.revocation_id === record.revocation_id, 'revocation record')]);
-    return { record, created: true };
-  })();
-  inFlight.set(key, p);
-  try {
-    return await p;
-  } finally {
-    inFlight.delete(key);
-  }
+    return record;
+  });
+  return { record, created: true };
 }
 
 /**

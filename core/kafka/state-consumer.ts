@@ -14,6 +14,7 @@ import { hostname } from 'node:os';
 import type { Kafka, IHeaders } from 'kafkajs';
 import { consumer, endOffsets, withRetry, type Consumer } from './client.ts';
 import { ViewStore } from '../store/view-store.ts';
+import { ViewChanges } from './view-changes.ts';
 
 export interface StateRecord {
   topic: string;
@@ -55,6 +56,8 @@ export interface StateConsumerOptions {
    * readable after stop() and vanishes with the process (for one-off readers such as `sluice audit verify`).
    */
   store?: ViewStore;
+  /** Where this consumer announces applied batches (default: its own); share one to wait on several consumers. */
+  changes?: ViewChanges;
 }
 
 /** Records of a stored view applied in one transaction once the node serves (see eachBatch). */
@@ -78,8 +81,11 @@ export class StateConsumer {
   /** Per stored "topic:partition": where reading resumes (the stored offset, never below the earliest one). */
   private readonly resumeAt = new Map<string, { topic: string; partition: number; from: bigint }>();
   private readonly appliedCounts = new Map<string, number>();
+  /** Announced after every applied batch and moved position: how waiters for a write learn of it. */
+  readonly changes: ViewChanges;
 
   constructor(private readonly kafka: Kafka, views: StateView[], private readonly opts: StateConsumerOptions) {
+    this.changes = opts.changes ?? new ViewChanges();
     for (const v of views) this.views.set(v.topic, [...(this.views.get(v.topic) ?? []), v]);
     const stored = views.filter(isStored);
     this.store = stored.length === 0 ? null : (opts.store ?? ViewStore.temporary());
@@ -103,7 +109,7 @@ export class StateConsumer {
     // END_BATCH_PROCESS also fires for batches of only transaction markers, which eachBatch never sees.
     this.consumer.on(this.consumer.events.END_BATCH_PROCESS, (e) => {
       const { topic, partition, lastOffset } = e.payload;
-      this.advance(`${topic}:${partition}`, BigInt(lastOffset) + 1n);
+      if (this.advance(`${topic}:${partition}`, BigInt(lastOffset) + 1n)) this.changes.announce();
     });
     this.consumer.on(this.consumer.events.CRASH, (e) => {
       if (!this.stopped) opts.onError?.(e.payload.error);
@@ -166,6 +172,7 @@ export class StateConsumer {
           this.pending.delete(key);
           this.checkReady();
         }
+        this.changes.announce();
       },
     });
     await this.untilCaughtUp(readyPromise);
@@ -254,14 +261,17 @@ export class StateConsumer {
     return this.appliedCounts.get(topic) ?? 0;
   }
 
-  private advance(key: string, next: bigint): void {
-    if (next > (this.positions.get(key) ?? 0n)) this.positions.set(key, next);
+  /** Moves a partition's position forward; true when it moved. */
+  private advance(key: string, next: bigint): boolean {
+    const moved = next > (this.positions.get(key) ?? 0n);
+    if (moved) this.positions.set(key, next);
     // A partition that ends in transaction markers is caught up without eachBatch seeing its end.
     const end = this.pending.get(key);
     if (end !== undefined && next >= end) {
       this.pending.delete(key);
       this.checkReady();
     }
+    return moved;
   }
 
   /** The next offset this consumer will read on a partition (0 before the first batch). */
@@ -274,14 +284,9 @@ export class StateConsumer {
    * least that), false when `timeoutMs` passed first: how a caller waits for its own or another
    * node's write to reach this node's views.
    */
-  async reached(topic: string, partition: number, offset: bigint | number, timeoutMs: number): Promise<boolean> {
+  reached(topic: string, partition: number, offset: bigint | number, timeoutMs: number): Promise<boolean> {
     const want = BigInt(offset);
-    const deadline = Date.now() + timeoutMs;
-    while (this.position(topic, partition) < want) {
-      if (Date.now() > deadline) return false;
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    return true;
+    return this.changes.until(() => this.position(topic, partition) >= want, timeoutMs);
   }
 
   viewsOf(topic: string): readonly StateView[] {

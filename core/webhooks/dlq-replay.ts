@@ -60,7 +60,8 @@ export async function replayDlq(ctx: Context, tenantId: string, entries: Iterabl
     opts.onProgress?.(done, Math.max(done, total));
   }
   // This node's own list no longer shows them when the answer goes out.
-  if (last) await waitFor(() => ctx.dlq.get(tenantId, last!.id, ctx.clock.now()) === undefined, 10_000, 'DLQ replay marker');
+  const replayed = () => ctx.dlq.get(tenantId, last!.id, ctx.clock.now()) === undefined;
+  if (last) await waitFor(ctx.changes, replayed, 10_000, 'DLQ replay marker');
   return done;
 }
 

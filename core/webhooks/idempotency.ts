@@ -5,11 +5,11 @@
  * claim of a key within 24 h, unless it stayed unpublished for longer than STALE_CLAIM_MS (its
  * writer died between claim and event), in which case a later claim takes it over.
  *
- *   const view = eventIdViewOf(ctx);         // registered by cli/assemble.ts buildViews
- *   view.winner(`evt:acme:order-1`, now)     // { claim, state: 'published', matched_endpoints, ... }
+ *   ctx.eventIds.winner(`evt:acme:order-1`, now)   // { claim, state: 'published', matched_endpoints, ... }
+ *
+ * Opened by the 'node' view set (core/views.ts).
  */
 import type { StateRecord, StateView } from '../kafka/state-consumer.ts';
-import type { Context } from '../context.ts';
 
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 export const STALE_CLAIM_MS = 10_000;
@@ -77,10 +77,4 @@ export class EventIdView implements StateView {
     for (const [k, w] of this.winners) if (nowMs - w.claimed_at >= IDEMPOTENCY_WINDOW_MS) this.winners.delete(k);
     for (const [k, at] of this.seenClaims) if (nowMs - at >= STALE_CLAIM_MS * 6) this.seenClaims.delete(k);
   }
-}
-
-export function eventIdViewOf(ctx: Context): EventIdView {
-  const view = ctx.state.viewsOf(ctx.topics.control).find((v): v is EventIdView => v instanceof EventIdView);
-  if (!view) throw new Error('this context has no event-id view: open it with views including new EventIdView(topics.control)');
-  return view;
 }

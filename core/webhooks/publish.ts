@@ -12,7 +12,7 @@ import { SluiceError } from '../errors.ts';
 import { newId } from '../secrets.ts';
 import type { EventRecord } from './records.ts';
 import { producing } from '../tracing.ts';
-import { eventIdKey, eventIdViewOf, STALE_CLAIM_MS, type EventIdClaim } from './idempotency.ts';
+import { eventIdKey, STALE_CLAIM_MS, type EventIdClaim } from './idempotency.ts';
 
 /**
  * How long a publish waits for Kafka's acknowledgement before it answers 503: while the cluster
@@ -43,20 +43,20 @@ export async function publishEvent(ctx: Context, input: PublishInput): Promise<P
     await writeEvent(ctx, { id, tenant_id: input.tenant_id, type: input.type, data: input.data, created_at: now });
     return { id, matched_endpoints: matched, repeated: false };
   }
-  const view = eventIdViewOf(ctx);
+  const view = ctx.eventIds;
   const key = eventIdKey(input.tenant_id, input.id);
   const answer = (w: EventIdClaim): Published => ({ id: input.id!, matched_endpoints: w.matched_endpoints, repeated: true });
   for (let round = 0; round < 2; round++) {
     const existing = view.winner(key, ctx.clock.now());
     if (existing?.state === 'published') return answer(existing);
     if (existing && ctx.clock.now() - existing.claimed_at < STALE_CLAIM_MS) {
-      const done = await settle(() => view.winner(key, ctx.clock.now()), STALE_CLAIM_MS);
+      const done = await settle(ctx, () => view.winner(key, ctx.clock.now()), STALE_CLAIM_MS);
       if (done?.state === 'published') return answer(done);
       continue;
     }
     const claim: EventIdClaim = { kind: 'event-id', tenant_id: input.tenant_id, event_id: input.id, claim: randomUUID(), state: 'claimed', matched_endpoints: matched, claimed_at: ctx.clock.now() };
     await ctx.producer.sendJson(ctx.topics.control, key, claim, undefined, ACK);
-    await waitFor(() => view.seen(claim.claim), 10_000, 'event-id claim');
+    await waitFor(ctx.changes, () => view.seen(claim.claim), 10_000, 'event-id claim');
     const winner = view.winner(key, ctx.clock.now());
     if (winner?.claim !== claim.claim) continue;
     await writeEvent(ctx, { id: input.id, tenant_id: input.tenant_id, type: input.type, data: input.data, created_at: claim.claimed_at });
@@ -81,7 +81,7 @@ export async function publishBatch(ctx: Context, tenantId: string, inputs: Omit<
   const events: EventRecord[] = [];
   const firstById = new Map<string, number>();
   const claims: { index: number; claim: EventIdClaim; input: Omit<PublishInput, 'tenant_id'> }[] = [];
-  const view = inputs.some((i) => i.id !== undefined) ? eventIdViewOf(ctx) : null;
+  const view = inputs.some((i) => i.id !== undefined) ? ctx.eventIds : null;
   inputs.forEach((input, index) => {
     const matched = ctx.endpoints.matching(tenantId, input.type).length;
     if (input.id === undefined) {
@@ -105,7 +105,7 @@ export async function publishBatch(ctx: Context, tenantId: string, inputs: Omit<
   });
   if (claims.length > 0) {
     await ctx.producer.send(ctx.topics.control, claims.map((c) => ({ key: eventIdKey(tenantId, c.input.id!), value: JSON.stringify(c.claim) })), ACK);
-    await waitFor(() => claims.every((c) => view!.seen(c.claim.claim)), 10_000, 'event-id claims');
+    await waitFor(ctx.changes, () => claims.every((c) => view!.seen(c.claim.claim)), 10_000, 'event-id claims');
   }
   const won = claims.filter((c) => view!.winner(eventIdKey(tenantId, c.input.id!), ctx.clock.now())?.claim === c.claim.claim);
   for (const c of claims) {
@@ -137,12 +137,11 @@ function endpointsAt(ctx: Context): number {
 }
 
 /** Waits until the claim is published or the time runs out; returns the last winner seen. */
-async function settle(read: () => EventIdClaim | undefined, timeoutMs: number): Promise<EventIdClaim | undefined> {
-  const deadline = Date.now() + timeoutMs;
-  let w = read();
-  while (w?.state !== 'published' && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 10));
-    w = read();
-  }
-  return w;
+async function settle(
+  ctx: Context,
+  read: () => EventIdClaim | undefined,
+  timeoutMs: number,
+): Promise<EventIdClaim | undefined> {
+  await ctx.changes.until(() => read()?.state === 'published', timeoutMs);
+  return read();
 }

@@ -1,11 +1,10 @@
 /** `GET /v1/audit`: the caller's tenant's compliance-log entries, oldest first, paged by cursor. */
 import type { Context } from '../../core/context.ts';
-import { auditViewOf } from '../../core/audit/audit-log.ts';
 import { json, type Route } from '../types.ts';
 import { encodeCursor, readCursor } from '../../core/paging.ts';
 
 export function auditRoutes(ctx: Context): Route[] {
-  const view = auditViewOf(ctx);
+  const view = ctx.auditView;
   return [
     {
       method: 'GET',

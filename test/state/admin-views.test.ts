@@ -47,7 +47,8 @@ t.test('admin create-client appends to the audit chain without building the DLQ 
 });
 
 t.test('a context without the webhook views says so when one is used', async (t) => {
-  const ctx = await openContext({ ...node.config, dataDir }, { brokers: brokers(), component: 'no-webhooks', webhookViews: false });
+  const opts = { brokers: brokers(), component: 'no-webhooks', views: 'admin' } as const;
+  const ctx = await openContext({ ...node.config, dataDir }, opts);
   t.teardown(() => ctx.close());
   t.same(ctx.state.viewsOf(ctx.topics.dlq), [], 'no view consumes the DLQ topic');
   t.throws(() => ctx.dlq.count('acme', {}, Date.now()), SluiceError);

@@ -8,8 +8,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { startTestNode, call, uniquePrefix, brokers, type TestNode } from '../helpers/sluice.ts';
-import { appendAudit, auditViewOf } from '../../core/audit/audit-log.ts';
-import { AuditView } from '../../core/audit/audit-view.ts';
+import { appendAudit } from '../../core/audit/audit-log.ts';
 import { verifyAuditLog } from '../../core/audit/verify.ts';
 import { sealEntry, type AuditEntry } from '../../core/audit/entry.ts';
 import { openContext } from '../../core/context.ts';
@@ -30,7 +29,7 @@ const append = (ctx: TestNode['ctx'], tenant: string, i: number) => appendAudit(
 function viewPages(tenant: string, limit: number): AuditEntry[] {
   const out: AuditEntry[] = [];
   for (let after = 0; ; ) {
-    const { data, more } = auditViewOf(node.ctx).page(tenant, after, limit);
+    const { data, more } = node.ctx.auditView.page(tenant, after, limit);
     out.push(...data);
     if (!more) return out;
     after = data[data.length - 1].seq;
@@ -53,7 +52,7 @@ async function httpPages(limit: number): Promise<AuditEntry[]> {
 
 /** What the view answers, all of it. */
 async function snapshot() {
-  const view = auditViewOf(node.ctx);
+  const view = node.ctx.auditView;
   return { acme: viewPages('acme', 7), globex: viewPages('globex', 1000), http: await httpPages(4), tail: view.tail(), count: view.count, firstBroken: view.firstBroken };
 }
 
@@ -82,7 +81,7 @@ t.test('a restart resumes: only the entries written while it was down are applie
   const dir = node.ctx.store.path;
   await node.close();
   // Another process's context appends three entries meanwhile.
-  const other = await openContext(node.config, { brokers: brokers(), component: 'writer', views: [new AuditView(topic)] });
+  const other = await openContext(node.config, { brokers: brokers(), component: 'writer', views: 'admin' });
   const meanwhile = [];
   for (let i = 0; i < 3; i++) meanwhile.push(await append(other, 'acme', 100 + i));
   await other.close();
@@ -107,14 +106,14 @@ t.test('a restart resumes: only the entries written while it was down are applie
 
 t.test('a deleted store is rebuilt with the same answers, the first broken link included', async (t) => {
   // A forged record breaks the chain; the broken link must survive restarts too.
-  const tail = auditViewOf(node.ctx).tail()!;
+  const tail = node.ctx.auditView.tail()!;
   const forged = { ...sealEntry({ id: 'aud_forged', seq: tail.seq + 1, at: new Date().toISOString(), tenant_id: 'acme', actor: 'mallory', action: 'x.y', subject: 's', reason: null }, tail.hash), actor: 'alice' };
   const producer = new Kafka({ clientId: 'forger', brokers: brokers(), logLevel: logLevel.NOTHING }).producer();
   await producer.connect();
   await producer.send({ topic, messages: [{ key: 'acme', value: JSON.stringify(forged) }] });
   await producer.disconnect();
   const deadline = Date.now() + 10_000;
-  while (auditViewOf(node.ctx).firstBroken === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  while (node.ctx.auditView.firstBroken === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   const broken = await snapshot();
   t.match(broken.firstBroken, { id: 'aud_forged', problem: /hash/ }, 'the forged record is the first broken link');
 

@@ -2,7 +2,6 @@ import t from 'tap';
 import { createHmac } from 'node:crypto';
 import { startTestNode, call } from '../helpers/sluice.ts';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.ts';
-import { auditViewOf } from '../../core/audit/audit-log.ts';
 import { verifyWebhook } from '../../core/webhook-verify.ts';
 
 // Receivers listen on 127.0.0.1, which only the development flag lets through.
@@ -184,7 +183,7 @@ t.test('get and delete; a deleted endpoint is gone; both are audited', async (t)
   const list = await call(node.base, 'GET', '/v1/webhooks/endpoints?limit=1000', { token });
   t.notOk(list.json.data.some((e: { id: string }) => e.id === id));
 
-  const audit = auditViewOf(node.ctx).page('acme', 0, 1000).data.filter((e) => e.subject === id);
+  const audit = node.ctx.auditView.page('acme', 0, 1000).data.filter((e) => e.subject === id);
   t.same(audit.map((e) => e.action), ['endpoint.created', 'endpoint.deleted']);
   t.ok(audit.every((e) => e.actor === admin.client_id), 'the actor is the calling client');
 });

@@ -1,4 +1,4 @@
-/** Topic names and their settings: the table of the architecture page, in one place. */
+/** Topic names and their settings, in one place (docs/architecture.md describes each topic). */
 
 export interface TopicSpec {
   name: string;
@@ -44,7 +44,7 @@ const compacted = { 'cleanup.policy': 'compact', 'min.compaction.lag.ms': '0', '
 
 /**
  * `retryLabels` are the rung names of the retry ladder (e.g. "30s", "5m"); `dlqRetentionMs` is the
- * 7 days of the spec divided by SLUICE_TIME_SCALE.
+ * 7 days a DLQ entry is kept, divided by SLUICE_TIME_SCALE.
  */
 export function topicSpecs(prefix: string, partitions: number, retryLabels: readonly string[], dlqRetentionMs: number): TopicSpec[] {
   const t = topicNames(prefix);

@@ -1,8 +1,8 @@
 /**
  * What every Sluice process shares: the Kafka connection, the durable producer, and the views of
  * the state topics (in memory, or in the process's on-disk store for the DLQ and the audit log).
- * `openContext` creates the topics (idempotently), catches the views up and makes sure a signing
- * key exists before anything serves.
+ * `openContext` creates the topics (idempotently), catches the views up and agrees on the cluster's
+ * issuer before anything serves (a node then makes sure a signing key exists: cli/assemble.ts).
  */
 import type { Kafka } from 'kafkajs';
 import type { Config } from './config.ts';

@@ -43,7 +43,7 @@ export function topicNames(prefix: string): TopicNames {
 const compacted = { 'cleanup.policy': 'compact', 'min.compaction.lag.ms': '0', 'segment.ms': String(DAY_MS) };
 
 /**
- * `retryLabels` are the rung names of the retry ladder (e.g. "30s", "5m"); `dlqRetentionMs` is the
+ * `retryLabels` are the rung names of the retry ladder (e.g. "30s", "4m"); `dlqRetentionMs` is the
  * 7 days a DLQ entry is kept, divided by SLUICE_TIME_SCALE.
  */
 export function topicSpecs(prefix: string, partitions: number, retryLabels: readonly string[], dlqRetentionMs: number): TopicSpec[] {

@@ -22,9 +22,9 @@
  */
 import { execFile, fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createWriteStream, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { availableParallelism, cpus, loadavg, release, tmpdir, totalmem, type } from 'node:os';
+import { availableParallelism, cpus, loadavg, release, totalmem, type } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
@@ -34,7 +34,7 @@ import { freePort } from '../scripts/free-port.ts';
 import { rpc, type HopKafkaResult, type HopKafkaSpec, type HopPostResult, type HopPostSpec, type LoadRequest, type LoadResult, type LoadSpec, type PortMode, type PortStats, type ReceiverRequest, type ReceiverStats } from './dispatch/ipc.ts';
 import { ProcSampler, childPid, listenerPid, processTree, type Usage } from './dispatch/proc-stats.ts';
 import { writeSection } from './dispatch/results.ts';
-import { dropBenchTopics, tail, waitForLine } from './children.ts';
+import { dropBenchTopics, Scratch, tail, waitForLine } from './children.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RUN_TS = join(ROOT, 'bin/run-ts.js');
@@ -117,7 +117,8 @@ for (const name of selected) if (!SCENARIOS.some((s) => s.name === name)) throw 
 
 // ---------------------------------------------------------------- child processes
 
-const work = mkdtempSync(join(tmpdir(), 'sluice-bench-dispatch-'));
+const scratch = new Scratch('bench-dispatch');
+const work = scratch.path;
 /** stage: the order of shutdown (0 first): bench helpers, then Sluice, then Kafka. */
 const children: { name: string; proc: ChildProcess; stage: 0 | 1 | 2 }[] = [];
 
@@ -177,8 +178,9 @@ async function shutdown(code: number): Promise<void> {
     await Promise.all(children.filter((c) => c.stage === stage).map((c) => stopProc(c.proc)));
     if (stage === 1 && externalKafka && prefix) await dropBenchTopics(brokers, prefix);
   }
-  if ((code === 0 || code === 1) && !opt.profile) rmSync(work, { recursive: true, force: true });
-  else process.stderr.write(`logs${opt.profile ? ' and CPU profiles (prof/)' : ''} kept in ${work}\n`);
+  // Exiting removes the work directory: Kafka's data and the view stores always; the logs (and the
+  // CPU profiles of --profile) stay after an error or a signal.
+  scratch.keepLogs = !(code === 0 || code === 1) || Boolean(opt.profile);
   process.exit(code);
 }
 for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
@@ -266,7 +268,7 @@ async function main(): Promise<number> {
   } else {
     const port = await freePort();
     say(`starting Kafka on 127.0.0.1:${port} (sluice kafka)...`);
-    const k = launch('kafka', ['kafka', '--port', String(port), '--data-dir', join(work, 'kafka'), '--fresh'], process.env, 2);
+    const k = launch('kafka', ['kafka', '--port', String(port), '--data-dir', scratch.kafkaDir(), '--fresh'], process.env, 2);
     await waitForLine(k, /Kafka broker ready/, 240_000, 'sluice kafka');
     brokers = [`127.0.0.1:${port}`];
   }
@@ -293,6 +295,7 @@ async function main(): Promise<number> {
     SLUICE_ISSUER: `http://127.0.0.1:${port}`,
     SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
     SLUICE_LOG_LEVEL: 'error',
+    SLUICE_DATA_DIR: scratch.dataDir(),
     ...(opt.workers ? { SLUICE_WORKERS: opt.workers } : {}),
   };
   // `sluice start` may run several worker processes (SLUICE_WORKERS, default the core count).

@@ -16,6 +16,7 @@ import { cpus, totalmem } from 'node:os';
 import { loadConfig } from '../core/config.ts';
 import { createClient } from '../core/clients/provisioning.ts';
 import { startNode } from '../cli/assemble.ts';
+import { Scratch } from './children.ts';
 import { signDelivery } from '../core/webhooks/signing.ts';
 
 const arg = (name: string, def: number) => {
@@ -49,8 +50,11 @@ const receiver = createServer((req, res) => {
 await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
 const receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
 
+// The node's view stores go to a scratch directory removed on exit.
+const scratch = new Scratch('bench-dispatcher');
 const config = loadConfig({
   ...process.env,
+  SLUICE_DATA_DIR: scratch.dataDir(),
   SLUICE_TOPIC_PREFIX: `bench-${randomBytes(4).toString('hex')}`,
   SLUICE_PORT: '0',
   SLUICE_ADMIN_PORT: '0',
@@ -59,6 +63,7 @@ const config = loadConfig({
   SLUICE_LOG_LEVEL: 'error',
 });
 const node = await startNode(config, { brokers, ingress: true, dispatcher: true });
+scratch.onSignal(() => node.close());
 const base = `http://127.0.0.1:${node.ingress!.port}`;
 const client = await createClient(node.ctx, { tenant: 'bench', role: 'admin' });
 const tokenRes = await fetch(`${base}/v1/auth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret }) });

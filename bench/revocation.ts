@@ -16,6 +16,8 @@ import { loadConfig } from '../core/config.ts';
 import { openContext } from '../core/context.ts';
 import { createClient, type CreatedClient } from '../core/clients/provisioning.ts';
 import { startLocalKafka, type LocalKafka } from '../core/kafka/local-broker.ts';
+import { Scratch } from './children.ts';
+import { freePorts } from '../scripts/free-port.ts';
 import { cliEnv, spawnIngress, type IngressProcess } from '../test/helpers/cli.ts';
 import { freePort, uniquePrefix } from '../test/helpers/sluice.ts';
 
@@ -23,20 +25,27 @@ const { values } = parseArgs({ options: { revocations: { type: 'string', default
 const N = Number(values.revocations);
 const NODES = Number(values.nodes);
 
+// Its broker's data and every node's view store live in a scratch directory removed on exit.
+const scratch = new Scratch('bench-revocation');
 let local: LocalKafka | null = null;
 let brokers = process.env.KAFKA_BROKERS?.split(',');
 const port = await freePort();
 const baseConfig = loadConfig({ ...process.env, SLUICE_TOPIC_PREFIX: uniquePrefix('bench-rev'), SLUICE_LOG_LEVEL: 'error', SLUICE_ISSUER: `http://127.0.0.1:${port}`, SLUICE_HOST: '127.0.0.1' });
 if (!brokers) {
-  local = await startLocalKafka({ cacheDir: baseConfig.cacheDir, port: await freePort(), fresh: true });
+  local = await startLocalKafka({ cacheDir: baseConfig.cacheDir, port: await freePorts(2), dataDir: scratch.kafkaDir(), fresh: true });
   brokers = local.brokers;
 }
-const config = loadConfig({ ...process.env, KAFKA_BROKERS: brokers.join(','), SLUICE_TOPIC_PREFIX: baseConfig.topicPrefix, SLUICE_LOG_LEVEL: 'error', SLUICE_ISSUER: baseConfig.issuer, SLUICE_HOST: '127.0.0.1' });
+const config = loadConfig({ ...process.env, KAFKA_BROKERS: brokers.join(','), SLUICE_TOPIC_PREFIX: baseConfig.topicPrefix, SLUICE_LOG_LEVEL: 'error', SLUICE_ISSUER: baseConfig.issuer, SLUICE_HOST: '127.0.0.1', SLUICE_DATA_DIR: scratch.dataDir() });
 const ctx = await openContext(config, { brokers, component: 'bench' });
 
 process.stdout.write(`starting ${NODES} ingress processes...\n`);
 const nodes: IngressProcess[] = [];
-const nodeEnv = cliEnv(config, values['fetch-wait'] ? { SLUICE_STATE_FETCH_WAIT_MS: values['fetch-wait'] } : {});
+scratch.onSignal(async () => {
+  for (const n of nodes) await n.stop().catch(() => {});
+  await ctx.close().catch(() => {});
+  await local?.stop();
+});
+const nodeEnv = cliEnv(config, { SLUICE_DATA_DIR: config.dataDir, ...(values['fetch-wait'] ? { SLUICE_STATE_FETCH_WAIT_MS: values['fetch-wait'] } : {}) });
 for (let i = 0; i < NODES; i++) nodes.push(await spawnIngress(nodeEnv, await freePort(), await freePort()));
 
 async function post(base: string, path: string, body: unknown, token?: string) {

@@ -22,8 +22,8 @@
  * replaced. Peak RSS and CPU per process and phase come from /proc (bench/dispatch/proc-stats.ts).
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { cpus, loadavg, release, tmpdir, totalmem, type } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
+import { cpus, loadavg, release, totalmem, type } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -34,7 +34,7 @@ import { topicNames, topicSpecs } from '../core/topics.ts';
 import { freePort, freePorts } from '../scripts/free-port.ts';
 import { rpc, type ReceiverRequest } from './dispatch/ipc.ts';
 import { ProcSampler, childPid, listenerPid, processTree, type Usage } from './dispatch/proc-stats.ts';
-import { Children, dropBenchTopics, stop, tail, waitForLine, type Launched } from './children.ts';
+import { Children, dropBenchTopics, Scratch, stop, tail, waitForLine, type Launched } from './children.ts';
 import { BIG, EVENT_TYPES, bigDlqEntry, bigDlqPosition, bigEndpoint, bigEndpointId, cursorOf, dlqEntry, dlqRecord, endpointRecord, makePlan, smallDlqEntry, smallEndpoint, smallTenant, type Plan } from './state/data.ts';
 import { fill, type FillProgress } from './state/fill.ts';
 import { Caller, repeat, stats, type Stats } from './state/http.ts';
@@ -76,8 +76,8 @@ type Credentials = { client_id: string; client_secret: string };
 
 // ---------------------------------------------------------------- processes and cleanup
 
-const work = mkdtempSync(join(tmpdir(), 'sluice-bench-state-'));
-const children = new Children(work, ROOT);
+const scratch = new Scratch('bench-state');
+const children = new Children(scratch.path, ROOT);
 const closers: Array<() => Promise<void>> = [];
 let sampler: ProcSampler | null = null;
 let brokers: string[] = [];
@@ -92,11 +92,9 @@ async function shutdown(code: number): Promise<void> {
   for (const c of closers.splice(0).reverse()) await c().catch(() => {});
   await children.stopAll();
   if (externalKafka && prefix) await dropBenchTopics(brokers, prefix);
-  if (code === 2 || opt['keep-logs']) {
-    // Keep the logs of a failed run (Kafka's in kafka/logs), not the gigabytes of data beside them.
-    for (const dir of ['data', 'data-baseline', 'kafka/kraft']) rmSync(join(work, dir), { recursive: true, force: true });
-    process.stderr.write(`logs kept in ${work}\n`);
-  } else rmSync(work, { recursive: true, force: true });
+  // Exiting removes the work directory; a failed run keeps its logs (Kafka's in kafka/logs), not
+  // the gigabytes of data beside them.
+  scratch.keepLogs = code === 2 || Boolean(opt['keep-logs']);
   process.exit(code);
 }
 for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
@@ -150,7 +148,7 @@ async function main(): Promise<number> {
   } else {
     const port = await freePorts(2); // the broker's port and its controller's, port + 1
     say(`starting Kafka on 127.0.0.1:${port} (sluice kafka)...`);
-    kafkaLauncher = children.spawn('kafka', SLUICE, ['kafka', '--port', String(port), '--data-dir', join(work, 'kafka'), '--fresh'], process.env, 'kafka');
+    kafkaLauncher = children.spawn('kafka', SLUICE, ['kafka', '--port', String(port), '--data-dir', scratch.kafkaDir(), '--fresh'], process.env, 'kafka');
     await waitForLine(kafkaLauncher, /Kafka broker ready/, 240_000, 'sluice kafka');
     brokers = [`127.0.0.1:${port}`];
   }
@@ -321,8 +319,8 @@ async function main(): Promise<number> {
   };
 
   const smallName = smallTenant(0);
-  const dirBaseline = join(work, 'data-baseline');
-  const dirMain = join(work, 'data');
+  const dirBaseline = scratch.dataDir('data-baseline');
+  const dirMain = scratch.dataDir('data');
   const fills: string[] = [];
   let creds: { big: Credentials; small: Credentials } | null = null;
   let baselinePublish: Stats | null = null;

@@ -21,8 +21,8 @@
  * KAFKA_BROKERS: use that cluster; otherwise the suite runs its own `sluice kafka`.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { availableParallelism, cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
+import { readFileSync } from 'node:fs';
+import { availableParallelism, cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -31,7 +31,7 @@ import { openContext } from '../core/context.ts';
 import { createClient } from '../core/clients/provisioning.ts';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
 import { freePort, freePorts } from '../scripts/free-port.ts';
-import { Children, dropBenchTopics, tail, waitForLine, type Launched } from './children.ts';
+import { Children, dropBenchTopics, Scratch, tail, waitForLine, type Launched } from './children.ts';
 import { ROUTE } from './suite/route.ts';
 import { runCase, type CaseResult, type CaseSpec } from './suite/k6.ts';
 import { judge, type Verdict } from './suite/targets.ts';
@@ -70,7 +70,8 @@ const SLUICE_DIR = opt['sluice-dir'] ?? ROOT;
 const RESULTS = opt.results ?? (quick ? null : join(ROOT, 'bench/RESULTS.md'));
 const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
 
-const work = mkdtempSync(join(tmpdir(), 'sluice-bench-suite-'));
+const scratch = new Scratch('bench-suite');
+const work = scratch.path;
 const children = new Children(work, SLUICE_DIR);
 let brokers: string[] = process.env.KAFKA_BROKERS?.split(',') ?? [];
 const external = brokers.length > 0;
@@ -80,8 +81,8 @@ let failed = false;
 async function shutdown(code: number): Promise<never> {
   await children.stopAll();
   if (external && only.includes('edge')) await dropBenchTopics(brokers, prefix);
-  if (code === 0) rmSync(work, { recursive: true, force: true });
-  else process.stderr.write(`logs kept in ${work}\n`);
+  // Exiting removes the work directory: Kafka's data and the view stores always, the logs unless the run failed.
+  scratch.keepLogs = code !== 0;
   process.exit(code);
 }
 for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) process.on(signal, () => void shutdown(code));
@@ -102,7 +103,7 @@ say(`# bench suite${quick ? ' (--quick)' : ''}: ${only.join(', ')}; ${machine}; 
 
 if (!external && (only.includes('edge') || only.includes('revocation'))) {
   const port = await freePorts(2);
-  const kafka = children.spawn('kafka', join(ROOT, 'bin/sluice.js'), ['kafka', '--port', String(port), '--data-dir', join(work, 'kafka'), '--fresh'], { ...process.env, SLUICE_LOG_LEVEL: 'error' }, 'kafka');
+  const kafka = children.spawn('kafka', join(ROOT, 'bin/sluice.js'), ['kafka', '--port', String(port), '--data-dir', scratch.kafkaDir(), '--fresh'], { ...process.env, SLUICE_LOG_LEVEL: 'error' }, 'kafka');
   await waitForLine(kafka, /ready at 127\.0\.0\.1:/, 120_000, 'sluice kafka');
   brokers = [`127.0.0.1:${port}`];
 }
@@ -140,14 +141,14 @@ async function withServer<T>(name: string, script: string, args: string[], fn: (
 async function edge(): Promise<EdgeReport> {
   const port = await freePort();
   const adminPort = await freePorts(WORKERS);
-  const env = { ...process.env, KAFKA_BROKERS: brokers.join(','), SLUICE_TOPIC_PREFIX: prefix, SLUICE_HOST: '127.0.0.1', SLUICE_LOG_LEVEL: 'error', SLUICE_ISSUER: '' };
+  const env = { ...process.env, KAFKA_BROKERS: brokers.join(','), SLUICE_TOPIC_PREFIX: prefix, SLUICE_HOST: '127.0.0.1', SLUICE_LOG_LEVEL: 'error', SLUICE_ISSUER: '', SLUICE_DATA_DIR: scratch.dataDir() };
   const sluice = children.spawn('sluice-ingress', join(SLUICE_DIR, 'bin/sluice.js'), ['ingress', '--workers', String(WORKERS), '--port', String(port), '--admin-port', String(adminPort)], env, 'sluice');
   for (let i = 0; i < WORKERS; i++) await readyz(adminPort + i, 120_000, sluice);
   const base = `http://127.0.0.1:${port}`;
   const issuer = ((await (await fetch(`${base}/.well-known/oauth-authorization-server`)).json()) as { issuer: string }).issuer;
 
   // Enough clients that none meets the per-client rate limit (default 10,000/s): one per VU.
-  const config = loadConfig({ ...env, SLUICE_DATA_DIR: join(work, 'state') });
+  const config = loadConfig(env);
   const ctx = await openContext(config, { brokers, component: 'bench-suite' });
   const grant = async (c: { client_id: string; client_secret: string }) => {
     const res = await fetch(`${base}/v1/auth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret }) });

@@ -1,7 +1,7 @@
 /**
  * The retry schedule of webhook deliveries: 17 attempts, exponential backoff from 30 s doubling to
  * a 9 h cap, each delay stretched by a random 0-10 % (jitter only ever lengthens, so the bounds
- * hold): attempt 17 lands between 62 h and 68.2 h after attempt 1, inside the spec's [60 h, 72 h].
+ * hold): attempt 17 lands between 62 h and 68.2 h after attempt 1, inside the promised [60 h, 72 h].
  * Each delay is served by one retry topic (a "rung") named after its nominal delay.
  */
 

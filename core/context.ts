@@ -3,7 +3,8 @@
  * the state topics (in memory, or in the process's on-disk store for the DLQ and the audit log)
  * and the audit writer. `openContext` is where all of it is built: it creates the topics
  * (idempotently), opens the process's view set (core/views.ts), catches the views up and agrees
- * on the cluster's issuer before anything serves.
+ * on the cluster's issuer before anything serves (a node then makes sure a signing key exists:
+ * cli/assemble.ts).
  */
 import type { Kafka } from 'kafkajs';
 import type { Config } from './config.ts';

@@ -6,12 +6,12 @@ export function newSecret(prefix: string): string {
   return `${prefix}_${randomBytes(32).toString('base64url')}`;
 }
 
-/** `prefix_` + 16 random bytes in lowercase hex (ids, not secrets). */
 // Ids take 12 random bytes each from a pool refilled 4 KiB at a time: one call into the CSPRNG
 // per ~340 ids instead of one per id (ids are minted on the publish path).
 const ID_POOL = Buffer.alloc(4096);
 let idPoolOffset = ID_POOL.length;
 
+/** `prefix_` + 12 random bytes (96 bits) as 24 lowercase hex characters (ids, not secrets). */
 export function newId(prefix: string): string {
   if (idPoolOffset + 12 > ID_POOL.length) {
     randomFillSync(ID_POOL);
@@ -38,7 +38,10 @@ export function constantTimeEqual(a: string, b: string): boolean {
   return timingSafeEqual(ab, bb);
 }
 
-/** AES-256-GCM under the master key, for private signing keys at rest in Kafka. */
+/**
+ * AES-256-GCM under the master key, for what Sluice keeps in Kafka and must read back in clear: private
+ * signing keys, endpoint signing secrets, a rotated client secret until it is fetched.
+ */
 export function seal(masterKey: Buffer, plaintext: string): string {
   const iv = randomBytes(12);
   const c = createCipheriv('aes-256-gcm', masterKey, iv);

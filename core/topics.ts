@@ -1,6 +1,7 @@
 /**
  * Every topic Sluice uses, its name and its settings, in one place: openContext creates them all
  * with one ensureTopics call (created when missing; an existing topic's settings are raised, never weakened).
+ * docs/architecture.md describes each topic.
  */
 import { DLQ_RETENTION_MS, RUNG_LABELS } from './backoff.ts';
 

@@ -1,7 +1,7 @@
 /**
  * Receiver-side verification of a Sluice webhook, either scheme:
  *
- * - Sluice's (spec 6.2): the HMAC-SHA256 signature over the raw body in X-Service-Signature-256
+ * - Sluice's: the HMAC-SHA256 signature over the raw body in X-Service-Signature-256
  *   (or X-Service-Signature-256-Previous, signed with the previous secret during a rotation),
  *   compared in constant time; the timestamp within a window (300 s by default); and the signed
  *   body's `timestamp` equal to the `X-Service-Timestamp` header.
@@ -44,7 +44,7 @@ export class WebhookVerificationError extends Error {
 export type WebhookHeaders = Record<string, string | string[] | undefined> | Headers;
 
 export interface VerifyWebhookOptions {
-  /** How far the timestamp may be from now, either way; default 300 (spec 6.2). */
+  /** How far the timestamp may be from now, either way; default 300 (a retry hours later is signed afresh, so 300 s suffices). */
   toleranceSeconds?: number;
   /** The current time in milliseconds; default Date.now(). */
   now?: number;

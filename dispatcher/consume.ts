@@ -2,7 +2,8 @@
  * Consumer plumbing shared by the fan-out, the delivery consumer and the rung consumer:
  *
  * - `GroupConsumer`: one kafkajs consumer group member (autoCommit off, eachBatch) that is
- *   rebuilt when kafkajs reports a crash it will not recover from itself (kafka-notes.md).
+ *   rebuilt when kafkajs reports a crash it will not recover from itself (a broker restart can
+ *   surface as a retries-exceeded crash with `restart: false`).
  * - `OffsetTracker`: deliveries finish out of order; the committed offset of a partition is the
  *   lowest one whose outcome is not yet durable, so a crash repeats deliveries and never loses one.
  */

@@ -1,7 +1,7 @@
 /**
  * The fan-out: a consumer group over `sluice.events` (published through the API or written
  * straight by data-plane producers) that turns each event into one DeliveryRecord per matching
- * endpoint on `sluice.deliveries` (key endpoint id). A batch's offsets are committed only after
+ * endpoint on `sluice.deliveries` (key delivery id). A batch's offsets are committed only after
  * its deliveries were acknowledged, so a crash repeats a fan-out (same delivery ids), never skips one.
  */
 import type { Context } from '../core/context.ts';

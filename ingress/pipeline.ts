@@ -1,8 +1,9 @@
 /**
  * The request lifecycle every route goes through, in this order:
- * canonical path → match route → authenticate (bearer) → region → scope → path and query (the contract) →
- * content type and size → parse body → body (the contract) → handle → reply. Everything up to the body is
- * synchronous: a refused request costs no await.
+ * canonical path → match route → authenticate (bearer; fail closed while Kafka is stale) → region → scope →
+ * per-client rate limit → path and query (the contract) → content type and size → read and parse body →
+ * body (the contract) → handle → reply. Everything up to the body is synchronous: a refused request costs
+ * no await.
  */
 import type { Context } from '../core/context.ts';
 import { SluiceError, OAuthError, invalidRequest } from '../core/errors.ts';

@@ -12,15 +12,14 @@
  *   npm run soak -- [--minutes 10] [--rate 2000] [--outage-s 30]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { loadConfig } from '../core/config.ts';
 import { startLocalKafka } from '../core/kafka/local-broker.ts';
+import { Scratch } from '../bench/children.ts';
 import { freePort, freePorts } from './free-port.ts';
 
 const { values } = parseArgs({ options: { minutes: { type: 'string', default: '10' }, rate: { type: 'string', default: '2000' }, 'outage-s': { type: 'string', default: '30' } } });
@@ -31,10 +30,11 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-// Kafka of its own, so the broker restarts harm nothing else.
-const dataDir = mkdtempSync(join(tmpdir(), 'sluice-soak-'));
-const kafka = await startLocalKafka({ cacheDir: loadConfig({}).cacheDir, port: await freePorts(2), dataDir, fresh: true });
-const env = { ...process.env, KAFKA_BROKERS: kafka.brokers.join(','), SLUICE_TOPIC_PREFIX: `soak-${Date.now().toString(36)}`, SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_LOG_LEVEL: 'error', SLUICE_HOST: '127.0.0.1' };
+// Kafka of its own, so the broker restarts harm nothing else. Its data and the view stores of
+// every Sluice process live in a scratch directory removed on exit, however the run ends.
+const scratch = new Scratch('soak');
+const kafka = await startLocalKafka({ cacheDir: loadConfig({}).cacheDir, port: await freePorts(2), dataDir: scratch.kafkaDir(), fresh: true });
+const env = { ...process.env, KAFKA_BROKERS: kafka.brokers.join(','), SLUICE_TOPIC_PREFIX: `soak-${Date.now().toString(36)}`, SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_LOG_LEVEL: 'error', SLUICE_HOST: '127.0.0.1', SLUICE_DATA_DIR: scratch.dataDir() };
 
 // The receiver: first receipt per event id, duplicates, latency from the publish time in the event.
 const seen = new Set<string>();
@@ -57,6 +57,12 @@ const receiver = createServer((req, res) => {
 await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
 
 const procs = new Map<string, ChildProcess>();
+scratch.onSignal(async () => {
+  for (const c of procs.values()) c.kill('SIGTERM');
+  await sleep(3000);
+  for (const c of procs.values()) if (c.exitCode === null) c.kill('SIGKILL');
+  await kafka.stop();
+});
 function launch(name: string, args: string[], extra: Record<string, string> = {}): Promise<void> {
   const child = spawn(process.execPath, ['bin/sluice.js', ...args], { cwd: root, env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'inherit'] });
   procs.set(name, child);
@@ -196,5 +202,4 @@ await sleep(3000);
 for (const c of procs.values()) if (c.exitCode === null) c.kill('SIGKILL');
 receiver.close();
 await kafka.stop();
-rmSync(dataDir, { recursive: true, force: true });
 process.exit(lost > 0 || unexpected.size > 0 ? 1 : 0);

@@ -645,7 +645,7 @@ export interface components {
             /** @constant */
             token_type: "Bearer";
             /**
-             * @description seconds; the spec's 15 minutes
+             * @description seconds: always 15 minutes
              * @constant
              */
             expires_in: 900;
@@ -1286,7 +1286,7 @@ export interface components {
             put?: never;
             /**
              * the verification ping, sent at registration and on verify; answer 200 within 5 seconds
-             * @description Signed with HMAC-SHA256 over the raw body, keyed with the endpoint secret (spec 6.2).
+             * @description Signed with HMAC-SHA256 over the raw body, keyed with the endpoint secret.
              *     Every attempt is signed afresh with a fresh timestamp; reject payloads whose timestamp is
              *     more than 300 seconds old. Success is a 2xx within 10 seconds; anything else is retried
              *     (17 attempts over at most 72 hours, then the DLQ).

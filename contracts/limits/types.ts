@@ -1,6 +1,7 @@
 /**
- * One guard per limit of the spec (sections 8, 6.2, 6.4): measured against a live Sluice, reported
- * next to the spec's value.
+ * One guard per limit Sluice promises (token lifetime, revocation propagation, ping acknowledgement,
+ * delivery timeout, replay window, retry ladder, DLQ retention, rotation): measured against a live
+ * Sluice, reported next to the promised value.
  *
  * Outcomes: `pass`; `fail` whenever the guard was asked to measure and could not show the limit
  * holds, including when it could not measure at all (a refused registration, a route answering

@@ -1,5 +1,5 @@
 /**
- * The checks of one incoming webhook delivery against the contract and spec 6.2: the signature
+ * The checks of one incoming webhook delivery against the contract and Sluice's signing rules: the signature
  * (HMAC-SHA256 over the raw body, `sha256=<hex>`, compared in constant time), the timestamp
  * window (300 s) and its agreement with the body, the X-Service-* headers and the body schema.
  *

@@ -1,5 +1,5 @@
 /**
- * The verification ping (spec 6.1): a signed `ping` event sent to an endpoint at registration and
+ * The verification ping: a signed `ping` event sent to an endpoint at registration and
  * on re-verification. A 2xx within 5 seconds verifies the endpoint. The 5 s is a network timeout
  * and is never divided by SLUICE_TIME_SCALE.
  *

@@ -64,7 +64,7 @@ export interface DeliveryRecord {
   endpoints_at?: number;
 }
 
-/** `sluice.dlq`, key = tenant_id: a dead-lettered delivery (the entry of the architecture page). */
+/** `sluice.dlq`, key = tenant_id: a dead-lettered delivery, as `GET /v1/webhooks/dlq` lists it. */
 export interface DlqEntry {
   id: string; // dlq_…
   event_id: string;
@@ -89,7 +89,7 @@ export interface DlqReplayMarker {
   replayed_at: string;
 }
 
-/** The JSON body every delivery carries (architecture page, "Delivery"). */
+/** The JSON body every delivery carries; `timestamp` (unix seconds) equals the X-Service-Timestamp header, so the signature pins it. */
 export interface WebhookBody {
   id: string;
   type: string;

@@ -1,7 +1,7 @@
 /**
  * Signing of outbound webhooks, two schemes with one per-endpoint secret `whsec_<base64>`:
  *
- * - Sluice's own (spec 6.2): `X-Service-Signature-256: sha256=<hex>`, HMAC-SHA256 over the raw
+ * - Sluice's own: `X-Service-Signature-256: sha256=<hex>`, HMAC-SHA256 over the raw
  *   body keyed with the whole secret string as UTF-8 bytes; the body pins `timestamp`, equal to
  *   X-Service-Timestamp.
  * - Standard Webhooks (standardwebhooks.com): `webhook-signature: v1,<base64>`, HMAC-SHA256 over

@@ -1,5 +1,5 @@
 /**
- * Webhook endpoint registration (spec 2.3, 3, 4.2, 6.1; architecture "Webhook endpoints"):
+ * Webhook endpoint registration (docs/webhooks.md, "Registering an endpoint"):
  * create (answers once the ping's outcome is known), list, get, delete, verify again (which also
  * re-enables a DISABLED endpoint), rotate the secret.
  * A tenant never sees another tenant's endpoints: those are 404, not 403.

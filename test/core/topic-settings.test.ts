@@ -19,7 +19,8 @@ t.test('reconcileTopicConfig raises retention, never lowers it, never changes cl
 
 t.test('a scaled-time start against real-time topics refuses and leaves them as they are', async (t) => {
   const prefix = uniquePrefix('topics');
-  const env = { KAFKA_BROKERS: brokers().join(','), SLUICE_TOPIC_PREFIX: prefix, SLUICE_LOG_LEVEL: 'error' };
+  // SLUICE_DATA_DIR: npm test's scratch directory, so the view stores go with it (not into .cache/state).
+  const env = { KAFKA_BROKERS: brokers().join(','), SLUICE_TOPIC_PREFIX: prefix, SLUICE_LOG_LEVEL: 'error', SLUICE_DATA_DIR: process.env.SLUICE_DATA_DIR };
   const real = await openContext(loadConfig(env), { brokers: brokers() });
   await real.close();
   await t.rejects(openContext(loadConfig({ ...env, SLUICE_TIME_SCALE: '500' }), { brokers: brokers() }), /never shortens it/, 'the scaled start refuses with a clear message');

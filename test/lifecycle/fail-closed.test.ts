@@ -12,7 +12,7 @@ import { freePorts } from '../../scripts/free-port.ts';
 // A broker of this test's own, so that stopping it harms nobody else.
 const kafkaPort = await freePorts(2);
 const dataDir = mkdtempSync(join(tmpdir(), 'sluice-failclosed-'));
-const config = loadConfig({ SLUICE_TOPIC_PREFIX: uniquePrefix('fc'), SLUICE_LOG_LEVEL: 'error', SLUICE_KAFKA_STALE_MS: '1000', SLUICE_HOST: '127.0.0.1' });
+const config = loadConfig({ SLUICE_TOPIC_PREFIX: uniquePrefix('fc'), SLUICE_LOG_LEVEL: 'error', SLUICE_KAFKA_STALE_MS: '1000', SLUICE_HOST: '127.0.0.1', SLUICE_DATA_DIR: process.env.SLUICE_DATA_DIR });
 const kafka = await startLocalKafka({ cacheDir: config.cacheDir, port: kafkaPort, dataDir, fresh: true, heapMb: 384 });
 const node = await startNode(config, { brokers: kafka.brokers, ingress: true, port: await freePort(), adminPort: await freePort() });
 const base = `http://127.0.0.1:${node.ingress!.port}`;

@@ -12,7 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Kafka, IHeaders } from 'kafkajs';
-import { consumer, endOffsets, withRetry, type Consumer } from './client.ts';
+import { consumer, endOffsets, retryAdmin, type Consumer } from './client.ts';
 import { ViewStore } from '../store/view-store.ts';
 
 export interface StateRecord {
@@ -303,7 +303,7 @@ export class StateConsumer {
 }
 
 async function earliestOffsets(kafka: Kafka, topics: string[]): Promise<Map<string, Map<number, bigint>>> {
-  return withRetry('reading earliest offsets', async () => {
+  return retryAdmin('reading earliest offsets', async () => {
     const admin = kafka.admin();
     await admin.connect();
     try {

@@ -14,6 +14,7 @@ import { hostname } from 'node:os';
 import type { Kafka, IHeaders } from 'kafkajs';
 import { consumer, endOffsets, retryAdmin, type Consumer } from './client.ts';
 import { ViewStore } from '../store/view-store.ts';
+import { unavailable } from '../errors.ts';
 
 export interface StateRecord {
   topic: string;
@@ -186,7 +187,8 @@ export class StateConsumer {
         const left = this.recordsLeft();
         if (left < last) [last, lastMoveAt] = [left, Date.now()];
         if (Date.now() - lastMoveAt > stallMs) {
-          reject(new Error(`state views made no progress for ${stallMs} ms while catching up (${left} records left in ${[...this.pending.keys()].join(', ')})`));
+          const where = [...this.pending.keys()].join(', ');
+          reject(unavailable(`state views made no progress for ${stallMs} ms while catching up (${left} records left in ${where})`));
           return;
         }
         if (left > 0n) this.opts.onProgress?.(left, total);

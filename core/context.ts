@@ -183,7 +183,10 @@ function claimDataDir(config: Readonly<Config>, component: string): StoreDir {
 export async function waitFor(check: () => boolean, timeoutMs = 10_000, what = 'state'): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
-    if (Date.now() > deadline) throw new SluiceError('UNAVAILABLE', `${what} did not become visible in this node's view within ${timeoutMs} ms`, {}, { retryAfterSeconds: 1 });
+    if (Date.now() > deadline) {
+      const late = `${what} did not become visible in this node's view within ${timeoutMs} ms`;
+      throw new SluiceError('UNAVAILABLE', late, {}, { retryAfterSeconds: 1 });
+    }
     await new Promise((r) => setTimeout(r, 5));
   }
 }

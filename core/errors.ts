@@ -95,7 +95,13 @@ export class SluiceError extends SluiceBaseError<ErrorCode> {
 
   /** The facts this error was made with: to make another error of the same kind (e.g. with more `extra`). */
   get facts(): ErrorFacts {
-    return { retryAfterSeconds: this.retryAfterSeconds, challenge: this.challenge, allow: this.allow, retriable: this.retriable, cause: this.cause };
+    return {
+      retryAfterSeconds: this.retryAfterSeconds,
+      challenge: this.challenge,
+      allow: this.allow,
+      retriable: this.retriable,
+      cause: this.cause,
+    };
   }
 
   toProblem(instance?: string): Record<string, unknown> {

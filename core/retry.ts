@@ -26,7 +26,14 @@ export interface RetryOptions {
 const realSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export async function retry<T>(fn: (n: number) => Promise<T>, opts: RetryOptions): Promise<T> {
-  const { attempts = Infinity, timeoutMs = Infinity, backoff, isRetriable = retriableFlag, onRetry, stopped = () => false } = opts;
+  const {
+    attempts = Infinity,
+    timeoutMs = Infinity,
+    backoff,
+    isRetriable = retriableFlag,
+    onRetry,
+    stopped = () => false,
+  } = opts;
   const sleep = opts.sleep ?? realSleep;
   const now = opts.now ?? Date.now;
   const deadline = now() + timeoutMs;

@@ -121,7 +121,10 @@ export class OutcomeRecorder {
       await retry(() => this.ctx.producer.send(topic, items.map((i) => i.record)), {
         backoff: doubling(200, 5000),
         stopped: () => this.stopped,
-        onRetry: (err) => this.ctx.log.error('could not record delivery outcomes; retrying', { topic, count: items.length, error: (err as Error).message }),
+        onRetry: (err) => {
+          const error = (err as Error).message;
+          this.ctx.log.error('could not record delivery outcomes; retrying', { topic, count: items.length, error });
+        },
       });
     } catch (err) {
       if (!isPermanentWriteError(err)) return; // stopped: left unresolved, their offsets stay uncommitted
@@ -131,8 +134,8 @@ export class OutcomeRecorder {
         return;
       }
       this.metrics.outcomeWriteFailures.inc({ topic });
-      const error = (err as Error).message;
-      this.ctx.log.error('a delivery outcome cannot be written to Kafka (refused for good); it is dropped', { topic, key: items[0].record.key, error });
+      const fields = { topic, key: items[0].record.key, error: (err as Error).message };
+      this.ctx.log.error('a delivery outcome cannot be written to Kafka (refused for good); it is dropped', fields);
     }
     for (const i of items) i.resolve();
   }

@@ -61,7 +61,8 @@ export class Pipeline {
       const m = this.deps.router.match(req.method, req.path);
       if (m.kind === 'not-found') throw new SluiceError('NOT_FOUND', `no route for ${req.path}`);
       if (m.kind === 'method') {
-        throw new SluiceError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${req.path}; allowed: ${m.allow.join(', ')}`, { allow: m.allow }, { allow: m.allow });
+        const detail = `${req.method} is not allowed on ${req.path}; allowed: ${m.allow.join(', ')}`;
+        throw new SluiceError('METHOD_NOT_ALLOWED', detail, { allow: m.allow }, { allow: m.allow });
       }
       const { route, params } = m;
       matched = route;
@@ -125,10 +126,14 @@ export class Pipeline {
   private authorize(req: IncomingRequest, route: Route): VerifiedToken {
     const header = req.headers.authorization;
     if (!header) {
-      throw new SluiceError('TOKEN_MISSING', 'this route needs an Authorization: Bearer <access token> header', {}, { challenge: { realm: 'sluice' } });
+      const detail = 'this route needs an Authorization: Bearer <access token> header';
+      throw new SluiceError('TOKEN_MISSING', detail, {}, { challenge: { realm: 'sluice' } });
     }
     const m = /^Bearer ([A-Za-z0-9._~+\/-]+=*)$/i.exec(header.trim());
-    if (!m) throw new SluiceError('TOKEN_INVALID', 'the Authorization header must be "Bearer <access token>"', {}, { challenge: { error: 'invalid_request' } });
+    if (!m) {
+      const detail = 'the Authorization header must be "Bearer <access token>"';
+      throw new SluiceError('TOKEN_INVALID', detail, {}, { challenge: { error: 'invalid_request' } });
+    }
     const down = this.deps.unavailableReason();
     if (down) throw unavailable(down);
     const auth = this.deps.ctx.tokens.verify(m[1]);
@@ -156,7 +161,8 @@ export class Pipeline {
       metrics.tokensRefused.inc({ reason: err.code });
       const headers: Record<string, string> = { 'content-type': 'application/json', 'cache-control': 'no-store', pragma: 'no-cache' };
       if (err.status === 401) headers['WWW-Authenticate'] = 'Basic realm="sluice"';
-      return { status: err.status, headers, body: JSON.stringify({ error: err.code, error_description: err.message }) };
+      const body = JSON.stringify({ error: err.code, error_description: err.message });
+      return { status: err.status, headers, body };
     }
     let e: SluiceError;
     if (err instanceof SluiceError) e = err;
@@ -168,14 +174,18 @@ export class Pipeline {
     if (route?.oauthErrors) {
       metrics.tokensRefused.inc({ reason: e.code.toLowerCase() });
       const error = e.code === 'RATE_LIMITED' || e.code === 'UNAVAILABLE' ? 'temporarily_unavailable' : 'invalid_request';
-      return { status: e.status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...errorHeaders(e) }, body: JSON.stringify({ error, error_description: e.message }) };
+      const headers = { 'content-type': 'application/json', 'cache-control': 'no-store', ...errorHeaders(e) };
+      return { status: e.status, headers, body: JSON.stringify({ error, error_description: e.message }) };
     }
-    return { status: e.status, headers: { 'content-type': 'application/problem+json', ...errorHeaders(e) }, body: JSON.stringify(e.toProblem(req.path)) };
+    const headers = { 'content-type': 'application/problem+json', ...errorHeaders(e) };
+    return { status: e.status, headers, body: JSON.stringify(e.toProblem(req.path)) };
   }
 }
 
 export function rateLimited(retryAfterSeconds: number, detail: string): SluiceError {
-  return new SluiceError('RATE_LIMITED', `${detail}; retry after ${retryAfterSeconds} s`, { retry_after: retryAfterSeconds }, { retryAfterSeconds });
+  const extra = { retry_after: retryAfterSeconds };
+  const message = `${detail}; retry after ${retryAfterSeconds} s`;
+  return new SluiceError('RATE_LIMITED', message, extra, { retryAfterSeconds });
 }
 
 export function tooLarge(max: number): SluiceError {

@@ -123,7 +123,8 @@ export function listen(pipeline: Pipeline, host: string, port: number, maxBodyBy
   });
   return new Promise((resolve, reject) => {
     app.listen(host, port, (token) => {
-      if (!token) return reject(new SluiceBaseError('LISTEN_FAILED', `cannot listen on ${host}:${port}: the port is in use or not allowed`));
+      const refused = `cannot listen on ${host}:${port}: the port is in use or not allowed`;
+      if (!token) return reject(new SluiceBaseError('LISTEN_FAILED', refused));
       resolve({
         port: uWS.us_socket_local_port(token),
         close: () => {

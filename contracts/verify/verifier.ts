@@ -28,7 +28,8 @@ export async function verifyProvider(opts: VerifyOptions, doc: Json = loadContra
   await s.token().catch((err: Error) => {
     if (err instanceof TokenError) throw err;
     const why = (err.cause as Error | undefined)?.message ?? err.message;
-    throw new SluiceBaseError('UNREACHABLE', `cannot reach ${s.opts.baseUrl}: ${why}`, { retriable: true, cause: err });
+    const detail = `cannot reach ${s.opts.baseUrl}: ${why}`;
+    throw new SluiceBaseError('UNREACHABLE', detail, { retriable: true, cause: err });
   });
   const donePaths = new Set<string>();
   for (const op of ordered(listOperations(doc))) {

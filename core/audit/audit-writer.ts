@@ -86,10 +86,10 @@ export class AuditWriter {
       // An earlier attempt may have committed before its acknowledgement was lost.
       const done = view.get(id);
       if (done) return { id, seq: done.seq, hash: done.hash };
-      const entry: AuditEntry = sealEntry(
-        { id, seq: this.tail!.seq + 1, at, tenant_id: input.tenant_id, actor: input.actor, action: input.action, subject: input.subject, reason: input.reason ?? null },
-        this.tail!.hash,
-      );
+      const { tenant_id, actor, action, subject } = input;
+      const seq = this.tail!.seq + 1;
+      const reason = input.reason ?? null;
+      const entry: AuditEntry = sealEntry({ id, seq, at, tenant_id, actor, action, subject, reason }, this.tail!.hash);
       const tx = await this.producer!.transaction();
       try {
         await tx.send({ topic, acks: -1, messages: [{ key: entry.tenant_id, value: JSON.stringify(entry) }] });
@@ -104,16 +104,18 @@ export class AuditWriter {
     try {
       // Any failure (fenced, coordinator moved, broker gone) is met the same way: drop the
       // producer, claim the chain again and re-read its tail. Hence every failure is retried.
-      return await retry(() => once().catch(async (err) => {
-        await this.drop();
-        throw err;
-      }), {
+      const dropOnFailure = () =>
+        once().catch(async (err) => {
+          await this.drop();
+          throw err;
+        });
+      return await retry(dropOnFailure, {
         attempts: ATTEMPTS,
         isRetriable: () => true,
         stopped: () => this.closed,
         // Writers that fenced each other back off by different amounts so one of them gets through.
         backoff: (n) => 10 + Math.random() * 40 * (n + 1),
-        onRetry: (err, n) => this.deps.log.debug('audit append retry', { attempt: n, error: (err as Error).message }),
+        onRetry: (err, n) => this.deps.log.debug('audit append retry', { attempt: n, error: String(err) }),
       });
     } catch (err) {
       throw unavailable(`the audit log did not take the entry: ${(err as Error).message}`, err);
@@ -156,7 +158,8 @@ export class AuditWriter {
     const deadline = Date.now() + CATCH_UP_MS;
     while (!this.deps.view.get(id)) {
       if (Date.now() > deadline) {
-        throw unavailable(`the audit entry was committed but did not become visible within ${CATCH_UP_MS} ms in this node's view`);
+        const late = `did not become visible within ${CATCH_UP_MS} ms in this node's view`;
+        throw unavailable(`the audit entry was committed but ${late}`);
       }
       await sleep(2);
     }

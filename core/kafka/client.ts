@@ -2,7 +2,8 @@
  * The one place that knows kafkajs: a client factory, an idempotent producer, topic creation.
  * Keeping it small lets another client replace kafkajs (see design/kafka-notes.md).
  */
-import kafkajs, { Kafka, logLevel, type Producer, type Admin, type IHeaders, type Consumer, type ConsumerConfig } from 'kafkajs';
+import kafkajs, { Kafka, logLevel } from 'kafkajs';
+import type { Producer, Admin, IHeaders, Consumer, ConsumerConfig } from 'kafkajs';
 import type { TopicSpec } from '../topics.ts';
 import { SluiceBaseError, SluiceError, unavailable } from '../errors.ts';
 import { doubling, retry } from '../retry.ts';
@@ -72,11 +73,20 @@ export function recordBytes(r: OutRecord): number {
 }
 
 /** Kafka's refusals of a write that no retry can change (protocol error types). */
-const PERMANENT_WRITE_TYPES = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE', 'INVALID_RECORD', 'CORRUPT_MESSAGE', 'TOPIC_AUTHORIZATION_FAILED']);
+const PERMANENT_WRITE_TYPES = new Set([
+  'MESSAGE_TOO_LARGE',
+  'RECORD_LIST_TOO_LARGE',
+  'INVALID_RECORD',
+  'CORRUPT_MESSAGE',
+  'TOPIC_AUTHORIZATION_FAILED',
+]);
 
 /** The error and the ones it wraps (`cause`), outermost first. */
 function* causes(err: unknown): Generator<unknown> {
-  for (let e = err, depth = 0; e !== undefined && e !== null && depth < 10; e = (e as { cause?: unknown }).cause, depth++) yield e;
+  for (let e = err, depth = 0; e !== undefined && e !== null && depth < 10; depth++) {
+    yield e;
+    e = (e as { cause?: unknown }).cause;
+  }
 }
 
 /** True when retrying the same write cannot succeed (too large, invalid): the caller must not loop on it. */
@@ -88,6 +98,15 @@ export function isPermanentWriteError(err: unknown): boolean {
   return false;
 }
 
+const TRANSIENT_CLASSES = [
+  KafkaJSConnectionError,
+  KafkaJSRequestTimeoutError,
+  KafkaJSTimeout,
+  KafkaJSMetadataNotLoaded,
+  KafkaJSBrokerNotFound,
+  KafkaJSGroupCoordinatorNotFound,
+];
+
 /**
  * Whether a Kafka failure may pass if the operation is tried again, by the error's class and
  * `retriable` flag, never its message: no connection, a request or a wait that timed out, no
@@ -98,11 +117,10 @@ export function isPermanentWriteError(err: unknown): boolean {
 export function isTransientKafkaError(err: unknown): boolean {
   if (err instanceof SluiceBaseError) return err.retriable;
   if (err instanceof KafkaJSAggregateError) return err.errors.length > 0 && err.errors.every(isTransientKafkaError);
-  if (err instanceof KafkaJSNumberOfRetriesExceeded || (err instanceof KafkaJSNonRetriableError && err.cause !== undefined && err.cause !== err)) {
-    return err.cause !== undefined && err.cause !== err ? isTransientKafkaError(err.cause) : true;
-  }
-  const transientClasses = [KafkaJSConnectionError, KafkaJSRequestTimeoutError, KafkaJSTimeout, KafkaJSMetadataNotLoaded, KafkaJSBrokerNotFound, KafkaJSGroupCoordinatorNotFound];
-  if (transientClasses.some((c) => err instanceof c)) return true;
+  const wrapped = err instanceof KafkaJSError && err.cause !== undefined && err.cause !== err ? err.cause : undefined;
+  if (err instanceof KafkaJSNumberOfRetriesExceeded) return wrapped === undefined || isTransientKafkaError(wrapped);
+  if (err instanceof KafkaJSNonRetriableError && wrapped !== undefined) return isTransientKafkaError(wrapped);
+  if (TRANSIENT_CLASSES.some((c) => err instanceof c)) return true;
   if (err instanceof KafkaJSError) return err.retriable;
   return false;
 }
@@ -204,8 +222,10 @@ export class DurableProducer {
           for (const b of batch) b.resolve();
         } catch (err) {
           const message = (err as Error).message;
+          const tooLarge = { max_bytes: MAX_RECORD_BYTES };
+          const refused = `Kafka refused the write for good: ${message}`;
           const e = isPermanentWriteError(err)
-            ? new SluiceError('PAYLOAD_TOO_LARGE', `Kafka refused the write for good: ${message}`, { max_bytes: MAX_RECORD_BYTES }, { cause: err })
+            ? new SluiceError('PAYLOAD_TOO_LARGE', refused, tooLarge, { cause: err })
             : unavailable(`Kafka did not accept the write: ${message}`, err);
           for (const b of batch) b.reject(e);
         }
@@ -283,7 +303,8 @@ export async function retryAdmin<T>(what: string, fn: () => Promise<T>, timeoutM
     return await retry(fn, { timeoutMs, backoff: doubling(100, 2000), isRetriable: isTransientKafkaError });
   } catch (err) {
     if (err instanceof SluiceBaseError && !err.retriable) throw err;
-    throw new SluiceError('UNAVAILABLE', `${what}: ${(err as Error).message ?? String(err)}`, {}, { retriable: isTransientKafkaError(err), cause: err });
+    const detail = `${what}: ${(err as Error).message ?? String(err)}`;
+    throw new SluiceError('UNAVAILABLE', detail, {}, { retriable: isTransientKafkaError(err), cause: err });
   }
 }
 

@@ -188,7 +188,8 @@ export class StateConsumer {
         if (left < last) [last, lastMoveAt] = [left, Date.now()];
         if (Date.now() - lastMoveAt > stallMs) {
           const where = [...this.pending.keys()].join(', ');
-          reject(unavailable(`state views made no progress for ${stallMs} ms while catching up (${left} records left in ${where})`));
+          const stalled = `state views made no progress for ${stallMs} ms while catching up`;
+          reject(unavailable(`${stalled} (${left} records left in ${where})`));
           return;
         }
         if (left > 0n) this.opts.onProgress?.(left, total);

@@ -44,7 +44,8 @@ function parseCreate(body: unknown): Omit<NewEndpoint, 'tenant_id' | 'actor'> {
 /** The target refusal names the request field it came from. */
 function withUrlPath(err: unknown): unknown {
   if (err instanceof SluiceError && err.code === 'UNPROCESSABLE_TARGET') {
-    return new SluiceError(err.code, err.message, { ...err.extra, errors: [{ path: '$.url', message: err.message }] }, err.facts);
+    const errors = [{ path: '$.url', message: err.message }];
+    return new SluiceError(err.code, err.message, { ...err.extra, errors }, err.facts);
   }
   return err;
 }

@@ -15,12 +15,18 @@ import { TokenError } from '../../contracts/verify/session.ts';
 import { errorHeaders } from '../../ingress/problem.ts';
 
 // kafkajs's own table of protocol errors (type, code, retriable), as a broker's answer builds them.
-const { createErrorFromCode } = createRequire(import.meta.url)('kafkajs/src/protocol/error.js') as { createErrorFromCode(code: number): Error };
+const { createErrorFromCode } = createRequire(import.meta.url)('kafkajs/src/protocol/error.js') as {
+  createErrorFromCode(code: number): Error;
+};
 const protocol = (code: number) => createErrorFromCode(code);
-const { KafkaJSAggregateError, KafkaJSConnectionError, KafkaJSNumberOfRetriesExceeded, KafkaJSRequestTimeoutError } = kafkajs;
+const { KafkaJSAggregateError, KafkaJSConnectionError, KafkaJSNumberOfRetriesExceeded, KafkaJSRequestTimeoutError } =
+  kafkajs;
 // Their declared constructors lag the JavaScript (no options, no message).
 const KafkaJSTimeout = kafkajs.KafkaJSTimeout as unknown as new (message: string) => Error;
-const KafkaJSNonRetriableError = kafkajs.KafkaJSNonRetriableError as unknown as new (e: Error, opts: { cause: Error }) => Error;
+const KafkaJSNonRetriableError = kafkajs.KafkaJSNonRetriableError as unknown as new (
+  e: Error,
+  opts: { cause: Error },
+) => Error;
 
 t.test('every error class has a code and a retriable flag from the one base', async (t) => {
   const cases: [SluiceBaseError, string][] = [
@@ -38,7 +44,11 @@ t.test('every error class has a code and a retriable flag from the one base', as
     t.equal(err.code, code, `${err.name}: code ${code}`);
     t.equal(err.retriable, false, `${err.name}: not retriable`);
   }
-  t.equal(new ConfigError('SLUICE_PORT', 'must be a port').message, 'SLUICE_PORT: must be a port', 'messages as before');
+  t.equal(
+    new ConfigError('SLUICE_PORT', 'must be a port').message,
+    'SLUICE_PORT: must be a port',
+    'messages as before',
+  );
   t.equal(new OAuthError('invalid_client', 'x').status, 401);
   t.equal(new OAuthError('invalid_grant', 'x').status, 400);
 });
@@ -51,20 +61,46 @@ t.test('SluiceError: retriable by code unless told; facts kept', async (t) => {
   const cause = new Error('underneath');
   const u = unavailable('Kafka is away', cause);
   t.same([u.code, u.status, u.retryAfterSeconds, u.cause], ['UNAVAILABLE', 503, 1, cause]);
-  t.same(u.toProblem('/p'), { type: 'https://sluice.dev/problems/unavailable', title: 'Service unavailable', status: 503, detail: 'Kafka is away', code: 'UNAVAILABLE', instance: '/p' });
+  t.same(u.toProblem('/p'), {
+    type: 'https://sluice.dev/problems/unavailable',
+    title: 'Service unavailable',
+    status: 503,
+    detail: 'Kafka is away',
+    code: 'UNAVAILABLE',
+    instance: '/p',
+  });
 });
 
 t.test('ingress makes the headers from the facts', async (t) => {
   t.same(errorHeaders(unavailable('x')), { 'Retry-After': '1' });
   t.same(errorHeaders(new SluiceError('RATE_LIMITED', 'x', {}, { retryAfterSeconds: 7 })), { 'Retry-After': '7' });
-  t.same(errorHeaders(new SluiceError('TOKEN_MISSING', 'x', {}, { challenge: { realm: 'sluice' } })), { 'WWW-Authenticate': 'Bearer realm="sluice"' });
-  t.same(errorHeaders(new SluiceError('TOKEN_EXPIRED', 'x', {}, { challenge: { error: 'invalid_token', description: 'expired' } })), {
-    'WWW-Authenticate': 'Bearer error="invalid_token", error_description="expired"',
+  t.same(errorHeaders(new SluiceError('TOKEN_MISSING', 'x', {}, { challenge: { realm: 'sluice' } })), {
+    'WWW-Authenticate': 'Bearer realm="sluice"',
   });
-  t.same(errorHeaders(new SluiceError('SCOPE_VIOLATION', 'x', {}, { challenge: { error: 'insufficient_scope', scope: 'webhooks:write' } })), {
-    'WWW-Authenticate': 'Bearer error="insufficient_scope", scope="webhooks:write"',
+  t.same(
+    errorHeaders(
+      new SluiceError('TOKEN_EXPIRED', 'x', {}, { challenge: { error: 'invalid_token', description: 'expired' } }),
+    ),
+    {
+      'WWW-Authenticate': 'Bearer error="invalid_token", error_description="expired"',
+    },
+  );
+  t.same(
+    errorHeaders(
+      new SluiceError(
+        'SCOPE_VIOLATION',
+        'x',
+        {},
+        { challenge: { error: 'insufficient_scope', scope: 'webhooks:write' } },
+      ),
+    ),
+    {
+      'WWW-Authenticate': 'Bearer error="insufficient_scope", scope="webhooks:write"',
+    },
+  );
+  t.same(errorHeaders(new SluiceError('METHOD_NOT_ALLOWED', 'x', {}, { allow: ['GET', 'POST'] })), {
+    Allow: 'GET, POST',
   });
-  t.same(errorHeaders(new SluiceError('METHOD_NOT_ALLOWED', 'x', {}, { allow: ['GET', 'POST'] })), { Allow: 'GET, POST' });
   t.same(errorHeaders(new SluiceError('NOT_FOUND', 'x')), {});
 });
 
@@ -75,10 +111,19 @@ t.test('Kafka failures: transient by class and protocol type, never by message',
     ['REQUEST_TIMED_OUT', protocol(7)],
     ['COORDINATOR_LOAD_IN_PROGRESS', protocol(14)],
     ['NOT_COORDINATOR', protocol(16)],
-    ['a connection refused', new KafkaJSConnectionError('Connection error: connect ECONNREFUSED 127.0.0.1:1', { code: 'ECONNREFUSED' })],
+    [
+      'a connection refused',
+      new KafkaJSConnectionError('Connection error: connect ECONNREFUSED 127.0.0.1:1', { code: 'ECONNREFUSED' }),
+    ],
     ['a request timeout', new KafkaJSRequestTimeoutError('Request createTopics(key: 19, version: 3) timed out')],
     ['a wait that ran out', new KafkaJSTimeout('Timed out while waiting for topic leaders')],
-    ['retries exceeded on a connection error', new KafkaJSNumberOfRetriesExceeded(new KafkaJSConnectionError('Connection error'), { retryCount: 8, retryTime: 5000 })],
+    [
+      'retries exceeded on a connection error',
+      new KafkaJSNumberOfRetriesExceeded(new KafkaJSConnectionError('Connection error'), {
+        retryCount: 8,
+        retryTime: 5000,
+      }),
+    ],
     ['a Sluice UNAVAILABLE', unavailable('no leader yet for x')],
   ];
   for (const [what, err] of transient) t.equal(isTransientKafkaError(err), true, `${what}: transient`);
@@ -98,7 +143,11 @@ t.test('Kafka failures: transient by class and protocol type, never by message',
 
 t.test('a write Kafka refuses for good is told from one that may pass', async (t) => {
   t.equal(isPermanentWriteError(protocol(10)), true, 'MESSAGE_TOO_LARGE');
-  t.equal(isPermanentWriteError(new KafkaJSNonRetriableError(protocol(10), { cause: protocol(10) })), true, 'wrapped by kafkajs');
+  t.equal(
+    isPermanentWriteError(new KafkaJSNonRetriableError(protocol(10), { cause: protocol(10) })),
+    true,
+    'wrapped by kafkajs',
+  );
   t.equal(isPermanentWriteError(new SluiceError('PAYLOAD_TOO_LARGE', 'x')), true);
   t.equal(isPermanentWriteError(unavailable('x', protocol(10))), false, "Sluice's own verdict decides first");
   t.equal(isPermanentWriteError(protocol(6)), false, 'NOT_LEADER_FOR_PARTITION');

@@ -8,7 +8,13 @@ function fakeTime() {
   const waits: number[] = [];
   return {
     waits,
-    opts: { now: () => now, sleep: async (ms: number) => void (waits.push(ms), (now += ms)) } satisfies Partial<RetryOptions>,
+    opts: {
+      now: () => now,
+      sleep: async (ms: number) => {
+        waits.push(ms);
+        now += ms;
+      },
+    } satisfies Partial<RetryOptions>,
   };
 }
 
@@ -32,10 +38,21 @@ t.test('retries retriable failures with the given waits until it succeeds', asyn
   const time = fakeTime();
   const f = failing(transient(), transient(), transient());
   const seen: [number, number][] = [];
-  t.equal(await retry(f, { ...time.opts, backoff: doubling(100, 250), onRetry: (_e, n, ms) => void seen.push([n, ms]) }), 'ok');
+  t.equal(
+    await retry(f, { ...time.opts, backoff: doubling(100, 250), onRetry: (_e, n, ms) => void seen.push([n, ms]) }),
+    'ok',
+  );
   t.equal(f.calls, 4);
   t.same(time.waits, [100, 200, 250], 'doubling, capped');
-  t.same(seen, [[0, 100], [1, 200], [2, 250]], 'onRetry before each wait');
+  t.same(
+    seen,
+    [
+      [0, 100],
+      [1, 200],
+      [2, 250],
+    ],
+    'onRetry before each wait',
+  );
 });
 
 t.test('a failure that is not retriable is thrown at once, as it is', async (t) => {
@@ -46,7 +63,11 @@ t.test('a failure that is not retriable is thrown at once, as it is', async (t) 
   t.equal(f.calls, 2);
   t.same(time.waits, [10]);
   const plain = failing(new Error('no retriable flag'));
-  await t.rejects(retry(plain, { ...time.opts, backoff: () => 10 }), /no retriable flag/, 'an error without the flag is not retried');
+  await t.rejects(
+    retry(plain, { ...time.opts, backoff: () => 10 }),
+    /no retriable flag/,
+    'an error without the flag is not retried',
+  );
   t.equal(plain.calls, 1);
 });
 

@@ -115,7 +115,7 @@ export class AuditWriter {
         stopped: () => this.closed,
         // Writers that fenced each other back off by different amounts so one of them gets through.
         backoff: (n) => 10 + Math.random() * 40 * (n + 1),
-        onRetry: (err, n) => this.deps.log.debug('audit append retry', { attempt: n, error: String(err) }),
+        onRetry: (err, n) => this.deps.log.debug('audit append retry', { attempt: n, error: (err as Error).message }),
       });
     } catch (err) {
       throw unavailable(`the audit log did not take the entry: ${(err as Error).message}`, err);

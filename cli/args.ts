@@ -1,7 +1,13 @@
 /** Tiny helpers for the CLI: parse flags with --help, fail with one clear line. */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { SluiceBaseError } from '../core/errors.ts';
 
-export class UsageError extends Error {}
+/** A command line Sluice cannot run: exit status 2. */
+export class UsageError extends SluiceBaseError<'USAGE'> {
+  constructor(message: string) {
+    super('USAGE', message);
+  }
+}
 
 export function parse<T extends NonNullable<ParseArgsConfig['options']>>(argv: string[], options: T, usage: string) {
   let parsed;

@@ -1,7 +1,5 @@
 /** The `sluice` CLI: one binary, subcommands, each with --help. */
-import { ConfigError } from '../core/errors.ts';
-import { LocalKafkaError } from '../core/kafka/local-broker.ts';
-import { UsageError } from './args.ts';
+import { SluiceBaseError } from '../core/errors.ts';
 import { COMMANDS } from './commands/index.ts';
 
 const USAGE = `sluice: token-and-webhook edge
@@ -35,10 +33,9 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err) => {
-    if (err instanceof ConfigError) process.stderr.write(`sluice: configuration error: ${err.message}\n`);
-    else if (err instanceof UsageError) process.stderr.write(`sluice: ${err.message}\n`);
-    else if (err instanceof LocalKafkaError) process.stderr.write(`sluice: ${err.message}\n`);
-    else process.stderr.write(`sluice: ${(err as Error)?.message ?? String(err)}\n`);
-    process.exit(err instanceof UsageError ? 2 : 1);
+    const code = err instanceof SluiceBaseError ? err.code : null;
+    const what = code === 'CONFIG_INVALID' ? 'configuration error: ' : '';
+    process.stderr.write(`sluice: ${what}${(err as Error)?.message ?? String(err)}\n`);
+    process.exit(code === 'USAGE' ? 2 : 1);
   },
 );

@@ -1,5 +1,6 @@
 /** Shared by the CLI commands: config, Kafka (configured or embedded) and a Context. */
 import { loadConfig, type Config } from '../core/config.ts';
+import { ConfigError } from '../core/errors.ts';
 import { openContext, type Context, type ContextOptions } from '../core/context.ts';
 import { startLocalKafka, type LocalKafka } from '../core/kafka/local-broker.ts';
 
@@ -10,7 +11,8 @@ export function say(line: string): void {
 export async function kafkaFor(config: Readonly<Config>, opts: { embedded: boolean }): Promise<{ brokers: string[]; local: LocalKafka | null }> {
   if (config.kafkaBrokers) return { brokers: config.kafkaBrokers, local: null };
   if (!opts.embedded) {
-    throw new Error('KAFKA_BROKERS is not set: point it at a running Kafka (e.g. KAFKA_BROKERS=127.0.0.1:9092, as printed by `sluice kafka`)');
+    const hint = 'point it at a running Kafka (e.g. KAFKA_BROKERS=127.0.0.1:9092, as printed by `sluice kafka`)';
+    throw new ConfigError('KAFKA_BROKERS', `is not set: ${hint}`);
   }
   say(`KAFKA_BROKERS is not set: starting the embedded local Kafka on 127.0.0.1:${config.kafkaPort}`);
   const local = await startLocalKafka({ cacheDir: config.cacheDir, port: config.kafkaPort, log: say });

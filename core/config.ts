@@ -129,13 +129,9 @@ function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], 
 function url(env: Env, name: string): string | undefined {
   const raw = env[name];
   if (raw === undefined || raw === '') return undefined;
-  try {
-    const u = new URL(raw);
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('scheme');
-    return raw.replace(/\/+$/, '');
-  } catch {
-    throw new ConfigError(name, `must be an http(s) URL, got "${raw}"`);
-  }
+  const scheme = URL.canParse(raw) ? new URL(raw).protocol : null;
+  if (scheme !== 'http:' && scheme !== 'https:') throw new ConfigError(name, `must be an http(s) URL, got "${raw}"`);
+  return raw.replace(/\/+$/, '');
 }
 
 /** A directory that exists or is missing (created when a process opens its store); a file is refused. */

@@ -203,7 +203,10 @@ export async function waitFor(
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
-    if (Date.now() > deadline) throw new SluiceError('UNAVAILABLE', `${what} did not become visible in this node's view within ${timeoutMs} ms`, {}, { 'Retry-After': '1' });
+    if (Date.now() > deadline) {
+      const late = `${what} did not become visible in this node's view within ${timeoutMs} ms`;
+      throw new SluiceError('UNAVAILABLE', late, {}, { retryAfterSeconds: 1 });
+    }
     await changes.until(check, deadline + 1 - Date.now());
   }
 }

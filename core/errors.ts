@@ -1,7 +1,30 @@
 /**
- * One error type for the whole service. Every `code` maps straight to an HTTP status and to the
- * `code` member of an RFC 9457 problem+json body; callers switch on `code`, never on message text.
+ * One error model for the whole service. Every error Sluice throws on purpose derives from
+ * `SluiceBaseError`: a `code` callers switch on (never the message text) and `retriable`, whether
+ * the same operation may succeed if tried again (what `retry()` in core/retry.ts goes by, like
+ * kafkajs's `KafkaJSError.retriable`). This file imports nothing: the receiver package
+ * (core/webhook-verify.ts, built to dist/ with no dependencies) derives its error from it too.
+ *
+ * `SluiceError` is the API's error: each code maps to an HTTP status and to the `code` member of
+ * an RFC 9457 problem+json body. It carries facts, not headers: ingress/problem.ts turns
+ * `retryAfterSeconds`, `challenge` and `allow` into Retry-After, WWW-Authenticate and Allow.
  */
+
+export class SluiceBaseError<C extends string = string> extends Error {
+  readonly code: C;
+  readonly retriable: boolean;
+  constructor(code: C, message: string, opts: { retriable?: boolean; cause?: unknown } = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.retriable = opts.retriable ?? false;
+  }
+}
+
+/** Whether trying the same operation again may succeed: the `retriable` flag of Sluice's and kafkajs's errors. */
+export function isRetriable(err: unknown): boolean {
+  return (err as { retriable?: unknown } | null)?.retriable === true;
+}
 
 export const ERRORS = {
   INVALID_REQUEST: { status: 400, title: 'Invalid request' },
@@ -17,12 +40,12 @@ export const ERRORS = {
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
   MISDIRECTED_REQUEST: { status: 421, title: 'Wrong region' },
   UNPROCESSABLE_TARGET: { status: 422, title: 'Target URL refused' },
-  RATE_LIMITED: { status: 429, title: 'Rate limited' },
+  RATE_LIMITED: { status: 429, title: 'Rate limited', retriable: true },
   INTERNAL: { status: 500, title: 'Internal error' },
-  UPSTREAM_UNAVAILABLE: { status: 502, title: 'Upstream unavailable' },
-  UNAVAILABLE: { status: 503, title: 'Service unavailable' },
-  UPSTREAM_TIMEOUT: { status: 504, title: 'Upstream timeout' },
-} as const;
+  UPSTREAM_UNAVAILABLE: { status: 502, title: 'Upstream unavailable', retriable: true },
+  UNAVAILABLE: { status: 503, title: 'Service unavailable', retriable: true },
+  UPSTREAM_TIMEOUT: { status: 504, title: 'Upstream timeout', retriable: true },
+} as const satisfies Record<string, { status: number; title: string; retriable?: true }>;
 
 export type ErrorCode = keyof typeof ERRORS;
 
@@ -31,26 +54,54 @@ export interface FieldError {
   message: string;
 }
 
-export class SluiceError extends Error {
-  readonly code: ErrorCode;
+/** An RFC 6750 §3 Bearer challenge: why a token was refused (ingress renders it as WWW-Authenticate). */
+export interface BearerChallenge {
+  realm?: string;
+  error?: 'invalid_request' | 'invalid_token' | 'insufficient_scope';
+  description?: string;
+  scope?: string;
+}
+
+/** What a SluiceError knows beyond its code and detail; ingress/problem.ts makes headers of it. */
+export interface ErrorFacts {
+  /** Seconds after which trying again may succeed (Retry-After). */
+  retryAfterSeconds?: number;
+  /** The Bearer challenge of a refused token or scope (WWW-Authenticate). */
+  challenge?: BearerChallenge;
+  /** The methods the path allows (Allow). */
+  allow?: readonly string[];
+  /** Overrides the code's default (UNAVAILABLE, RATE_LIMITED and the upstream codes are retriable). */
+  retriable?: boolean;
+  cause?: unknown;
+}
+
+export class SluiceError extends SluiceBaseError<ErrorCode> {
   readonly status: number;
   /** Extra members of the problem body (e.g. missing_scope, errors). */
   readonly extra: Record<string, unknown>;
-  /** Extra response headers (e.g. WWW-Authenticate, Allow, Retry-After). */
-  readonly headers: Record<string, string>;
+  readonly retryAfterSeconds: number | undefined;
+  readonly challenge: BearerChallenge | undefined;
+  readonly allow: readonly string[] | undefined;
 
-  constructor(
-    code: ErrorCode,
-    detail: string,
-    extra: Record<string, unknown> = {},
-    headers: Record<string, string> = {},
-  ) {
-    super(detail);
-    this.name = 'SluiceError';
-    this.code = code;
-    this.status = ERRORS[code].status;
+  constructor(code: ErrorCode, detail: string, extra: Record<string, unknown> = {}, facts: ErrorFacts = {}) {
+    const def: { status: number; retriable?: boolean } = ERRORS[code];
+    super(code, detail, { retriable: facts.retriable ?? def.retriable ?? false, cause: facts.cause });
+    this.status = def.status;
     this.extra = extra;
-    this.headers = headers;
+    this.retryAfterSeconds = facts.retryAfterSeconds;
+    this.challenge = facts.challenge;
+    this.allow = facts.allow;
+  }
+
+  /** The facts this error was made with: to make another error of the same kind (e.g. with more `extra`). */
+  get facts(): ErrorFacts {
+    return {
+      retryAfterSeconds: this.retryAfterSeconds,
+      challenge: this.challenge,
+      allow: this.allow,
+      retriable: this.retriable,
+      cause: this.cause,
+    };
   }
 
   toProblem(instance?: string): Record<string, unknown> {
@@ -64,6 +115,11 @@ export class SluiceError extends Error {
       ...this.extra,
     };
   }
+}
+
+/** 503 UNAVAILABLE, to be retried after a second: Kafka or a view is not there yet. */
+export function unavailable(detail: string, cause?: unknown): SluiceError {
+  return new SluiceError('UNAVAILABLE', detail, {}, { retryAfterSeconds: 1, cause });
 }
 
 /** The most faults one 400 lists (the rest are counted), and the longest path or message shown. */
@@ -93,22 +149,19 @@ export type OAuthErrorCode =
   | 'unsupported_grant_type'
   | 'invalid_scope';
 
-export class OAuthError extends Error {
-  readonly error: OAuthErrorCode;
+export class OAuthError extends SluiceBaseError<OAuthErrorCode> {
   readonly status: number;
-  constructor(error: OAuthErrorCode, description: string) {
-    super(description);
-    this.name = 'OAuthError';
-    this.error = error;
-    this.status = error === 'invalid_client' ? 401 : 400;
+  constructor(code: OAuthErrorCode, description: string) {
+    super(code, description);
+    this.status = code === 'invalid_client' ? 401 : 400;
   }
 }
 
-export class ConfigError extends Error {
+/** A setting Sluice cannot start with, naming the variable. */
+export class ConfigError extends SluiceBaseError<'CONFIG_INVALID'> {
   readonly variable: string;
   constructor(variable: string, message: string) {
-    super(`${variable}: ${message}`);
-    this.name = 'ConfigError';
+    super('CONFIG_INVALID', `${variable}: ${message}`);
     this.variable = variable;
   }
 }

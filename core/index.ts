@@ -7,4 +7,4 @@ export type { WebhookBody, EndpointState } from './webhooks/records.ts';
 export { KNOWN_EVENT_KINDS } from './webhooks/records.ts';
 export { SIGNATURE_HEADER, PREVIOUS_SIGNATURE_HEADER, TIMESTAMP_HEADER, EVENT_ID_HEADER, EVENT_TYPE_HEADER, ATTEMPT_HEADER, STANDARD_ID_HEADER, STANDARD_TIMESTAMP_HEADER, STANDARD_SIGNATURE_HEADER } from './webhooks/signing.ts';
 export { checkTargetUrl, assertPublicAddress, type TargetGuardOptions, type TargetLookup } from './webhooks/target-guard.ts';
-export { SluiceError, ERRORS, type ErrorCode } from './errors.ts';
+export { SluiceBaseError, SluiceError, ERRORS, type ErrorCode } from './errors.ts';

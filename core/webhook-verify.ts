@@ -19,6 +19,7 @@
  * While switching secrets, pass both: `verifyWebhook(body, headers, [newSecret, oldSecret])`.
  */
 import { timingSafeEqual } from 'node:crypto';
+import { SluiceBaseError } from './errors.ts';
 import type { WebhookBody } from './webhooks/records.ts';
 import { PREVIOUS_SIGNATURE_HEADER, SIGNATURE_HEADER, STANDARD_ID_HEADER, STANDARD_SIGNATURE_HEADER, STANDARD_TIMESTAMP_HEADER, TIMESTAMP_HEADER, standardSignature, webhookHmac } from './webhooks/signing.ts';
 
@@ -32,12 +33,10 @@ export type WebhookVerificationCode =
   | 'TIMESTAMP_MISMATCH'
   | 'BODY_INVALID';
 
-export class WebhookVerificationError extends Error {
-  readonly code: WebhookVerificationCode;
+/** Why a delivery was refused; never retriable (the same bytes fail the same way). */
+export class WebhookVerificationError extends SluiceBaseError<WebhookVerificationCode> {
   constructor(code: WebhookVerificationCode, message: string) {
-    super(message);
-    this.name = 'WebhookVerificationError';
-    this.code = code;
+    super(code, message);
   }
 }
 

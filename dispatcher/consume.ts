@@ -12,6 +12,10 @@ import type { EachBatchPayload } from 'kafkajs';
 import { consumer as newConsumer, type Consumer } from '../core/kafka/client.ts';
 import type { Logger } from '../core/log.ts';
 import type { Metrics } from '../core/metrics.ts';
+import { doubling, retry } from '../core/retry.ts';
+
+/** The wait before a dead member's first restart; later ones double up to 10 s. */
+const FIRST_RESTART_MS = 500;
 
 export interface GroupConsumerOptions {
   groupId: string;
@@ -71,18 +75,26 @@ export class GroupConsumer {
     this.restarting = (async () => {
       this.restarts++;
       await dead.disconnect().catch(() => {});
-      for (let delay = 500; !this.stopped; delay = Math.min(delay * 2, 10_000)) {
-        await new Promise((r) => setTimeout(r, delay));
-        if (this.stopped) return;
-        try {
-          await this.start();
-          this.log.info('consumer restarted', { group: this.opts.groupId });
-          return;
-        } catch (err) {
-          this.log.error('consumer restart failed', { group: this.opts.groupId, error: (err as Error).message });
-          await this.consumer?.disconnect().catch(() => {});
-        }
-      }
+      await new Promise((r) => setTimeout(r, FIRST_RESTART_MS));
+      if (this.stopped) return;
+      const group = this.opts.groupId;
+      // kafkajs gave this member up: whatever failed, a new one is tried until one starts or we stop.
+      await retry(
+        () =>
+          this.start().catch(async (err) => {
+            await this.consumer?.disconnect().catch(() => {});
+            throw err;
+          }),
+        {
+          backoff: doubling(2 * FIRST_RESTART_MS, 10_000),
+          isRetriable: () => true,
+          stopped: () => this.stopped,
+          onRetry: (err) => this.log.error('consumer restart failed', { group, error: (err as Error).message }),
+        },
+      ).then(
+        () => this.log.info('consumer restarted', { group }),
+        () => {}, // gave up: stopped
+      );
     })().finally(() => {
       this.restarting = null;
     });

@@ -12,6 +12,7 @@
 import type { Context } from '../core/context.ts';
 import { isPermanentWriteError, type BestEffortProducer, type OutRecord } from '../core/kafka/client.ts';
 import type { Metrics } from '../core/metrics.ts';
+import { doubling, retry } from '../core/retry.ts';
 import { producing, tracing, type TraceContext } from '../core/tracing.ts';
 import type { Outcome } from './ladder.ts';
 import type { AttemptRecord } from '../core/webhooks/attempt-history.ts';
@@ -117,28 +118,28 @@ export class OutcomeRecorder {
   }
 
   private async send(topic: string, items: Pending[]): Promise<void> {
-    for (let delay = 200; ; delay = Math.min(delay * 2, 5000)) {
-      try {
-        await this.ctx.producer.send(topic, items.map((i) => i.record));
-        for (const i of items) i.resolve();
+    try {
+      // The producer's failures are retriable (Kafka unavailable) or not (refused for good).
+      await retry(() => this.ctx.producer.send(topic, items.map((i) => i.record)), {
+        backoff: doubling(200, 5000),
+        stopped: () => this.stopped,
+        onRetry: (err) => {
+          const error = (err as Error).message;
+          this.ctx.log.error('could not record delivery outcomes; retrying', { topic, count: items.length, error });
+        },
+      });
+    } catch (err) {
+      if (!isPermanentWriteError(err)) return; // stopped: left unresolved, their offsets stay uncommitted
+      if (items.length > 1) {
+        const half = Math.ceil(items.length / 2);
+        await Promise.all([this.send(topic, items.slice(0, half)), this.send(topic, items.slice(half))]);
         return;
-      } catch (err) {
-        if (isPermanentWriteError(err)) {
-          if (items.length > 1) {
-            const half = Math.ceil(items.length / 2);
-            await Promise.all([this.send(topic, items.slice(0, half)), this.send(topic, items.slice(half))]);
-            return;
-          }
-          this.metrics.outcomeWriteFailures.inc({ topic });
-          this.ctx.log.error('a delivery outcome cannot be written to Kafka (refused for good); it is dropped', { topic, key: items[0].record.key, error: (err as Error).message });
-          items[0].resolve();
-          return;
-        }
-        this.ctx.log.error('could not record delivery outcomes; retrying', { topic, count: items.length, error: (err as Error).message });
-        if (this.stopped) return; // left unresolved: their offsets stay uncommitted
-        await new Promise((r) => setTimeout(r, delay));
       }
+      this.metrics.outcomeWriteFailures.inc({ topic });
+      const fields = { topic, key: items[0].record.key, error: (err as Error).message };
+      this.ctx.log.error('a delivery outcome cannot be written to Kafka (refused for good); it is dropped', fields);
     }
+    for (const i of items) i.resolve();
   }
 }
 

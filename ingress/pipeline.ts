@@ -6,7 +6,8 @@
  * no await.
  */
 import type { Context } from '../core/context.ts';
-import { SluiceError, OAuthError, invalidRequest } from '../core/errors.ts';
+import { SluiceError, OAuthError, invalidRequest, unavailable } from '../core/errors.ts';
+import { errorHeaders } from './problem.ts';
 import { parseJsonBody } from '../core/json.ts';
 import { throttled } from '../core/log.ts';
 import type { Metrics } from '../core/metrics.ts';
@@ -67,7 +68,8 @@ export class Pipeline {
       const m = this.deps.router.match(req.method, req.path);
       if (m.kind === 'not-found') throw new SluiceError('NOT_FOUND', `no route for ${req.path}`);
       if (m.kind === 'method') {
-        throw new SluiceError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${req.path}; allowed: ${m.allow.join(', ')}`, { allow: m.allow }, { Allow: m.allow.join(', ') });
+        const detail = `${req.method} is not allowed on ${req.path}; allowed: ${m.allow.join(', ')}`;
+        throw new SluiceError('METHOD_NOT_ALLOWED', detail, { allow: m.allow }, { allow: m.allow });
       }
       const { route, params } = m;
       matched = route;
@@ -142,12 +144,17 @@ export class Pipeline {
 
   private authorize(req: IncomingRequest, route: Route): VerifiedToken {
     const header = req.headers.authorization;
-    const challenge = { 'WWW-Authenticate': 'Bearer realm="sluice"' };
-    if (!header) throw new SluiceError('TOKEN_MISSING', 'this route needs an Authorization: Bearer <access token> header', {}, challenge);
+    if (!header) {
+      const detail = 'this route needs an Authorization: Bearer <access token> header';
+      throw new SluiceError('TOKEN_MISSING', detail, {}, { challenge: { realm: 'sluice' } });
+    }
     const m = /^Bearer ([A-Za-z0-9._~+\/-]+=*)$/i.exec(header.trim());
-    if (!m) throw new SluiceError('TOKEN_INVALID', 'the Authorization header must be "Bearer <access token>"', {}, { 'WWW-Authenticate': 'Bearer error="invalid_request"' });
+    if (!m) {
+      const detail = 'the Authorization header must be "Bearer <access token>"';
+      throw new SluiceError('TOKEN_INVALID', detail, {}, { challenge: { error: 'invalid_request' } });
+    }
     const down = this.deps.unavailableReason();
-    if (down) throw new SluiceError('UNAVAILABLE', down, {}, { 'Retry-After': '1' });
+    if (down) throw unavailable(down);
     const auth = this.deps.ctx.tokens.verify(m[1]);
     req.tenant = auth.claims.tenant_id;
     const region = this.deps.ctx.config.region;
@@ -159,7 +166,7 @@ export class Pipeline {
       this.deps.metrics.scopeViolation(needed);
       const granted = [...auth.scopes];
       throw new SluiceError('SCOPE_VIOLATION', `this route needs the scope "${needed}", which the token does not carry`, { missing_scope: needed, granted_scopes: granted }, {
-        'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${needed}"`,
+        challenge: { error: 'insufficient_scope', scope: needed },
       });
     }
     const wait = this.deps.clientLimiter.take(auth.claims.client_id);
@@ -170,10 +177,11 @@ export class Pipeline {
   errorReply(err: unknown, req: IncomingRequest, route: Route | undefined): Reply {
     const { metrics } = this.deps;
     if (err instanceof OAuthError) {
-      metrics.tokensRefused.inc({ reason: err.error });
+      metrics.tokensRefused.inc({ reason: err.code });
       const headers: Record<string, string> = { 'content-type': 'application/json', 'cache-control': 'no-store', pragma: 'no-cache' };
       if (err.status === 401) headers['WWW-Authenticate'] = 'Basic realm="sluice"';
-      return { status: err.status, headers, body: JSON.stringify({ error: err.error, error_description: err.message }) };
+      const body = JSON.stringify({ error: err.code, error_description: err.message });
+      return { status: err.status, headers, body };
     }
     let e: SluiceError;
     if (err instanceof SluiceError) e = err;
@@ -185,14 +193,18 @@ export class Pipeline {
     if (route?.oauthErrors) {
       metrics.tokensRefused.inc({ reason: e.code.toLowerCase() });
       const error = e.code === 'RATE_LIMITED' || e.code === 'UNAVAILABLE' ? 'temporarily_unavailable' : 'invalid_request';
-      return { status: e.status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...e.headers }, body: JSON.stringify({ error, error_description: e.message }) };
+      const headers = { 'content-type': 'application/json', 'cache-control': 'no-store', ...errorHeaders(e) };
+      return { status: e.status, headers, body: JSON.stringify({ error, error_description: e.message }) };
     }
-    return { status: e.status, headers: { 'content-type': 'application/problem+json', ...e.headers }, body: JSON.stringify(e.toProblem(req.path)) };
+    const headers = { 'content-type': 'application/problem+json', ...errorHeaders(e) };
+    return { status: e.status, headers, body: JSON.stringify(e.toProblem(req.path)) };
   }
 }
 
 export function rateLimited(retryAfterSeconds: number, detail: string): SluiceError {
-  return new SluiceError('RATE_LIMITED', `${detail}; retry after ${retryAfterSeconds} s`, { retry_after: retryAfterSeconds }, { 'Retry-After': String(retryAfterSeconds) });
+  const extra = { retry_after: retryAfterSeconds };
+  const message = `${detail}; retry after ${retryAfterSeconds} s`;
+  return new SluiceError('RATE_LIMITED', message, extra, { retryAfterSeconds });
 }
 
 /**

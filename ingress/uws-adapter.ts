@@ -7,7 +7,7 @@
 import uWS from '@trufflesuite/uws-js-unofficial';
 import type { Pipeline } from './pipeline.ts';
 import { tooLarge } from './pipeline.ts';
-import { invalidRequest } from '../core/errors.ts';
+import { invalidRequest, SluiceBaseError } from '../core/errors.ts';
 import type { IncomingRequest, Reply } from './types.ts';
 import { tracing, withContext } from '../core/tracing.ts';
 
@@ -123,7 +123,8 @@ export function listen(pipeline: Pipeline, host: string, port: number, maxBodyBy
   });
   return new Promise((resolve, reject) => {
     app.listen(host, port, (token) => {
-      if (!token) return reject(new Error(`cannot listen on ${host}:${port}: the port is in use or not allowed`));
+      const refused = `cannot listen on ${host}:${port}: the port is in use or not allowed`;
+      if (!token) return reject(new SluiceBaseError('LISTEN_FAILED', refused));
       resolve({
         port: uWS.us_socket_local_port(token),
         close: () => {

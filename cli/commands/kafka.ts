@@ -1,6 +1,6 @@
 import { loadConfig } from '../../core/config.ts';
 import { ensureKafkaJars, jarCount, startLocalKafka } from '../../core/kafka/local-broker.ts';
-import { parse } from '../args.ts';
+import { parse, UsageError } from '../args.ts';
 import { say, untilSignal } from '../runtime.ts';
 import type { Command } from '../command.ts';
 
@@ -30,11 +30,18 @@ export const kafka: Command = {
       return 0;
     }
     const port = values.port ? Number(values.port) : config.kafkaPort;
-    if (!Number.isInteger(port) || port < 1 || port > 65534) throw new Error(`--port must be a port number, got "${values.port}"`);
+    if (!Number.isInteger(port) || port < 1 || port > 65534) {
+      throw new UsageError(`--port must be a port number, got "${values.port}"`);
+    }
     const controllerPort = values['controller-port'] !== undefined ? Number(values['controller-port']) : undefined;
-    if (controllerPort !== undefined && (!Number.isInteger(controllerPort) || controllerPort < 1 || controllerPort > 65535)) throw new Error(`--controller-port must be a port number, got "${values['controller-port']}"`);
+    const isPort = (p: number) => Number.isInteger(p) && p >= 1 && p <= 65535;
+    if (controllerPort !== undefined && !isPort(controllerPort)) {
+      throw new UsageError(`--controller-port must be a port number, got "${values['controller-port']}"`);
+    }
     const nodes = values.brokers ? Number(values.brokers) : 1;
-    if (!Number.isInteger(nodes) || nodes < 1 || nodes > 9) throw new Error(`--brokers must be a whole number from 1 to 9, got "${values.brokers}"`);
+    if (!Number.isInteger(nodes) || nodes < 1 || nodes > 9) {
+      throw new UsageError(`--brokers must be a whole number from 1 to 9, got "${values.brokers}"`);
+    }
     const k = await startLocalKafka({ cacheDir: config.cacheDir, port, controllerPort, nodes, dataDir: values['data-dir'], fresh: values.fresh, log: say });
     say(`Kafka ${nodes > 1 ? `cluster of ${nodes} brokers` : 'broker'} ready at ${k.brokers.join(',')}  (KAFKA_BROKERS=${k.brokers.join(',')}); data in ${k.dataDir}; Ctrl-C stops it`);
     await untilSignal();

@@ -11,14 +11,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import { http, HttpResponse } from 'msw';
+import { SluiceBaseError } from '../../core/errors.ts';
 import { loadContract, type Json } from '../contract.ts';
 import { ContractSchemas } from '../schemas.ts';
 import type { MockSluice } from './state.ts';
 
-export class MockContractError extends Error {
+export class MockContractError extends SluiceBaseError<'MOCK_BREAKS_CONTRACT'> {
   constructor(what: string, errors: string[]) {
-    super(`the mock's ${what} breaks the contract: ${errors.join('; ')}`);
-    this.name = 'MockContractError';
+    super('MOCK_BREAKS_CONTRACT', `the mock's ${what} breaks the contract: ${errors.join('; ')}`);
   }
 }
 

@@ -2,6 +2,7 @@
  * The state of one verification run: the contract, tokens per scope set, what earlier checks
  * created (an endpoint id...), and the results. `probe` sends one request and records one check.
  */
+import { SluiceBaseError } from '../../core/errors.ts';
 import type { Json, Operation, ResponseSpec } from '../contract.ts';
 import type { ContractSchemas } from '../schemas.ts';
 import { send, type Exchange, type ExchangeRequest } from './http.ts';
@@ -24,10 +25,9 @@ export interface VerifyOptions {
   onOperation?: (results: CheckResult[]) => void;
 }
 
-export class TokenError extends Error {
+export class TokenError extends SluiceBaseError<'TOKEN_REFUSED'> {
   constructor(readonly status: number, body: string) {
-    super(`the token endpoint refused the verifier's credentials: ${status} ${body.slice(0, 200)}`);
-    this.name = 'TokenError';
+    super('TOKEN_REFUSED', `the token endpoint refused the verifier's credentials: ${status} ${body.slice(0, 200)}`);
   }
 }
 

@@ -4,11 +4,12 @@
  *   const report = await verifyProvider({ baseUrl, clientId, clientSecret });
  *   console.log(formatTable(report)); process.exitCode = failed(report).length ? 1 : 0;
  */
+import { SluiceBaseError } from '../../core/errors.ts';
 import { listOperations, loadContract, type Json, type Operation } from '../contract.ts';
 import { ContractSchemas } from '../schemas.ts';
 import { authCases, bodyCases, isImplemented, methodCase } from './cases.ts';
 import { ORDER, SCENARIOS, validBody } from './scenarios.ts';
-import { Session, type VerifyOptions } from './session.ts';
+import { Session, TokenError, type VerifyOptions } from './session.ts';
 import type { Report } from './report.ts';
 
 export type { VerifyOptions } from './session.ts';
@@ -25,8 +26,10 @@ export async function verifyProvider(opts: VerifyOptions, doc: Json = loadContra
   const s = new Session(doc, new ContractSchemas(doc), { ...opts, baseUrl: opts.baseUrl.replace(/\/+$/, '') });
   // Fails fast: a TokenError when the credentials do not work, a clear line when nothing answers.
   await s.token().catch((err: Error) => {
-    if (err.name === 'TokenError') throw err;
-    throw new Error(`cannot reach ${s.opts.baseUrl}: ${(err.cause as Error | undefined)?.message ?? err.message}`);
+    if (err instanceof TokenError) throw err;
+    const why = (err.cause as Error | undefined)?.message ?? err.message;
+    const detail = `cannot reach ${s.opts.baseUrl}: ${why}`;
+    throw new SluiceBaseError('UNREACHABLE', detail, { retriable: true, cause: err });
   });
   const donePaths = new Set<string>();
   for (const op of ordered(listOperations(doc))) {

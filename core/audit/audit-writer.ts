@@ -9,7 +9,8 @@ import type { Kafka, Producer, Admin } from 'kafkajs';
 import type { Clock } from '../clock.ts';
 import type { StateConsumer } from '../kafka/state-consumer.ts';
 import type { Logger } from '../log.ts';
-import { SluiceError } from '../errors.ts';
+import { unavailable } from '../errors.ts';
+import { retry } from '../retry.ts';
 import { newId } from '../secrets.ts';
 import { GENESIS_HASH, sealEntry, type AuditEntry } from './entry.ts';
 import type { AuditView } from './audit-view.ts';
@@ -41,7 +42,6 @@ export interface AuditWriterDeps {
 const ATTEMPTS = 10;
 const CATCH_UP_MS = 10_000;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class AuditWriter {
   private producer: Producer | null = null;
@@ -69,9 +69,7 @@ export class AuditWriter {
     const run = this.queue.then(() => this.appendNow(input));
     this.queue = run.catch(() => {});
     return run.then((entry) => {
-      const visible = this.waitVisible(entry.id).catch((err: Error) => {
-        throw new SluiceError('UNAVAILABLE', `the audit entry was committed but ${err.message} in this node's view`, {}, { 'Retry-After': '1' });
-      });
+      const visible = this.waitVisible(entry.id);
       visible.catch(() => {}); // observed by the caller; never an unhandled rejection here
       return { entry, visible };
     });
@@ -81,36 +79,46 @@ export class AuditWriter {
     const { view, clock, topic } = this.deps;
     const id = newId('aud');
     const at = new Date(clock.now()).toISOString();
-    let lastError: unknown = null;
-    for (let attempt = 0; attempt < ATTEMPTS && !this.closed; attempt++) {
+    if (this.closed) throw unavailable('the audit log did not take the entry: closed');
+    const once = async (): Promise<AppendedEntry> => {
+      if (!this.producer || !this.tail) await this.claim();
+      // An earlier attempt may have committed before its acknowledgement was lost.
+      const done = view.get(id);
+      if (done) return { id, seq: done.seq, hash: done.hash };
+      const { tenant_id, actor, action, subject } = input;
+      const seq = this.tail!.seq + 1;
+      const reason = input.reason ?? null;
+      const entry: AuditEntry = sealEntry({ id, seq, at, tenant_id, actor, action, subject, reason }, this.tail!.hash);
+      const tx = await this.producer!.transaction();
       try {
-        if (!this.producer || !this.tail) await this.claim();
-        // An earlier attempt may have committed before its acknowledgement was lost.
-        const done = view.get(id);
-        if (done) return { id, seq: done.seq, hash: done.hash };
-        const entry: AuditEntry = sealEntry(
-          { id, seq: this.tail!.seq + 1, at, tenant_id: input.tenant_id, actor: input.actor, action: input.action, subject: input.subject, reason: input.reason ?? null },
-          this.tail!.hash,
-        );
-        const tx = await this.producer!.transaction();
-        try {
-          await tx.send({ topic, acks: -1, messages: [{ key: entry.tenant_id, value: JSON.stringify(entry) }] });
-          await tx.commit();
-        } catch (err) {
-          await tx.abort().catch(() => {});
-          throw err;
-        }
-        this.tail = { seq: entry.seq, hash: entry.hash };
-        return { id, seq: entry.seq, hash: entry.hash };
+        await tx.send({ topic, acks: -1, messages: [{ key: entry.tenant_id, value: JSON.stringify(entry) }] });
+        await tx.commit();
       } catch (err) {
-        lastError = err;
-        this.deps.log.debug('audit append retry', { attempt, error: (err as Error).message });
-        await this.drop();
-        // Writers that fenced each other back off by different amounts so one of them gets through.
-        await sleep(10 + Math.random() * 40 * (attempt + 1));
+        await tx.abort().catch(() => {});
+        throw err;
       }
+      this.tail = { seq: entry.seq, hash: entry.hash };
+      return { id, seq: entry.seq, hash: entry.hash };
+    };
+    try {
+      // Any failure (fenced, coordinator moved, broker gone) is met the same way: drop the
+      // producer, claim the chain again and re-read its tail. Hence every failure is retried.
+      const dropOnFailure = () =>
+        once().catch(async (err) => {
+          await this.drop();
+          throw err;
+        });
+      return await retry(dropOnFailure, {
+        attempts: ATTEMPTS,
+        isRetriable: () => true,
+        stopped: () => this.closed,
+        // Writers that fenced each other back off by different amounts so one of them gets through.
+        backoff: (n) => 10 + Math.random() * 40 * (n + 1),
+        onRetry: (err, n) => this.deps.log.debug('audit append retry', { attempt: n, error: (err as Error).message }),
+      });
+    } catch (err) {
+      throw unavailable(`the audit log did not take the entry: ${(err as Error).message}`, err);
     }
-    throw new SluiceError('UNAVAILABLE', `the audit log did not take the entry: ${(lastError as Error | null)?.message ?? 'closed'}`, {}, { 'Retry-After': '1' });
   }
 
   /** Becomes the writer (fencing every other one) and reads the chain's tail as of that moment. */
@@ -138,14 +146,19 @@ export class AuditWriter {
     }
     const offsets = await this.admin.fetchTopicOffsets(topic);
     const end = BigInt(offsets.find((o) => o.partition === 0)?.high ?? '0');
-    if (!(await state.reached(topic, 0, end, CATCH_UP_MS))) throw new Error(`the audit view did not reach offset ${end} within ${CATCH_UP_MS} ms`);
+    if (!(await state.reached(topic, 0, end, CATCH_UP_MS))) {
+      throw unavailable(`the audit view did not reach offset ${end} within ${CATCH_UP_MS} ms`);
+    }
     const last = view.tail();
     this.tail = last ? { seq: last.seq, hash: last.hash } : { seq: 0, hash: GENESIS_HASH };
   }
 
   private async waitVisible(id: string): Promise<void> {
     const shown = await this.deps.state.changes.until(() => this.deps.view.get(id) !== undefined, CATCH_UP_MS);
-    if (!shown) throw new Error(`did not become visible within ${CATCH_UP_MS} ms`);
+    if (!shown) {
+      const late = `did not become visible within ${CATCH_UP_MS} ms in this node's view`;
+      throw unavailable(`the audit entry was committed but ${late}`);
+    }
   }
 
   private async drop(): Promise<void> {

@@ -2,9 +2,26 @@
  * The one place that knows kafkajs: a client factory, an idempotent producer, topic creation.
  * Keeping it small lets another client replace kafkajs, whose last release (2.2.4) dates from 2023.
  */
-import { Kafka, logLevel, type Producer, type Admin, type IHeaders, type Consumer, type ConsumerConfig } from 'kafkajs';
+import kafkajs, { Kafka, logLevel } from 'kafkajs';
+import type { Producer, Admin, IHeaders, Consumer, ConsumerConfig } from 'kafkajs';
 import type { TopicSpec } from '../topics.ts';
-import { SluiceError } from '../errors.ts';
+import { SluiceBaseError, SluiceError, unavailable } from '../errors.ts';
+import { doubling, retry } from '../retry.ts';
+
+// kafkajs is CommonJS and spreads its error classes into its exports, out of sight of named imports.
+const {
+  KafkaJSAggregateError,
+  KafkaJSBrokerNotFound,
+  KafkaJSConnectionError,
+  KafkaJSError,
+  KafkaJSGroupCoordinatorNotFound,
+  KafkaJSMetadataNotLoaded,
+  KafkaJSNonRetriableError,
+  KafkaJSNumberOfRetriesExceeded,
+  KafkaJSProtocolError,
+  KafkaJSRequestTimeoutError,
+  KafkaJSTimeout,
+} = kafkajs;
 
 export type { Consumer, Producer, Admin, IHeaders };
 
@@ -55,12 +72,56 @@ export function recordBytes(r: OutRecord): number {
   return n;
 }
 
+/** Kafka's refusals of a write that no retry can change (protocol error types). */
+const PERMANENT_WRITE_TYPES = new Set([
+  'MESSAGE_TOO_LARGE',
+  'RECORD_LIST_TOO_LARGE',
+  'INVALID_RECORD',
+  'CORRUPT_MESSAGE',
+  'TOPIC_AUTHORIZATION_FAILED',
+]);
+
+/** The error and the ones it wraps (`cause`), outermost first. */
+function* causes(err: unknown): Generator<unknown> {
+  for (let e = err, depth = 0; e !== undefined && e !== null && depth < 10; depth++) {
+    yield e;
+    e = (e as { cause?: unknown }).cause;
+  }
+}
+
 /** True when retrying the same write cannot succeed (too large, invalid): the caller must not loop on it. */
 export function isPermanentWriteError(err: unknown): boolean {
-  for (let e = err as { retriable?: boolean; type?: string; name?: string; code?: string; cause?: unknown; originalError?: unknown } | undefined; e; e = (e.cause ?? e.originalError) as typeof e) {
+  for (const e of causes(err)) {
     if (e instanceof SluiceError) return e.code === 'PAYLOAD_TOO_LARGE';
-    if (e.type && /MESSAGE_TOO_LARGE|RECORD_LIST_TOO_LARGE|INVALID_RECORD|CORRUPT_MESSAGE|TOPIC_AUTHORIZATION_FAILED/.test(e.type)) return true;
+    if (e instanceof KafkaJSProtocolError && PERMANENT_WRITE_TYPES.has(e.type)) return true;
   }
+  return false;
+}
+
+const TRANSIENT_CLASSES = [
+  KafkaJSConnectionError,
+  KafkaJSRequestTimeoutError,
+  KafkaJSTimeout,
+  KafkaJSMetadataNotLoaded,
+  KafkaJSBrokerNotFound,
+  KafkaJSGroupCoordinatorNotFound,
+];
+
+/**
+ * Whether a Kafka failure may pass if the operation is tried again, by the error's class and
+ * `retriable` flag, never its message: no connection, a request or a wait that timed out, no
+ * metadata or leader yet, a coordinator loading or moving (a broker just started or is electing
+ * leaders). kafkajs wraps the failure it gave up on (retries exceeded, or a non-retriable wrapper):
+ * the original one decides, as kafkajs's own consumer restart decides.
+ */
+export function isTransientKafkaError(err: unknown): boolean {
+  if (err instanceof SluiceBaseError) return err.retriable;
+  if (err instanceof KafkaJSAggregateError) return err.errors.length > 0 && err.errors.every(isTransientKafkaError);
+  const wrapped = err instanceof KafkaJSError && err.cause !== undefined && err.cause !== err ? err.cause : undefined;
+  if (err instanceof KafkaJSNumberOfRetriesExceeded) return wrapped === undefined || isTransientKafkaError(wrapped);
+  if (err instanceof KafkaJSNonRetriableError && wrapped !== undefined) return isTransientKafkaError(wrapped);
+  if (TRANSIENT_CLASSES.some((c) => err instanceof c)) return true;
+  if (err instanceof KafkaJSError) return err.retriable;
   return false;
 }
 
@@ -110,7 +171,7 @@ export class DurableProducer {
    * they fit in MAX_BATCH_BYTES, else in several (each acknowledged before the next is sent).
    */
   async send(topic: string, records: OutRecord[], opts: { timeoutMs?: number } = {}): Promise<void> {
-    if (!this.connected) throw new SluiceError('UNAVAILABLE', 'Kafka producer is not connected', {}, { 'Retry-After': '1' });
+    if (!this.connected) throw unavailable('Kafka producer is not connected');
     let chunk: OutRecord[] = [];
     let bytes = 0;
     const chunks: { records: OutRecord[]; bytes: number }[] = [];
@@ -137,7 +198,7 @@ export class DurableProducer {
           const i = this.queue.indexOf(pending);
           if (i >= 0) this.queue.splice(i, 1);
           const fate = i >= 0 ? 'nothing was written' : 'the write may still complete; retry with the same event ids to stay idempotent';
-          reject(new SluiceError('UNAVAILABLE', `Kafka did not acknowledge the write within ${opts.timeoutMs} ms (${fate})`, {}, { 'Retry-After': '1' }));
+          reject(unavailable(`Kafka did not acknowledge the write within ${opts.timeoutMs} ms (${fate})`));
         }, opts.timeoutMs);
         pending.resolve = () => {
           clearTimeout(timer);
@@ -160,9 +221,12 @@ export class DurableProducer {
           await this.producer.sendBatch({ acks: -1, topicMessages });
           for (const b of batch) b.resolve();
         } catch (err) {
+          const message = (err as Error).message;
+          const tooLarge = { max_bytes: MAX_RECORD_BYTES };
+          const refused = `Kafka refused the write for good: ${message}`;
           const e = isPermanentWriteError(err)
-            ? new SluiceError('PAYLOAD_TOO_LARGE', `Kafka refused the write for good: ${(err as Error).message}`, { max_bytes: MAX_RECORD_BYTES })
-            : new SluiceError('UNAVAILABLE', `Kafka did not accept the write: ${(err as Error).message}`, {}, { 'Retry-After': '1' });
+            ? new SluiceError('PAYLOAD_TOO_LARGE', refused, tooLarge, { cause: err })
+            : unavailable(`Kafka did not accept the write: ${message}`, err);
           for (const b of batch) b.reject(e);
         }
       }
@@ -230,19 +294,17 @@ export class BestEffortProducer {
 
 /**
  * Retries an admin operation through the transient errors of a broker that has just started or
- * is electing leaders ("coordinator is loading", "not the leader for that topic-partition").
+ * is electing leaders ("coordinator is loading", "not the leader for that topic-partition"), for
+ * up to `timeoutMs`. A failure it gives up on is thrown as UNAVAILABLE naming what was tried; one
+ * of Sluice's own (a topic's settings refused) is thrown as it is.
  */
-export async function withRetry<T>(what: string, fn: () => Promise<T>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
-    try {
-      return await fn();
-    } catch (err) {
-      const e = err as { retriable?: boolean; name?: string; message?: string };
-      const transient = e.retriable === true || /leader|coordinator|not available|ECONNREFUSED|timeout|metadata/i.test(`${e.name} ${e.message}`);
-      if (!transient || Date.now() + delay > deadline) throw new Error(`${what}: ${e.message ?? String(err)}`);
-      await new Promise((r) => setTimeout(r, delay));
-    }
+export async function retryAdmin<T>(what: string, fn: () => Promise<T>, timeoutMs = 60_000): Promise<T> {
+  try {
+    return await retry(fn, { timeoutMs, backoff: doubling(100, 2000), isRetriable: isTransientKafkaError });
+  } catch (err) {
+    if (err instanceof SluiceBaseError && !err.retriable) throw err;
+    const detail = `${what}: ${(err as Error).message ?? String(err)}`;
+    throw new SluiceError('UNAVAILABLE', detail, {}, { retriable: isTransientKafkaError(err), cause: err });
   }
 }
 
@@ -254,10 +316,9 @@ function keepLonger(current: Record<string, string>, desired: Record<string, str
 }
 
 /** A topic's existing settings that a start would weaken; thrown instead of changing them. */
-export class TopicSettingsError extends Error {
+export class TopicSettingsError extends SluiceBaseError<'TOPIC_SETTINGS_REFUSED'> {
   constructor(message: string) {
-    super(message);
-    this.name = 'TopicSettingsError';
+    super('TOPIC_SETTINGS_REFUSED', message);
   }
 }
 
@@ -294,7 +355,7 @@ export function reconcileTopicConfig(topic: string, existing: Record<string, str
  * `strict`: refuse topics that keep data longer than asked (a scaled-time start). Safe on every start.
  */
 export async function ensureTopics(kafka: Kafka, specs: TopicSpec[], opts: { strict?: boolean } = {}): Promise<void> {
-  await withRetry('creating topics', () => ensureTopicsOnce(kafka, specs, opts.strict ?? false));
+  await retryAdmin('creating topics', () => ensureTopicsOnce(kafka, specs, opts.strict ?? false));
 }
 
 async function ensureTopicsOnce(kafka: Kafka, specs: TopicSpec[], strict: boolean): Promise<void> {
@@ -316,7 +377,7 @@ async function ensureTopicsOnce(kafka: Kafka, specs: TopicSpec[], strict: boolea
         });
       } catch (err) {
         // Another node may have created them at the same moment.
-        if (!/already exists/i.test((err as Error).message)) throw err;
+        if (!isTopicAlreadyExists(err)) throw err;
       }
     }
     const present = specs.filter((s) => existing.has(s.name));
@@ -338,14 +399,23 @@ async function ensureTopicsOnce(kafka: Kafka, specs: TopicSpec[], strict: boolea
     // Leaders elected for every partition before anyone produces or consumes.
     const meta = await admin.fetchTopicMetadata({ topics: specs.map((s) => s.name) });
     const leaderless = meta.topics.filter((t) => t.partitions.some((p) => p.leader < 0)).map((t) => t.name);
-    if (leaderless.length > 0) throw Object.assign(new Error(`no leader yet for ${leaderless.join(', ')}`), { retriable: true });
+    if (leaderless.length > 0) throw unavailable(`no leader yet for ${leaderless.join(', ')}`);
   } finally {
     await admin.disconnect();
   }
 }
 
+/** TOPIC_ALREADY_EXISTS, alone or for every topic of a createTopics request (kafkajs wraps it). */
+function isTopicAlreadyExists(err: unknown): boolean {
+  for (const e of causes(err)) {
+    if (e instanceof KafkaJSAggregateError) return e.errors.length > 0 && e.errors.every(isTopicAlreadyExists);
+    if (e instanceof KafkaJSProtocolError && e.type === 'TOPIC_ALREADY_EXISTS') return true;
+  }
+  return false;
+}
+
 export function endOffsets(kafka: Kafka, topics: string[]): Promise<Map<string, Map<number, bigint>>> {
-  return withRetry('reading end offsets', () => endOffsetsOnce(kafka, topics));
+  return retryAdmin('reading end offsets', () => endOffsetsOnce(kafka, topics));
 }
 
 async function endOffsetsOnce(kafka: Kafka, topics: string[]): Promise<Map<string, Map<number, bigint>>> {

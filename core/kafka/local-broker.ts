@@ -9,16 +9,16 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync, openSy
 import { createConnection, createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { SluiceBaseError } from '../errors.ts';
 
 const POM = fileURLToPath(new URL('../../scripts/kafka/pom.xml', import.meta.url));
 export const KAFKA_VERSION = '4.1.1';
 
-export class LocalKafkaError extends Error {
-  readonly code: 'JAVA_MISSING' | 'MAVEN_MISSING' | 'JARS_FAILED' | 'FORMAT_FAILED' | 'START_FAILED';
-  constructor(code: LocalKafkaError['code'], message: string) {
-    super(message);
-    this.name = 'LocalKafkaError';
-    this.code = code;
+export type LocalKafkaErrorCode = 'JAVA_MISSING' | 'MAVEN_MISSING' | 'JARS_FAILED' | 'FORMAT_FAILED' | 'START_FAILED';
+
+export class LocalKafkaError extends SluiceBaseError<LocalKafkaErrorCode> {
+  constructor(code: LocalKafkaErrorCode, message: string) {
+    super(code, message);
   }
 }
 

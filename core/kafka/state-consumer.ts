@@ -12,9 +12,10 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Kafka, IHeaders } from 'kafkajs';
-import { consumer, endOffsets, withRetry, type Consumer } from './client.ts';
+import { consumer, endOffsets, retryAdmin, type Consumer } from './client.ts';
 import { ViewStore } from '../store/view-store.ts';
 import { ViewChanges } from './view-changes.ts';
+import { unavailable } from '../errors.ts';
 
 export interface StateRecord {
   topic: string;
@@ -193,7 +194,9 @@ export class StateConsumer {
         const left = this.recordsLeft();
         if (left < last) [last, lastMoveAt] = [left, Date.now()];
         if (Date.now() - lastMoveAt > stallMs) {
-          reject(new Error(`state views made no progress for ${stallMs} ms while catching up (${left} records left in ${[...this.pending.keys()].join(', ')})`));
+          const where = [...this.pending.keys()].join(', ');
+          const stalled = `state views made no progress for ${stallMs} ms while catching up`;
+          reject(unavailable(`${stalled} (${left} records left in ${where})`));
           return;
         }
         if (left > 0n) this.opts.onProgress?.(left, total);
@@ -308,7 +311,7 @@ export class StateConsumer {
 }
 
 async function earliestOffsets(kafka: Kafka, topics: string[]): Promise<Map<string, Map<number, bigint>>> {
-  return withRetry('reading earliest offsets', async () => {
+  return retryAdmin('reading earliest offsets', async () => {
     const admin = kafka.admin();
     await admin.connect();
     try {

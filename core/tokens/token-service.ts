@@ -3,7 +3,7 @@
  * expire, so a hot token costs a map lookup and a revocation check, never a signature check.
  */
 import { randomUUID } from 'node:crypto';
-import { SluiceError, OAuthError } from '../errors.ts';
+import { SluiceError, OAuthError, unavailable } from '../errors.ts';
 import type { Clock } from '../clock.ts';
 import type { ClientRecord } from '../clients/client-registry.ts';
 import type { RevocationList } from '../clients/revocation-list.ts';
@@ -45,7 +45,7 @@ export interface IssuedToken {
   scope: string;
 }
 
-const bearerError = (description: string) => ({ 'WWW-Authenticate': `Bearer error="invalid_token", error_description="${description}"` });
+const bearerError = (description: string) => ({ challenge: { error: 'invalid_token', description } as const });
 
 export class TokenService {
   private readonly cache = new Map<string, VerifiedToken>();
@@ -69,7 +69,7 @@ export class TokenService {
     }
     const now = this.clock.now();
     const signer = this.keys.signingKey(now);
-    if (!signer) throw new SluiceError('UNAVAILABLE', 'no signing key is available yet', {}, { 'Retry-After': '1' });
+    if (!signer) throw unavailable('no signing key is available yet');
     const iat = Math.floor(now / 1000);
     const scope = scopes.join(' ');
     const claims: AccessClaims = {

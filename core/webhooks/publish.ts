@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from '../context.ts';
 import { waitFor } from '../context.ts';
-import { SluiceError } from '../errors.ts';
+import { SluiceError, unavailable } from '../errors.ts';
 import { newId } from '../secrets.ts';
 import type { EventRecord } from './records.ts';
 import { producing } from '../tracing.ts';
@@ -63,7 +63,7 @@ export async function publishEvent(ctx: Context, input: PublishInput): Promise<P
     await ctx.producer.sendJson(ctx.topics.control, key, { ...claim, state: 'published' } satisfies EventIdClaim, undefined, ACK);
     return { id: input.id, matched_endpoints: matched, repeated: false };
   }
-  throw new SluiceError('UNAVAILABLE', `another publish of event id "${input.id}" is in flight; retry shortly`, {}, { 'Retry-After': '1' });
+  throw unavailable(`another publish of event id "${input.id}" is in flight; retry shortly`);
 }
 
 /** One item of a batch: its result, or the error that refused it alone. */

@@ -1,6 +1,6 @@
 /** OAuth 2.0 client-credentials token endpoint (RFC 6749 §4.4), JWKS and RFC 8414 metadata. */
 import type { Context } from '../../core/context.ts';
-import { OAuthError, SluiceError } from '../../core/errors.ts';
+import { OAuthError, unavailable } from '../../core/errors.ts';
 import { ALL_SCOPES } from '../../core/scopes.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import { RateLimiter } from '../../core/rate-limit.ts';
@@ -54,7 +54,9 @@ export function authRoutes(ctx: Context, metrics: Metrics): Route[] {
     const scope = param(b, 'scope');
     // A node with a stale revocation list must not mint tokens for a client revoked meanwhile.
     const staleMs = Date.now() - ctx.state.lastContactAt;
-    if (staleMs > ctx.config.kafkaStaleMs) throw new SluiceError('UNAVAILABLE', `this node has not heard from Kafka for ${staleMs} ms and issues no tokens (fail closed)`, {}, { 'Retry-After': '1' });
+    if (staleMs > ctx.config.kafkaStaleMs) {
+      throw unavailable(`this node has not heard from Kafka for ${staleMs} ms and issues no tokens (fail closed)`);
+    }
     const client = ctx.clients.authenticate(creds.clientId, creds.clientSecret, ctx.clock.now());
     if (!client || ctx.revocations.get(client.client_id)) {
       // Failures beyond a budget per client id and per address answer 429: a guesser is slowed

@@ -16,7 +16,7 @@ export const READ_ANY_SECRET = 'credentials:read-any';
 
 function refuse(auth: VerifiedToken, missing: string, detail: string): SluiceError {
   return new SluiceError('SCOPE_VIOLATION', detail, { missing_scope: missing, granted_scopes: [...auth.scopes] }, {
-    'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${missing}"`,
+    challenge: { error: 'insufficient_scope', scope: missing },
   });
 }
 

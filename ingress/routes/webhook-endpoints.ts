@@ -25,7 +25,8 @@ type Create = Omit<NewEndpoint, 'tenant_id' | 'actor' | 'metadata'> & { metadata
 /** The target refusal names the request field it came from. */
 function withUrlPath(err: unknown): unknown {
   if (err instanceof SluiceError && err.code === 'UNPROCESSABLE_TARGET') {
-    return new SluiceError(err.code, err.message, { ...err.extra, errors: [{ path: '$.url', message: err.message }] }, err.headers);
+    const errors = [{ path: '$.url', message: err.message }];
+    return new SluiceError(err.code, err.message, { ...err.extra, errors }, err.facts);
   }
   return err;
 }

@@ -64,7 +64,10 @@ export class Scratch {
    * its broker), then exit 130 or 143, which removes the directory.
    */
   onSignal(stop: () => Promise<unknown>): void {
-    for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+    for (const [signal, code] of [
+      ['SIGINT', 130],
+      ['SIGTERM', 143],
+    ] as const) {
       process.once(signal, () => {
         process.stderr.write(`${signal}: stopping\n`);
         const exit = () => process.exit(code);
@@ -97,10 +100,21 @@ export class Children {
   ) {}
 
   /** `node [nodeArgs] <script> …args` (a JavaScript entry point such as bin/sluice.js). */
-  spawn(name: string, script: string, args: string[], env: NodeJS.ProcessEnv, stage: Stage, nodeArgs: string[] = []): Launched {
+  spawn(
+    name: string,
+    script: string,
+    args: string[],
+    env: NodeJS.ProcessEnv,
+    stage: Stage,
+    nodeArgs: string[] = [],
+  ): Launched {
     const log = this.logFile(name);
     const out = createWriteStream(log);
-    const proc = spawn(process.execPath, [...nodeArgs, script, ...args], { cwd: this.root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, [...nodeArgs, script, ...args], {
+      cwd: this.root,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     proc.stdout!.pipe(out);
     proc.stderr!.pipe(out);
     return this.track(proc, stage, log);
@@ -110,7 +124,10 @@ export class Children {
   forkTs(name: string, script: string, args: string[] = []): Launched {
     const log = this.logFile(name);
     const out = createWriteStream(log);
-    const proc = fork(join(this.root, 'bin/run-ts.js'), [script, ...args], { cwd: this.root, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+    const proc = fork(join(this.root, 'bin/run-ts.js'), [script, ...args], {
+      cwd: this.root,
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
     proc.stdout!.pipe(out);
     proc.stderr!.pipe(out);
     return this.track(proc, 'helper', log);
@@ -124,7 +141,9 @@ export class Children {
 
   private track(proc: ChildProcess, stage: Stage, log: string): Launched {
     this.list.push({ proc, stage });
-    const exited = new Promise<number | string>((resolve) => proc.once('exit', (code, signal) => resolve(signal ?? code ?? -1)));
+    const exited = new Promise<number | string>((resolve) =>
+      proc.once('exit', (code, signal) => resolve(signal ?? code ?? -1)),
+    );
     return { proc, log, exited };
   }
 
@@ -150,7 +169,12 @@ export function tail(log: string, lines = 15): string {
 }
 
 /** Resolves once the child prints a line matching `re`. */
-export function waitForLine(c: Pick<Launched, 'proc' | 'log'>, re: RegExp, timeoutMs: number, what: string): Promise<void> {
+export function waitForLine(
+  c: Pick<Launched, 'proc' | 'log'>,
+  re: RegExp,
+  timeoutMs: number,
+  what: string,
+): Promise<void> {
   const { proc, log } = c;
   return new Promise((resolve, reject) => {
     let partial = '';
@@ -166,8 +190,12 @@ export function waitForLine(c: Pick<Launched, 'proc' | 'log'>, re: RegExp, timeo
       partial = lines.pop()!;
       if (lines.some((l) => re.test(l))) finish();
     };
-    const onExit = (code: number | null) => finish(new Error(`${what} exited (${code}) before it was ready:\n${tail(log)}`));
-    const timer = setTimeout(() => finish(new Error(`${what} not ready within ${timeoutMs / 1000} s:\n${tail(log)}`)), timeoutMs);
+    const onExit = (code: number | null) =>
+      finish(new Error(`${what} exited (${code}) before it was ready:\n${tail(log)}`));
+    const timer = setTimeout(
+      () => finish(new Error(`${what} not ready within ${timeoutMs / 1000} s:\n${tail(log)}`)),
+      timeoutMs,
+    );
     proc.stdout!.on('data', onData);
     proc.once('exit', onExit);
   });
@@ -180,7 +208,9 @@ export async function dropBenchTopics(brokers: string[], prefix: string): Promis
     await admin.connect();
     const topics = (await admin.listTopics()).filter((t) => t.startsWith(`${prefix}.`));
     if (topics.length > 0) await admin.deleteTopics({ topics });
-    const groups = (await admin.listGroups()).groups.map((g) => g.groupId).filter((g) => g.startsWith(`${prefix}.`) || g.startsWith(`${prefix}-`));
+    const groups = (await admin.listGroups()).groups
+      .map((g) => g.groupId)
+      .filter((g) => g.startsWith(`${prefix}.`) || g.startsWith(`${prefix}-`));
     if (groups.length > 0) await admin.deleteGroups(groups);
   } catch (err) {
     process.stderr.write(`note: could not delete the bench topics ${prefix}.*: ${(err as Error).message}\n`);

@@ -31,7 +31,20 @@ import { parseArgs, promisify } from 'node:util';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
 import { createKafka } from '../core/kafka/client.ts';
 import { freePort } from '../scripts/free-port.ts';
-import { rpc, type HopKafkaResult, type HopKafkaSpec, type HopPostResult, type HopPostSpec, type LoadRequest, type LoadResult, type LoadSpec, type PortMode, type PortStats, type ReceiverRequest, type ReceiverStats } from './dispatch/ipc.ts';
+import {
+  rpc,
+  type HopKafkaResult,
+  type HopKafkaSpec,
+  type HopPostResult,
+  type HopPostSpec,
+  type LoadRequest,
+  type LoadResult,
+  type LoadSpec,
+  type PortMode,
+  type PortStats,
+  type ReceiverRequest,
+  type ReceiverStats,
+} from './dispatch/ipc.ts';
 import { ProcSampler, childPid, listenerPid, processTree, type Usage } from './dispatch/proc-stats.ts';
 import { writeSection } from './dispatch/results.ts';
 import { dropBenchTopics, Scratch, tail, waitForLine } from './children.ts';
@@ -39,7 +52,7 @@ import { dropBenchTopics, Scratch, tail, waitForLine } from './children.ts';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RUN_TS = join(ROOT, 'bin/run-ts.js');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const say = (line = '') => process.stdout.write(line + '\n');
+const say = (line = '') => process.stdout.write(`${line}\n`);
 const canListen = (port: number) =>
   new Promise<boolean>((resolve) => {
     const s = createServer();
@@ -50,7 +63,11 @@ const canListen = (port: number) =>
 async function freePorts(n: number): Promise<number> {
   for (;;) {
     const p = await freePort();
-    if (p + n <= 65535 && (await Promise.all(Array.from({ length: n - 1 }, (_, i) => canListen(p + 1 + i)))).every(Boolean)) return p;
+    if (
+      p + n <= 65535 &&
+      (await Promise.all(Array.from({ length: n - 1 }, (_, i) => canListen(p + 1 + i)))).every(Boolean)
+    )
+      return p;
   }
 }
 
@@ -103,17 +120,77 @@ interface Scenario {
 }
 const ok = (n: number): PortMode[] => Array(n).fill('ok');
 const SCENARIOS: Scenario[] = [
-  { name: 'f1-single', title: 'fan-out 1, single publish', modes: ok(1), publish: 'single', model: 'closed', events: size(20_000, 200), runs: REPEAT },
+  {
+    name: 'f1-single',
+    title: 'fan-out 1, single publish',
+    modes: ok(1),
+    publish: 'single',
+    model: 'closed',
+    events: size(20_000, 200),
+    runs: REPEAT,
+  },
   // events and rate are set from the f1-single runs just before (or --rate / --events).
-  { name: 'half-sat', title: 'fan-out 1, single, open model at 50 % of saturation', modes: ok(1), publish: 'single', model: 'open', events: 0, runs: 1 },
-  { name: 'f10-single', title: 'fan-out 10, single publish', modes: ok(10), publish: 'single', model: 'closed', events: size(10_000, 100), runs: REPEAT },
-  { name: 'f1-batch', title: `fan-out 1, batch publish (${BATCH}/request)`, modes: ok(1), publish: 'batch', model: 'closed', events: size(50_000, 400), runs: REPEAT },
-  { name: 'f10-batch', title: `fan-out 10, batch publish (${BATCH}/request)`, modes: ok(10), publish: 'batch', model: 'closed', events: size(15_000, 200), runs: REPEAT },
-  { name: 'unhealthy', title: 'fan-out 10: 7 ok, 2 answer 503 + Retry-After, 1 hangs', modes: [...ok(7), '503', '503', 'hang'], publish: 'single', model: 'closed', events: size(10_000, 100), runs: 1 },
-  { name: 'big', title: 'fan-out 10, single publish, big', modes: ok(10), publish: 'single', model: 'closed', events: size(100_000, 100_000), runs: 1 },
+  {
+    name: 'half-sat',
+    title: 'fan-out 1, single, open model at 50 % of saturation',
+    modes: ok(1),
+    publish: 'single',
+    model: 'open',
+    events: 0,
+    runs: 1,
+  },
+  {
+    name: 'f10-single',
+    title: 'fan-out 10, single publish',
+    modes: ok(10),
+    publish: 'single',
+    model: 'closed',
+    events: size(10_000, 100),
+    runs: REPEAT,
+  },
+  {
+    name: 'f1-batch',
+    title: `fan-out 1, batch publish (${BATCH}/request)`,
+    modes: ok(1),
+    publish: 'batch',
+    model: 'closed',
+    events: size(50_000, 400),
+    runs: REPEAT,
+  },
+  {
+    name: 'f10-batch',
+    title: `fan-out 10, batch publish (${BATCH}/request)`,
+    modes: ok(10),
+    publish: 'batch',
+    model: 'closed',
+    events: size(15_000, 200),
+    runs: REPEAT,
+  },
+  {
+    name: 'unhealthy',
+    title: 'fan-out 10: 7 ok, 2 answer 503 + Retry-After, 1 hangs',
+    modes: [...ok(7), '503', '503', 'hang'],
+    publish: 'single',
+    model: 'closed',
+    events: size(10_000, 100),
+    runs: 1,
+  },
+  {
+    name: 'big',
+    title: 'fan-out 10, single publish, big',
+    modes: ok(10),
+    publish: 'single',
+    model: 'closed',
+    events: size(100_000, 100_000),
+    runs: 1,
+  },
 ];
-const selected = opt.only ? opt.only.split(',') : [...SCENARIOS.filter((s) => s.name !== 'big').map((s) => s.name), ...(opt.big ? ['big'] : [])];
-for (const name of selected) if (!SCENARIOS.some((s) => s.name === name)) throw new Error(`unknown scenario "${name}"; known: ${SCENARIOS.map((s) => s.name).join(', ')}`);
+const selected = opt.only
+  ? opt.only.split(',')
+  : [...SCENARIOS.filter((s) => s.name !== 'big').map((s) => s.name), ...(opt.big ? ['big'] : [])];
+for (const name of selected)
+  if (!SCENARIOS.some((s) => s.name === name))
+    throw new Error(`unknown scenario "${name}"; known: ${SCENARIOS.map((s) => s.name).join(', ')}`);
 
 // ---------------------------------------------------------------- child processes
 
@@ -128,12 +205,21 @@ function track(name: string, proc: ChildProcess, stage: 0 | 1 | 2): ChildProcess
 }
 
 /** A `node bin/sluice.js …` child; its stdout and stderr go to <work>/<name>.log. */
-function launch(name: string, args: string[], env: NodeJS.ProcessEnv, stage: 1 | 2): { proc: ChildProcess; log: string } {
+function launch(
+  name: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  stage: 1 | 2,
+): { proc: ChildProcess; log: string } {
   const log = join(work, `${name}.log`);
   const out = createWriteStream(log);
   // --profile: every Sluice process (cluster workers included) writes a .cpuprofile into <work>/prof.
   const prof = opt.profile && name !== 'kafka' ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'prof')}`] : [];
-  const proc = spawn(process.execPath, [...prof, SLUICE, ...args], { cwd: SLUICE_DIR, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [...prof, SLUICE, ...args], {
+    cwd: SLUICE_DIR,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   proc.stdout!.pipe(out);
   proc.stderr!.pipe(out);
   return { proc: track(name, proc, stage), log };
@@ -141,7 +227,14 @@ function launch(name: string, args: string[], env: NodeJS.ProcessEnv, stage: 1 |
 
 /** A bench helper (TypeScript, through bin/run-ts.js) with an IPC channel. */
 function forkTs(name: string, script: string, args: string[] = []): ChildProcess {
-  return track(name, fork(RUN_TS, [join(ROOT, 'bench/dispatch', script), ...args], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }), 0);
+  return track(
+    name,
+    fork(RUN_TS, [join(ROOT, 'bench/dispatch', script), ...args], {
+      cwd: ROOT,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    }),
+    0,
+  );
 }
 
 /** A one-shot helper: spec in, one IPC message out. */
@@ -166,7 +259,6 @@ let brokers: string[] = [];
 let prefix = '';
 let externalKafka = false;
 
-
 let sampler: ProcSampler | null = null;
 let shuttingDown = false;
 /** Stops the children (helpers, then Sluice, then Kafka) and exits; the first call wins. */
@@ -183,7 +275,10 @@ async function shutdown(code: number): Promise<void> {
   scratch.keepLogs = !(code === 0 || code === 1) || Boolean(opt.profile);
   process.exit(code);
 }
-for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+] as const) {
   process.on(signal, () => {
     process.stderr.write(`${signal}: stopping the child processes\n`);
     void shutdown(code);
@@ -200,7 +295,11 @@ async function api(method: string, path: string, body?: unknown): Promise<{ stat
   if (path !== '/v1/auth/token' && Date.now() - token.at > 10 * 60_000) await refreshToken();
   const headers: Record<string, string> = body === undefined ? {} : { 'content-type': 'application/json' };
   if (path !== '/v1/auth/token') headers.authorization = `Bearer ${token.value}`;
-  const res = await fetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(base + path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const text = await res.text();
   try {
     return { status: res.status, json: text ? JSON.parse(text) : null };
@@ -254,7 +353,10 @@ interface RunResult {
   usage: Map<string, Usage>;
 }
 
-const fmt = (n: number | null, digits = 0) => (n === null || !Number.isFinite(n) ? '—' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }));
+const fmt = (n: number | null, digits = 0) =>
+  n === null || !Number.isFinite(n)
+    ? '—'
+    : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 
 async function main(): Promise<number> {
@@ -268,13 +370,22 @@ async function main(): Promise<number> {
   } else {
     const port = await freePort();
     say(`starting Kafka on 127.0.0.1:${port} (sluice kafka)...`);
-    const k = launch('kafka', ['kafka', '--port', String(port), '--data-dir', scratch.kafkaDir(), '--fresh'], process.env, 2);
+    const k = launch(
+      'kafka',
+      ['kafka', '--port', String(port), '--data-dir', scratch.kafkaDir(), '--fresh'],
+      process.env,
+      2,
+    );
     await waitForLine(k, /Kafka broker ready/, 240_000, 'sluice kafka');
     brokers = [`127.0.0.1:${port}`];
   }
   const kafkaLauncher = children.find((c) => c.name === 'kafka')?.proc.pid;
   const [kafkaHost, kafkaPort] = brokers[0].split(':');
-  const kafkaPid = kafkaLauncher ? childPid(kafkaLauncher, 'java') : /^(127\.0\.0\.1|localhost)$/.test(kafkaHost) ? listenerPid(Number(kafkaPort)) : null;
+  const kafkaPid = kafkaLauncher
+    ? childPid(kafkaLauncher, 'java')
+    : /^(127\.0\.0\.1|localhost)$/.test(kafkaHost)
+      ? listenerPid(Number(kafkaPort))
+      : null;
 
   // 2. receiver and load generator
   const receiverProc = forkTs('receiver', 'receiver.ts');
@@ -301,7 +412,12 @@ async function main(): Promise<number> {
   // `sluice start` may run several worker processes (SLUICE_WORKERS, default the core count).
   const adminPort = await freePorts(opt.workers ? Number(opt.workers) : availableParallelism());
   say(`starting sluice start (topic prefix ${prefix}) and ${DISPATCHERS} extra dispatcher(s)...`);
-  const sluice = launch('sluice', ['start'], { ...env, SLUICE_PORT: String(port), SLUICE_ADMIN_PORT: String(adminPort) }, 1);
+  const sluice = launch(
+    'sluice',
+    ['start'],
+    { ...env, SLUICE_PORT: String(port), SLUICE_ADMIN_PORT: String(adminPort) },
+    1,
+  );
   base = `http://127.0.0.1:${port}`;
   const dispatchers: ChildProcess[] = [];
   const dispatcherAdminPorts: number[] = [];
@@ -314,9 +430,17 @@ async function main(): Promise<number> {
   }
   const readyz = async (port: number) => {
     for (const deadline = Date.now() + 120_000; ; ) {
-      if (sluice.proc.exitCode !== null) throw new Error(`sluice start exited (${sluice.proc.exitCode}):\n${tail(sluice.log)}`);
-      if (await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status === 200, () => false)) return;
-      if (Date.now() > deadline) throw new Error(`sluice start: ${port}/readyz not 200 within 120 s:\n${tail(sluice.log)}`);
+      if (sluice.proc.exitCode !== null)
+        throw new Error(`sluice start exited (${sluice.proc.exitCode}):\n${tail(sluice.log)}`);
+      if (
+        await fetch(`http://127.0.0.1:${port}/readyz`).then(
+          (r) => r.status === 200,
+          () => false,
+        )
+      )
+        return;
+      if (Date.now() > deadline)
+        throw new Error(`sluice start: ${port}/readyz not 200 within 120 s:\n${tail(sluice.log)}`);
       await sleep(250);
     }
   };
@@ -339,22 +463,34 @@ async function main(): Promise<number> {
   });
 
   // 4. credential
-  const created = await promisify(execFile)(process.execPath, [SLUICE, 'admin', 'create-client', '--tenant', 'bench', '--role', 'admin', '--json'], { cwd: SLUICE_DIR, env });
+  const created = await promisify(execFile)(
+    process.execPath,
+    [SLUICE, 'admin', 'create-client', '--tenant', 'bench', '--role', 'admin', '--json'],
+    { cwd: SLUICE_DIR, env },
+  );
   client = JSON.parse(created.stdout.split('\n').find((l) => l.startsWith('{'))!);
   await refreshToken();
 
   const probe = await api('POST', '/v1/webhooks/events/batch', { events: [] });
   const batchAvailable = probe.status !== 404;
-  if (!batchAvailable) say('note: POST /v1/webhooks/events/batch answers 404: batch publish not available, batch scenarios skipped');
+  if (!batchAvailable)
+    say('note: POST /v1/webhooks/events/batch answers 404: batch publish not available, batch scenarios skipped');
 
   // Measure a settled system: a process joining a consumer group later would rebalance it
   // mid-run and repeat deliveries; and the first events pay for connections and JIT.
   const notes: string[] = [];
   let liveEndpoints: string[] = [];
   const groupMembers = Math.max(1, sluiceWorkers) + DISPATCHERS;
-  if (!(await settleGroups(groupMembers))) notes.push(`the delivery consumer groups were not Stable with ${groupMembers} members within 90 s; measured anyway.`);
+  if (!(await settleGroups(groupMembers)))
+    notes.push(
+      `the delivery consumer groups were not Stable with ${groupMembers} members within 90 s; measured anyway.`,
+    );
   const warmUp = quick ? 50 : 1000;
-  await measure({ name: 'warm-up', title: 'warm-up', modes: ok(1), publish: 'single', model: 'closed', events: warmUp, runs: 1 }, 0, 0);
+  await measure(
+    { name: 'warm-up', title: 'warm-up', modes: ok(1), publish: 'single', model: 'closed', events: warmUp, runs: 1 },
+    0,
+    0,
+  );
   say(`warm-up: ${warmUp} events delivered (not reported)`);
 
   // 7. hop ceilings
@@ -366,18 +502,40 @@ async function main(): Promise<number> {
       [10, 64, quick ? 2000 : 50_000],
     ]) {
       const ports = await listen(ok(endpoints));
-      const r = await runOnce<HopPostResult>('hop-post.ts', { ports, connections, posts, padBytes: PAD } satisfies HopPostSpec);
+      const r = await runOnce<HopPostResult>('hop-post.ts', {
+        ports,
+        connections,
+        posts,
+        padBytes: PAD,
+      } satisfies HopPostSpec);
       const s = await receiverStats(false);
       const rate = s.unique / ((s.last! - r.startedAt) / 1000);
       postCeiling.set(endpoints, rate);
-      hops.push(`| signed POST → receiver (hop-post.ts) | ${endpoints} endpoint(s) × ${connections} connections, ${fmt(posts)} POSTs${r.failed ? `, ${r.failed} failed` : ''} | ${fmt(rate)} deliveries/s |`);
+      hops.push(
+        `| signed POST → receiver (hop-post.ts) | ${endpoints} endpoint(s) × ${connections} connections, ${fmt(posts)} POSTs${r.failed ? `, ${r.failed} failed` : ''} | ${fmt(rate)} deliveries/s |`,
+      );
       say(hops[hops.length - 1]);
     }
     const records = quick ? 5000 : 100_000;
-    const k = await runOnce<HopKafkaResult>('hop-kafka.ts', { brokers, topic: `${prefix}.hop-kafka`, records, recordBytes: 600, batch: 500, producers: 4, partitions: 6 } satisfies HopKafkaSpec);
-    hops.push(`| Kafka produce (hop-kafka.ts) | ${fmt(records)} records of ~600 B, acks=-1, idempotent, 4 producers × batches of 500, 6 partitions | ${fmt(k.producePerSec)} records/s |`);
-    hops.push(`| Kafka consume (hop-kafka.ts) | the same records, one consumer group, timed from run() (join + first fetch ${fmt(k.consumerJoinMs)} ms included) | ${fmt(k.consumePerSec)} records/s |`);
-    for (const f of [1, 10]) hops.push(`| Kafka-bound delivery ceiling, fan-out ${f} | produce rate × ${f}/(1+${f}): each event is 1 event record + ${f} delivery record(s) | ≈ ${fmt((k.producePerSec * f) / (1 + f))} deliveries/s |`);
+    const k = await runOnce<HopKafkaResult>('hop-kafka.ts', {
+      brokers,
+      topic: `${prefix}.hop-kafka`,
+      records,
+      recordBytes: 600,
+      batch: 500,
+      producers: 4,
+      partitions: 6,
+    } satisfies HopKafkaSpec);
+    hops.push(
+      `| Kafka produce (hop-kafka.ts) | ${fmt(records)} records of ~600 B, acks=-1, idempotent, 4 producers × batches of 500, 6 partitions | ${fmt(k.producePerSec)} records/s |`,
+    );
+    hops.push(
+      `| Kafka consume (hop-kafka.ts) | the same records, one consumer group, timed from run() (join + first fetch ${fmt(k.consumerJoinMs)} ms included) | ${fmt(k.consumePerSec)} records/s |`,
+    );
+    for (const f of [1, 10])
+      hops.push(
+        `| Kafka-bound delivery ceiling, fan-out ${f} | produce rate × ${f}/(1+${f}): each event is 1 event record + ${f} delivery record(s) | ≈ ${fmt((k.producePerSec * f) / (1 + f))} deliveries/s |`,
+      );
     say(hops.slice(-4).join('\n'));
   }
 
@@ -397,7 +555,9 @@ async function main(): Promise<number> {
         continue;
       }
       sc.events = opt.events ? Number(opt.events) : Math.max(50, Math.round(rate * (quick ? 3 : 20)));
-      notes.push(`${sc.name}: open model at ${fmt(rate)} events/s (${opt.rate ? '--rate' : '50 % of the median f1-single accepted/s'}), ${fmt(sc.events)} events.`);
+      notes.push(
+        `${sc.name}: open model at ${fmt(rate)} events/s (${opt.rate ? '--rate' : '50 % of the median f1-single accepted/s'}), ${fmt(sc.events)} events.`,
+      );
     }
     for (let run = 1; run <= sc.runs; run++) {
       const r = await measure(sc, run, rate);
@@ -408,8 +568,13 @@ async function main(): Promise<number> {
       results.push(r);
       const { load: lr, stats } = r;
       const matchedOff = Object.keys(lr.matched).filter((k) => Number(k) !== sc.modes.length);
-      if (matchedOff.length > 0) notes.push(`${sc.name} run ${run}: matched_endpoints ≠ ${sc.modes.length} on some publishes: ${JSON.stringify(lr.matched)}.`);
-      say(`${sc.name} run ${run}/${sc.runs}: ${fmt(lr.accepted)} events accepted at ${fmt(lr.acceptedPerSec)}/s, ${fmt(stats.unique)}/${fmt(r.expected)} deliveries at ${fmt(r.deliveredPerSec)}/s, p50 ${fmt(stats.p50)} ms, p99 ${fmt(stats.p99)} ms, ${fmt(stats.duplicates)} duplicates${r.timedOut ? ', TIMED OUT' : ''}`);
+      if (matchedOff.length > 0)
+        notes.push(
+          `${sc.name} run ${run}: matched_endpoints ≠ ${sc.modes.length} on some publishes: ${JSON.stringify(lr.matched)}.`,
+        );
+      say(
+        `${sc.name} run ${run}/${sc.runs}: ${fmt(lr.accepted)} events accepted at ${fmt(lr.acceptedPerSec)}/s, ${fmt(stats.unique)}/${fmt(r.expected)} deliveries at ${fmt(r.deliveredPerSec)}/s, p50 ${fmt(stats.p50)} ms, p99 ${fmt(stats.p99)} ms, ${fmt(stats.duplicates)} duplicates${r.timedOut ? ', TIMED OUT' : ''}`,
+      );
     }
   }
   await Promise.all(liveEndpoints.map((id) => api('DELETE', `/v1/webhooks/endpoints/${id}`)));
@@ -420,8 +585,12 @@ async function main(): Promise<number> {
     const ports = await listen(sc.modes);
     liveEndpoints = await Promise.all(
       ports.map(async (p) => {
-        const r = await api('POST', '/v1/webhooks/endpoints', { url: `http://127.0.0.1:${p}/hook`, events: ['inference.completed'] });
-        if (r.status !== 201 || r.json.state !== 'ACTIVE') throw new Error(`registering an endpoint answered ${r.status}: ${JSON.stringify(r.json)}`);
+        const r = await api('POST', '/v1/webhooks/endpoints', {
+          url: `http://127.0.0.1:${p}/hook`,
+          events: ['inference.completed'],
+        });
+        if (r.status !== 201 || r.json.state !== 'ACTIVE')
+          throw new Error(`registering an endpoint answered ${r.status}: ${JSON.stringify(r.json)}`);
         return r.json.id as string;
       }),
     );
@@ -429,7 +598,18 @@ async function main(): Promise<number> {
     const healthy = sc.modes.filter((m) => m === 'ok').length;
     const deferred0 = await deferredTotal();
     const window = sampler!.begin();
-    const spec: LoadSpec = { base, clientId: client.client_id, clientSecret: client.client_secret, publish: sc.publish, batchSize: BATCH, model: sc.model, connections: CONCURRENCY, rate, events: sc.events, padBytes: PAD };
+    const spec: LoadSpec = {
+      base,
+      clientId: client.client_id,
+      clientSecret: client.client_secret,
+      publish: sc.publish,
+      batchSize: BATCH,
+      model: sc.model,
+      connections: CONCURRENCY,
+      rate,
+      events: sc.events,
+      padBytes: PAD,
+    };
     const lr = (await load({ op: 'run', spec })).result;
     if (lr.batchUnavailable) {
       sampler!.end(window);
@@ -440,7 +620,19 @@ async function main(): Promise<number> {
     const usage = sampler!.end(window);
     const deferred = (await deferredTotal()) - deferred0;
     const deliveredPerSec = stats.last ? stats.unique / (Math.max(1, stats.last - lr.firstSentAt) / 1000) : 0;
-    return { sc, run, load: lr, healthy, expected, stats, deliveredPerSec, lost: expected - stats.unique, deferred, timedOut, usage };
+    return {
+      sc,
+      run,
+      load: lr,
+      healthy,
+      expected,
+      stats,
+      deliveredPerSec,
+      lost: expected - stats.unique,
+      deferred,
+      timedOut,
+      usage,
+    };
   }
 
   async function settleGroups(members: number): Promise<boolean> {
@@ -459,7 +651,10 @@ async function main(): Promise<number> {
     }
   }
 
-  async function waitForDeliveries(expected: number, deferred0: number): Promise<{ stats: ReceiverStats; timedOut: boolean }> {
+  async function waitForDeliveries(
+    expected: number,
+    deferred0: number,
+  ): Promise<{ stats: ReceiverStats; timedOut: boolean }> {
     let last = -1;
     let progressAt = Date.now();
     for (;;) {
@@ -471,7 +666,8 @@ async function main(): Promise<number> {
       }
       const quiet = Date.now() - progressAt;
       // A deferred delivery comes back through the 30 s rung: give those 30 s more.
-      if (quiet > QUIET_MS && (quiet > QUIET_MS + 30_000 || (await deferredTotal()) === deferred0)) return { stats: await receiverStats(true), timedOut: true };
+      if (quiet > QUIET_MS && (quiet > QUIET_MS + 30_000 || (await deferredTotal()) === deferred0))
+        return { stats: await receiverStats(true), timedOut: true };
       await sleep(250);
     }
   }
@@ -479,7 +675,9 @@ async function main(): Promise<number> {
   // 10. report
   const ceilingFor = (sc: Scenario) => postCeiling.get(sc.modes.length === 1 ? 1 : 10) ?? null;
   const scenarioRows = results.map((r) => {
-    const others = Object.entries(r.load.statuses).filter(([k]) => !(r.sc.publish === 'single' ? ['202'] : ['200', '202']).includes(k));
+    const others = Object.entries(r.load.statuses).filter(
+      ([k]) => !(r.sc.publish === 'single' ? ['202'] : ['200', '202']).includes(k),
+    );
     const itemErrs = Object.entries(r.load.itemErrors).map(([k, v]) => `item ${k}×${v}`);
     const ceiling = ceilingFor(r.sc);
     const pct = r.sc.model === 'open' || ceiling === null ? '—' : `${fmt((100 * r.deliveredPerSec) / ceiling)} %`;
@@ -530,7 +728,11 @@ async function main(): Promise<number> {
     '',
     '#### Scenarios',
     '',
-    ...(groupMembers > 1 ? [`The POST ceiling is one sending process; Sluice delivers from ${groupMembers} processes here, so it can pass 100 %.`] : []),
+    ...(groupMembers > 1
+      ? [
+          `The POST ceiling is one sending process; Sluice delivers from ${groupMembers} processes here, so it can pass 100 %.`,
+        ]
+      : []),
     'events × healthy endpoints = expected deliveries. delivered/s: healthy deliveries from the first publish to the last first receipt. Latency: publish (request sent) → first receipt. lost: expected − unique received. deferred: `sluice_deliveries_total{outcome="deferred"}` delta over all Sluice processes.',
     '',
     '| scenario | run | events × endpoints | accepted/s | delivered/s | % of POST ceiling | p50 ms | p99 ms | lost | dup | deferred | other responses |',
@@ -545,7 +747,7 @@ async function main(): Promise<number> {
     ...(notes.length ? [''] : []),
     '#### Per-process resources',
     '',
-    'Each cell: peak RSS · CPU seconds (user + system, /proc, sampled every 500 ms) per 1,000 healthy deliveries, over the scenario\'s runs; a group of processes (cluster workers) counts as their sum.',
+    "Each cell: peak RSS · CPU seconds (user + system, /proc, sampled every 500 ms) per 1,000 healthy deliveries, over the scenario's runs; a group of processes (cluster workers) counts as their sum.",
     '',
     `| scenario | deliveries | ${procNames.join(' | ')} |`,
     `|---|---:|${procNames.map(() => '---:').join('|')}|`,
@@ -562,7 +764,9 @@ async function main(): Promise<number> {
 
   const lossy = results.filter((r) => r.lost > 0);
   if (lossy.length > 0) {
-    process.stderr.write(`lost deliveries among healthy endpoints: ${lossy.map((r) => `${r.sc.name} run ${r.run}: ${r.lost}`).join(', ')}\n`);
+    process.stderr.write(
+      `lost deliveries among healthy endpoints: ${lossy.map((r) => `${r.sc.name} run ${r.run}: ${r.lost}`).join(', ')}\n`,
+    );
     return 1;
   }
   return 0;

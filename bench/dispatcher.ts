@@ -27,7 +27,9 @@ const EVENTS = arg('events', 5000);
 const CONCURRENCY = arg('concurrency', 32);
 const brokersEnv = process.env.KAFKA_BROKERS;
 if (!brokersEnv) {
-  console.error('KAFKA_BROKERS is not set: start one with `node bin/sluice.js kafka --port 9092` and pass KAFKA_BROKERS=127.0.0.1:9092');
+  console.error(
+    'KAFKA_BROKERS is not set: start one with `node bin/sluice.js kafka --port 9092` and pass KAFKA_BROKERS=127.0.0.1:9092',
+  );
   process.exit(2);
 }
 const brokers = brokersEnv.split(',');
@@ -66,10 +68,22 @@ const node = await startNode(config, { brokers, ingress: true, dispatcher: true 
 scratch.onSignal(() => node.close());
 const base = `http://127.0.0.1:${node.ingress!.port}`;
 const client = await createClient(node.ctx, { tenant: 'bench', role: 'admin' });
-const tokenRes = await fetch(`${base}/v1/auth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret }) });
+const tokenRes = await fetch(`${base}/v1/auth/token`, {
+  method: 'POST',
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({
+    grant_type: 'client_credentials',
+    client_id: client.client_id,
+    client_secret: client.client_secret,
+  }),
+});
 const token = ((await tokenRes.json()) as { access_token: string }).access_token;
 const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-const reg = await fetch(`${base}/v1/webhooks/endpoints`, { method: 'POST', headers: auth, body: JSON.stringify({ url: receiverUrl, events: ['*'] }) });
+const reg = await fetch(`${base}/v1/webhooks/endpoints`, {
+  method: 'POST',
+  headers: auth,
+  body: JSON.stringify({ url: receiverUrl, events: ['*'] }),
+});
 if (reg.status !== 201) throw new Error(`registration failed: ${reg.status} ${await reg.text()}`);
 
 const sentAt = new Map<string, number>();
@@ -91,29 +105,57 @@ async function round(mode: Mode): Promise<string> {
       if (mode === 'direct') {
         const id = `direct-${tag}-${i}`;
         sentAt.set(id, started);
-        const signed = signDelivery('whsec_bench', { id, type: 'inference.completed', tenant_id: 'bench', data, created_at: Date.now() }, 1, Date.now());
+        const signed = signDelivery(
+          'whsec_bench',
+          { id, type: 'inference.completed', tenant_id: 'bench', data, created_at: Date.now() },
+          1,
+          Date.now(),
+        );
         const res = await fetch(receiverUrl, { method: 'POST', headers: signed.headers, body: signed.rawBody });
         await res.arrayBuffer();
         continue;
       }
-      const res = await fetch(`${base}/v1/webhooks/events`, { method: 'POST', headers: auth, body: JSON.stringify({ type: 'inference.completed', data, ...(mode === 'id' ? { id: `bench-${tag}-${i}` } : {}) }) });
+      const res = await fetch(`${base}/v1/webhooks/events`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify({
+          type: 'inference.completed',
+          data,
+          ...(mode === 'id' ? { id: `bench-${tag}-${i}` } : {}),
+        }),
+      });
       if (res.status !== 202) throw new Error(`publish failed: ${res.status} ${await res.text()}`);
       sentAt.set(((await res.json()) as { id: string }).id, started);
     }
   }
   await Promise.all(Array.from({ length: CONCURRENCY }, publisher));
   const publishedIn = performance.now() - t0;
-  await Promise.race([finished, new Promise((_, rej) => setTimeout(() => rej(new Error(`only ${received.size}/${EVENTS} delivered within 120 s`)), 120_000))]);
+  await Promise.race([
+    finished,
+    new Promise((_, rej) =>
+      setTimeout(() => rej(new Error(`only ${received.size}/${EVENTS} delivered within 120 s`)), 120_000),
+    ),
+  ]);
   const total = Math.max(...received.values()) - t0;
   const lat = [...received].map(([id, at]) => at - sentAt.get(id)!).sort((a, b) => a - b);
   const pct = (p: number) => lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))].toFixed(1);
-  const label = { direct: 'baseline: signed POST straight to the receiver', 'no-id': 'Sluice: publish without id → Kafka → delivery', id: 'Sluice: publish with id (idempotent) → delivery' }[mode];
+  const label = {
+    direct: 'baseline: signed POST straight to the receiver',
+    'no-id': 'Sluice: publish without id → Kafka → delivery',
+    id: 'Sluice: publish with id (idempotent) → delivery',
+  }[mode];
   return `| ${label} | ${(EVENTS / (publishedIn / 1000)).toFixed(0)} | ${(EVENTS / (total / 1000)).toFixed(0)} | ${pct(50)} | ${pct(99)} | ${lat[lat.length - 1].toFixed(1)} |`;
 }
 
-console.log(`command: KAFKA_BROKERS=${brokersEnv} node bin/run-ts.js bench/dispatcher.ts --events ${EVENTS} --concurrency ${CONCURRENCY}`);
-console.log(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; one process runs ingress + dispatcher, Kafka on the same host`);
-console.log(`${EVENTS} events per round by ${CONCURRENCY} concurrent clients, 1 endpoint, node:http receiver answering 204\n`);
+console.log(
+  `command: KAFKA_BROKERS=${brokersEnv} node bin/run-ts.js bench/dispatcher.ts --events ${EVENTS} --concurrency ${CONCURRENCY}`,
+);
+console.log(
+  `machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; one process runs ingress + dispatcher, Kafka on the same host`,
+);
+console.log(
+  `${EVENTS} events per round by ${CONCURRENCY} concurrent clients, 1 endpoint, node:http receiver answering 204\n`,
+);
 console.log('| round | accepted/s | end to end events/s | p50 ms | p99 ms | max ms |');
 console.log('|---|---:|---:|---:|---:|---:|');
 for (const mode of ['direct', 'no-id', 'id'] as const) console.log(await round(mode));

@@ -6,7 +6,12 @@
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 
-export function writeMarkedSection(file: string, name: string, body: string, where: 'end' | 'after-intro' = 'end'): void {
+export function writeMarkedSection(
+  file: string,
+  name: string,
+  body: string,
+  where: 'end' | 'after-intro' = 'end',
+): void {
   const begin = `<!-- ${name}:begin -->`;
   const end = `<!-- ${name}:end -->`;
   let text = existsSync(file) ? readFileSync(file, 'utf8') : '# Benchmark results\n';

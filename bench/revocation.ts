@@ -21,7 +21,15 @@ import { freePorts } from '../scripts/free-port.ts';
 import { cliEnv, spawnIngress, type IngressProcess } from '../test/helpers/cli.ts';
 import { freePort, uniquePrefix } from '../test/helpers/sluice.ts';
 
-const { values } = parseArgs({ options: { revocations: { type: 'string', default: '200' }, nodes: { type: 'string', default: '3' }, 'fetch-wait': { type: 'string' }, 'idle-seconds': { type: 'string', default: '10' }, json: { type: 'string' } } });
+const { values } = parseArgs({
+  options: {
+    revocations: { type: 'string', default: '200' },
+    nodes: { type: 'string', default: '3' },
+    'fetch-wait': { type: 'string' },
+    'idle-seconds': { type: 'string', default: '10' },
+    json: { type: 'string' },
+  },
+});
 const N = Number(values.revocations);
 const NODES = Number(values.nodes);
 
@@ -30,12 +38,31 @@ const scratch = new Scratch('bench-revocation');
 let local: LocalKafka | null = null;
 let brokers = process.env.KAFKA_BROKERS?.split(',');
 const port = await freePort();
-const baseConfig = loadConfig({ ...process.env, SLUICE_TOPIC_PREFIX: uniquePrefix('bench-rev'), SLUICE_LOG_LEVEL: 'error', SLUICE_ISSUER: `http://127.0.0.1:${port}`, SLUICE_HOST: '127.0.0.1' });
+const baseConfig = loadConfig({
+  ...process.env,
+  SLUICE_TOPIC_PREFIX: uniquePrefix('bench-rev'),
+  SLUICE_LOG_LEVEL: 'error',
+  SLUICE_ISSUER: `http://127.0.0.1:${port}`,
+  SLUICE_HOST: '127.0.0.1',
+});
 if (!brokers) {
-  local = await startLocalKafka({ cacheDir: baseConfig.cacheDir, port: await freePorts(2), dataDir: scratch.kafkaDir(), fresh: true });
+  local = await startLocalKafka({
+    cacheDir: baseConfig.cacheDir,
+    port: await freePorts(2),
+    dataDir: scratch.kafkaDir(),
+    fresh: true,
+  });
   brokers = local.brokers;
 }
-const config = loadConfig({ ...process.env, KAFKA_BROKERS: brokers.join(','), SLUICE_TOPIC_PREFIX: baseConfig.topicPrefix, SLUICE_LOG_LEVEL: 'error', SLUICE_ISSUER: baseConfig.issuer, SLUICE_HOST: '127.0.0.1', SLUICE_DATA_DIR: scratch.dataDir() });
+const config = loadConfig({
+  ...process.env,
+  KAFKA_BROKERS: brokers.join(','),
+  SLUICE_TOPIC_PREFIX: baseConfig.topicPrefix,
+  SLUICE_LOG_LEVEL: 'error',
+  SLUICE_ISSUER: baseConfig.issuer,
+  SLUICE_HOST: '127.0.0.1',
+  SLUICE_DATA_DIR: scratch.dataDir(),
+});
 const ctx = await openContext(config, { brokers, component: 'bench' });
 
 process.stdout.write(`starting ${NODES} ingress processes...\n`);
@@ -45,14 +72,28 @@ scratch.onSignal(async () => {
   await ctx.close().catch(() => {});
   await local?.stop();
 });
-const nodeEnv = cliEnv(config, { SLUICE_DATA_DIR: config.dataDir, ...(values['fetch-wait'] ? { SLUICE_STATE_FETCH_WAIT_MS: values['fetch-wait'] } : {}) });
+const nodeEnv = cliEnv(config, {
+  SLUICE_DATA_DIR: config.dataDir,
+  ...(values['fetch-wait'] ? { SLUICE_STATE_FETCH_WAIT_MS: values['fetch-wait'] } : {}),
+});
 for (let i = 0; i < NODES; i++) nodes.push(await spawnIngress(nodeEnv, await freePort(), await freePort()));
 
 async function post(base: string, path: string, body: unknown, token?: string) {
-  const res = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) });
+  const res = await fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, json: (await res.json()) as any };
 }
-const tokenOf = async (c: CreatedClient) => (await post(nodes[0].base, '/v1/auth/token', { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret })).json.access_token as string;
+const tokenOf = async (c: CreatedClient) =>
+  (
+    await post(nodes[0].base, '/v1/auth/token', {
+      grant_type: 'client_credentials',
+      client_id: c.client_id,
+      client_secret: c.client_secret,
+    })
+  ).json.access_token as string;
 /** The status a node gives the token on a route it may use (audit:read). */
 async function statusOn(base: string, token: string): Promise<number> {
   const res = await fetch(`${base}/v1/audit?limit=1`, { headers: { authorization: `Bearer ${token}` } });
@@ -70,7 +111,12 @@ let officerTokenAt = Date.now();
 // Warm-up, not measured: node 1's first audit append claims the transactional audit writer.
 {
   const warm = await createClient(ctx, { tenant: 'bench', role: 'security-officer' });
-  const res = await post(nodes[0].base, '/v1/auth/revocations', { client_id: warm.client_id, reason: 'bench warm-up' }, officerToken);
+  const res = await post(
+    nodes[0].base,
+    '/v1/auth/revocations',
+    { client_id: warm.client_id, reason: 'bench warm-up' },
+    officerToken,
+  );
   if (res.status !== 201) throw new Error(`warm-up revocation answered ${res.status}`);
 }
 
@@ -84,7 +130,8 @@ for (let i = 0; i < N; i++) {
     officerTokenAt = Date.now();
   }
   const token = await tokenOf(victims[i]);
-  for (const n of nodes) if ((await statusOn(n.base, token)) !== 200) throw new Error('the token should work before the revocation');
+  for (const n of nodes)
+    if ((await statusOn(n.base, token)) !== 200) throw new Error('the token should work before the revocation');
   let t201 = Number.POSITIVE_INFINITY;
   let stop = false;
   // Every node is polled back to back from before the revocation is sent.
@@ -97,7 +144,12 @@ for (let i = 0; i < N; i++) {
     }
   });
   const sent = performance.now();
-  const res = await post(nodes[0].base, '/v1/auth/revocations', { client_id: victims[i].client_id, reason: 'bench' }, officerToken);
+  const res = await post(
+    nodes[0].base,
+    '/v1/auth/revocations',
+    { client_id: victims[i].client_id, reason: 'bench' },
+    officerToken,
+  );
   t201 = performance.now();
   if (res.status !== 201) throw new Error(`revocation answered ${res.status}: ${JSON.stringify(res.json)}`);
   const timeout = setTimeout(() => (stop = true), 10_000);
@@ -115,16 +167,26 @@ const pct = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
 };
 const fmt = (x: number) => (Number.isNaN(x) ? 'never' : `${x.toFixed(1)} ms`);
-process.stdout.write(`\nrevocation propagation: ${N} revocations through node 1, ${NODES} ingress processes, ${cpus().length} cores, Kafka ${brokers.join(',')}\n`);
-process.stdout.write('time from the 201 until the node refuses the revoked client\'s token (TOKEN_REVOKED):\n');
+process.stdout.write(
+  `\nrevocation propagation: ${N} revocations through node 1, ${NODES} ingress processes, ${cpus().length} cores, Kafka ${brokers.join(',')}\n`,
+);
+process.stdout.write("time from the 201 until the node refuses the revoked client's token (TOKEN_REVOKED):\n");
 latencies.forEach((xs, k) => {
-  process.stdout.write(`  node ${k + 1}${k === 0 ? ' (answered the 201)' : ''}: p50 ${fmt(pct(xs, 50))}  p99 ${fmt(pct(xs, 99))}  max ${fmt(Math.max(...xs))}\n`);
+  process.stdout.write(
+    `  node ${k + 1}${k === 0 ? ' (answered the 201)' : ''}: p50 ${fmt(pct(xs, 50))}  p99 ${fmt(pct(xs, 99))}  max ${fmt(Math.max(...xs))}\n`,
+  );
 });
 const all = latencies.flat();
 process.stdout.write(`  all nodes: p50 ${fmt(pct(all, 50))}  p99 ${fmt(pct(all, 99))}  max ${fmt(Math.max(...all))}\n`);
 process.stdout.write(`time from sending the POST until the node refuses the token (includes the audit append):\n`);
-fromSent.forEach((xs, k) => process.stdout.write(`  node ${k + 1}: p50 ${fmt(pct(xs, 50))}  p99 ${fmt(pct(xs, 99))}  max ${fmt(Math.max(...xs))}\n`));
-process.stdout.write(`POST /v1/auth/revocations until its 201: p50 ${fmt(pct(answer201, 50))}  p99 ${fmt(pct(answer201, 99))}  max ${fmt(Math.max(...answer201))}\n`);
+fromSent.forEach((xs, k) =>
+  process.stdout.write(
+    `  node ${k + 1}: p50 ${fmt(pct(xs, 50))}  p99 ${fmt(pct(xs, 99))}  max ${fmt(Math.max(...xs))}\n`,
+  ),
+);
+process.stdout.write(
+  `POST /v1/auth/revocations until its 201: p50 ${fmt(pct(answer201, 50))}  p99 ${fmt(pct(answer201, 99))}  max ${fmt(Math.max(...answer201))}\n`,
+);
 
 /** CPU time (user + system) of a process, in seconds. */
 const cpuSeconds = (pid: number) => {
@@ -136,16 +198,35 @@ await new Promise((r) => setTimeout(r, 2000)); // let the last requests' work se
 const before = nodes.map((n) => cpuSeconds(n.pid));
 await new Promise((r) => setTimeout(r, idleSeconds * 1000));
 const idlePct = nodes.map((n, k) => ((cpuSeconds(n.pid) - before[k]) / idleSeconds) * 100);
-process.stdout.write(`idle CPU per node over ${idleSeconds} s (% of one core): ${idlePct.map((x) => x.toFixed(2)).join(', ')}\n`);
+process.stdout.write(
+  `idle CPU per node over ${idleSeconds} s (% of one core): ${idlePct.map((x) => x.toFixed(2)).join(', ')}\n`,
+);
 /** Per round: the time from sending the POST until every node other than node 1 refused the token. */
 const others = fromSent[0].map((_, i) => Math.max(...fromSent.slice(1).map((xs) => xs[i])));
 if (others.length > 0 && NODES > 1) {
-  const worst = others.map((ms, i) => ({ ms, i })).sort((a, b) => b.ms - a.ms).slice(0, 3);
-  process.stdout.write(`until every other node refuses, from sending the POST: p50 ${fmt(pct(others, 50))}  p99 ${fmt(pct(others, 99))}; slowest rounds: ${worst.map((w) => `#${w.i + 1} ${fmt(w.ms)}`).join(', ')}\n`);
+  const worst = others
+    .map((ms, i) => ({ ms, i }))
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, 3);
+  process.stdout.write(
+    `until every other node refuses, from sending the POST: p50 ${fmt(pct(others, 50))}  p99 ${fmt(pct(others, 99))}; slowest rounds: ${worst.map((w) => `#${w.i + 1} ${fmt(w.ms)}`).join(', ')}\n`,
+  );
 }
 if (values.json) {
   const stats = (xs: number[]) => ({ p50: pct(xs, 50), p99: pct(xs, 99), max: Math.max(...xs) });
-  writeFileSync(values.json, JSON.stringify({ revocations: N, nodes: NODES, fetchWaitMs: values['fetch-wait'] ? Number(values['fetch-wait']) : null, othersFromSent: stats(others), fromSent: fromSent.map(stats), post201: stats(answer201), idleCpuPct: idlePct, idleSeconds }));
+  writeFileSync(
+    values.json,
+    JSON.stringify({
+      revocations: N,
+      nodes: NODES,
+      fetchWaitMs: values['fetch-wait'] ? Number(values['fetch-wait']) : null,
+      othersFromSent: stats(others),
+      fromSent: fromSent.map(stats),
+      post201: stats(answer201),
+      idleCpuPct: idlePct,
+      idleSeconds,
+    }),
+  );
 }
 
 for (const n of nodes) await n.stop();

@@ -39,7 +39,7 @@ import { writeSuiteSection } from './suite/results.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RUN_TS = join(ROOT, 'bin/run-ts.js');
-const say = (line = '') => process.stdout.write(line + '\n');
+const say = (line = '') => process.stdout.write(`${line}\n`);
 const SCENARIOS = ['edge', 'revocation', 'dispatch', 'state'] as const;
 
 const { values: opt } = parseArgs({
@@ -61,14 +61,19 @@ if (opt.help) {
 }
 const quick = opt.quick === true;
 const only = opt.only ? opt.only.split(',') : [...SCENARIOS];
-for (const s of only) if (!(SCENARIOS as readonly string[]).includes(s)) throw new Error(`unknown scenario "${s}"; known: ${SCENARIOS.join(', ')}`);
+for (const s of only)
+  if (!(SCENARIOS as readonly string[]).includes(s))
+    throw new Error(`unknown scenario "${s}"; known: ${SCENARIOS.join(', ')}`);
 const WORKERS = Number(opt.workers ?? availableParallelism());
 const DURATION = Number(opt.duration ?? (quick ? 3 : 20));
 const VUS = Number(opt.vus ?? 32);
 const WARM_UP = quick ? 1 : 5;
 const SLUICE_DIR = opt['sluice-dir'] ?? ROOT;
 const RESULTS = opt.results ?? (quick ? null : join(ROOT, 'bench/RESULTS.md'));
-const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
 
 const scratch = new Scratch('bench-suite');
 const work = scratch.path;
@@ -85,11 +90,18 @@ async function shutdown(code: number): Promise<never> {
   scratch.keepLogs = code !== 0;
   process.exit(code);
 }
-for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) process.on(signal, () => void shutdown(code));
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+] as const)
+  process.on(signal, () => void shutdown(code));
 
 // ---------------------------------------------------------------- set-up
 
-const k6 = execFileSync('bash', [join(ROOT, 'scripts/install-k6.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+const k6 = execFileSync('bash', [join(ROOT, 'scripts/install-k6.sh')], {
+  encoding: 'utf8',
+  stdio: ['ignore', 'pipe', 'inherit'],
+}).trim();
 const k6Version = execFileSync(k6, ['version'], { encoding: 'utf8' }).trim().split('\n')[0];
 const commit = (() => {
   try {
@@ -103,7 +115,13 @@ say(`# bench suite${quick ? ' (--quick)' : ''}: ${only.join(', ')}; ${machine}; 
 
 if (!external && (only.includes('edge') || only.includes('revocation'))) {
   const port = await freePorts(2);
-  const kafka = children.spawn('kafka', join(ROOT, 'bin/sluice.js'), ['kafka', '--port', String(port), '--data-dir', scratch.kafkaDir(), '--fresh'], { ...process.env, SLUICE_LOG_LEVEL: 'error' }, 'kafka');
+  const kafka = children.spawn(
+    'kafka',
+    join(ROOT, 'bin/sluice.js'),
+    ['kafka', '--port', String(port), '--data-dir', scratch.kafkaDir(), '--fresh'],
+    { ...process.env, SLUICE_LOG_LEVEL: 'error' },
+    'kafka',
+  );
   await waitForLine(kafka, /ready at 127\.0\.0\.1:/, 120_000, 'sluice kafka');
   brokers = [`127.0.0.1:${port}`];
 }
@@ -119,16 +137,33 @@ async function readyz(port: number, timeoutMs: number, proc: Launched): Promise<
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (proc.proc.exitCode !== null) throw new Error(`the server exited:\n${tail(proc.log)}`);
-    if (await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status === 200, () => false)) return;
+    if (
+      await fetch(`http://127.0.0.1:${port}/readyz`).then(
+        (r) => r.status === 200,
+        () => false,
+      )
+    )
+      return;
     if (Date.now() > deadline) throw new Error(`not ready on admin port ${port}:\n${tail(proc.log)}`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
 
 /** A baseline server (bench/suite/*.ts) for the duration of one case. */
-async function withServer<T>(name: string, script: string, args: string[], fn: (base: string) => Promise<T>): Promise<T> {
+async function withServer<T>(
+  name: string,
+  script: string,
+  args: string[],
+  fn: (base: string) => Promise<T>,
+): Promise<T> {
   const port = await freePort();
-  const server = children.spawn(name, RUN_TS, [join(ROOT, 'bench/suite', script), '--port', String(port), '--workers', String(WORKERS), ...args], process.env, 'helper');
+  const server = children.spawn(
+    name,
+    RUN_TS,
+    [join(ROOT, 'bench/suite', script), '--port', String(port), '--workers', String(WORKERS), ...args],
+    process.env,
+    'helper',
+  );
   await waitForLine(server, /^ready$/, 60_000, name);
   try {
     return await fn(`http://127.0.0.1:${port}`);
@@ -141,17 +176,40 @@ async function withServer<T>(name: string, script: string, args: string[], fn: (
 async function edge(): Promise<EdgeReport> {
   const port = await freePort();
   const adminPort = await freePorts(WORKERS);
-  const env = { ...process.env, KAFKA_BROKERS: brokers.join(','), SLUICE_TOPIC_PREFIX: prefix, SLUICE_HOST: '127.0.0.1', SLUICE_LOG_LEVEL: 'error', SLUICE_ISSUER: '', SLUICE_DATA_DIR: scratch.dataDir() };
-  const sluice = children.spawn('sluice-ingress', join(SLUICE_DIR, 'bin/sluice.js'), ['ingress', '--workers', String(WORKERS), '--port', String(port), '--admin-port', String(adminPort)], env, 'sluice');
+  const env = {
+    ...process.env,
+    KAFKA_BROKERS: brokers.join(','),
+    SLUICE_TOPIC_PREFIX: prefix,
+    SLUICE_HOST: '127.0.0.1',
+    SLUICE_LOG_LEVEL: 'error',
+    SLUICE_ISSUER: '',
+    SLUICE_DATA_DIR: scratch.dataDir(),
+  };
+  const sluice = children.spawn(
+    'sluice-ingress',
+    join(SLUICE_DIR, 'bin/sluice.js'),
+    ['ingress', '--workers', String(WORKERS), '--port', String(port), '--admin-port', String(adminPort)],
+    env,
+    'sluice',
+  );
   for (let i = 0; i < WORKERS; i++) await readyz(adminPort + i, 120_000, sluice);
   const base = `http://127.0.0.1:${port}`;
-  const issuer = ((await (await fetch(`${base}/.well-known/oauth-authorization-server`)).json()) as { issuer: string }).issuer;
+  const issuer = ((await (await fetch(`${base}/.well-known/oauth-authorization-server`)).json()) as { issuer: string })
+    .issuer;
 
   // Enough clients that none meets the per-client rate limit (default 10,000/s): one per VU.
   const config = loadConfig(env);
   const ctx = await openContext(config, { brokers, component: 'bench-suite' });
   const grant = async (c: { client_id: string; client_secret: string }) => {
-    const res = await fetch(`${base}/v1/auth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret }) });
+    const res = await fetch(`${base}/v1/auth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        grant_type: 'client_credentials',
+        client_id: c.client_id,
+        client_secret: c.client_secret,
+      }),
+    });
     if (res.status !== 200) throw new Error(`token request answered ${res.status}: ${await res.text()}`);
     return ((await res.json()) as { access_token: string }).access_token;
   };
@@ -164,7 +222,11 @@ async function edge(): Promise<EdgeReport> {
   await ctx.close();
   const wideTokens = await Promise.all(wide.map(grant));
   const narrowTokens = await Promise.all(narrow.map(grant));
-  const bodies = wide.map((c) => ({ grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret }));
+  const bodies = wide.map((c) => ({
+    grant_type: 'client_credentials',
+    client_id: c.client_id,
+    client_secret: c.client_secret,
+  }));
 
   // Each server's first case starts after a short unrecorded run (JIT, connection set-up).
   const warmed = new Set<string>();
@@ -172,21 +234,71 @@ async function edge(): Promise<EdgeReport> {
     const key = spec.url.split('/v1/')[0];
     if (!warmed.has(key)) {
       warmed.add(key);
-      await runCase(k6, join(work, `${spec.id}-warm-up.json`), { duration: WARM_UP, vus: VUS, ...spec, label: `(warm-up, not recorded) ${spec.label}` }, say);
+      await runCase(
+        k6,
+        join(work, `${spec.id}-warm-up.json`),
+        { duration: WARM_UP, vus: VUS, ...spec, label: `(warm-up, not recorded) ${spec.label}` },
+        say,
+      );
     }
     return runCase(k6, join(work, `${spec.id}.json`), { duration: DURATION, vus: VUS, ...spec }, say);
   };
   const cases: CaseResult[] = [];
-  const get = (id: string, label: string, server: CaseSpec['server'], url: string, tokens: string[], expect = 200) => ({ id, label, server, method: 'GET' as const, url: `${url}${ROUTE}`, tokens, expect });
-  cases.push(await withServer('bare-uws', 'bare-uws.ts', [], (b) => run(get('bare', 'bare uWS, no auth (the ceiling)', 'bare', b, []))));
-  cases.push(await run(get('hot', 'Sluice: hot token, region + scope check + rate limit + list', 'sluice', base, wideTokens)));
-  cases.push(await run(get('forbidden', 'Sluice: scope violation (403 problem+json)', 'sluice', base, narrowTokens, 403)));
-  cases.push(await withServer('conventional', 'conventional.ts', ['--issuer', issuer, '--sluice', base], (b) => run(get('conv', 'node:http + jose.jwtVerify per request + scope check', 'conventional', b, wideTokens))));
-  cases.push(await withServer('conventional-cache', 'conventional.ts', ['--issuer', issuer, '--sluice', base, '--cache'], (b) => run(get('convCache', 'the same + verified-token cache', 'conventional', b, wideTokens))));
-  cases.push(await run({ id: 'issue', label: 'Sluice: issue a token (POST /v1/auth/token, ES256)', server: 'sluice', method: 'POST', url: `${base}/v1/auth/token`, bodies, expect: 200 }));
+  const get = (id: string, label: string, server: CaseSpec['server'], url: string, tokens: string[], expect = 200) => ({
+    id,
+    label,
+    server,
+    method: 'GET' as const,
+    url: `${url}${ROUTE}`,
+    tokens,
+    expect,
+  });
+  cases.push(
+    await withServer('bare-uws', 'bare-uws.ts', [], (b) =>
+      run(get('bare', 'bare uWS, no auth (the ceiling)', 'bare', b, [])),
+    ),
+  );
+  cases.push(
+    await run(get('hot', 'Sluice: hot token, region + scope check + rate limit + list', 'sluice', base, wideTokens)),
+  );
+  cases.push(
+    await run(get('forbidden', 'Sluice: scope violation (403 problem+json)', 'sluice', base, narrowTokens, 403)),
+  );
+  cases.push(
+    await withServer('conventional', 'conventional.ts', ['--issuer', issuer, '--sluice', base], (b) =>
+      run(get('conv', 'node:http + jose.jwtVerify per request + scope check', 'conventional', b, wideTokens)),
+    ),
+  );
+  cases.push(
+    await withServer('conventional-cache', 'conventional.ts', ['--issuer', issuer, '--sluice', base, '--cache'], (b) =>
+      run(get('convCache', 'the same + verified-token cache', 'conventional', b, wideTokens)),
+    ),
+  );
+  cases.push(
+    await run({
+      id: 'issue',
+      label: 'Sluice: issue a token (POST /v1/auth/token, ES256)',
+      server: 'sluice',
+      method: 'POST',
+      url: `${base}/v1/auth/token`,
+      bodies,
+      expect: 200,
+    }),
+  );
   const hot = cases.find((c) => c.id === 'hot')!;
   const half = Math.max(10, Math.round(hot.rps / 2));
-  cases.push(await run({ ...get('halfSat', `Sluice: hot token, open model at half of its saturation (${half} req/s)`, 'sluice', base, wideTokens), rate: half }));
+  cases.push(
+    await run({
+      ...get(
+        'halfSat',
+        `Sluice: hot token, open model at half of its saturation (${half} req/s)`,
+        'sluice',
+        base,
+        wideTokens,
+      ),
+      rate: half,
+    }),
+  );
   sluice.proc.kill('SIGTERM');
   await sluice.exited;
   return { cases, clients: VUS };
@@ -212,9 +324,27 @@ async function revocation(): Promise<Revocation[]> {
     const rounds = quick ? 20 : 200;
     const idle = quick ? 3 : 30;
     say(`\n## revocation, state consumer fetch wait ${wait} ms: ${rounds} revocations, then ${idle} s idle`);
-    const code = await runChild('revocation', [join(ROOT, 'bench/revocation.ts'), '--revocations', String(rounds), '--fetch-wait', String(wait), '--idle-seconds', String(idle), '--json', json], { KAFKA_BROKERS: brokers.join(',') });
+    const code = await runChild(
+      'revocation',
+      [
+        join(ROOT, 'bench/revocation.ts'),
+        '--revocations',
+        String(rounds),
+        '--fetch-wait',
+        String(wait),
+        '--idle-seconds',
+        String(idle),
+        '--json',
+        json,
+      ],
+      { KAFKA_BROKERS: brokers.join(',') },
+    );
     if (code !== 0) throw new Error(`bench/revocation.ts exited ${code}`);
-    out.push({ ...(JSON.parse(readFileSync(json, 'utf8')) as Omit<Revocation, 'load'>), fetchWaitMs: wait, load: load() });
+    out.push({
+      ...(JSON.parse(readFileSync(json, 'utf8')) as Omit<Revocation, 'load'>),
+      fetchWaitMs: wait,
+      load: load(),
+    });
   }
   return out;
 }
@@ -222,7 +352,11 @@ async function revocation(): Promise<Revocation[]> {
 /** A bench script as a child whose output is shown as it comes. */
 function runChild(name: string, args: string[], env: Record<string, string>): Promise<number> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [RUN_TS, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
+    const child = spawn(process.execPath, [RUN_TS, ...args], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
     child.once('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
     void name;
   });
@@ -243,7 +377,12 @@ try {
   for (const name of ['dispatch', 'state'] as const) {
     if (!only.includes(name)) continue;
     say(`\n## ${name}: bench/${name}.ts${quick ? ' --quick' : ''}`);
-    const args = [join(ROOT, `bench/${name}.ts`), ...(quick ? ['--quick'] : []), ...(RESULTS && RESULTS !== join(ROOT, 'bench/RESULTS.md') ? ['--results', RESULTS] : []), ...(name === 'dispatch' && opt['sluice-dir'] ? ['--sluice-dir', SLUICE_DIR] : [])];
+    const args = [
+      join(ROOT, `bench/${name}.ts`),
+      ...(quick ? ['--quick'] : []),
+      ...(RESULTS && RESULTS !== join(ROOT, 'bench/RESULTS.md') ? ['--results', RESULTS] : []),
+      ...(name === 'dispatch' && opt['sluice-dir'] ? ['--sluice-dir', SLUICE_DIR] : []),
+    ];
     const code = await runChild(name, args, external ? { KAFKA_BROKERS: brokers.join(',') } : {});
     others.push({ name, code, load: load() });
     if (code !== 0) failed = true;
@@ -258,37 +397,63 @@ try {
 const verdicts: Verdict[] = judge(edgeReport?.cases ?? [], revocations, () => DURATION);
 for (const c of edgeReport?.cases ?? []) if (c.unexpected.length > 0) failed = true;
 const report = renderReport();
-say('\n' + report);
+say(`\n${report}`);
 if (RESULTS) {
   writeSuiteSection(RESULTS, report);
   say(`\nwrote the suite's section of ${RESULTS}`);
 }
 const missed = verdicts.filter((v) => !v.met);
 if (failed) say('\nFAILED: a case got statuses other than the expected one, or a scenario exited non-zero (above)');
-if (opt.check && missed.length > 0) say(`\n--check: ${missed.length} target(s) missed: ${missed.map((v) => v.name).join('; ')}`);
+if (opt.check && missed.length > 0)
+  say(`\n--check: ${missed.length} target(s) missed: ${missed.map((v) => v.name).join('; ')}`);
 await shutdown(failed || (opt.check && missed.length > 0) ? 1 : 0);
 
 function renderReport(): string {
-  const f = (n: number, d = 0) => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }) : '—');
+  const f = (n: number, d = 0) =>
+    Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }) : '—';
   const lines: string[] = [];
   lines.push(`## The suite (\`npm run bench${quick ? ' -- --quick' : ''}\`)`, '');
   lines.push(`Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC on ${machine}.`);
-  lines.push(`Load average (1, 5, 15 min) at the start: ${startedLoad}; at the end: ${load()}.${quick ? ' **--quick: a smoke run, short cases: not a measurement.**' : ''}`, '');
+  lines.push(
+    `Load average (1, 5, 15 min) at the start: ${startedLoad}; at the end: ${load()}.${quick ? ' **--quick: a smoke run, short cases: not a measurement.**' : ''}`,
+    '',
+  );
   if (edgeReport) {
     lines.push(`### Edge (k6, one case per run, ${VUS} VUs, ${DURATION} s each)`, '');
-    lines.push(`Every server runs on ${WORKERS} processes sharing one port (Sluice: \`sluice ingress --workers ${WORKERS}\`; the baselines: node:cluster), k6 on the same machine. The hot-token and 403 cases use ${edgeReport.clients} clients (one token per VU), so no client reaches the default per-client rate limit (10,000/s): the limiter is on, as deployed, and never refuses. Token issuance uses the same ${edgeReport.clients} clients. A row counts only the expected status; any other status fails the case and is listed.`, '');
-    lines.push('| case | expected | req/s | p50 ms | p99 ms | other statuses | load avg after |', '|---|---:|---:|---:|---:|---|---|');
-    for (const c of edgeReport.cases) lines.push(`| ${c.label} | ${c.expect} | ${f(c.rps)} | ${f(c.p50, 2)} | ${f(c.p99, 2)} | ${c.unexpected.length === 0 ? 'none' : `**${c.unexpected.map(([s, n]) => `${s}: ${n}`).join(', ')}**`}${c.notSent ? ` (${f(c.notSent)} not sent: behind the rate)` : ''} | ${c.load} |`);
+    lines.push(
+      `Every server runs on ${WORKERS} processes sharing one port (Sluice: \`sluice ingress --workers ${WORKERS}\`; the baselines: node:cluster), k6 on the same machine. The hot-token and 403 cases use ${edgeReport.clients} clients (one token per VU), so no client reaches the default per-client rate limit (10,000/s): the limiter is on, as deployed, and never refuses. Token issuance uses the same ${edgeReport.clients} clients. A row counts only the expected status; any other status fails the case and is listed.`,
+      '',
+    );
+    lines.push(
+      '| case | expected | req/s | p50 ms | p99 ms | other statuses | load avg after |',
+      '|---|---:|---:|---:|---:|---|---|',
+    );
+    for (const c of edgeReport.cases)
+      lines.push(
+        `| ${c.label} | ${c.expect} | ${f(c.rps)} | ${f(c.p50, 2)} | ${f(c.p99, 2)} | ${c.unexpected.length === 0 ? 'none' : `**${c.unexpected.map(([s, n]) => `${s}: ${n}`).join(', ')}**`}${c.notSent ? ` (${f(c.notSent)} not sent: behind the rate)` : ''} | ${c.load} |`,
+      );
     lines.push('');
   }
   if (revocations.length > 0) {
     lines.push('### Revocation across 3 `sluice ingress` processes, and idle CPU', '');
-    lines.push('`bench/revocation.ts`: revocations one at a time through node 1; each node polled back to back from before the POST. "Every other node" = per revocation, the later of nodes 2 and 3 to refuse the token, timed from sending the POST (audit append, revocation record, node 1\'s view, then the others\' fetch). Idle CPU: each node\'s user + system time over the idle window (/proc), no requests.', '');
-    lines.push('| fetch wait | revocations | every other node refuses (from the POST) p50 / p99 / max ms | POST → 201 p50 / p99 ms | idle CPU per node (% of a core) | load avg after |', '|---:|---:|---|---|---|---|');
-    for (const r of revocations) lines.push(`| ${r.fetchWaitMs} ms | ${r.revocations} | ${f(r.othersFromSent.p50, 1)} / ${f(r.othersFromSent.p99, 1)} / ${f(r.othersFromSent.max, 1)} | ${f(r.post201.p50, 1)} / ${f(r.post201.p99, 1)} | ${r.idleCpuPct.map((x) => f(x, 2)).join(', ')} (${r.idleSeconds} s) | ${r.load} |`);
+    lines.push(
+      "`bench/revocation.ts`: revocations one at a time through node 1; each node polled back to back from before the POST. \"Every other node\" = per revocation, the later of nodes 2 and 3 to refuse the token, timed from sending the POST (audit append, revocation record, node 1's view, then the others' fetch). Idle CPU: each node's user + system time over the idle window (/proc), no requests.",
+      '',
+    );
+    lines.push(
+      '| fetch wait | revocations | every other node refuses (from the POST) p50 / p99 / max ms | POST → 201 p50 / p99 ms | idle CPU per node (% of a core) | load avg after |',
+      '|---:|---:|---|---|---|---|',
+    );
+    for (const r of revocations)
+      lines.push(
+        `| ${r.fetchWaitMs} ms | ${r.revocations} | ${f(r.othersFromSent.p50, 1)} / ${f(r.othersFromSent.p99, 1)} / ${f(r.othersFromSent.max, 1)} | ${f(r.post201.p50, 1)} / ${f(r.post201.p99, 1)} | ${r.idleCpuPct.map((x) => f(x, 2)).join(', ')} (${r.idleSeconds} s) | ${r.load} |`,
+      );
     lines.push('');
   }
-  for (const o of others) lines.push(`${o.name}: \`bench/${o.name}.ts${quick ? ' --quick' : ''}\` exited ${o.code}; its figures are in its own section${RESULTS ? '' : ' (not written: --quick)'} (load average after: ${o.load}).`);
+  for (const o of others)
+    lines.push(
+      `${o.name}: \`bench/${o.name}.ts${quick ? ' --quick' : ''}\` exited ${o.code}; its figures are in its own section${RESULTS ? '' : ' (not written: --quick)'} (load average after: ${o.load}).`,
+    );
   if (others.length > 0) lines.push('');
   if (verdicts.length > 0) {
     lines.push('### Targets', '', '| target | measured | verdict |', '|---|---:|---|');

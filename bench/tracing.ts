@@ -16,7 +16,9 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const { values: opt } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } } });
+const { values: opt } = parseArgs({
+  options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } },
+});
 
 let exports = 0;
 let bytes = 0;
@@ -32,19 +34,43 @@ const endpoint = `http://127.0.0.1:${(sink.address() as { port: number }).port}/
 
 const MODES: Array<[string, Record<string, string>]> = [
   ['off', { SLUICE_TRACE_EXPORTER: 'none' }],
-  ['on, 1 % sampled', { SLUICE_TRACE_EXPORTER: 'otlp', SLUICE_TRACE_SAMPLE_RATIO: '0.01', SLUICE_OTLP_ENDPOINT: endpoint }],
-  ['on, 100 % sampled', { SLUICE_TRACE_EXPORTER: 'otlp', SLUICE_TRACE_SAMPLE_RATIO: '1', SLUICE_OTLP_ENDPOINT: endpoint }],
+  [
+    'on, 1 % sampled',
+    { SLUICE_TRACE_EXPORTER: 'otlp', SLUICE_TRACE_SAMPLE_RATIO: '0.01', SLUICE_OTLP_ENDPOINT: endpoint },
+  ],
+  [
+    'on, 100 % sampled',
+    { SLUICE_TRACE_EXPORTER: 'otlp', SLUICE_TRACE_SAMPLE_RATIO: '1', SLUICE_OTLP_ENDPOINT: endpoint },
+  ],
 ];
 const BENCHES: Array<[string, string[], Record<string, string>]> = [
   // The suite's edge scenario (its hot-token case uses one client per VU, under the default
   // rate limit); its report goes to a scratch file, not bench/RESULTS.md.
-  ['edge', [join(ROOT, 'bench/suite.ts'), '--only', 'edge', '--results', join(tmpdir(), `sluice-tracing-edge-${process.pid}.md`), ...(opt.quick ? ['--quick'] : [])], {}],
-  ['dispatch', [join(ROOT, 'bench/dispatch.ts'), '--skip-hops', '--only', 'f1-single', ...(opt.quick ? ['--quick'] : [])], {}],
+  [
+    'edge',
+    [
+      join(ROOT, 'bench/suite.ts'),
+      '--only',
+      'edge',
+      '--results',
+      join(tmpdir(), `sluice-tracing-edge-${process.pid}.md`),
+      ...(opt.quick ? ['--quick'] : []),
+    ],
+    {},
+  ],
+  [
+    'dispatch',
+    [join(ROOT, 'bench/dispatch.ts'), '--skip-hops', '--only', 'f1-single', ...(opt.quick ? ['--quick'] : [])],
+    {},
+  ],
 ];
 
 function run(args: string[], env: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(ROOT, 'bin/run-ts.js'), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [join(ROOT, 'bin/run-ts.js'), ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d));
     child.once('error', reject);
@@ -57,10 +83,19 @@ for (const [bench, args, env] of BENCHES) {
   if (opt.only && opt.only !== bench) continue;
   for (const [mode, traceEnv] of MODES) {
     const before = { exports, bytes };
-    const load = loadavg().map((l) => l.toFixed(2)).join(' ');
+    const load = loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ');
     const out = await run(args, { ...env, ...traceEnv });
-    console.log(`\n## ${bench}, tracing ${mode} (load average before: ${load}; OTLP exports: ${exports - before.exports}, ${Math.round((bytes - before.bytes) / 1024)} KiB)\n`);
-    console.log(out.split('\n').filter((l) => l.startsWith('|') || l.startsWith('# ')).join('\n'));
+    console.log(
+      `\n## ${bench}, tracing ${mode} (load average before: ${load}; OTLP exports: ${exports - before.exports}, ${Math.round((bytes - before.bytes) / 1024)} KiB)\n`,
+    );
+    console.log(
+      out
+        .split('\n')
+        .filter((l) => l.startsWith('|') || l.startsWith('# '))
+        .join('\n'),
+    );
   }
 }
 sink.close();

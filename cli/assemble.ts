@@ -79,7 +79,10 @@ function requestContract(): { contract: unknown; checks: RequestChecks } {
 }
 
 /** Background workers by role. */
-async function startWorkers(ctx: Context, roles: { ingress: boolean; dispatcher: boolean }): Promise<Record<string, Worker>> {
+async function startWorkers(
+  ctx: Context,
+  roles: { ingress: boolean; dispatcher: boolean },
+): Promise<Record<string, Worker>> {
   const workers: Record<string, Worker> = {};
   if (roles.ingress) workers.rotation = await RotationScheduler.start(ctx);
   if (roles.dispatcher) workers.dispatcher = await startDispatcher(ctx);
@@ -115,8 +118,19 @@ export async function startNode(config: Readonly<Config>, opts: NodeOptions): Pr
   const component = roles.ingress ? 'ingress' : 'dispatcher';
   applyHeapGrowth(config.heapGrowthPercent);
   // Tracing first, so nothing the node does is left out (a no-op when SLUICE_TRACE_EXPORTER=none).
-  const tracing = await startTracing({ serviceName: `sluice-${component}`, exporter: config.traceExporter, sampleRatio: config.traceSampleRatio, otlpEndpoint: config.otlpEndpoint });
-  const ctxOptions = { brokers: opts.brokers, clock: opts.clock, component, views: 'node', processMetrics: true } as const;
+  const tracing = await startTracing({
+    serviceName: `sluice-${component}`,
+    exporter: config.traceExporter,
+    sampleRatio: config.traceSampleRatio,
+    otlpEndpoint: config.otlpEndpoint,
+  });
+  const ctxOptions = {
+    brokers: opts.brokers,
+    clock: opts.clock,
+    component,
+    views: 'node',
+    processMetrics: true,
+  } as const;
   const ctx = await openContext(config, ctxOptions);
   // Only a node that serves the API keeps the attempt history.
   const attempts = new AttemptHistory(ctx.topics.attempts, opts.clock);
@@ -132,7 +146,13 @@ export async function startNode(config: Readonly<Config>, opts: NodeOptions): Pr
   }
   const workers = await startWorkers(ctx, roles);
   // A process without the ingress still serves /healthz, /readyz and /metrics on its admin port.
-  const admin = ingress ? null : await startAdminServer(config.host, opts.adminPort ?? config.adminPort, ctx.metrics, { ready: () => ctx.state.ready, problem: () => null, details: () => ({ role: 'dispatcher' }) });
+  const admin = ingress
+    ? null
+    : await startAdminServer(config.host, opts.adminPort ?? config.adminPort, ctx.metrics, {
+        ready: () => ctx.state.ready,
+        problem: () => null,
+        details: () => ({ role: 'dispatcher' }),
+      });
   return {
     ctx,
     ingress,

@@ -15,7 +15,7 @@ export function actionCommand(name: string, summary: string, usage: string, acti
     async run(argv) {
       const [action, ...rest] = argv;
       if (!action || action === '--help' || action === '-h') {
-        process.stdout.write(usage.trimEnd() + '\n');
+        process.stdout.write(`${usage.trimEnd()}\n`);
         return action ? 0 : 2;
       }
       const handler = Object.hasOwn(actions, action) ? actions[action] : undefined;

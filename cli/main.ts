@@ -17,7 +17,7 @@ KAFKA_BROKERS unset means the embedded local Kafka (sluice start only).`;
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (!name || name === '--help' || name === '-h' || name === 'help') {
-    process.stdout.write(USAGE + '\n');
+    process.stdout.write(`${USAGE}\n`);
     return name ? 0 : 2;
   }
   const command = COMMANDS[name];

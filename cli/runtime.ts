@@ -5,10 +5,13 @@ import { openContext, type Context, type ContextOptions } from '../core/context.
 import { startLocalKafka, type LocalKafka } from '../core/kafka/local-broker.ts';
 
 export function say(line: string): void {
-  process.stdout.write(line + '\n');
+  process.stdout.write(`${line}\n`);
 }
 
-export async function kafkaFor(config: Readonly<Config>, opts: { embedded: boolean }): Promise<{ brokers: string[]; local: LocalKafka | null }> {
+export async function kafkaFor(
+  config: Readonly<Config>,
+  opts: { embedded: boolean },
+): Promise<{ brokers: string[]; local: LocalKafka | null }> {
   if (config.kafkaBrokers) return { brokers: config.kafkaBrokers, local: null };
   if (!opts.embedded) {
     const hint = 'point it at a running Kafka (e.g. KAFKA_BROKERS=127.0.0.1:9092, as printed by `sluice kafka`)';
@@ -19,7 +22,11 @@ export async function kafkaFor(config: Readonly<Config>, opts: { embedded: boole
   return { brokers: local.brokers, local };
 }
 
-export async function withContext<T>(component: string, fn: (ctx: Context) => Promise<T>, extra: Partial<ContextOptions> = {}): Promise<T> {
+export async function withContext<T>(
+  component: string,
+  fn: (ctx: Context) => Promise<T>,
+  extra: Partial<ContextOptions> = {},
+): Promise<T> {
   const config = loadConfig();
   const { brokers } = await kafkaFor(config, { embedded: false });
   const ctx = await openContext(config, { brokers, component, ...extra });

@@ -15,7 +15,8 @@ const WORKER_INDEX = 'SLUICE_WORKER_INDEX';
 export function workerCount(raw: string | undefined, usage: string, def?: number): number {
   const v = raw ?? process.env.SLUICE_WORKERS;
   if (v === undefined || v === '') return def ?? availableParallelism();
-  if (!/^\d{1,2}$/.test(v) || Number(v) < 1 || Number(v) > 64) throw new UsageError(`--workers / SLUICE_WORKERS must be a whole number from 1 to 64, got "${v}"\n\n${usage}`);
+  if (!/^\d{1,2}$/.test(v) || Number(v) < 1 || Number(v) > 64)
+    throw new UsageError(`--workers / SLUICE_WORKERS must be a whole number from 1 to 64, got "${v}"\n\n${usage}`);
   return Number(v);
 }
 

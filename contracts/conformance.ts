@@ -29,5 +29,6 @@ export const CONFORMANCE: Record<string, true> = {
   endpointViewKeys: true as SameKeys<EndpointView, S['Endpoint']>,
   endpointState: true as Assignable<EndpointState, S['EndpointState']> & Assignable<S['EndpointState'], EndpointState>,
   fieldError: true as Assignable<FieldError, S['FieldError']>,
-  eventKinds: true as Assignable<(typeof KNOWN_EVENT_KINDS)[number], S['EventKind']> & Assignable<S['EventKind'], (typeof KNOWN_EVENT_KINDS)[number]>,
+  eventKinds: true as Assignable<(typeof KNOWN_EVENT_KINDS)[number], S['EventKind']> &
+    Assignable<S['EventKind'], (typeof KNOWN_EVENT_KINDS)[number]>,
 };

@@ -38,7 +38,10 @@ export function compileRequestChecks(doc: Json): RequestChecks {
     if (!op) return undefined;
     let c = compiled.get(key);
     if (!c) compiled.set(key, (c = compileOperation(ajv, doc, op)));
-    return forRoute(c, [...pattern.matchAll(/:(\w+)/g)].map((m) => m[1]));
+    return forRoute(
+      c,
+      [...pattern.matchAll(/:(\w+)/g)].map((m) => m[1]),
+    );
   };
 }
 
@@ -208,7 +211,10 @@ function messageOf(e: ErrorObject): string {
   const p = e.params as Record<string, any>;
   switch (e.keyword) {
     case 'type':
-      return `must be ${String(p.type).split(',').map((t) => TYPE_WORDS[t] ?? t).join(' or ')}`;
+      return `must be ${String(p.type)
+        .split(',')
+        .map((t) => TYPE_WORDS[t] ?? t)
+        .join(' or ')}`;
     case 'minLength':
       return `must be at least ${p.limit} character(s)`;
     case 'maxLength':

@@ -39,7 +39,10 @@ export class ContractSchemas {
   errors(schema: string | Json, value: unknown): string[] {
     const validate = this.compile(schema);
     if (validate(value)) return [];
-    return (validate.errors ?? []).map((e) => `${e.instancePath || '(root)'} ${e.message}${e.params && 'additionalProperty' in e.params ? ` "${e.params.additionalProperty}"` : ''}${e.params && 'unevaluatedProperty' in e.params ? ` "${e.params.unevaluatedProperty}"` : ''}`);
+    return (validate.errors ?? []).map(
+      (e) =>
+        `${e.instancePath || '(root)'} ${e.message}${e.params && 'additionalProperty' in e.params ? ` "${e.params.additionalProperty}"` : ''}${e.params && 'unevaluatedProperty' in e.params ? ` "${e.params.unevaluatedProperty}"` : ''}`,
+    );
   }
 
   private compile(schema: string | Json): ValidateFunction {
@@ -66,7 +69,8 @@ export function rebase(value: any): any {
   if (Array.isArray(value)) return value.map(rebase);
   if (value && typeof value === 'object') {
     const out: Json = {};
-    for (const [k, v] of Object.entries(value)) out[k] = k === '$ref' && typeof v === 'string' && v.startsWith('#/') ? `${CONTRACT_ID}${v}` : rebase(v);
+    for (const [k, v] of Object.entries(value))
+      out[k] = k === '$ref' && typeof v === 'string' && v.startsWith('#/') ? `${CONTRACT_ID}${v}` : rebase(v);
     return out;
   }
   return value;

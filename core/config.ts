@@ -122,7 +122,8 @@ function bool(env: Env, name: string, def: boolean): boolean {
 function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], def: T): T {
   const raw = env[name];
   if (raw === undefined || raw === '') return def;
-  if (!(allowed as readonly string[]).includes(raw)) throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got "${raw}"`);
+  if (!(allowed as readonly string[]).includes(raw))
+    throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got "${raw}"`);
   return raw as T;
 }
 
@@ -181,7 +182,8 @@ function readFileEnv(env: Env): Env {
   } catch (err) {
     throw new ConfigError('SLUICE_CONFIG_FILE', `cannot read JSON from ${file}: ${(err as Error).message}`);
   }
-  if (typeof parsed !== 'object' || parsed === null) throw new ConfigError('SLUICE_CONFIG_FILE', 'must hold a JSON object');
+  if (typeof parsed !== 'object' || parsed === null)
+    throw new ConfigError('SLUICE_CONFIG_FILE', 'must hold a JSON object');
   const fromFile: Env = {};
   for (const [k, v] of Object.entries(parsed)) {
     fromFile[k] = typeof v === 'string' ? v : JSON.stringify(v);
@@ -196,15 +198,19 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
   const brokersRaw = env.KAFKA_BROKERS?.trim();
   let kafkaBrokers: string[] | null = null;
   if (brokersRaw) {
-    kafkaBrokers = brokersRaw.split(',').map((b) => b.trim()).filter(Boolean);
+    kafkaBrokers = brokersRaw
+      .split(',')
+      .map((b) => b.trim())
+      .filter(Boolean);
     for (const b of kafkaBrokers) {
-      if (!/^[A-Za-z0-9.\-_\[\]:]+:\d{1,5}$/.test(b)) throw new ConfigError('KAFKA_BROKERS', `"${b}" is not host:port`);
+      if (!/^[A-Za-z0-9.\-_[\]:]+:\d{1,5}$/.test(b)) throw new ConfigError('KAFKA_BROKERS', `"${b}" is not host:port`);
     }
   }
   const port = int(env, 'SLUICE_PORT', 8080, 0, 65535);
   const host = env.SLUICE_HOST || '0.0.0.0';
   const region = env.SLUICE_REGION || 'local';
-  if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(region)) throw new ConfigError('SLUICE_REGION', `must be lowercase letters, digits and dashes, got "${region}"`);
+  if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(region))
+    throw new ConfigError('SLUICE_REGION', `must be lowercase letters, digits and dashes, got "${region}"`);
   const issuer = env.SLUICE_ISSUER || `http://127.0.0.1:${port}`;
   try {
     new URL(issuer);
@@ -213,16 +219,21 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
   }
   const masterRaw = env.SLUICE_MASTER_KEY;
   if (production && !masterRaw) throw new ConfigError('SLUICE_MASTER_KEY', 'is required when NODE_ENV=production');
-  if (masterRaw !== undefined && masterRaw.length < 32) throw new ConfigError('SLUICE_MASTER_KEY', 'must be at least 32 characters');
-  const masterKey = createHash('sha256').update(masterRaw ?? DEV_MASTER_KEY).digest();
+  if (masterRaw !== undefined && masterRaw.length < 32)
+    throw new ConfigError('SLUICE_MASTER_KEY', 'must be at least 32 characters');
+  const masterKey = createHash('sha256')
+    .update(masterRaw ?? DEV_MASTER_KEY)
+    .digest();
   const devAllowInsecureTargets = bool(env, 'SLUICE_DEV_ALLOW_INSECURE_TARGETS', false);
   if (devAllowInsecureTargets && production) {
     throw new ConfigError('SLUICE_DEV_ALLOW_INSECURE_TARGETS', 'is refused when NODE_ENV=production');
   }
   const logLevel = (env.SLUICE_LOG_LEVEL || 'info') as Config['logLevel'];
-  if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) throw new ConfigError('SLUICE_LOG_LEVEL', 'must be debug, info, warn or error');
+  if (!['debug', 'info', 'warn', 'error'].includes(logLevel))
+    throw new ConfigError('SLUICE_LOG_LEVEL', 'must be debug, info, warn or error');
   const topicPrefix = env.SLUICE_TOPIC_PREFIX || 'sluice';
-  if (!/^[A-Za-z0-9._-]{1,100}$/.test(topicPrefix)) throw new ConfigError('SLUICE_TOPIC_PREFIX', 'must be letters, digits, ".", "_" or "-"');
+  if (!/^[A-Za-z0-9._-]{1,100}$/.test(topicPrefix))
+    throw new ConfigError('SLUICE_TOPIC_PREFIX', 'must be letters, digits, ".", "_" or "-"');
   const cacheDir = env.SLUICE_CACHE_DIR || fileURLToPath(new URL('../.cache', import.meta.url));
 
   const config: Config = {
@@ -279,6 +290,10 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
     webhookDisableAfterMs: num(env, 'SLUICE_WEBHOOK_DISABLE_AFTER_HOURS', 120, 1, 24 * 365) * 3600_000,
     webhookSecretOverlapSeconds: int(env, 'SLUICE_WEBHOOK_SECRET_OVERLAP_SECONDS', 86_400, 0, 7 * 86_400),
   };
-  if (config.stateFetchWaitMs * 2 > config.kafkaStaleMs) throw new ConfigError('SLUICE_STATE_FETCH_WAIT_MS', `must be at most half of SLUICE_KAFKA_STALE_MS (${config.kafkaStaleMs}), or an idle node would fail closed between two fetches; got ${config.stateFetchWaitMs}`);
+  if (config.stateFetchWaitMs * 2 > config.kafkaStaleMs)
+    throw new ConfigError(
+      'SLUICE_STATE_FETCH_WAIT_MS',
+      `must be at most half of SLUICE_KAFKA_STALE_MS (${config.kafkaStaleMs}), or an idle node would fail closed between two fetches; got ${config.stateFetchWaitMs}`,
+    );
   return Object.freeze(config);
 }

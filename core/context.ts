@@ -95,17 +95,24 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
   const metrics = new Metrics({ tenantLabel: config.metricsTenantLabel, processMetrics: opts.processMetrics });
   const changes = new ViewChanges();
   const storeDir = claimDataDir(config, opts.component ?? 'sluice');
-  if (storeDir.temporary) log.info('another live process holds this process name\'s view store: rebuilding the views in a fresh directory', { path: storeDir.path });
+  if (storeDir.temporary)
+    log.info("another live process holds this process name's view store: rebuilding the views in a fresh directory", {
+      path: storeDir.path,
+    });
   const store = await ViewStore.open(storeDir.path).catch((err) => {
     storeDir.release();
-    throw new ConfigError('SLUICE_DATA_DIR', `cannot open the view store in ${storeDir.path}: ${(err as Error).message}`);
+    throw new ConfigError(
+      'SLUICE_DATA_DIR',
+      `cannot open the view store in ${storeDir.path}: ${(err as Error).message}`,
+    );
   });
   const state = new StateConsumer(kafka, views.opened, {
     groupPrefix: config.topicPrefix,
     changes,
     maxWaitMs: config.stateFetchWaitMs,
     onError: (err) => log.error('state view error', { error: err.message }),
-    onProgress: (left, total) => log.info('catching up the state views', { records_left: Number(left), records_total: Number(total) }),
+    onProgress: (left, total) =>
+      log.info('catching up the state views', { records_left: Number(left), records_total: Number(total) }),
     store,
   });
   let issuer: string;
@@ -137,10 +144,20 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
     }
   };
   if (views.has('dlq')) {
-    metrics.gauge('sluice_dlq_entries', 'Dead-lettered deliveries waiting (not replayed, not expired), by tenant.', () => [...dlq.sizes(clock.now())].map(([tenant, n]) => [{ tenant: metrics.tenant(tenant) }, n]), ['tenant']);
+    metrics.gauge(
+      'sluice_dlq_entries',
+      'Dead-lettered deliveries waiting (not replayed, not expired), by tenant.',
+      () => [...dlq.sizes(clock.now())].map(([tenant, n]) => [{ tenant: metrics.tenant(tenant) }, n]),
+      ['tenant'],
+    );
   }
   if (views.has('endpoints')) {
-    metrics.gauge('sluice_endpoints', 'Webhook endpoints by state.', () => Object.entries(endpoints.countByState()).map(([s, n]) => [{ state: s }, n]), ['state']);
+    metrics.gauge(
+      'sluice_endpoints',
+      'Webhook endpoints by state.',
+      () => Object.entries(endpoints.countByState()).map(([s, n]) => [{ state: s }, n]),
+      ['state'],
+    );
   }
   const transactionalId = `${config.topicPrefix}.audit-writer`;
   const audit = views.has('audit')
@@ -212,7 +229,14 @@ export async function waitFor(
 }
 
 /** Writes a state record (null: a tombstone) and answers only once this node's view shows it. */
-export async function writeState(ctx: Context, topic: string, key: string, value: unknown, visible: () => boolean, what: string): Promise<void> {
+export async function writeState(
+  ctx: Context,
+  topic: string,
+  key: string,
+  value: unknown,
+  visible: () => boolean,
+  what: string,
+): Promise<void> {
   await ctx.producer.sendJson(topic, key, value);
   await waitFor(ctx.changes, visible, 10_000, what);
 }

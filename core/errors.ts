@@ -134,8 +134,11 @@ const clip = (s: string, max: number) => (s.length > max ? `${s.slice(0, max)}â€
  * one member with a 1 MiB name, is answered in a few KiB, not with every fault spelled out twice.
  */
 export function invalidRequest(errors: FieldError[]): SluiceError {
-  const shown = errors.slice(0, MAX_FIELD_ERRORS).map((e) => ({ path: clip(e.path, MAX_PATH_CHARS), message: clip(e.message, MAX_MESSAGE_CHARS) }));
-  if (errors.length > MAX_FIELD_ERRORS) shown.push({ path: '$', message: `and ${errors.length - MAX_FIELD_ERRORS} more faults` });
+  const shown = errors
+    .slice(0, MAX_FIELD_ERRORS)
+    .map((e) => ({ path: clip(e.path, MAX_PATH_CHARS), message: clip(e.message, MAX_MESSAGE_CHARS) }));
+  if (errors.length > MAX_FIELD_ERRORS)
+    shown.push({ path: '$', message: `and ${errors.length - MAX_FIELD_ERRORS} more faults` });
   const detail = shown.map((e) => `${e.path}: ${e.message}`).join('; ');
   return new SluiceError('INVALID_REQUEST', detail, { errors: shown });
 }

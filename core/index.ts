@@ -2,9 +2,30 @@
  * The package's public surface (`import ... from 'sluice'`). Receivers need only the webhook
  * verification (also at 'sluice/webhooks'); the rest is for code that embeds or talks to Sluice.
  */
-export { verifyWebhook, WebhookVerificationError, type WebhookVerificationCode, type VerifyWebhookOptions, type WebhookHeaders } from './webhook-verify.ts';
+export {
+  verifyWebhook,
+  WebhookVerificationError,
+  type WebhookVerificationCode,
+  type VerifyWebhookOptions,
+  type WebhookHeaders,
+} from './webhook-verify.ts';
 export type { WebhookBody, EndpointState } from './webhooks/records.ts';
 export { KNOWN_EVENT_KINDS } from './webhooks/records.ts';
-export { SIGNATURE_HEADER, PREVIOUS_SIGNATURE_HEADER, TIMESTAMP_HEADER, EVENT_ID_HEADER, EVENT_TYPE_HEADER, ATTEMPT_HEADER, STANDARD_ID_HEADER, STANDARD_TIMESTAMP_HEADER, STANDARD_SIGNATURE_HEADER } from './webhooks/signing.ts';
-export { checkTargetUrl, assertPublicAddress, type TargetGuardOptions, type TargetLookup } from './webhooks/target-guard.ts';
+export {
+  SIGNATURE_HEADER,
+  PREVIOUS_SIGNATURE_HEADER,
+  TIMESTAMP_HEADER,
+  EVENT_ID_HEADER,
+  EVENT_TYPE_HEADER,
+  ATTEMPT_HEADER,
+  STANDARD_ID_HEADER,
+  STANDARD_TIMESTAMP_HEADER,
+  STANDARD_SIGNATURE_HEADER,
+} from './webhooks/signing.ts';
+export {
+  checkTargetUrl,
+  assertPublicAddress,
+  type TargetGuardOptions,
+  type TargetLookup,
+} from './webhooks/target-guard.ts';
 export { SluiceBaseError, SluiceError, ERRORS, type ErrorCode } from './errors.ts';

@@ -18,7 +18,8 @@ export function findJsonFault(text: string, maxDepth = MAX_JSON_DEPTH): JsonFaul
   let i = 0;
   let depth = 0;
   const path: (string | number)[] = [];
-  const render = () => '$' + path.map((p) => (typeof p === 'number' ? `[${p}]` : /^[A-Za-z_][A-Za-z0-9_]*$/.test(p) ? `.${p}` : `[${JSON.stringify(p)}]`)).join('');
+  const render = () =>
+    `$${path.map((p) => (typeof p === 'number' ? `[${p}]` : /^[A-Za-z_][A-Za-z0-9_]*$/.test(p) ? `.${p}` : `[${JSON.stringify(p)}]`)).join('')}`;
   class Fault extends Error {}
   const fail = (message: string): never => {
     throw Object.assign(new Fault(message), { position: i });
@@ -120,7 +121,8 @@ export function depthExceededAt(text: string, max = MAX_JSON_DEPTH): number {
 
 /** Parses a JSON body or throws 400 INVALID_REQUEST naming the path and position of the fault. */
 export function parseJsonBody(text: string): unknown {
-  if (text.trim() === '') throw invalidRequest([{ path: '$', message: 'the request body is empty; a JSON document is required' }]);
+  if (text.trim() === '')
+    throw invalidRequest([{ path: '$', message: 'the request body is empty; a JSON document is required' }]);
   try {
     // Bounded before parsing: a deep document parses, then overflows the stack of whatever
     // walks it next (JSON.stringify when it is stored or delivered).
@@ -128,6 +130,8 @@ export function parseJsonBody(text: string): unknown {
     return JSON.parse(text);
   } catch (err) {
     const fault = findJsonFault(text) ?? { path: '$', position: 0, message: (err as Error).message };
-    throw invalidRequest([{ path: fault.path, message: `malformed JSON at position ${fault.position}: ${fault.message}` }]);
+    throw invalidRequest([
+      { path: fault.path, message: `malformed JSON at position ${fault.position}: ${fault.message}` },
+    ]);
   }
 }

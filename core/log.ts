@@ -18,13 +18,36 @@ export interface Logger {
   error(msg: string, fields?: Record<string, unknown>): void;
 }
 
-const SECRET_NAMES = ['secret', 'client_secret', 'secret_sealed', 'signing_secret', 'signing_key', 'private_key', 'privateKey', 'd', 'password', 'token', 'access_token', 'authorization', 'Authorization', 'cookie', 'master_key', 'masterKey'];
+const SECRET_NAMES = [
+  'secret',
+  'client_secret',
+  'secret_sealed',
+  'signing_secret',
+  'signing_key',
+  'private_key',
+  'privateKey',
+  'd',
+  'password',
+  'token',
+  'access_token',
+  'authorization',
+  'Authorization',
+  'cookie',
+  'master_key',
+  'masterKey',
+];
 /** Field paths pino replaces with "[redacted]": at the top level and one level down. */
-export const REDACT_PATHS = [...SECRET_NAMES, ...SECRET_NAMES.map((n) => `*.${n}`), 'headers.authorization', 'req.headers.authorization'];
+export const REDACT_PATHS = [
+  ...SECRET_NAMES,
+  ...SECRET_NAMES.map((n) => `*.${n}`),
+  'headers.authorization',
+  'req.headers.authorization',
+];
 
 const CENSOR = '[redacted]';
 /** `whsec_…`, `Bearer …`, and three-part JWS strings (eyJ….eyJ….sig). */
-const SECRET_VALUE = /whsec_[A-Za-z0-9+/=_-]+|Bearer\s+[A-Za-z0-9._~+/-]+=*|eyJ[A-Za-z0-9_-]*\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*/g;
+const SECRET_VALUE =
+  /whsec_[A-Za-z0-9+/=_-]+|Bearer\s+[A-Za-z0-9._~+/-]+=*|eyJ[A-Za-z0-9_-]*\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*/g;
 
 function scrub(fields: Record<string, unknown>): Record<string, unknown> {
   let out: Record<string, unknown> | null = null;
@@ -41,7 +64,9 @@ function scrub(fields: Record<string, unknown>): Record<string, unknown> {
 }
 
 export function createLogger(level: Level, component: string, write?: (line: string) => void): Logger {
-  const destination = write ? { write: (s: string) => write(s.endsWith('\n') ? s.slice(0, -1) : s) } : pino.destination({ fd: 2, sync: true });
+  const destination = write
+    ? { write: (s: string) => write(s.endsWith('\n') ? s.slice(0, -1) : s) }
+    : pino.destination({ fd: 2, sync: true });
   const p = pino(
     {
       level,
@@ -71,7 +96,12 @@ function scrubText(msg: string): string {
  * A log call that writes at most `limit` lines per window and then one line counting what it
  * suppressed, so a request an attacker can repeat cannot flood the log.
  */
-export function throttled(write: (msg: string, fields?: Record<string, unknown>) => void, limit = 10, windowMs = 60_000, now: () => number = Date.now) {
+export function throttled(
+  write: (msg: string, fields?: Record<string, unknown>) => void,
+  limit = 10,
+  windowMs = 60_000,
+  now: () => number = Date.now,
+) {
   let windowStart = 0;
   let written = 0;
   let suppressed = 0;

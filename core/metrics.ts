@@ -48,7 +48,8 @@ class Children<C> {
 }
 
 type Labels = Record<string, string>;
-const labelsOf = (names: readonly string[], values: string[]): Labels => Object.fromEntries(names.map((n, i) => [n, values[i]]));
+const labelsOf = (names: readonly string[], values: string[]): Labels =>
+  Object.fromEntries(names.map((n, i) => [n, values[i]]));
 
 /**
  * A counter for hot paths, registered in prom-client's registry (which renders it): each series
@@ -59,7 +60,12 @@ class FastCounter {
   readonly type = 'counter';
   readonly aggregator = 'sum';
   private readonly series: Children<{ labels: Labels; value: number }>;
-  constructor(readonly name: string, readonly help: string, readonly labelNames: readonly string[], registry: Registry) {
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly labelNames: readonly string[],
+    registry: Registry,
+  ) {
     this.series = new Children((values) => ({ labels: labelsOf(labelNames, values), value: 0 }));
     registry.registerMetric(this as unknown as Counter);
   }
@@ -67,7 +73,13 @@ class FastCounter {
     return this.series.get(...values);
   }
   async get() {
-    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values: this.series.all.map((s) => ({ labels: s.labels, value: s.value })) };
+    return {
+      name: this.name,
+      help: this.help,
+      type: this.type,
+      aggregator: this.aggregator,
+      values: this.series.all.map((s) => ({ labels: s.labels, value: s.value })),
+    };
   }
   reset(): void {
     for (const s of this.series.all) s.value = 0;
@@ -87,8 +99,19 @@ class FastHistogram {
   readonly type = 'histogram';
   readonly aggregator = 'sum';
   private readonly series: Children<HistogramSeries>;
-  constructor(readonly name: string, readonly help: string, private readonly bounds: number[], readonly labelNames: readonly string[], registry: Registry) {
-    this.series = new Children((values) => ({ labels: labelsOf(labelNames, values), counts: new Float64Array(bounds.length + 1), sum: 0, count: 0 }));
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly bounds: number[],
+    readonly labelNames: readonly string[],
+    registry: Registry,
+  ) {
+    this.series = new Children((values) => ({
+      labels: labelsOf(labelNames, values),
+      counts: new Float64Array(bounds.length + 1),
+      sum: 0,
+      count: 0,
+    }));
     registry.registerMetric(this as unknown as Histogram);
   }
   child(...values: string[]): HistogramSeries {
@@ -157,29 +180,114 @@ export class Metrics {
   constructor(opts: MetricsOptions = {}) {
     this.tenantLabel = opts.tenantLabel ?? true;
     const registers = [this.registry];
-    const counter = <L extends string>(name: string, help: string, labelNames: L[] = []) => new Counter<L>({ name, help, labelNames, registers });
-    const histogram = <L extends string>(name: string, help: string, buckets: number[], labelNames: L[] = []) => new Histogram<L>({ name, help, buckets, labelNames, registers });
+    const counter = <L extends string>(name: string, help: string, labelNames: L[] = []) =>
+      new Counter<L>({ name, help, labelNames, registers });
+    const histogram = <L extends string>(name: string, help: string, buckets: number[], labelNames: L[] = []) =>
+      new Histogram<L>({ name, help, buckets, labelNames, registers });
 
-    this.requests = new FastCounter('sluice_http_requests_total', 'Requests answered by the edge, by route ("METHOD /pattern", or "unmatched"), status and tenant ("" without a bearer token or with SLUICE_METRICS_TENANT_LABEL=false).', ['route', 'status', 'tenant'], this.registry);
-    this.requestDuration = new FastHistogram('sluice_http_request_duration_seconds', 'Time from a request\'s arrival to its reply being written, by route.', LATENCY_BUCKETS, ['route'], this.registry);
+    this.requests = new FastCounter(
+      'sluice_http_requests_total',
+      'Requests answered by the edge, by route ("METHOD /pattern", or "unmatched"), status and tenant ("" without a bearer token or with SLUICE_METRICS_TENANT_LABEL=false).',
+      ['route', 'status', 'tenant'],
+      this.registry,
+    );
+    this.requestDuration = new FastHistogram(
+      'sluice_http_request_duration_seconds',
+      "Time from a request's arrival to its reply being written, by route.",
+      LATENCY_BUCKETS,
+      ['route'],
+      this.registry,
+    );
     this.errors = counter('sluice_errors_total', 'Error replies by Sluice error code.', ['code']);
     this.tokensIssued = counter('sluice_tokens_issued_total', 'Access tokens issued.');
-    this.tokensRefused = counter('sluice_tokens_refused_total', 'Token requests refused, by reason (the OAuth error, or rate_limited / unavailable).', ['reason']);
-    this.scopeViolations = counter('sluice_scope_violations_total', 'Requests refused because the token lacks the route\'s scope, by the missing scope.', ['scope']);
-    this.revocationLag = histogram('sluice_revocation_lag_seconds', 'Time from a revocation being written to this node\'s view applying it.', [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]);
-    this.eventsPublished = new FastCounter('sluice_events_published_total', 'Events written to the events topic through the API, by tenant.', ['tenant'], this.registry);
-    this.fanOutEvents = new FastCounter('sluice_events_total', 'Events read by the fan-out, by outcome (matched, unmatched, malformed).', ['outcome'], this.registry);
-    this.deliveries = new FastCounter('sluice_deliveries_total', 'Delivery outcomes: delivered, retry, deferred, held, dead-letter, dropped.', ['outcome'], this.registry);
-    this.attempts = new FastCounter('sluice_delivery_attempts_total', 'HTTP delivery attempts by attempt number (1-17) and result (success, failure).', ['attempt', 'result'], this.registry);
-    this.attemptDuration = new FastHistogram('sluice_delivery_attempt_duration_seconds', 'Duration of one HTTP delivery attempt, by result.', LATENCY_BUCKETS, ['result'], this.registry);
-    this.deliveryLatency = histogram('sluice_delivery_latency_seconds', 'Time from an event\'s creation to its successful delivery (retries included).', LONG_BUCKETS);
-    this.rungLateness = new FastHistogram('sluice_rung_lateness_seconds', 'How late a record leaves its retry rung after its due time, by rung.', [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15, 60, 300], ['rung'], this.registry);
-    this.consumerLag = new Gauge({ name: 'sluice_consumer_lag_records', help: 'Records behind the partition\'s end as of the last batch this process fetched, by consumer group, topic and partition.', labelNames: ['group', 'topic', 'partition'], registers });
-    this.outcomeWriteFailures = counter('sluice_outcome_write_failures_total', 'Delivery outcomes Kafka refused for good (dropped after logging), by topic.', ['topic']);
-    this.attemptReportsDropped = counter('sluice_attempt_reports_dropped_total', 'Attempt reports for the attempt history that could not be written (best effort; deliveries are unaffected).', []);
-    this.backpressurePauses = counter('sluice_backpressure_pauses_total', 'Partitions paused because the dispatch buffer was full, by topic kind.', ['topic']);
-    this.rungPauses = counter('sluice_rung_pauses_total', 'Rung partitions paused until their head record is due, by topic.', ['topic']);
-    this.rebalanceDropped = counter('sluice_rebalance_dropped_total', 'Queued deliveries left to another member after a rebalance.');
+    this.tokensRefused = counter(
+      'sluice_tokens_refused_total',
+      'Token requests refused, by reason (the OAuth error, or rate_limited / unavailable).',
+      ['reason'],
+    );
+    this.scopeViolations = counter(
+      'sluice_scope_violations_total',
+      "Requests refused because the token lacks the route's scope, by the missing scope.",
+      ['scope'],
+    );
+    this.revocationLag = histogram(
+      'sluice_revocation_lag_seconds',
+      "Time from a revocation being written to this node's view applying it.",
+      [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    );
+    this.eventsPublished = new FastCounter(
+      'sluice_events_published_total',
+      'Events written to the events topic through the API, by tenant.',
+      ['tenant'],
+      this.registry,
+    );
+    this.fanOutEvents = new FastCounter(
+      'sluice_events_total',
+      'Events read by the fan-out, by outcome (matched, unmatched, malformed).',
+      ['outcome'],
+      this.registry,
+    );
+    this.deliveries = new FastCounter(
+      'sluice_deliveries_total',
+      'Delivery outcomes: delivered, retry, deferred, held, dead-letter, dropped.',
+      ['outcome'],
+      this.registry,
+    );
+    this.attempts = new FastCounter(
+      'sluice_delivery_attempts_total',
+      'HTTP delivery attempts by attempt number (1-17) and result (success, failure).',
+      ['attempt', 'result'],
+      this.registry,
+    );
+    this.attemptDuration = new FastHistogram(
+      'sluice_delivery_attempt_duration_seconds',
+      'Duration of one HTTP delivery attempt, by result.',
+      LATENCY_BUCKETS,
+      ['result'],
+      this.registry,
+    );
+    this.deliveryLatency = histogram(
+      'sluice_delivery_latency_seconds',
+      "Time from an event's creation to its successful delivery (retries included).",
+      LONG_BUCKETS,
+    );
+    this.rungLateness = new FastHistogram(
+      'sluice_rung_lateness_seconds',
+      'How late a record leaves its retry rung after its due time, by rung.',
+      [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15, 60, 300],
+      ['rung'],
+      this.registry,
+    );
+    this.consumerLag = new Gauge({
+      name: 'sluice_consumer_lag_records',
+      help: "Records behind the partition's end as of the last batch this process fetched, by consumer group, topic and partition.",
+      labelNames: ['group', 'topic', 'partition'],
+      registers,
+    });
+    this.outcomeWriteFailures = counter(
+      'sluice_outcome_write_failures_total',
+      'Delivery outcomes Kafka refused for good (dropped after logging), by topic.',
+      ['topic'],
+    );
+    this.attemptReportsDropped = counter(
+      'sluice_attempt_reports_dropped_total',
+      'Attempt reports for the attempt history that could not be written (best effort; deliveries are unaffected).',
+      [],
+    );
+    this.backpressurePauses = counter(
+      'sluice_backpressure_pauses_total',
+      'Partitions paused because the dispatch buffer was full, by topic kind.',
+      ['topic'],
+    );
+    this.rungPauses = counter(
+      'sluice_rung_pauses_total',
+      'Rung partitions paused until their head record is due, by topic.',
+      ['topic'],
+    );
+    this.rebalanceDropped = counter(
+      'sluice_rebalance_dropped_total',
+      'Queued deliveries left to another member after a rebalance.',
+    );
 
     this.scopeChildren = new Children(([scope]) => this.scopeViolations.labels(scope));
     if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });
@@ -223,8 +331,18 @@ export class Metrics {
 
   /** A gauge read when scraped: `read` returns one value, or values by label. */
   gauge(name: string, help: string, read: () => number): void;
-  gauge<L extends string>(name: string, help: string, read: () => Array<[Partial<Record<L, string>>, number]>, labelNames: L[]): void;
-  gauge(name: string, help: string, read: () => number | Array<[Partial<Record<string, string>>, number]>, labelNames: string[] = []): void {
+  gauge<L extends string>(
+    name: string,
+    help: string,
+    read: () => Array<[Partial<Record<L, string>>, number]>,
+    labelNames: L[],
+  ): void;
+  gauge(
+    name: string,
+    help: string,
+    read: () => number | Array<[Partial<Record<string, string>>, number]>,
+    labelNames: string[] = [],
+  ): void {
     this.registry.removeSingleMetric(name);
     new Gauge({
       name,

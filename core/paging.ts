@@ -32,7 +32,12 @@ export function readCursor(query: URLSearchParams): Position | null {
  * One page of `items` (already in (key, id) order): the first `limit` after the cursor, and the
  * cursor of the next page (null on the last one).
  */
-export function pageOf<T>(items: Iterable<T>, position: (item: T) => Position, after: Position | null, limit: number): { data: T[]; next_cursor: string | null } {
+export function pageOf<T>(
+  items: Iterable<T>,
+  position: (item: T) => Position,
+  after: Position | null,
+  limit: number,
+): { data: T[]; next_cursor: string | null } {
   if (Array.isArray(items)) return pageOfSorted(items as T[], position, after, limit);
   const data: T[] = [];
   for (const item of items) {
@@ -50,7 +55,12 @@ export function isAfter(key: number, id: string, cursor: Position | null): boole
 }
 
 /** pageOf for an array: a binary search to the cursor, so a deep page costs the same as the first. */
-function pageOfSorted<T>(items: T[], position: (item: T) => Position, after: Position | null, limit: number): { data: T[]; next_cursor: string | null } {
+function pageOfSorted<T>(
+  items: T[],
+  position: (item: T) => Position,
+  after: Position | null,
+  limit: number,
+): { data: T[]; next_cursor: string | null } {
   let lo = 0;
   let hi = items.length;
   while (lo < hi) {

@@ -1,5 +1,12 @@
 /** Random identifiers and secrets, keyed hashing and constant-time comparison. */
-import { createHmac, randomBytes, timingSafeEqual, createCipheriv, createDecipheriv, randomFillSync } from 'node:crypto';
+import {
+  createHmac,
+  randomBytes,
+  timingSafeEqual,
+  createCipheriv,
+  createDecipheriv,
+  randomFillSync,
+} from 'node:crypto';
 
 /** `prefix_` + 32 random bytes (256 bits) in base64url. */
 export function newSecret(prefix: string): string {

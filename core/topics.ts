@@ -71,7 +71,11 @@ export function topicSpecs(prefix: string, partitions: number, timeScale = 1): T
     { name: t.keys, partitions: 1, config: compacted },
     { name: t.control, partitions: 1, config: compacted },
     // The compliance log: never deleted, never compacted.
-    { name: t.audit, partitions: 1, config: { 'cleanup.policy': 'delete', 'retention.ms': '-1', 'retention.bytes': '-1' } },
+    {
+      name: t.audit,
+      partitions: 1,
+      config: { 'cleanup.policy': 'delete', 'retention.ms': '-1', 'retention.bytes': '-1' },
+    },
     { name: t.events, partitions, config: deleted(7 * DAY_MS) },
     { name: t.deliveries, partitions, config: deleted(7 * DAY_MS) },
     // The retry rungs and the hold rung.

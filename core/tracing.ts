@@ -8,7 +8,18 @@
  * `traceparent`, so one trace reads: edge request → produce → fan-out (consume, produce) →
  * attempt 1 → rung → attempt 2 … → delivered or dead-lettered.
  */
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context as TraceContext, type Span, type TextMapGetter } from '@opentelemetry/api';
+import {
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context as TraceContext,
+  type Span,
+  type TextMapGetter,
+} from '@opentelemetry/api';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { IHeaders } from 'kafkajs';
 import type { Config } from './config.ts';
@@ -42,10 +53,17 @@ export async function startTracing(opts: TracingOptions): Promise<{ stop(): Prom
   if (opts.exporter === 'none' && !opts.spanProcessors) return noop;
   users++;
   if (!sdk) {
-    const [{ NodeSDK }, base, { W3CTraceContextPropagator }] = await Promise.all([import('@opentelemetry/sdk-node'), import('@opentelemetry/sdk-trace-base'), import('@opentelemetry/core')]);
+    const [{ NodeSDK }, base, { W3CTraceContextPropagator }] = await Promise.all([
+      import('@opentelemetry/sdk-node'),
+      import('@opentelemetry/sdk-trace-base'),
+      import('@opentelemetry/core'),
+    ]);
     let processors = opts.spanProcessors;
     if (!processors) {
-      const exporter = opts.exporter === 'console' ? new base.ConsoleSpanExporter() : new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter({ url: opts.otlpEndpoint });
+      const exporter =
+        opts.exporter === 'console'
+          ? new base.ConsoleSpanExporter()
+          : new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter({ url: opts.otlpEndpoint });
       processors = [new base.BatchSpanProcessor(exporter)];
     }
     const s = new NodeSDK({
@@ -99,7 +117,12 @@ export function injectContext(ctx: TraceContext, headers: Record<string, string>
   return headers;
 }
 
-export function startSpan(name: string, kind: SpanKind, parent: TraceContext, attributes?: Attributes): { span: Span; ctx: TraceContext } {
+export function startSpan(
+  name: string,
+  kind: SpanKind,
+  parent: TraceContext,
+  attributes?: Attributes,
+): { span: Span; ctx: TraceContext } {
   const span = tracer().startSpan(name, { kind, attributes }, parent);
   return { span, ctx: trace.setSpan(parent, span) };
 }
@@ -122,9 +145,19 @@ export function endSpan(span: Span, error?: string | null, attributes?: Attribut
  * Runs a Kafka write under a PRODUCER span (child of `parent`, default the active context) and
  * hands `send` the headers that carry it; without tracing, `send` gets no headers.
  */
-export async function producing<T>(topic: string, send: (headers: Record<string, string> | undefined) => Promise<T>, parent?: TraceContext, attributes?: Attributes): Promise<T> {
+export async function producing<T>(
+  topic: string,
+  send: (headers: Record<string, string> | undefined) => Promise<T>,
+  parent?: TraceContext,
+  attributes?: Attributes,
+): Promise<T> {
   if (!tracing.on) return send(undefined);
-  const { span, ctx } = startSpan(`send ${topic}`, SpanKind.PRODUCER, parent ?? context.active(), { 'messaging.system': 'kafka', 'messaging.destination.name': topic, 'messaging.operation.type': 'send', ...attributes });
+  const { span, ctx } = startSpan(`send ${topic}`, SpanKind.PRODUCER, parent ?? context.active(), {
+    'messaging.system': 'kafka',
+    'messaging.destination.name': topic,
+    'messaging.operation.type': 'send',
+    ...attributes,
+  });
   try {
     const out = await send(injectContext(ctx, {}));
     span.end();

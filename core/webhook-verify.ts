@@ -21,7 +21,16 @@
 import { timingSafeEqual } from 'node:crypto';
 import { SluiceBaseError } from './errors.ts';
 import type { WebhookBody } from './webhooks/records.ts';
-import { PREVIOUS_SIGNATURE_HEADER, SIGNATURE_HEADER, STANDARD_ID_HEADER, STANDARD_SIGNATURE_HEADER, STANDARD_TIMESTAMP_HEADER, TIMESTAMP_HEADER, standardSignature, webhookHmac } from './webhooks/signing.ts';
+import {
+  PREVIOUS_SIGNATURE_HEADER,
+  SIGNATURE_HEADER,
+  STANDARD_ID_HEADER,
+  STANDARD_SIGNATURE_HEADER,
+  STANDARD_TIMESTAMP_HEADER,
+  TIMESTAMP_HEADER,
+  standardSignature,
+  webhookHmac,
+} from './webhooks/signing.ts';
 
 export type { WebhookBody };
 
@@ -79,7 +88,8 @@ function standardCandidates(values: string[]): Buffer[] {
 /** True when any candidate equals any expected MAC; every pair is compared, each in constant time. */
 function anyMatch(candidates: Buffer[], expected: Buffer[]): boolean {
   let matched = false;
-  for (const e of expected) for (const c of candidates) matched = (c.length === e.length && timingSafeEqual(c, e)) || matched;
+  for (const e of expected)
+    for (const c of candidates) matched = (c.length === e.length && timingSafeEqual(c, e)) || matched;
   return matched;
 }
 
@@ -98,21 +108,43 @@ function signatureCandidates(values: string[]): Buffer[] {
 function isWebhookBody(v: unknown): v is WebhookBody {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
   const b = v as Record<string, unknown>;
-  return typeof b.id === 'string' && typeof b.type === 'string' && typeof b.tenant_id === 'string' && typeof b.created_at === 'string' && Number.isInteger(b.timestamp) && 'data' in b;
+  return (
+    typeof b.id === 'string' &&
+    typeof b.type === 'string' &&
+    typeof b.tenant_id === 'string' &&
+    typeof b.created_at === 'string' &&
+    Number.isInteger(b.timestamp) &&
+    'data' in b
+  );
 }
 
-export function verifyWebhook(rawBody: string | Buffer, headers: WebhookHeaders, secret: string | readonly string[], { toleranceSeconds = 300, now, scheme = 'auto' }: VerifyWebhookOptions = {}): WebhookBody {
+export function verifyWebhook(
+  rawBody: string | Buffer,
+  headers: WebhookHeaders,
+  secret: string | readonly string[],
+  { toleranceSeconds = 300, now, scheme = 'auto' }: VerifyWebhookOptions = {},
+): WebhookBody {
   const secrets = typeof secret === 'string' ? [secret] : [...(secret ?? [])];
-  if (secrets.length === 0 || secrets.some((s) => typeof s !== 'string' || s.length === 0)) throw new TypeError('verifyWebhook: the endpoint secret is required');
-  if (!Number.isFinite(toleranceSeconds) || toleranceSeconds < 0) throw new TypeError('verifyWebhook: toleranceSeconds must be a non-negative number');
-  if (scheme !== 'auto' && scheme !== 'sluice' && scheme !== 'standard') throw new TypeError(`verifyWebhook: unknown scheme "${String(scheme)}"`);
+  if (secrets.length === 0 || secrets.some((s) => typeof s !== 'string' || s.length === 0))
+    throw new TypeError('verifyWebhook: the endpoint secret is required');
+  if (!Number.isFinite(toleranceSeconds) || toleranceSeconds < 0)
+    throw new TypeError('verifyWebhook: toleranceSeconds must be a non-negative number');
+  if (scheme !== 'auto' && scheme !== 'sluice' && scheme !== 'standard')
+    throw new TypeError(`verifyWebhook: unknown scheme "${String(scheme)}"`);
   const body = typeof rawBody === 'string' ? Buffer.from(rawBody, 'utf8') : rawBody;
-  const useStandard = scheme === 'standard' || (scheme === 'auto' && headerValues(headers, SIGNATURE_HEADER).length === 0 && headerValues(headers, STANDARD_SIGNATURE_HEADER).length > 0);
+  const useStandard =
+    scheme === 'standard' ||
+    (scheme === 'auto' &&
+      headerValues(headers, SIGNATURE_HEADER).length === 0 &&
+      headerValues(headers, STANDARD_SIGNATURE_HEADER).length > 0);
   const timestamp = useStandard ? checkStandard(body, headers, secrets) : checkSluice(body, headers, secrets);
 
   const nowSeconds = Math.floor((now ?? Date.now()) / 1000);
   if (Math.abs(nowSeconds - timestamp) > toleranceSeconds) {
-    throw new WebhookVerificationError('TIMESTAMP_OUT_OF_WINDOW', `the timestamp ${timestamp} is ${nowSeconds - timestamp} s from now; at most ${toleranceSeconds} s are accepted`);
+    throw new WebhookVerificationError(
+      'TIMESTAMP_OUT_OF_WINDOW',
+      `the timestamp ${timestamp} is ${nowSeconds - timestamp} s from now; at most ${toleranceSeconds} s are accepted`,
+    );
   }
 
   let parsed: unknown;
@@ -121,12 +153,19 @@ export function verifyWebhook(rawBody: string | Buffer, headers: WebhookHeaders,
   } catch {
     throw new WebhookVerificationError('BODY_INVALID', 'the body is not JSON');
   }
-  if (!isWebhookBody(parsed)) throw new WebhookVerificationError('BODY_INVALID', 'the body is not a Sluice webhook ({id, type, tenant_id, created_at, timestamp, data})');
+  if (!isWebhookBody(parsed))
+    throw new WebhookVerificationError(
+      'BODY_INVALID',
+      'the body is not a Sluice webhook ({id, type, tenant_id, created_at, timestamp, data})',
+    );
   // Sluice's timestamp header is not signed; the body is. They must agree, so a replayed body
   // cannot borrow a fresh header. (The standard scheme signs its timestamp, and Sluice makes both equal.)
   if (parsed.timestamp !== timestamp) {
     const header = useStandard ? STANDARD_TIMESTAMP_HEADER : TIMESTAMP_HEADER;
-    throw new WebhookVerificationError('TIMESTAMP_MISMATCH', `the ${header} header (${timestamp}) differs from the signed body's timestamp (${parsed.timestamp})`);
+    throw new WebhookVerificationError(
+      'TIMESTAMP_MISMATCH',
+      `the ${header} header (${timestamp}) differs from the signed body's timestamp (${parsed.timestamp})`,
+    );
   }
   return parsed;
 }
@@ -142,11 +181,22 @@ function unixSeconds(headers: WebhookHeaders, name: string): number {
 /** Sluice's scheme: the signature headers, then the timestamp header. Returns the timestamp. */
 function checkSluice(body: Buffer, headers: WebhookHeaders, secrets: string[]): number {
   const sigValues = [...headerValues(headers, SIGNATURE_HEADER), ...headerValues(headers, PREVIOUS_SIGNATURE_HEADER)];
-  if (sigValues.length === 0) throw new WebhookVerificationError('SIGNATURE_MISSING', `the ${SIGNATURE_HEADER} header is missing`);
+  if (sigValues.length === 0)
+    throw new WebhookVerificationError('SIGNATURE_MISSING', `the ${SIGNATURE_HEADER} header is missing`);
   const timestamp = unixSeconds(headers, TIMESTAMP_HEADER);
   const candidates = signatureCandidates(sigValues);
-  if (!anyMatch(candidates, secrets.map((s) => webhookHmac(s, body)))) {
-    throw new WebhookVerificationError('SIGNATURE_MISMATCH', candidates.length === 0 ? `the ${SIGNATURE_HEADER} header is not "sha256=<64 hex digits>"` : 'the signature does not match the body and secret');
+  if (
+    !anyMatch(
+      candidates,
+      secrets.map((s) => webhookHmac(s, body)),
+    )
+  ) {
+    throw new WebhookVerificationError(
+      'SIGNATURE_MISMATCH',
+      candidates.length === 0
+        ? `the ${SIGNATURE_HEADER} header is not "sha256=<64 hex digits>"`
+        : 'the signature does not match the body and secret',
+    );
   }
   return timestamp;
 }
@@ -155,11 +205,25 @@ function checkSluice(body: Buffer, headers: WebhookHeaders, secrets: string[]): 
 function checkStandard(body: Buffer, headers: WebhookHeaders, secrets: string[]): number {
   const sigValues = headerValues(headers, STANDARD_SIGNATURE_HEADER);
   const ids = headerValues(headers, STANDARD_ID_HEADER);
-  if (sigValues.length === 0 || ids.length !== 1) throw new WebhookVerificationError('SIGNATURE_MISSING', `the ${STANDARD_SIGNATURE_HEADER} or ${STANDARD_ID_HEADER} header is missing`);
+  if (sigValues.length === 0 || ids.length !== 1)
+    throw new WebhookVerificationError(
+      'SIGNATURE_MISSING',
+      `the ${STANDARD_SIGNATURE_HEADER} or ${STANDARD_ID_HEADER} header is missing`,
+    );
   const timestamp = unixSeconds(headers, STANDARD_TIMESTAMP_HEADER);
   const candidates = standardCandidates(sigValues);
-  if (!anyMatch(candidates, secrets.map((s) => standardSignature(s, ids[0], timestamp, body)))) {
-    throw new WebhookVerificationError('SIGNATURE_MISMATCH', candidates.length === 0 ? `the ${STANDARD_SIGNATURE_HEADER} header has no "v1,<base64>" entry` : 'the signature does not match the body and secret');
+  if (
+    !anyMatch(
+      candidates,
+      secrets.map((s) => standardSignature(s, ids[0], timestamp, body)),
+    )
+  ) {
+    throw new WebhookVerificationError(
+      'SIGNATURE_MISMATCH',
+      candidates.length === 0
+        ? `the ${STANDARD_SIGNATURE_HEADER} header has no "v1,<base64>" entry`
+        : 'the signature does not match the body and secret',
+    );
   }
   return timestamp;
 }

@@ -37,7 +37,11 @@ export class GroupConsumer {
   private restarting: Promise<void> | null = null;
   restarts = 0;
 
-  constructor(private readonly kafka: Kafka, private readonly log: Logger, readonly opts: GroupConsumerOptions) {}
+  constructor(
+    private readonly kafka: Kafka,
+    private readonly log: Logger,
+    readonly opts: GroupConsumerOptions,
+  ) {}
 
   async start(): Promise<void> {
     const c = newConsumer(this.kafka, {
@@ -49,7 +53,11 @@ export class GroupConsumer {
     });
     c.on(c.events.CRASH, (e) => {
       if (this.stopped) return;
-      this.log.error('consumer crashed', { group: this.opts.groupId, error: e.payload.error?.message, kafkajs_restarts: e.payload.restart });
+      this.log.error('consumer crashed', {
+        group: this.opts.groupId,
+        error: e.payload.error?.message,
+        kafkajs_restarts: e.payload.restart,
+      });
       // kafkajs restarts by itself after a retriable crash; otherwise the member is dead: rebuild it.
       if (!e.payload.restart) void this.restart(c);
     });
@@ -64,7 +72,10 @@ export class GroupConsumer {
       partitionsConsumedConcurrently: this.opts.partitionsConsumedConcurrently ?? 1,
       eachBatch: (payload) => {
         const { batch } = payload;
-        this.opts.metrics?.consumerLag.set({ group: this.opts.groupId, topic: batch.topic, partition: String(batch.partition) }, Number(batch.offsetLag()));
+        this.opts.metrics?.consumerLag.set(
+          { group: this.opts.groupId, topic: batch.topic, partition: String(batch.partition) },
+          Number(batch.offsetLag()),
+        );
         return this.opts.eachBatch(payload, this);
       },
     });
@@ -174,7 +185,10 @@ export class OffsetTracker {
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
 
-  constructor(private readonly member: GroupConsumer, private readonly commitEveryMs = 100) {}
+  constructor(
+    private readonly member: GroupConsumer,
+    private readonly commitEveryMs = 100,
+  ) {}
 
   private window(topic: string, partition: number): PartitionWindow {
     const key = `${topic}\0${partition}`;

@@ -16,7 +16,11 @@ export const DELIVERY_TIMEOUT_MS = 10_000;
 
 export interface Deliverer {
   /** `trace` (tracing on): the parent of the attempt's span; the receiver gets its `traceparent`. */
-  attempt(rec: DeliveryRecord, endpoint: EndpointRecord, trace?: TraceContext): Promise<{ result: AttemptOutcome; startedAt: number }>;
+  attempt(
+    rec: DeliveryRecord,
+    endpoint: EndpointRecord,
+    trace?: TraceContext,
+  ): Promise<{ result: AttemptOutcome; startedAt: number }>;
   close(): Promise<void>;
 }
 
@@ -27,27 +31,50 @@ export function createDeliverer(ctx: Context): Deliverer {
   const checkTarget = targetGuard(guard);
   const agent: Agent = createDeliveryAgent(ctx.config.dispatchPerEndpoint, guardedLookup(guard));
   /** One attempt without spans; `traceHeaders` go out with the request. */
-  const attemptOnce = async (rec: DeliveryRecord, endpoint: EndpointRecord, traceHeaders?: Record<string, string>): Promise<{ result: AttemptOutcome; startedAt: number }> => {
+  const attemptOnce = async (
+    rec: DeliveryRecord,
+    endpoint: EndpointRecord,
+    traceHeaders?: Record<string, string>,
+  ): Promise<{ result: AttemptOutcome; startedAt: number }> => {
     const startedAt = ctx.clock.now();
     const secrets = ctx.endpoints.signingSecrets(endpoint.id, startedAt);
     if (secrets === undefined) {
-      return { startedAt, result: { ok: false, status: null, error: 'the endpoint has no signing secret', durationMs: 0 } };
+      return {
+        startedAt,
+        result: { ok: false, status: null, error: 'the endpoint has no signing secret', durationMs: 0 },
+      };
     }
     const signed = signDelivery(secrets, rec.event, rec.attempt, startedAt);
     const headers = traceHeaders ? { ...signed.headers, ...traceHeaders } : signed.headers;
-    const result = await attemptDelivery(endpoint.url, signed.rawBody, headers, { timeoutMs: DELIVERY_TIMEOUT_MS, checkTarget, dispatcher: agent });
+    const result = await attemptDelivery(endpoint.url, signed.rawBody, headers, {
+      timeoutMs: DELIVERY_TIMEOUT_MS,
+      checkTarget,
+      dispatcher: agent,
+    });
     return { result, startedAt };
   };
   return {
     async attempt(rec, endpoint, trace) {
       if (!tracing.on || !trace) return attemptOnce(rec, endpoint);
       // An INTERNAL span for the attempt (signing included) and a CLIENT span for its HTTP request.
-      const a = startSpan(`webhook attempt ${rec.attempt}`, SpanKind.INTERNAL, trace, { 'sluice.delivery_id': rec.delivery_id, 'sluice.endpoint_id': endpoint.id, 'sluice.attempt': rec.attempt, 'sluice.event_id': rec.event.id });
-      const http = startSpan('POST', SpanKind.CLIENT, a.ctx, { 'http.request.method': 'POST', 'url.full': endpoint.url });
+      const a = startSpan(`webhook attempt ${rec.attempt}`, SpanKind.INTERNAL, trace, {
+        'sluice.delivery_id': rec.delivery_id,
+        'sluice.endpoint_id': endpoint.id,
+        'sluice.attempt': rec.attempt,
+        'sluice.event_id': rec.event.id,
+      });
+      const http = startSpan('POST', SpanKind.CLIENT, a.ctx, {
+        'http.request.method': 'POST',
+        'url.full': endpoint.url,
+      });
       try {
         const out = await attemptOnce(rec, endpoint, injectContext(http.ctx, {}));
         const { result } = out;
-        endSpan(http.span, result.status === null ? result.error : result.status >= 400 ? `HTTP ${result.status}` : null, result.status === null ? undefined : { 'http.response.status_code': result.status });
+        endSpan(
+          http.span,
+          result.status === null ? result.error : result.status >= 400 ? `HTTP ${result.status}` : null,
+          result.status === null ? undefined : { 'http.response.status_code': result.status },
+        );
         endSpan(a.span, result.ok ? null : result.error, { 'sluice.result': result.ok ? 'success' : 'failure' });
         return out;
       } catch (err) {
@@ -60,7 +87,13 @@ export function createDeliverer(ctx: Context): Deliverer {
       // The dispatcher waited for its attempts; a request still open after a second is cut off
       // (destroy) rather than keep the process from exiting.
       let timer: NodeJS.Timeout | undefined;
-      const closed = await Promise.race([agent.close().then(() => true, () => true), new Promise<false>((r) => (timer = setTimeout(() => r(false), 1000)))]);
+      const closed = await Promise.race([
+        agent.close().then(
+          () => true,
+          () => true,
+        ),
+        new Promise<false>((r) => (timer = setTimeout(() => r(false), 1000))),
+      ]);
       clearTimeout(timer);
       if (!closed) await agent.destroy().catch(() => {});
     },

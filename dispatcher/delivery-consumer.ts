@@ -24,7 +24,18 @@ export interface DeliveryConsumer {
   stop(drainMs: number): Promise<void>;
 }
 
-export function deliveryConsumer(stage: Stage, recorder: OutcomeRecorder, metrics: Metrics, opts: { groupId: string; topics: string[]; modeOf(topic: string): TopicMode; maxWaitTimeInMs: number; concurrency: number }): DeliveryConsumer {
+export function deliveryConsumer(
+  stage: Stage,
+  recorder: OutcomeRecorder,
+  metrics: Metrics,
+  opts: {
+    groupId: string;
+    topics: string[];
+    modeOf(topic: string): TopicMode;
+    maxWaitTimeInMs: number;
+    concurrency: number;
+  },
+): DeliveryConsumer {
   const { ctx } = stage;
   const timers = new PauseTimers();
   // A held delivery may go early once its endpoint is ACTIVE again (or gone: then it is dropped).
@@ -35,7 +46,11 @@ export function deliveryConsumer(stage: Stage, recorder: OutcomeRecorder, metric
     const { batch } = p;
     const { topic, partition } = batch;
     const mode = opts.modeOf(topic);
-    const items = batch.messages.map((m) => ({ m, rec: parseDeliveryRecord(m.value), heldSince: numberOrNull(headerString(m.headers, HEADER_HELD_SINCE)) }));
+    const items = batch.messages.map((m) => ({
+      m,
+      rec: parseDeliveryRecord(m.value),
+      heldSince: numberOrNull(headerString(m.headers, HEADER_HELD_SINCE)),
+    }));
     const now = ctx.clock.now();
     const { take, wakeAt } = gate(mode, items, now, released);
     const rung = mode === 'main' ? null : topic.slice(topic.lastIndexOf('.') + 1);
@@ -50,7 +65,9 @@ export function deliveryConsumer(stage: Stage, recorder: OutcomeRecorder, metric
       const { m, rec, heldSince } = items[i];
       if (tracker.accept(topic, partition, m.offset)) {
         if (rung !== null && rec !== null) metrics.rungLate(rung, Math.max(0, now - rec.due_at) / 1000);
-        void handle(ctx, stage, recorder, rec, heldSince, `${topic}\0${partition}`, topic, m.headers).then(() => tracker.finish(topic, partition, m.offset));
+        void handle(ctx, stage, recorder, rec, heldSince, `${topic}\0${partition}`, topic, m.headers).then(() =>
+          tracker.finish(topic, partition, m.offset),
+        );
       }
       p.resolveOffset(m.offset);
       if (i % 500 === 499) await p.heartbeat();
@@ -72,9 +89,23 @@ export function deliveryConsumer(stage: Stage, recorder: OutcomeRecorder, metric
     const dropped = gone.size > 0 ? stage.scheduler.dropQueued(gone) : 0;
     stage.scheduler.thaw(opts.groupId);
     metrics.rebalanceDropped.inc(dropped);
-    if (dropped > 0) ctx.log.info('partitions moved to another member; their queued deliveries are left to it', { group: opts.groupId, partitions: gone.size, dropped });
+    if (dropped > 0)
+      ctx.log.info('partitions moved to another member; their queued deliveries are left to it', {
+        group: opts.groupId,
+        partitions: gone.size,
+        dropped,
+      });
   };
-  const member = new GroupConsumer(ctx.kafka, ctx.log, { groupId: opts.groupId, topics: opts.topics, metrics, maxWaitTimeInMs: opts.maxWaitTimeInMs, partitionsConsumedConcurrently: opts.concurrency, eachBatch, onRebalancing, onAssignment });
+  const member = new GroupConsumer(ctx.kafka, ctx.log, {
+    groupId: opts.groupId,
+    topics: opts.topics,
+    metrics,
+    maxWaitTimeInMs: opts.maxWaitTimeInMs,
+    partitionsConsumedConcurrently: opts.concurrency,
+    eachBatch,
+    onRebalancing,
+    onAssignment,
+  });
   tracker = new OffsetTracker(member);
   return {
     member,
@@ -90,20 +121,53 @@ export function deliveryConsumer(stage: Stage, recorder: OutcomeRecorder, metric
   };
 }
 
-async function handle(ctx: Context, stage: Stage, recorder: OutcomeRecorder, rec: DeliveryRecord | null, heldSince: number | null, origin: string, topic: string, headers: IHeaders | undefined): Promise<void> {
+async function handle(
+  ctx: Context,
+  stage: Stage,
+  recorder: OutcomeRecorder,
+  rec: DeliveryRecord | null,
+  heldSince: number | null,
+  origin: string,
+  topic: string,
+  headers: IHeaders | undefined,
+): Promise<void> {
   // A CONSUMER span per record, child of the context the record carries (fan-out or an earlier attempt).
   const traced = tracing.on
-    ? startSpan(`process ${topic}`, SpanKind.CONSUMER, extractContext(headers), { 'messaging.system': 'kafka', 'messaging.source.name': topic, 'messaging.operation.type': 'process', ...(rec ? { 'sluice.delivery_id': rec.delivery_id, 'sluice.endpoint_id': rec.endpoint_id, 'sluice.attempt': rec.attempt } : {}) })
+    ? startSpan(`process ${topic}`, SpanKind.CONSUMER, extractContext(headers), {
+        'messaging.system': 'kafka',
+        'messaging.source.name': topic,
+        'messaging.operation.type': 'process',
+        ...(rec
+          ? {
+              'sluice.delivery_id': rec.delivery_id,
+              'sluice.endpoint_id': rec.endpoint_id,
+              'sluice.attempt': rec.attempt,
+            }
+          : {}),
+      })
     : undefined;
   const outcome = await processDelivery(stage, rec, heldSince, origin, traced?.ctx);
   const logLines = () => {
-    if (outcome.kind === 'dead-letter') ctx.log.info('delivery dead-lettered', { delivery_id: outcome.rec.delivery_id, endpoint_id: outcome.rec.endpoint_id, attempts: outcome.entry.attempts });
-    else if (ctx.log.level === 'debug' && outcome.rec) ctx.log.debug('delivery outcome', { outcome: outcome.kind, delivery_id: outcome.rec.delivery_id, endpoint_id: outcome.rec.endpoint_id, attempt: outcome.rec.attempt, ...(outcome.kind === 'delivered' ? { status: outcome.status } : {}) });
+    if (outcome.kind === 'dead-letter')
+      ctx.log.info('delivery dead-lettered', {
+        delivery_id: outcome.rec.delivery_id,
+        endpoint_id: outcome.rec.endpoint_id,
+        attempts: outcome.entry.attempts,
+      });
+    else if (ctx.log.level === 'debug' && outcome.rec)
+      ctx.log.debug('delivery outcome', {
+        outcome: outcome.kind,
+        delivery_id: outcome.rec.delivery_id,
+        endpoint_id: outcome.rec.endpoint_id,
+        attempt: outcome.rec.attempt,
+        ...(outcome.kind === 'delivered' ? { status: outcome.status } : {}),
+      });
   };
   // In the record's span, so the lines carry its trace and span ids.
   if (traced) withContext(traced.ctx, logLines);
   else logLines();
-  if (traced) endSpan(traced.span, outcome.kind === 'dead-letter' ? 'dead-lettered' : null, { 'sluice.outcome': outcome.kind });
+  if (traced)
+    endSpan(traced.span, outcome.kind === 'dead-letter' ? 'dead-lettered' : null, { 'sluice.outcome': outcome.kind });
   await recorder.record(outcome, traced?.ctx);
 }
 

@@ -47,17 +47,35 @@ export function fanOutConsumer(ctx: Context, metrics: Metrics): GroupConsumer {
         let headers: Record<string, string> | undefined;
         if (tracing.on) {
           const topic = ctx.topics.events;
-          const consumed = startSpan(`process ${topic}`, SpanKind.CONSUMER, extractContext(batch.messages[k].headers), { 'messaging.system': 'kafka', 'messaging.source.name': topic, 'messaging.operation.type': 'process', 'sluice.event_id': event.id, 'sluice.matched_endpoints': endpoints.length });
+          const consumed = startSpan(`process ${topic}`, SpanKind.CONSUMER, extractContext(batch.messages[k].headers), {
+            'messaging.system': 'kafka',
+            'messaging.source.name': topic,
+            'messaging.operation.type': 'process',
+            'sluice.event_id': event.id,
+            'sluice.matched_endpoints': endpoints.length,
+          });
           spans.push(consumed.span);
           if (endpoints.length > 0) {
-            const produced = startSpan(`send ${ctx.topics.deliveries}`, SpanKind.PRODUCER, consumed.ctx, { 'messaging.system': 'kafka', 'messaging.destination.name': ctx.topics.deliveries, 'messaging.operation.type': 'send', 'messaging.batch.message_count': endpoints.length });
+            const produced = startSpan(`send ${ctx.topics.deliveries}`, SpanKind.PRODUCER, consumed.ctx, {
+              'messaging.system': 'kafka',
+              'messaging.destination.name': ctx.topics.deliveries,
+              'messaging.operation.type': 'send',
+              'messaging.batch.message_count': endpoints.length,
+            });
             spans.push(produced.span);
             headers = injectContext(produced.ctx, {});
           }
         }
         for (const ep of endpoints) {
-          const d = { ...newDelivery(event, ep.id, now), endpoints_at: Number(ctx.state.position(ctx.topics.endpoints, 0)) };
-          out.push(headers ? { key: d.delivery_id, value: deliveryJson(d, eventJson), headers } : { key: d.delivery_id, value: deliveryJson(d, eventJson) });
+          const d = {
+            ...newDelivery(event, ep.id, now),
+            endpoints_at: Number(ctx.state.position(ctx.topics.endpoints, 0)),
+          };
+          out.push(
+            headers
+              ? { key: d.delivery_id, value: deliveryJson(d, eventJson), headers }
+              : { key: d.delivery_id, value: deliveryJson(d, eventJson) },
+          );
         }
       }
       if (!isRunning() || isStale()) {

@@ -28,9 +28,10 @@ export class EndpointHealth {
   async judge(endpointId: string, result: AttemptOutcome, startedAt: number): Promise<void> {
     const { ctx } = this;
     try {
-      if (result.status === 410) return await this.write(endpointId, () => disableEndpoint(ctx, endpointId, 'the receiver answered 410 Gone'));
+      if (result.status === 410)
+        return await this.write(endpointId, () => disableEndpoint(ctx, endpointId, 'the receiver answered 410 Gone'));
       const rec = ctx.endpoints.get(endpointId);
-      if (!rec || rec.state !== 'ACTIVE') return void this.failingSince.delete(endpointId);
+      if (rec?.state !== 'ACTIVE') return void this.failingSince.delete(endpointId);
       const persisted = rec.failing_since ?? null;
       if (result.ok) {
         this.failingSince.delete(endpointId);
@@ -44,13 +45,22 @@ export class EndpointHealth {
       if (startedAt - since >= ctx.config.webhookDisableAfterMs / scale) {
         const hours = ctx.config.webhookDisableAfterMs / 3600_000;
         const span = hours % 24 === 0 ? `${hours / 24} days` : `${hours} hours`;
-        await this.write(endpointId, () => disableEndpoint(ctx, endpointId, `every attempt failed for ${span} (last: ${result.error ?? `HTTP ${result.status}`})`));
+        await this.write(endpointId, () =>
+          disableEndpoint(
+            ctx,
+            endpointId,
+            `every attempt failed for ${span} (last: ${result.error ?? `HTTP ${result.status}`})`,
+          ),
+        );
         this.failingSince.delete(endpointId);
       } else if (persisted === null && startedAt - since >= CHECKPOINT_AFTER_MS / scale) {
         await this.write(endpointId, () => recordFailingSince(ctx, endpointId, since));
       }
     } catch (err) {
-      ctx.log.error('could not update the endpoint after an attempt', { endpoint_id: endpointId, error: (err as Error).message });
+      ctx.log.error('could not update the endpoint after an attempt', {
+        endpoint_id: endpointId,
+        error: (err as Error).message,
+      });
     }
   }
 

@@ -46,18 +46,35 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
   const t = ctx.topics;
   const metrics = ctx.metrics;
   const scheduler = new DeliveryScheduler<Attempted>(
-    { concurrency: ctx.config.dispatchConcurrency, perEndpoint: ctx.config.dispatchPerEndpoint, maxBuffered: ctx.config.dispatchBuffer, now: () => ctx.clock.now() },
+    {
+      concurrency: ctx.config.dispatchConcurrency,
+      perEndpoint: ctx.config.dispatchPerEndpoint,
+      maxBuffered: ctx.config.dispatchBuffer,
+      now: () => ctx.clock.now(),
+    },
     (_job, attempted) => attempted,
   );
   const deliverer = createDeliverer(ctx);
   const recorder = new TrackedRecorder(ctx, metrics);
   const reports = new BestEffortProducer(ctx.kafka, (count, err) => {
     metrics.attemptReportsDropped.inc(count);
-    if (err) ctx.log.warn('attempt reports could not be written; the attempt history misses them', { count, error: err.message });
+    if (err)
+      ctx.log.warn('attempt reports could not be written; the attempt history misses them', {
+        count,
+        error: err.message,
+      });
   });
   await reports.connect();
   recorder.reports = reports;
-  const stage: Stage = { ctx, scheduler, deliverer, health: new EndpointHealth(ctx), stopping: false, attempting: 0, onAttempt: (a) => recorder.noteAttempt(a) };
+  const stage: Stage = {
+    ctx,
+    scheduler,
+    deliverer,
+    health: new EndpointHealth(ctx),
+    stopping: false,
+    attempting: 0,
+    onAttempt: (a) => recorder.noteAttempt(a),
+  };
   const holdTopic = t.hold;
   const deliveries = deliveryConsumer(stage, recorder, metrics, {
     groupId: `${ctx.config.topicPrefix}.dispatch`,
@@ -81,7 +98,11 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
   const fanOut = fanOutConsumer(ctx, metrics);
   await Promise.all([deliveries.member.start(), rungs.member.start(), fanOut.start()]);
   metrics.gauge('sluice_deliveries_in_flight', 'Delivery attempts under way in this process.', () => scheduler.active);
-  metrics.gauge('sluice_deliveries_buffered', 'Deliveries this process holds (queued or in flight).', () => scheduler.buffered);
+  metrics.gauge(
+    'sluice_deliveries_buffered',
+    'Deliveries this process holds (queued or in flight).',
+    () => scheduler.buffered,
+  );
   return {
     metrics,
     fanOut,
@@ -102,8 +123,13 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
       }
       const settled = async () => {
         const deadline = Date.now() + DELIVERY_TIMEOUT_MS + 2000;
-        while ((stage.attempting! > 0 || recorder.pending > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-        if (stage.attempting! > 0 || recorder.pending > 0) ctx.log.error('stopping with attempts or outcomes still under way; they stay uncommitted', { attempting: stage.attempting, recording: recorder.pending });
+        while ((stage.attempting! > 0 || recorder.pending > 0) && Date.now() < deadline)
+          await new Promise((r) => setTimeout(r, 20));
+        if (stage.attempting! > 0 || recorder.pending > 0)
+          ctx.log.error('stopping with attempts or outcomes still under way; they stay uncommitted', {
+            attempting: stage.attempting,
+            recording: recorder.pending,
+          });
       };
       await Promise.all([fanOut.stop(), settled()]);
       recorder.stopped = true;

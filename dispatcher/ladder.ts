@@ -33,9 +33,13 @@ export function afterAttempt(rec: DeliveryRecord, result: AttemptOutcome, starte
     last_error: result.error,
     last_attempt_at: startedAt,
   };
-  if (rec.attempt >= MAX_ATTEMPTS) return { kind: 'dead-letter', rec, entry: deadLetterEntry(tried, rec.attempt, c.now, c.timeScale) };
+  if (rec.attempt >= MAX_ATTEMPTS)
+    return { kind: 'dead-letter', rec, entry: deadLetterEntry(tried, rec.attempt, c.now, c.timeScale) };
   if (result.status === 410) {
-    const gone: DeliveryRecord = { ...tried, last_error: 'HTTP 410 Gone: the receiver asked for no more deliveries; the endpoint is DISABLED' };
+    const gone: DeliveryRecord = {
+      ...tried,
+      last_error: 'HTTP 410 Gone: the receiver asked for no more deliveries; the endpoint is DISABLED',
+    };
     return { kind: 'dead-letter', rec, entry: deadLetterEntry(gone, rec.attempt, c.now, c.timeScale) };
   }
   const backoff = retryDelayMs(rec.attempt, c.timeScale, c.random);
@@ -67,7 +71,10 @@ export function hold(rec: DeliveryRecord, heldSince: number | null, recheckMs: n
   const since = heldSince ?? c.now;
   const deadline = (rec.first_attempt_at ?? since) + RETRY_SPAN_MS / c.timeScale;
   if (c.now >= deadline) {
-    const last: DeliveryRecord = { ...rec, last_error: rec.last_error ?? 'the endpoint stayed PENDING (unverified) until the 72-hour retry span ran out' };
+    const last: DeliveryRecord = {
+      ...rec,
+      last_error: rec.last_error ?? 'the endpoint stayed PENDING (unverified) until the 72-hour retry span ran out',
+    };
     return { kind: 'dead-letter', rec, entry: deadLetterEntry(last, rec.attempt - 1, c.now, c.timeScale) };
   }
   const next: DeliveryRecord = { ...rec, due_at: Math.min(deadline, c.now + recheckMs / c.timeScale) };

@@ -58,7 +58,12 @@ function precheck(ctx: Context, rec: DeliveryRecord, heldSince: number | null): 
 const isOutcome = (v: EndpointRecord | Outcome): v is Outcome => 'kind' in v;
 const HEALTHY: EndpointSignal = { slow: false, notBefore: null };
 
-async function attempt(s: Stage, rec: DeliveryRecord, heldSince: number | null, trace: TraceContext | undefined): Promise<Attempted> {
+async function attempt(
+  s: Stage,
+  rec: DeliveryRecord,
+  heldSince: number | null,
+  trace: TraceContext | undefined,
+): Promise<Attempted> {
   const { ctx } = s;
   // Queued before the dispatcher began to stop; left to the partition's next owner.
   if (s.stopping) return never();
@@ -71,20 +76,34 @@ async function attempt(s: Stage, rec: DeliveryRecord, heldSince: number | null, 
     ctx.metrics.attempt(rec.attempt, result.ok, result.durationMs);
     const slow = result.durationMs >= ctx.config.dispatchSlowMs;
     const c = clockOf(ctx);
-    const notBefore = result.retryAfterMs ? c.now + Math.min(result.retryAfterMs, remainingSpanMs({ ...rec, first_attempt_at: rec.first_attempt_at ?? startedAt }, c)) : null;
+    const notBefore = result.retryAfterMs
+      ? c.now +
+        Math.min(
+          result.retryAfterMs,
+          remainingSpanMs({ ...rec, first_attempt_at: rec.first_attempt_at ?? startedAt }, c),
+        )
+      : null;
     await s.health?.judge(ep.id, result, startedAt);
     const outcome = afterAttempt(rec, result, startedAt, c);
     s.onAttempt?.(attemptReport(rec, result, startedAt, outcome));
     return { outcome, slow, notBefore };
   } catch (err) {
-    ctx.log.error('delivery processing failed; re-queued', { delivery_id: rec.delivery_id, error: (err as Error).stack });
+    ctx.log.error('delivery processing failed; re-queued', {
+      delivery_id: rec.delivery_id,
+      error: (err as Error).stack,
+    });
     return { outcome: defer(rec, clockOf(ctx)), ...HEALTHY };
   } finally {
     s.attempting!--;
   }
 }
 
-export function attemptReport(rec: DeliveryRecord, result: AttemptOutcome, startedAt: number, outcome: Outcome): AttemptRecord {
+export function attemptReport(
+  rec: DeliveryRecord,
+  result: AttemptOutcome,
+  startedAt: number,
+  outcome: Outcome,
+): AttemptRecord {
   return {
     delivery_id: rec.delivery_id,
     endpoint_id: rec.endpoint_id,
@@ -102,13 +121,23 @@ export function attemptReport(rec: DeliveryRecord, result: AttemptOutcome, start
 }
 
 /** `trace`: the delivery's consume span (tracing on), parent of the attempt's spans. */
-export async function processDelivery(s: Stage, rec: DeliveryRecord | null, heldSince: number | null, origin?: string, trace?: TraceContext): Promise<Outcome> {
+export async function processDelivery(
+  s: Stage,
+  rec: DeliveryRecord | null,
+  heldSince: number | null,
+  origin?: string,
+  trace?: TraceContext,
+): Promise<Outcome> {
   if (s.stopping) return never();
   if (rec === null) return { kind: 'dropped', rec: null, reason: 'malformed' };
   let first = precheck(s.ctx, rec, heldSince);
   // An endpoint this process does not know may be one its view has not read yet (registered on
   // another node a moment ago): wait until it has read as far as the fan-out had, then look again.
-  if (isOutcome(first) && first.kind === 'dropped' && (await s.ctx.state.reached(s.ctx.topics.endpoints, 0, rec.endpoints_at ?? 0, 10_000))) {
+  if (
+    isOutcome(first) &&
+    first.kind === 'dropped' &&
+    (await s.ctx.state.reached(s.ctx.topics.endpoints, 0, rec.endpoints_at ?? 0, 10_000))
+  ) {
     first = precheck(s.ctx, rec, heldSince);
   }
   if (isOutcome(first)) return first;

@@ -43,7 +43,10 @@ export class OutcomeRecorder {
   private attempts: AttemptRecord[] = [];
   private attemptsTimer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly ctx: Context, private readonly metrics: Metrics) {}
+  constructor(
+    private readonly ctx: Context,
+    private readonly metrics: Metrics,
+  ) {}
 
   /** `trace`: the context of the delivery's consume span; the rung or DLQ record carries it on. */
   async record(o: Outcome, trace?: TraceContext): Promise<void> {
@@ -63,7 +66,11 @@ export class OutcomeRecorder {
           rungRecord(o.next.delivery_id, o.next, { [HEADER_HELD_SINCE]: String(o.heldSince), ...h }),
         );
       case 'dead-letter':
-        return this.write(t.dlq, trace, (h) => ({ key: o.entry.tenant_id, value: JSON.stringify(o.entry), ...(h ? { headers: h } : {}) }));
+        return this.write(t.dlq, trace, (h) => ({
+          key: o.entry.tenant_id,
+          value: JSON.stringify(o.entry),
+          ...(h ? { headers: h } : {}),
+        }));
     }
   }
 
@@ -86,11 +93,18 @@ export class OutcomeRecorder {
     this.attemptsTimer = null;
     const all = this.attempts.splice(0);
     for (let i = 0; i < all.length; i += REPORTS_PER_RECORD) {
-      this.reports?.add(this.ctx.topics.attempts, { key: 'attempts', value: JSON.stringify(all.slice(i, i + REPORTS_PER_RECORD)) });
+      this.reports?.add(this.ctx.topics.attempts, {
+        key: 'attempts',
+        value: JSON.stringify(all.slice(i, i + REPORTS_PER_RECORD)),
+      });
     }
   }
 
-  private write(topic: string, trace: TraceContext | undefined, make: (headers: Record<string, string> | undefined) => OutRecord): Promise<void> {
+  private write(
+    topic: string,
+    trace: TraceContext | undefined,
+    make: (headers: Record<string, string> | undefined) => OutRecord,
+  ): Promise<void> {
     if (!tracing.on || !trace) return this.enqueue(topic, make(undefined));
     return producing(topic, (h) => this.enqueue(topic, make(h)), trace);
   }
@@ -120,14 +134,21 @@ export class OutcomeRecorder {
   private async send(topic: string, items: Pending[]): Promise<void> {
     try {
       // The producer's failures are retriable (Kafka unavailable) or not (refused for good).
-      await retry(() => this.ctx.producer.send(topic, items.map((i) => i.record)), {
-        backoff: doubling(200, 5000),
-        stopped: () => this.stopped,
-        onRetry: (err) => {
-          const error = (err as Error).message;
-          this.ctx.log.error('could not record delivery outcomes; retrying', { topic, count: items.length, error });
+      await retry(
+        () =>
+          this.ctx.producer.send(
+            topic,
+            items.map((i) => i.record),
+          ),
+        {
+          backoff: doubling(200, 5000),
+          stopped: () => this.stopped,
+          onRetry: (err) => {
+            const error = (err as Error).message;
+            this.ctx.log.error('could not record delivery outcomes; retrying', { topic, count: items.length, error });
+          },
         },
-      });
+      );
     } catch (err) {
       if (!isPermanentWriteError(err)) return; // stopped: left unresolved, their offsets stay uncommitted
       if (items.length > 1) {
@@ -143,6 +164,14 @@ export class OutcomeRecorder {
   }
 }
 
-export function rungRecord(key: string, rec: { due_at: number; attempt: number }, headers: Record<string, string> | undefined = {}): OutRecord {
-  return { key, value: JSON.stringify(rec), headers: { [HEADER_DUE_AT]: String(Math.round(rec.due_at)), [HEADER_ATTEMPT]: String(rec.attempt), ...headers } };
+export function rungRecord(
+  key: string,
+  rec: { due_at: number; attempt: number },
+  headers: Record<string, string> | undefined = {},
+): OutRecord {
+  return {
+    key,
+    value: JSON.stringify(rec),
+    headers: { [HEADER_DUE_AT]: String(Math.round(rec.due_at)), [HEADER_ATTEMPT]: String(rec.attempt), ...headers },
+  };
 }

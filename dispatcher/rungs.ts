@@ -13,7 +13,12 @@ export interface Gated {
 }
 
 /** How many records of the batch to hand out now, and when to look again if not all. */
-export function gate<T extends Gated>(mode: TopicMode, items: T[], now: number, released: (rec: DeliveryRecord) => boolean): { take: number; wakeAt: number | null } {
+export function gate<T extends Gated>(
+  mode: TopicMode,
+  items: T[],
+  now: number,
+  released: (rec: DeliveryRecord) => boolean,
+): { take: number; wakeAt: number | null } {
   if (mode === 'main') return { take: items.length, wakeAt: null };
   const ready = (it: T) => it.rec === null || it.rec.due_at <= now || (mode === 'hold' && released(it.rec));
   if (mode === 'rung') {
@@ -32,10 +37,13 @@ export class PauseTimers {
     const key = `${topic}\0${partition}`;
     const old = this.timers.get(key);
     if (old) clearTimeout(old.timer);
-    const timer = setTimeout(() => {
-      this.timers.delete(key);
-      resume();
-    }, Math.max(0, Math.min(delayMs, 2 ** 31 - 1)));
+    const timer = setTimeout(
+      () => {
+        this.timers.delete(key);
+        resume();
+      },
+      Math.max(0, Math.min(delayMs, 2 ** 31 - 1)),
+    );
     this.timers.set(key, { timer, resume, topic });
   }
 

@@ -80,7 +80,10 @@ export class DeliveryScheduler<T> {
   private readonly roomWaiters: Array<() => void> = [];
   diverted = 0;
 
-  constructor(private readonly opts: SchedulerOptions, private readonly observe: (job: Job<T>, value: T) => EndpointSignal) {}
+  constructor(
+    private readonly opts: SchedulerOptions,
+    private readonly observe: (job: Job<T>, value: T) => EndpointSignal,
+  ) {}
 
   /** Deliveries queued or in flight in this process. */
   get buffered(): number {
@@ -109,7 +112,12 @@ export class DeliveryScheduler<T> {
     }
     if (this.mustDivert(q)) {
       this.diverted++;
-      job.resolve(job.divert(q.notBefore > this.opts.now() ? 'retry-after' : 'slow', q.notBefore > this.opts.now() ? q.notBefore : null));
+      job.resolve(
+        job.divert(
+          q.notBefore > this.opts.now() ? 'retry-after' : 'slow',
+          q.notBefore > this.opts.now() ? q.notBefore : null,
+        ),
+      );
       this.forgetIfIdle(q);
       return;
     }

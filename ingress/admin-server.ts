@@ -9,14 +9,21 @@ export interface Health {
   details: () => Record<string, unknown>;
 }
 
-export function startAdminServer(host: string, port: number, metrics: Metrics, health: Health): Promise<{ port: number; close(): Promise<void> }> {
+export function startAdminServer(
+  host: string,
+  port: number,
+  metrics: Metrics,
+  health: Health,
+): Promise<{ port: number; close(): Promise<void> }> {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz' || path === '/readyz') {
       const problem = health.problem();
       const ok = path === '/healthz' ? true : health.ready() && problem === null;
       res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ status: ok ? 'ok' : 'unavailable', ready: health.ready(), problem, ...health.details() }));
+      res.end(
+        JSON.stringify({ status: ok ? 'ok' : 'unavailable', ready: health.ready(), problem, ...health.details() }),
+      );
     } else if (path === '/metrics') {
       metrics.render().then(
         (text) => {
@@ -25,19 +32,38 @@ export function startAdminServer(host: string, port: number, metrics: Metrics, h
         },
         (err: Error) => {
           res.writeHead(500, { 'content-type': 'application/problem+json' });
-          res.end(JSON.stringify({ type: 'about:blank', title: 'Internal error', status: 500, code: 'INTERNAL', detail: `metrics could not be collected: ${err.message}` }));
+          res.end(
+            JSON.stringify({
+              type: 'about:blank',
+              title: 'Internal error',
+              status: 500,
+              code: 'INTERNAL',
+              detail: `metrics could not be collected: ${err.message}`,
+            }),
+          );
         },
       );
     } else {
       res.writeHead(404, { 'content-type': 'application/problem+json' });
-      res.end(JSON.stringify({ type: 'about:blank', title: 'Not found', status: 404, code: 'NOT_FOUND', detail: 'admin routes: /healthz, /readyz, /metrics' }));
+      res.end(
+        JSON.stringify({
+          type: 'about:blank',
+          title: 'Not found',
+          status: 404,
+          code: 'NOT_FOUND',
+          detail: 'admin routes: /healthz, /readyz, /metrics',
+        }),
+      );
     }
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
       const addr = server.address();
-      resolve({ port: typeof addr === 'object' && addr ? addr.port : port, close: () => new Promise((r) => server.close(() => r())) });
+      resolve({
+        port: typeof addr === 'object' && addr ? addr.port : port,
+        close: () => new Promise((r) => server.close(() => r())),
+      });
     });
   });
 }

@@ -12,13 +12,17 @@ const PCHAR = /^[A-Za-z0-9\-._~!$&'()*+,;=:@%]*$/;
 const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
 
 export function canonicalPath(raw: string): string {
-  const refuse = (why: string) => invalidRequest([{ path: 'path', message: `the request path is not canonical: ${why}` }]);
+  const refuse = (why: string) =>
+    invalidRequest([{ path: 'path', message: `the request path is not canonical: ${why}` }]);
   if (!raw.startsWith('/')) throw refuse('it must start with "/"');
   const segments = raw.slice(1).split('/');
   const out: string[] = [];
   for (let i = 0; i < segments.length; i++) {
     const seg = segments[i];
-    if (!PCHAR.test(seg)) throw refuse(seg.includes('\\') ? 'backslashes are not allowed' : 'it holds characters that must be percent-encoded');
+    if (!PCHAR.test(seg))
+      throw refuse(
+        seg.includes('\\') ? 'backslashes are not allowed' : 'it holds characters that must be percent-encoded',
+      );
     const canonical = seg.replace(/%(..)?/g, (_m, hex: string | undefined) => {
       if (hex === undefined || !/^[0-9A-Fa-f]{2}$/.test(hex)) throw refuse('a "%" is not followed by two hex digits');
       const c = String.fromCharCode(parseInt(hex, 16));
@@ -31,5 +35,5 @@ export function canonicalPath(raw: string): string {
     if (canonical === '' && i !== segments.length - 1) throw refuse('empty segments ("//") are not allowed');
     out.push(canonical);
   }
-  return '/' + out.join('/');
+  return `/${out.join('/')}`;
 }

@@ -12,7 +12,15 @@ import { parseJsonBody } from '../core/json.ts';
 import { throttled } from '../core/log.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { RateLimiter } from '../core/rate-limit.ts';
-import { endSpan, extractContext, SpanKind, startSpan, withContext, type Span, type TraceContext } from '../core/tracing.ts';
+import {
+  endSpan,
+  extractContext,
+  SpanKind,
+  startSpan,
+  withContext,
+  type Span,
+  type TraceContext,
+} from '../core/tracing.ts';
 import type { VerifiedToken } from '../core/tokens/token-service.ts';
 import { canonicalPath } from './canonical-path.ts';
 import type { Router } from './router.ts';
@@ -100,7 +108,7 @@ export class Pipeline {
     const { route, params, auth, queryValues } = admitted;
     try {
       let rawBody: Buffer = Buffer.alloc(0);
-      let body: unknown = undefined;
+      let body: unknown;
       if (route.body !== 'none' && BODY_METHODS.has(req.method)) {
         rawBody = await readBody();
         const check = this.deps.checks.get(route);
@@ -121,24 +129,44 @@ export class Pipeline {
    * the caller's trace when it sent a `traceparent`.
    */
   startSpan(req: IncomingRequest): { span: Span; ctx: TraceContext } {
-    return startSpan(req.method, SpanKind.SERVER, extractContext(req.headers), { 'http.request.method': req.method, 'url.path': req.path });
+    return startSpan(req.method, SpanKind.SERVER, extractContext(req.headers), {
+      'http.request.method': req.method,
+      'url.path': req.path,
+    });
   }
 
   /** Counts the answered request, and ends its span. `startedAt`: performance.now() at arrival. */
-  finished(req: IncomingRequest, status: number, startedAt: number, traced: { span: Span; ctx: TraceContext } | undefined): void {
+  finished(
+    req: IncomingRequest,
+    status: number,
+    startedAt: number,
+    traced: { span: Span; ctx: TraceContext } | undefined,
+  ): void {
     const route = req.route ?? 'unmatched';
     const seconds = (performance.now() - startedAt) / 1000;
     this.deps.metrics.request(route, status, req.tenant, seconds);
     const { log } = this.deps.ctx;
     if (log.level === 'debug') {
-      const line = () => log.debug('request', { method: req.method, route, path: req.path, status, tenant: req.tenant, ms: Math.round(seconds * 1e4) / 10 });
+      const line = () =>
+        log.debug('request', {
+          method: req.method,
+          route,
+          path: req.path,
+          status,
+          tenant: req.tenant,
+          ms: Math.round(seconds * 1e4) / 10,
+        });
       if (traced) withContext(traced.ctx, line);
       else line();
     }
     if (traced) {
       const { span } = traced;
       span.updateName(route === 'unmatched' ? req.method : route);
-      endSpan(span, status >= 500 ? `HTTP ${status}` : null, { 'http.route': route, 'http.response.status_code': status, ...(req.tenant ? { 'sluice.tenant': req.tenant } : {}) });
+      endSpan(span, status >= 500 ? `HTTP ${status}` : null, {
+        'http.route': route,
+        'http.response.status_code': status,
+        ...(req.tenant ? { 'sluice.tenant': req.tenant } : {}),
+      });
     }
   }
 
@@ -148,7 +176,7 @@ export class Pipeline {
       const detail = 'this route needs an Authorization: Bearer <access token> header';
       throw new SluiceError('TOKEN_MISSING', detail, {}, { challenge: { realm: 'sluice' } });
     }
-    const m = /^Bearer ([A-Za-z0-9._~+\/-]+=*)$/i.exec(header.trim());
+    const m = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/i.exec(header.trim());
     if (!m) {
       const detail = 'the Authorization header must be "Bearer <access token>"';
       throw new SluiceError('TOKEN_INVALID', detail, {}, { challenge: { error: 'invalid_request' } });
@@ -159,15 +187,24 @@ export class Pipeline {
     req.tenant = auth.claims.tenant_id;
     const region = this.deps.ctx.config.region;
     if (auth.claims.region !== region) {
-      throw new SluiceError('MISDIRECTED_REQUEST', `this token belongs to region "${auth.claims.region}"; this node serves region "${region}"`, { token_region: auth.claims.region, node_region: region });
+      throw new SluiceError(
+        'MISDIRECTED_REQUEST',
+        `this token belongs to region "${auth.claims.region}"; this node serves region "${region}"`,
+        { token_region: auth.claims.region, node_region: region },
+      );
     }
     const needed = typeof route.scope === 'function' ? route.scope(req) : route.scope!;
     if (!auth.scopes.has(needed)) {
       this.deps.metrics.scopeViolation(needed);
       const granted = [...auth.scopes];
-      throw new SluiceError('SCOPE_VIOLATION', `this route needs the scope "${needed}", which the token does not carry`, { missing_scope: needed, granted_scopes: granted }, {
-        challenge: { error: 'insufficient_scope', scope: needed },
-      });
+      throw new SluiceError(
+        'SCOPE_VIOLATION',
+        `this route needs the scope "${needed}", which the token does not carry`,
+        { missing_scope: needed, granted_scopes: granted },
+        {
+          challenge: { error: 'insufficient_scope', scope: needed },
+        },
+      );
     }
     const wait = this.deps.clientLimiter.take(auth.claims.client_id);
     if (wait !== null) throw rateLimited(wait, 'this client is over its request rate at this node');
@@ -178,7 +215,11 @@ export class Pipeline {
     const { metrics } = this.deps;
     if (err instanceof OAuthError) {
       metrics.tokensRefused.inc({ reason: err.code });
-      const headers: Record<string, string> = { 'content-type': 'application/json', 'cache-control': 'no-store', pragma: 'no-cache' };
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        'cache-control': 'no-store',
+        pragma: 'no-cache',
+      };
       if (err.status === 401) headers['WWW-Authenticate'] = 'Basic realm="sluice"';
       const body = JSON.stringify({ error: err.code, error_description: err.message });
       return { status: err.status, headers, body };
@@ -186,13 +227,18 @@ export class Pipeline {
     let e: SluiceError;
     if (err instanceof SluiceError) e = err;
     else {
-      this.logUnhandled('unhandled error', { path: req.path, method: req.method, error: (err as Error)?.stack ?? String(err) });
+      this.logUnhandled('unhandled error', {
+        path: req.path,
+        method: req.method,
+        error: (err as Error)?.stack ?? String(err),
+      });
       e = new SluiceError('INTERNAL', 'an internal error occurred; it has been logged');
     }
     metrics.errors.inc({ code: e.code });
     if (route?.oauthErrors) {
       metrics.tokensRefused.inc({ reason: e.code.toLowerCase() });
-      const error = e.code === 'RATE_LIMITED' || e.code === 'UNAVAILABLE' ? 'temporarily_unavailable' : 'invalid_request';
+      const error =
+        e.code === 'RATE_LIMITED' || e.code === 'UNAVAILABLE' ? 'temporarily_unavailable' : 'invalid_request';
       const headers = { 'content-type': 'application/json', 'cache-control': 'no-store', ...errorHeaders(e) };
       return { status: e.status, headers, body: JSON.stringify({ error, error_description: e.message }) };
     }
@@ -240,11 +286,21 @@ function mediaType(contentType: string): string {
 function checkContentType(route: Route, req: IncomingRequest): void {
   if (route.body === 'raw') return;
   const type = mediaType(req.headers['content-type'] ?? '');
-  const allowed = route.body === 'json-or-form' ? ['application/json', 'application/x-www-form-urlencoded'] : ['application/json'];
+  const allowed =
+    route.body === 'json-or-form' ? ['application/json', 'application/x-www-form-urlencoded'] : ['application/json'];
   // A body-less DELETE or POST without a body needs no content type.
-  if (type === '' && (req.headers['content-length'] === undefined || req.headers['content-length'] === '0') && req.headers['transfer-encoding'] === undefined) return;
+  if (
+    type === '' &&
+    (req.headers['content-length'] === undefined || req.headers['content-length'] === '0') &&
+    req.headers['transfer-encoding'] === undefined
+  )
+    return;
   if (!allowed.includes(type)) {
-    throw new SluiceError('UNSUPPORTED_MEDIA_TYPE', `Content-Type must be ${allowed.join(' or ')}, got "${type || '(none)'}"`, { accepted: allowed });
+    throw new SluiceError(
+      'UNSUPPORTED_MEDIA_TYPE',
+      `Content-Type must be ${allowed.join(' or ')}, got "${type || '(none)'}"`,
+      { accepted: allowed },
+    );
   }
 }
 

@@ -7,7 +7,10 @@ interface Compiled {
   prefix: boolean;
 }
 
-export type Match = { kind: 'route'; route: Route; params: Record<string, string> } | { kind: 'not-found' } | { kind: 'method'; allow: string[] };
+export type Match =
+  | { kind: 'route'; route: Route; params: Record<string, string> }
+  | { kind: 'not-found' }
+  | { kind: 'method'; allow: string[] };
 
 export class Router {
   private readonly compiled: Compiled[] = [];

@@ -1,6 +1,6 @@
 /** Starts an ingress node: the public uWS listener and the admin listener over a shared Context. */
 import type { Context } from '../core/context.ts';
-import { Metrics } from '../core/metrics.ts';
+import type { Metrics } from '../core/metrics.ts';
 import { RateLimiter } from '../core/rate-limit.ts';
 import { Router } from './router.ts';
 import { Pipeline } from './pipeline.ts';
@@ -43,7 +43,9 @@ export async function startIngress(ctx: Context, opts: IngressOptions): Promise<
   const staleness = () => Date.now() - ctx.state.lastContactAt;
   const unavailableReason = () => {
     const ms = staleness();
-    return ms > ctx.config.kafkaStaleMs ? `this node has not heard from Kafka for ${ms} ms and refuses tokens until it has caught up (fail closed)` : null;
+    return ms > ctx.config.kafkaStaleMs
+      ? `this node has not heard from Kafka for ${ms} ms and refuses tokens until it has caught up (fail closed)`
+      : null;
   };
   const clientLimiter = new RateLimiter(ctx.config.clientRateLimit, ctx.config.clientRateBurst);
   const pipeline = new Pipeline({ ctx, router, metrics, unavailableReason, clientLimiter, checks });

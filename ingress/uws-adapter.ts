@@ -12,10 +12,25 @@ import type { IncomingRequest, Reply } from './types.ts';
 import { tracing, withContext } from '../core/tracing.ts';
 
 const STATUS_TEXT: Record<number, string> = {
-  200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden',
-  404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict', 413: 'Payload Too Large', 415: 'Unsupported Media Type',
-  421: 'Misdirected Request', 422: 'Unprocessable Content', 429: 'Too Many Requests', 500: 'Internal Server Error',
-  502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout',
+  200: 'OK',
+  201: 'Created',
+  202: 'Accepted',
+  204: 'No Content',
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  409: 'Conflict',
+  413: 'Payload Too Large',
+  415: 'Unsupported Media Type',
+  421: 'Misdirected Request',
+  422: 'Unprocessable Content',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+  504: 'Gateway Timeout',
 };
 
 export interface HttpServer {
@@ -36,10 +51,12 @@ uWS._cfg('silent');
  */
 export function framingFault(contentLengths: string[], transferEncodings: string[]): string | null {
   if (contentLengths.length > 1) return 'more than one Content-Length header';
-  if (contentLengths.length === 1 && !/^\d{1,15}$/.test(contentLengths[0])) return 'Content-Length must be a decimal number';
+  if (contentLengths.length === 1 && !/^\d{1,15}$/.test(contentLengths[0]))
+    return 'Content-Length must be a decimal number';
   if (transferEncodings.length > 1) return 'more than one Transfer-Encoding header';
   if (transferEncodings.length === 1) {
-    if (transferEncodings[0].trim().toLowerCase() !== 'chunked') return 'the only Transfer-Encoding accepted is "chunked"';
+    if (transferEncodings[0].trim().toLowerCase() !== 'chunked')
+      return 'the only Transfer-Encoding accepted is "chunked"';
     if (contentLengths.length > 0) return 'Content-Length and Transfer-Encoding together';
   }
   return null;
@@ -108,7 +125,14 @@ export function listen(pipeline: Pipeline, host: string, port: number, maxBodyBy
       if (fault) {
         refusedPeers.add(remoteAddress);
         setImmediate(() => refusedPeers.delete(remoteAddress));
-        return write(pipeline.errorReply(invalidRequest([{ path: 'headers', message: `request framing refused: ${fault}` }]), incoming, undefined), true);
+        return write(
+          pipeline.errorReply(
+            invalidRequest([{ path: 'headers', message: `request framing refused: ${fault}` }]),
+            incoming,
+            undefined,
+          ),
+          true,
+        );
       }
       const front = pipeline.front(incoming);
       if ('reply' in front) return write(front.reply);
@@ -116,7 +140,9 @@ export function listen(pipeline: Pipeline, host: string, port: number, maxBodyBy
       const body = readBody(res, maxBodyBytes, (settle) => (onAbort = settle));
       const back = () => pipeline.back(incoming, front, () => body);
       // The handler runs in the request span's context, so what it writes to Kafka carries it.
-      (traced ? withContext(traced.ctx, back) : back()).then(write, (err) => write(pipeline.errorReply(err, incoming, front.route)));
+      (traced ? withContext(traced.ctx, back) : back()).then(write, (err) =>
+        write(pipeline.errorReply(err, incoming, front.route)),
+      );
     } catch (err) {
       write(pipeline.errorReply(err, incoming, undefined));
     }
@@ -145,7 +171,9 @@ export const bodyReads = { pending: 0 };
 function readBody(res: uWS.HttpResponse, max: number, onAbort: (settle: () => void) => void): Promise<Buffer> {
   bodyReads.pending++;
   const p = new Promise<Buffer>((resolve, reject) => {
-    onAbort(() => reject(invalidRequest([{ path: 'body', message: 'the client closed the connection before the body ended' }])));
+    onAbort(() =>
+      reject(invalidRequest([{ path: 'body', message: 'the client closed the connection before the body ended' }])),
+    );
     const chunks: Buffer[] = [];
     let size = 0;
     let failed = false;

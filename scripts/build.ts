@@ -15,7 +15,11 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const dist = resolve(process.argv[2] ?? join(root, 'dist'));
 
 rmSync(dist, { recursive: true, force: true });
-const tsc = spawnSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json'), '--outDir', dist], { stdio: 'inherit' });
+const tsc = spawnSync(
+  process.execPath,
+  [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json'), '--outDir', dist],
+  { stdio: 'inherit' },
+);
 if (tsc.status !== 0) process.exit(tsc.status ?? 1);
 
 // tsc rewrites `./x.ts` to `./x.js` in the JavaScript, not in the declarations: do it there too,
@@ -31,7 +35,11 @@ for (const f of files(dist)) {
   writeFileSync(f, readFileSync(f, 'utf8').replace(/(from\s+['"]\.{1,2}\/[^'"]*?)\.ts(['"])/g, '$1.js$2'));
 }
 
-const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; version: string; engines: unknown };
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+  name: string;
+  version: string;
+  engines: unknown;
+};
 const entry = (name: string) => ({ types: `./core/${name}.d.ts`, default: `./core/${name}.js` });
 const manifest = {
   name: pkg.name,
@@ -45,5 +53,8 @@ const manifest = {
   sideEffects: false,
 };
 writeFileSync(join(dist, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
-writeFileSync(join(dist, 'README.md'), `# ${pkg.name}\n\n\`import { verifyWebhook } from '${pkg.name}/webhooks'\`: see docs/webhooks.md in the Sluice repository.\n`);
+writeFileSync(
+  join(dist, 'README.md'),
+  `# ${pkg.name}\n\n\`import { verifyWebhook } from '${pkg.name}/webhooks'\`: see docs/webhooks.md in the Sluice repository.\n`,
+);
 console.log(`built ${dist}`);

@@ -22,7 +22,13 @@ import { startLocalKafka } from '../core/kafka/local-broker.ts';
 import { Scratch } from '../bench/children.ts';
 import { freePort, freePorts } from './free-port.ts';
 
-const { values } = parseArgs({ options: { minutes: { type: 'string', default: '10' }, rate: { type: 'string', default: '2000' }, 'outage-s': { type: 'string', default: '30' } } });
+const { values } = parseArgs({
+  options: {
+    minutes: { type: 'string', default: '10' },
+    rate: { type: 'string', default: '2000' },
+    'outage-s': { type: 'string', default: '30' },
+  },
+});
 const MINUTES = Number(values.minutes);
 const RATE = Number(values.rate);
 const OUTAGE_MS = Number(values['outage-s']) * 1000;
@@ -33,8 +39,21 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 // Kafka of its own, so the broker restarts harm nothing else. Its data and the view stores of
 // every Sluice process live in a scratch directory removed on exit, however the run ends.
 const scratch = new Scratch('soak');
-const kafka = await startLocalKafka({ cacheDir: loadConfig({}).cacheDir, port: await freePorts(2), dataDir: scratch.kafkaDir(), fresh: true });
-const env = { ...process.env, KAFKA_BROKERS: kafka.brokers.join(','), SLUICE_TOPIC_PREFIX: `soak-${Date.now().toString(36)}`, SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_LOG_LEVEL: 'error', SLUICE_HOST: '127.0.0.1', SLUICE_DATA_DIR: scratch.dataDir() };
+const kafka = await startLocalKafka({
+  cacheDir: loadConfig({}).cacheDir,
+  port: await freePorts(2),
+  dataDir: scratch.kafkaDir(),
+  fresh: true,
+});
+const env = {
+  ...process.env,
+  KAFKA_BROKERS: kafka.brokers.join(','),
+  SLUICE_TOPIC_PREFIX: `soak-${Date.now().toString(36)}`,
+  SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
+  SLUICE_LOG_LEVEL: 'error',
+  SLUICE_HOST: '127.0.0.1',
+  SLUICE_DATA_DIR: scratch.dataDir(),
+};
 
 // The receiver: first receipt per event id, duplicates, latency from the publish time in the event.
 const seen = new Set<string>();
@@ -64,7 +83,11 @@ scratch.onSignal(async () => {
   await kafka.stop();
 });
 function launch(name: string, args: string[], extra: Record<string, string> = {}): Promise<void> {
-  const child = spawn(process.execPath, ['bin/sluice.js', ...args], { cwd: root, env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['bin/sluice.js', ...args], {
+    cwd: root,
+    env: { ...env, ...extra },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   procs.set(name, child);
   return new Promise((resolve, reject) => {
     child.stdout!.on('data', (d: Buffer) => /Sluice is up|dispatcher running/.test(d.toString()) && resolve());
@@ -73,18 +96,30 @@ function launch(name: string, args: string[], extra: Record<string, string> = {}
 }
 const port = await freePort();
 const adminPort = await freePort();
-await launch('sluice', ['start', '--workers', '1'], { SLUICE_PORT: String(port), SLUICE_ADMIN_PORT: String(adminPort), SLUICE_ISSUER: `http://127.0.0.1:${port}` });
+await launch('sluice', ['start', '--workers', '1'], {
+  SLUICE_PORT: String(port),
+  SLUICE_ADMIN_PORT: String(adminPort),
+  SLUICE_ISSUER: `http://127.0.0.1:${port}`,
+});
 let dispatchers = 0;
 const startDispatcher = () => launch(`dispatcher-${++dispatchers}`, ['dispatcher'], { SLUICE_ADMIN_PORT: '0' });
 await Promise.all([startDispatcher(), startDispatcher()]);
 const base = `http://127.0.0.1:${port}`;
 
 async function post(path: string, body: unknown, token?: string): Promise<{ status: number; json: any }> {
-  const res = await request(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) });
+  const res = await request(`${base}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify(body),
+  });
   return { status: res.statusCode, json: await res.body.json().catch(() => null) };
 }
 const client = await new Promise<{ client_id: string; client_secret: string }>((resolve, reject) => {
-  const c = spawn(process.execPath, ['bin/sluice.js', 'admin', 'create-client', '--tenant', 'soak', '--role', 'admin', '--json'], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const c = spawn(
+    process.execPath,
+    ['bin/sluice.js', 'admin', 'create-client', '--tenant', 'soak', '--role', 'admin', '--json'],
+    { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   let out = '';
   c.stdout!.on('data', (d) => (out += d));
   c.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error('create-client failed'))));
@@ -95,7 +130,11 @@ const refreshToken = async () => {
 };
 await refreshToken();
 const tokenTimer = setInterval(() => void refreshToken().catch(() => {}), 5 * 60_000);
-const ep = await post('/v1/webhooks/endpoints', { url: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`, events: ['inference.completed'] }, token);
+const ep = await post(
+  '/v1/webhooks/endpoints',
+  { url: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`, events: ['inference.completed'] },
+  token,
+);
 if (ep.status !== 201) throw new Error(`endpoint registration failed: ${ep.status}`);
 
 // The publisher: batches of 50 at the rate asked; only acknowledged items count as accepted.
@@ -110,7 +149,11 @@ const publisher = (async () => {
   let next = Date.now();
   const inflight = new Set<Promise<void>>();
   while (publishing) {
-    const events = Array.from({ length: BATCH }, () => ({ type: 'inference.completed', id: `s-${n++}`, data: { at: Date.now() } }));
+    const events = Array.from({ length: BATCH }, () => ({
+      type: 'inference.completed',
+      id: `s-${n++}`,
+      data: { at: Date.now() },
+    }));
     const p = post('/v1/webhooks/events/batch', { events }, token).then(
       (res) => {
         if (res.status === 202) for (const r of res.json.results) r.id ? accepted.add(r.id) : refused++;
@@ -140,8 +183,10 @@ async function deadLettered(): Promise<number> {
   let count = 0;
   let cursor = '';
   for (;;) {
-    const res = await request(`${base}/v1/webhooks/dlq?limit=1000${cursor ? `&cursor=${cursor}` : ''}`, { headers: { authorization: `Bearer ${token}` } }).catch(() => null);
-    if (!res || res.statusCode !== 200) return count;
+    const res = await request(`${base}/v1/webhooks/dlq?limit=1000${cursor ? `&cursor=${cursor}` : ''}`, {
+      headers: { authorization: `Bearer ${token}` },
+    }).catch(() => null);
+    if (res?.statusCode !== 200) return count;
     const page = (await res.body.json()) as { data: unknown[]; next_cursor: string | null };
     count += page.data.length;
     if (!page.next_cursor) return count;
@@ -151,8 +196,13 @@ async function deadLettered(): Promise<number> {
 const p99 = (xs: number[]) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.99)] : 0);
 const started = Date.now();
 async function report(phase: string) {
-  const rss = [...procs].filter(([, c]) => c.exitCode === null).map(([name, c]) => `${name} ${rssMb(c.pid)}`).join(', ');
-  say(`${((Date.now() - started) / 1000).toFixed(0).padStart(5)} s ${phase.padEnd(10)} in ${accepted.size}, refused ${refused}, delivered ${seen.size}, dead-lettered ${await deadLettered()}, duplicates ${receipts - seen.size}, p99 ${p99(window)} ms | RSS MB: ${rss}, receiver+publisher ${rssMb(process.pid)}`);
+  const rss = [...procs]
+    .filter(([, c]) => c.exitCode === null)
+    .map(([name, c]) => `${name} ${rssMb(c.pid)}`)
+    .join(', ');
+  say(
+    `${((Date.now() - started) / 1000).toFixed(0).padStart(5)} s ${phase.padEnd(10)} in ${accepted.size}, refused ${refused}, delivered ${seen.size}, dead-lettered ${await deadLettered()}, duplicates ${receipts - seen.size}, p99 ${p99(window)} ms | RSS MB: ${rss}, receiver+publisher ${rssMb(process.pid)}`,
+  );
   window = [];
 }
 
@@ -194,7 +244,9 @@ while (Date.now() < drainEnd && seen.size + dead < accepted.size) {
 }
 await report('drained');
 const lost = [...accepted].filter((id) => !seen.has(id)).length - dead;
-say(`\nsoak: ${MINUTES} min at ${RATE} events/s: events in ${accepted.size}, refused (503) ${refused}, delivered ${seen.size}, dead-lettered ${dead}, lost ${Math.max(0, lost)}, duplicates ${receipts - seen.size}${unexpected.size ? `, unexpected statuses ${JSON.stringify([...unexpected])}` : ''}`);
+say(
+  `\nsoak: ${MINUTES} min at ${RATE} events/s: events in ${accepted.size}, refused (503) ${refused}, delivered ${seen.size}, dead-lettered ${dead}, lost ${Math.max(0, lost)}, duplicates ${receipts - seen.size}${unexpected.size ? `, unexpected statuses ${JSON.stringify([...unexpected])}` : ''}`,
+);
 
 clearInterval(tokenTimer);
 for (const c of procs.values()) c.kill('SIGTERM');

@@ -22,7 +22,13 @@ async function main(): Promise<number> {
     const port = await freePorts(2);
     const started = Date.now();
     const kafkaDir = join(config.cacheDir, `kafka-test-${port}`);
-    const kafka = await startLocalKafka({ cacheDir: config.cacheDir, port, dataDir: kafkaDir, fresh: true, log: (l) => console.log(`# ${l}`) });
+    const kafka = await startLocalKafka({
+      cacheDir: config.cacheDir,
+      port,
+      dataDir: kafkaDir,
+      fresh: true,
+      log: (l) => console.log(`# ${l}`),
+    });
     console.log(`# test Kafka broker ready at ${kafka.brokers.join(',')} in ${Date.now() - started} ms`);
     brokers = kafka.brokers.join(',');
     // The broker's log directory (up to a few hundred MB per run) goes with it.
@@ -33,7 +39,11 @@ async function main(): Promise<number> {
   }
   // The views' on-disk stores of every test node go to one directory removed after the run.
   const dataDir = mkdtempSync(join(tmpdir(), 'sluice-test-state-'));
-  const tap = spawn(join(root, 'node_modules/.bin/tap'), process.argv.slice(2), { stdio: ['inherit', 'pipe', 'inherit'], env: { ...process.env, KAFKA_BROKERS: brokers, SLUICE_DATA_DIR: dataDir }, cwd: root });
+  const tap = spawn(join(root, 'node_modules/.bin/tap'), process.argv.slice(2), {
+    stdio: ['inherit', 'pipe', 'inherit'],
+    env: { ...process.env, KAFKA_BROKERS: brokers, SLUICE_DATA_DIR: dataDir },
+    cwd: root,
+  });
   // Echo tap's output and keep its summary line ("# { total: 9, pass: 8, fail: 1 }").
   let tail = '';
   tap.stdout!.on('data', (chunk: Buffer) => {

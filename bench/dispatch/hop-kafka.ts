@@ -13,12 +13,17 @@ const spec = JSON.parse(process.argv[2]) as HopKafkaSpec;
 const kafka = createKafka(spec.brokers, 'sluice-bench-hop');
 const admin = kafka.admin();
 await admin.connect();
-await admin.createTopics({ waitForLeaders: true, topics: [{ topic: spec.topic, numPartitions: spec.partitions, replicationFactor: -1 }] });
+await admin.createTopics({
+  waitForLeaders: true,
+  topics: [{ topic: spec.topic, numPartitions: spec.partitions, replicationFactor: -1 }],
+});
 
 // ~recordBytes of JSON, like a delivery record carrying a small event.
 const filler = 'x'.repeat(Math.max(0, spec.recordBytes - 80));
 const batches = Math.ceil(spec.records / spec.batch);
-const producers = Array.from({ length: spec.producers }, () => kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false }));
+const producers = Array.from({ length: spec.producers }, () =>
+  kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false }),
+);
 await Promise.all(producers.map((p) => p.connect()));
 let next = 0;
 const t0 = performance.now();
@@ -29,7 +34,10 @@ await Promise.all(
       const n = Math.min(spec.batch, spec.records - b * spec.batch);
       const messages = Array.from({ length: n }, (_, i) => {
         const seq = b * spec.batch + i;
-        return { key: `ep_${seq % 64}`, value: JSON.stringify({ delivery_id: `dlv_${seq}`, seq, at: Date.now(), filler }) };
+        return {
+          key: `ep_${seq % 64}`,
+          value: JSON.stringify({ delivery_id: `dlv_${seq}`, seq, at: Date.now(), filler }),
+        };
       });
       await p.send({ topic: spec.topic, acks: -1, messages });
     }

@@ -15,8 +15,16 @@ const spec = JSON.parse(process.argv[2]) as HopPostSpec;
 const tag = randomBytes(4).toString('hex');
 const pad = 'x'.repeat(spec.padBytes);
 // Worker w posts to port w % ports, so each port's pool gets its share of the connections.
-const share = (i: number) => Math.floor(spec.connections / spec.ports.length) + (i < spec.connections % spec.ports.length ? 1 : 0);
-const pools = spec.ports.map((port, i) => new Pool(`http://127.0.0.1:${port}`, { connections: Math.max(1, share(i)), pipelining: 1, keepAliveTimeout: 60_000 }));
+const share = (i: number) =>
+  Math.floor(spec.connections / spec.ports.length) + (i < spec.connections % spec.ports.length ? 1 : 0);
+const pools = spec.ports.map(
+  (port, i) =>
+    new Pool(`http://127.0.0.1:${port}`, {
+      connections: Math.max(1, share(i)),
+      pipelining: 1,
+      keepAliveTimeout: 60_000,
+    }),
+);
 
 const result: HopPostResult = { startedAt: Date.now(), endedAt: 0, ok: 0, failed: 0 };
 let next = 0;
@@ -25,7 +33,18 @@ async function worker(w: number): Promise<void> {
   while (next < spec.posts) {
     const seq = next++;
     const now = Date.now();
-    const signed = signDelivery('whsec_bench_hop', { id: `hop-${tag}-${seq}`, type: 'inference.completed', tenant_id: 'bench', data: { sent_at: now, seq, pad }, created_at: now }, 1, now);
+    const signed = signDelivery(
+      'whsec_bench_hop',
+      {
+        id: `hop-${tag}-${seq}`,
+        type: 'inference.completed',
+        tenant_id: 'bench',
+        data: { sent_at: now, seq, pad },
+        created_at: now,
+      },
+      1,
+      now,
+    );
     try {
       const res = await pool.request({ path: '/hook', method: 'POST', headers: signed.headers, body: signed.rawBody });
       await res.body.dump();

@@ -20,7 +20,11 @@ function tokens(pool: Pool, spec: LoadSpec) {
       path: '/v1/auth/token',
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ grant_type: 'client_credentials', client_id: spec.clientId, client_secret: spec.clientSecret }),
+      body: JSON.stringify({
+        grant_type: 'client_credentials',
+        client_id: spec.clientId,
+        client_secret: spec.clientSecret,
+      }),
     });
     const body = (await res.body.json()) as { access_token?: string };
     if (res.statusCode !== 200 || !body.access_token) throw new Error(`token request answered ${res.statusCode}`);
@@ -43,7 +47,17 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
   const perRequest = batch ? spec.batchSize : 1;
   const requests = Math.ceil(spec.events / perRequest);
   const pad = 'x'.repeat(spec.padBytes);
-  const out: LoadResult = { sent: 0, accepted: 0, statuses: {}, itemErrors: {}, matched: {}, firstSentAt: 0, lastAnsweredAt: 0, acceptedPerSec: 0, batchUnavailable: false };
+  const out: LoadResult = {
+    sent: 0,
+    accepted: 0,
+    statuses: {},
+    itemErrors: {},
+    matched: {},
+    firstSentAt: 0,
+    lastAnsweredAt: 0,
+    acceptedPerSec: 0,
+    batchUnavailable: false,
+  };
   const bump = (m: Record<string, number>, k: string | number) => (m[k] = (m[k] ?? 0) + 1);
   let seq = 0;
 
@@ -52,7 +66,10 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
     const bearer = await token();
     const sentAt = Date.now();
     out.firstSentAt ||= sentAt;
-    const events = Array.from({ length: n }, () => ({ type: 'inference.completed', data: { sent_at: sentAt, seq: seq++, pad } }));
+    const events = Array.from({ length: n }, () => ({
+      type: 'inference.completed',
+      data: { sent_at: sentAt, seq: seq++, pad },
+    }));
     out.sent += n;
     try {
       const res = await pool.request({

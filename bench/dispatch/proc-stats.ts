@@ -38,7 +38,10 @@ function rssKb(pid: number): number | null {
   }
 }
 
-const pids = () => readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number);
+const pids = () =>
+  readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .map(Number);
 
 /** A child of `parent` whose command name is `comm` (e.g. the java under `sluice kafka`). */
 export function childPid(parent: number, comm: string): number | null {

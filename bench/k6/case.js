@@ -24,9 +24,17 @@ const expected = new Counter('expected');
 export const options = {
   discardResponseBodies: true,
   scenarios: {
-    run: RATE > 0
-      ? { executor: 'constant-arrival-rate', rate: RATE, timeUnit: '1s', duration: `${D}s`, preAllocatedVUs: VUS * 2, maxVUs: VUS * 8 }
-      : { executor: 'constant-vus', vus: VUS, duration: `${D}s` },
+    run:
+      RATE > 0
+        ? {
+            executor: 'constant-arrival-rate',
+            rate: RATE,
+            timeUnit: '1s',
+            duration: `${D}s`,
+            preAllocatedVUs: VUS * 2,
+            maxVUs: VUS * 8,
+          }
+        : { executor: 'constant-vus', vus: VUS, duration: `${D}s` },
   },
   // Only the requests that got the expected status make up the latency figures.
   thresholds: { 'http_req_duration{expected_response:true}': ['max>=0'] },
@@ -42,7 +50,12 @@ const params = (vu) => {
 };
 
 export default function () {
-  const r = http.request(__ENV.METHOD || 'GET', __ENV.URL, BODIES.length > 0 ? BODIES[__VU % BODIES.length] : null, params(__VU));
+  const r = http.request(
+    __ENV.METHOD || 'GET',
+    __ENV.URL,
+    BODIES.length > 0 ? BODIES[__VU % BODIES.length] : null,
+    params(__VU),
+  );
   (byStatus[r.status] ?? otherStatus).add(1);
   if (r.status === EXPECT) expected.add(1);
 }

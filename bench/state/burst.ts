@@ -17,14 +17,26 @@ import type { Outcome } from '../../dispatcher/ladder.ts';
 import { OutcomeRecorder } from '../../dispatcher/record.ts';
 
 /** `count` dead letters of one endpoint, each with `padBytes` of event data. */
-export function deadLetters(count: number, tenant: string, endpointId: string, padBytes: number, nowMs = Date.now()): Outcome[] {
+export function deadLetters(
+  count: number,
+  tenant: string,
+  endpointId: string,
+  padBytes: number,
+  nowMs = Date.now(),
+): Outcome[] {
   const pad = 'x'.repeat(padBytes);
   return Array.from({ length: count }, (_, i) => {
     const rec: DeliveryRecord = {
       delivery_id: `dlv_${randomUUID().replaceAll('-', '')}`,
       endpoint_id: endpointId,
       tenant_id: tenant,
-      event: { id: `evt_burst_${i}_${randomUUID().slice(0, 8)}`, tenant_id: tenant, type: 'inference.failed', data: { pad }, created_at: nowMs - 72 * 3600_000 },
+      event: {
+        id: `evt_burst_${i}_${randomUUID().slice(0, 8)}`,
+        tenant_id: tenant,
+        type: 'inference.failed',
+        data: { pad },
+        created_at: nowMs - 72 * 3600_000,
+      },
       attempt: 17,
       first_attempt_at: nowMs - 72 * 3600_000,
       due_at: nowMs,

@@ -14,7 +14,12 @@ import { seal, newSecret } from '../../core/secrets.ts';
 import type { DlqEntry, EndpointRecord } from '../../core/webhooks/records.ts';
 import type { OutRecord } from '../../core/kafka/client.ts';
 
-export const EVENT_TYPES = ['inference.completed', 'inference.failed', 'pipeline.failed', 'telemetry.exported'] as const;
+export const EVENT_TYPES = [
+  'inference.completed',
+  'inference.failed',
+  'pipeline.failed',
+  'telemetry.exported',
+] as const;
 export const BIG = 'big';
 const DAY_MS = 24 * 3600_000;
 
@@ -64,7 +69,15 @@ export function smallEndpoint(p: Plan, masterKey: Buffer, t: number, j: number):
   return endpoint(p, masterKey, smallEndpointId(tenant, j), tenant, events, p.t0 - 20 * DAY_MS + t * 10 + j, t * 3 + j);
 }
 
-function endpoint(p: Plan, masterKey: Buffer, id: string, tenant: string, events: string[], created: number, n: number): EndpointRecord {
+function endpoint(
+  p: Plan,
+  masterKey: Buffer,
+  id: string,
+  tenant: string,
+  events: string[],
+  created: number,
+  n: number,
+): EndpointRecord {
   return {
     id,
     tenant_id: tenant,
@@ -82,7 +95,10 @@ function endpoint(p: Plan, masterKey: Buffer, id: string, tenant: string, events
 export const endpointRecord = (e: EndpointRecord): OutRecord => ({ key: e.id, value: JSON.stringify(e) });
 
 /** Where big's DLQ entry i sits in the list: (dead-lettered ms, id): its cursor is `${deadMs}.${id}`. */
-export function bigDlqPosition(p: Plan, i: number): { deadMs: number; id: string; endpoint_id: string; event_type: string } {
+export function bigDlqPosition(
+  p: Plan,
+  i: number,
+): { deadMs: number; id: string; endpoint_id: string; event_type: string } {
   return {
     deadMs: p.t0 - p.spanMs + Math.floor((i * p.spanMs) / p.dlq),
     id: `dlq_big_${String(i).padStart(8, '0')}`,
@@ -101,11 +117,25 @@ export function bigDlqEntry(p: Plan, i: number): DlqEntry {
 export function smallDlqEntry(p: Plan, t: number, j: number): DlqEntry {
   const tenant = smallTenant(t);
   const deadMs = p.t0 - p.spanMs + Math.floor(((t * p.dlqPerSmall + j) * p.spanMs) / (p.smallTenants * p.dlqPerSmall));
-  return dlqEntry(`dlq_${tenant}_${j}`, tenant, smallEndpointId(tenant, j % 3), 'inference.completed', deadMs, p.entryBytes);
+  return dlqEntry(
+    `dlq_${tenant}_${j}`,
+    tenant,
+    smallEndpointId(tenant, j % 3),
+    'inference.completed',
+    deadMs,
+    p.entryBytes,
+  );
 }
 
 /** A dead-lettered delivery of `bytes` JSON bytes (the event's `data.pad` takes up the rest). */
-export function dlqEntry(id: string, tenant: string, endpointId: string, type: string, deadMs: number, bytes: number): DlqEntry {
+export function dlqEntry(
+  id: string,
+  tenant: string,
+  endpointId: string,
+  type: string,
+  deadMs: number,
+  bytes: number,
+): DlqEntry {
   const iso = (ms: number) => new Date(ms).toISOString();
   const entry: DlqEntry = {
     id,
@@ -120,7 +150,13 @@ export function dlqEntry(id: string, tenant: string, endpointId: string, type: s
     last_attempt_at: iso(deadMs),
     dead_lettered_at: iso(deadMs),
     expires_at: iso(deadMs + 7 * DAY_MS),
-    payload: { id: `evt_${id.slice(4)}`, tenant_id: tenant, type, data: { pad: '' }, created_at: deadMs - 72 * 3600_000 },
+    payload: {
+      id: `evt_${id.slice(4)}`,
+      tenant_id: tenant,
+      type,
+      data: { pad: '' },
+      created_at: deadMs - 72 * 3600_000,
+    },
   };
   const pad = Math.max(0, bytes - JSON.stringify(entry).length);
   entry.payload.data = { pad: 'x'.repeat(pad) };

@@ -32,13 +32,19 @@ export class Caller {
   /** A fresh token (a restarted or just started node may not have read the client yet: retried). */
   async login(timeoutMs = 30_000): Promise<void> {
     for (const deadline = Date.now() + timeoutMs; ; ) {
-      const r = await this.send('POST', '/v1/auth/token', { grant_type: 'client_credentials', ...this.credentials }, false);
+      const r = await this.send(
+        'POST',
+        '/v1/auth/token',
+        { grant_type: 'client_credentials', ...this.credentials },
+        false,
+      );
       if (r.status === 200) {
         this.token = r.json.access_token;
         this.tokenAt = Date.now();
         return;
       }
-      if (Date.now() > deadline) throw new Error(`POST /v1/auth/token for ${this.tenant} answered ${r.status}: ${JSON.stringify(r.json)}`);
+      if (Date.now() > deadline)
+        throw new Error(`POST /v1/auth/token for ${this.tenant} answered ${r.status}: ${JSON.stringify(r.json)}`);
       await sleep(250);
     }
   }
@@ -51,7 +57,10 @@ export class Caller {
   /** `call` that insists on `status` (default 200). */
   async expect(method: string, path: string, body?: unknown, status = method === 'GET' ? 200 : 202): Promise<Timed> {
     const r = await this.call(method, path, body);
-    if (r.status !== status) throw new Error(`${method} ${path} as ${this.tenant} answered ${r.status}: ${JSON.stringify(r.json).slice(0, 500)}`);
+    if (r.status !== status)
+      throw new Error(
+        `${method} ${path} as ${this.tenant} answered ${r.status}: ${JSON.stringify(r.json).slice(0, 500)}`,
+      );
     return r;
   }
 
@@ -86,7 +95,12 @@ export interface Stats {
 
 export function stats(ms: number[]): Stats {
   const sorted = [...ms].sort((a, b) => a - b);
-  return { n: sorted.length, p50: percentile(sorted, 50) ?? NaN, p99: percentile(sorted, 99) ?? NaN, max: sorted[sorted.length - 1] ?? NaN };
+  return {
+    n: sorted.length,
+    p50: percentile(sorted, 50) ?? NaN,
+    p99: percentile(sorted, 99) ?? NaN,
+    max: sorted[sorted.length - 1] ?? NaN,
+  };
 }
 
 /** Runs `one(i)` `n` times in a row and collects the times it returns. */

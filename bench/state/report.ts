@@ -9,13 +9,17 @@ export function writeStateSection(file: string, body: string): void {
 }
 
 export const fmt = (n: number | null | undefined, digits = 0) =>
-  n === null || n === undefined || !Number.isFinite(n) ? '—' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+  n === null || n === undefined || !Number.isFinite(n)
+    ? '—'
+    : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 /** "met (…)" / "MISSED (…)" for a value against an upper bound. */
 export function verdict(value: number | null, limit: number, unit: string): string {
   if (value === null || !Number.isFinite(value)) return 'not measured';
   const d = (x: number) => fmt(x, Math.abs(x) < 10 ? 1 : 0);
-  return value < limit ? `met (${d(limit - value)} ${unit} under)` : `**MISSED** (${d(value - limit)} ${unit} over, ${fmt(value / limit, 1)}×)`;
+  return value < limit
+    ? `met (${d(limit - value)} ${unit} under)`
+    : `**MISSED** (${d(value - limit)} ${unit} over, ${fmt(value / limit, 1)}×)`;
 }
 
 /** Resident memory of a process by kind (/proc/<pid>/status), in MiB: heap and stacks vs mapped files (LMDB). */
@@ -41,7 +45,11 @@ export async function heapParts(adminPort: number): Promise<HeapParts | null> {
   try {
     const text = await fetch(`http://127.0.0.1:${adminPort}/metrics`).then((r) => r.text());
     const mb = (name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? NaN) / 2 ** 20;
-    const h = { used: mb('nodejs_heap_size_used_bytes'), total: mb('nodejs_heap_size_total_bytes'), external: mb('nodejs_external_memory_bytes') };
+    const h = {
+      used: mb('nodejs_heap_size_used_bytes'),
+      total: mb('nodejs_heap_size_total_bytes'),
+      external: mb('nodejs_external_memory_bytes'),
+    };
     return Number.isFinite(h.used) ? h : null;
   } catch {
     return null;

@@ -10,12 +10,18 @@ import { LIST_BODY } from './route.ts';
 
 const { values } = parseArgs({ options: { port: { type: 'string' }, workers: { type: 'string', default: '1' } } });
 
-await onWorkers(Number(values.workers), fileURLToPath(import.meta.url), () =>
-  new Promise<void>((resolve, reject) => {
-    uWS.App()
-      .get('/*', (res) => {
-        res.writeStatus('200 OK').writeHeader('content-type', 'application/json').end(LIST_BODY);
-      })
-      .listen('127.0.0.1', Number(values.port), (s) => (s ? resolve() : reject(new Error(`cannot listen on ${values.port}`))));
-  }),
+await onWorkers(
+  Number(values.workers),
+  fileURLToPath(import.meta.url),
+  () =>
+    new Promise<void>((resolve, reject) => {
+      uWS
+        .App()
+        .get('/*', (res) => {
+          res.writeStatus('200 OK').writeHeader('content-type', 'application/json').end(LIST_BODY);
+        })
+        .listen('127.0.0.1', Number(values.port), (s) =>
+          s ? resolve() : reject(new Error(`cannot listen on ${values.port}`)),
+        );
+    }),
 );

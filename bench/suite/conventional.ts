@@ -13,15 +13,29 @@ import * as jose from 'jose';
 import { onWorkers } from './workers.ts';
 import { LIST_BODY, SCOPE } from './route.ts';
 
-const { values } = parseArgs({ options: { port: { type: 'string' }, workers: { type: 'string', default: '1' }, issuer: { type: 'string' }, sluice: { type: 'string' }, cache: { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  options: {
+    port: { type: 'string' },
+    workers: { type: 'string', default: '1' },
+    issuer: { type: 'string' },
+    sluice: { type: 'string' },
+    cache: { type: 'boolean', default: false },
+  },
+});
 
 async function serve(): Promise<void> {
-  const jwks = jose.createLocalJWKSet((await (await fetch(`${values.sluice}/v1/auth/jwks`)).json()) as jose.JSONWebKeySet);
+  const jwks = jose.createLocalJWKSet(
+    (await (await fetch(`${values.sluice}/v1/auth/jwks`)).json()) as jose.JSONWebKeySet,
+  );
   const cache = new Map<string, jose.JWTPayload>();
   const verify = async (token: string): Promise<jose.JWTPayload> => {
     const hit = cache.get(token);
     if (hit && (hit.exp ?? 0) * 1000 > Date.now()) return hit;
-    const { payload } = await jose.jwtVerify(token, jwks, { issuer: values.issuer, audience: 'sluice', algorithms: ['ES256'] });
+    const { payload } = await jose.jwtVerify(token, jwks, {
+      issuer: values.issuer,
+      audience: 'sluice',
+      algorithms: ['ES256'],
+    });
     if (values.cache) cache.set(token, payload);
     return payload;
   };
@@ -38,7 +52,12 @@ async function serve(): Promise<void> {
     } catch {
       return send(res, 401, '{"title":"invalid token"}');
     }
-    if (!String(claims.scope ?? '').split(' ').includes(SCOPE)) return send(res, 403, '{"title":"insufficient scope"}');
+    if (
+      !String(claims.scope ?? '')
+        .split(' ')
+        .includes(SCOPE)
+    )
+      return send(res, 403, '{"title":"insufficient scope"}');
     send(res, 200, LIST_BODY);
   });
   server.keepAliveTimeout = 10_000;

@@ -40,7 +40,12 @@ export interface CaseResult {
 
 type Summary = { metrics: Record<string, { values: Record<string, number> } | undefined> };
 
-export async function runCase(k6: string, summaryFile: string, spec: CaseSpec, say: (line: string) => void): Promise<CaseResult> {
+export async function runCase(
+  k6: string,
+  summaryFile: string,
+  spec: CaseSpec,
+  say: (line: string) => void,
+): Promise<CaseResult> {
   const env = {
     ...process.env,
     URL: spec.url,
@@ -54,7 +59,10 @@ export async function runCase(k6: string, summaryFile: string, spec: CaseSpec, s
     SUMMARY_FILE: summaryFile,
   };
   const code = await new Promise<number>((resolve) => {
-    const child = spawn(k6, ['run', '--quiet', '--no-usage-report', SCRIPT], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+    const child = spawn(k6, ['run', '--quiet', '--no-usage-report', SCRIPT], {
+      env,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     child.once('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0)));
   });
   const summary: Summary = existsSync(summaryFile) ? JSON.parse(readFileSync(summaryFile, 'utf8')) : { metrics: {} };
@@ -73,8 +81,12 @@ export async function runCase(k6: string, summaryFile: string, spec: CaseSpec, s
     p99: latency['p(99)'] ?? Number.NaN,
     unexpected,
     notSent: count('dropped_iterations'),
-    load: loadavg().map((x) => x.toFixed(2)).join(' '),
+    load: loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' '),
   };
-  say(`${spec.label}: ${Math.round(result.rps)} ${spec.expect}/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms${result.notSent ? `; ${result.notSent} not sent (no free VU: the server fell behind the rate)` : ''}${unexpected.length ? `; FAILED, other statuses: ${unexpected.map(([s, n]) => `${s}: ${n}`).join(', ')}` : ''} (load ${result.load})`);
+  say(
+    `${spec.label}: ${Math.round(result.rps)} ${spec.expect}/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms${result.notSent ? `; ${result.notSent} not sent (no free VU: the server fell behind the rate)` : ''}${unexpected.length ? `; FAILED, other statuses: ${unexpected.map(([s, n]) => `${s}: ${n}`).join(', ')}` : ''} (load ${result.load})`,
+  );
   return result;
 }

@@ -19,33 +19,69 @@ interface RevocationFigures {
 /** The fetch wait Sluice ships with (SLUICE_STATE_FETCH_WAIT_MS's default): the one the targets hold it to. */
 export const DEFAULT_FETCH_WAIT_MS = loadConfig({}).stateFetchWaitMs;
 
-export function judge(cases: CaseResult[], revocations: RevocationFigures[], durationOf: (c: CaseResult) => number): Verdict[] {
+export function judge(
+  cases: CaseResult[],
+  revocations: RevocationFigures[],
+  durationOf: (c: CaseResult) => number,
+): Verdict[] {
   const out: Verdict[] = [];
   const rps = (id: string) => cases.find((c) => c.id === id)?.rps;
   const atLeast = (name: string, value: number | undefined, min: number, unit: string, digits = 2) => {
     if (value === undefined || !Number.isFinite(value)) return;
     const fmt = (x: number) => x.toLocaleString('en-US', { maximumFractionDigits: digits });
-    out.push({ name, measured: `${fmt(value)}${unit}`, met: value >= min, by: `by ${fmt(min - value)}${unit} (${((value / min) * 100).toFixed(0)} % of the target)` });
+    out.push({
+      name,
+      measured: `${fmt(value)}${unit}`,
+      met: value >= min,
+      by: `by ${fmt(min - value)}${unit} (${((value / min) * 100).toFixed(0)} % of the target)`,
+    });
   };
   const below = (name: string, value: number | undefined, max: number, unit: string) => {
     if (value === undefined || !Number.isFinite(value)) return;
-    out.push({ name, measured: `${value.toFixed(2)}${unit}`, met: value < max, by: `by ${(value - max).toFixed(2)}${unit} (${(value / max).toFixed(1)}× the limit)` });
+    out.push({
+      name,
+      measured: `${value.toFixed(2)}${unit}`,
+      met: value < max,
+      by: `by ${(value - max).toFixed(2)}${unit} (${(value / max).toFixed(1)}× the limit)`,
+    });
   };
   const hot = rps('hot');
   const ratio = (other: string) => (hot !== undefined && rps(other) ? hot / rps(other)! : undefined);
-  atLeast('edge, hot token ≥ 80 % of bare uWS', hot !== undefined && rps('bare') ? (hot / rps('bare')!) * 100 : undefined, 80, ' %', 1);
+  atLeast(
+    'edge, hot token ≥ 80 % of bare uWS',
+    hot !== undefined && rps('bare') ? (hot / rps('bare')!) * 100 : undefined,
+    80,
+    ' %',
+    1,
+  );
   atLeast('edge, hot token ≥ 4× the conventional stack with a token cache', ratio('convCache'), 4, '×');
   atLeast('edge, hot token ≥ 20× the conventional stack verifying per request', ratio('conv'), 20, '×');
   const halfSat = cases.find((c) => c.id === 'halfSat');
   below('edge, p99 < 5 ms at half of saturation', halfSat?.p99, 5, ' ms');
   // The p99 means something only if the rate was held: requests k6 never sent are time the server fell behind.
-  if (halfSat) below('edge, half of saturation held (requests not sent, % of sent)', (halfSat.notSent / Math.max(1, halfSat.rps * durationOf(halfSat))) * 100, 1, ' %');
+  if (halfSat)
+    below(
+      'edge, half of saturation held (requests not sent, % of sent)',
+      (halfSat.notSent / Math.max(1, halfSat.rps * durationOf(halfSat))) * 100,
+      1,
+      ' %',
+    );
   atLeast('token issuance ≥ 12,000/s', rps('issue'), 12_000, '/s', 0);
   const shipped = revocations.find((r) => r.fetchWaitMs === DEFAULT_FETCH_WAIT_MS);
   if (shipped) {
     // p99 ≤ 50 ms: "below 50.001".
-    below(`revocation p99 ≤ 50 ms to every other node (fetch wait ${shipped.fetchWaitMs} ms)`, shipped.othersFromSent.p99, 50.001, ' ms');
-    below(`idle node < 1 % of a core (fetch wait ${shipped.fetchWaitMs} ms, the busiest node)`, Math.max(...shipped.idleCpuPct), 1, ' %');
+    below(
+      `revocation p99 ≤ 50 ms to every other node (fetch wait ${shipped.fetchWaitMs} ms)`,
+      shipped.othersFromSent.p99,
+      50.001,
+      ' ms',
+    );
+    below(
+      `idle node < 1 % of a core (fetch wait ${shipped.fetchWaitMs} ms, the busiest node)`,
+      Math.max(...shipped.idleCpuPct),
+      1,
+      ' %',
+    );
   }
   return out;
 }

@@ -19,62 +19,130 @@ actions:
   reenable --client-id ID --reason TEXT [--actor NAME] [--force] [--json]
       lifts a revocation (audited); refused while pre-revocation tokens could still verify, unless --force`;
 
-
 export const ACTIONS: Record<string, (argv: string[]) => Promise<number>> = {
   async 'create-client'(argv) {
     const usage = 'usage: sluice admin create-client --tenant T --role R [--region REG] [--json]';
-    const { values } = parse(argv, { tenant: { type: 'string' }, role: { type: 'string' }, region: { type: 'string' }, json: { type: 'boolean' } }, usage);
+    const { values } = parse(
+      argv,
+      { tenant: { type: 'string' }, role: { type: 'string' }, region: { type: 'string' }, json: { type: 'boolean' } },
+      usage,
+    );
     const tenant = required(values, 'tenant', usage);
     const role = required(values, 'role', usage);
-    return withContext('admin', async (ctx) => {
-      const c = await createClient(ctx, { tenant, role, region: values.region, actor: operator() });
-      if (values.json) say(JSON.stringify(c));
-      else {
-        say(`client_id:     ${c.client_id}`);
-        say(`client_secret: ${c.client_secret}`);
-        say(`tenant ${c.tenant_id}, role ${c.role}, region ${c.region}, scopes: ${c.scopes.join(' ')}`);
-        say('The secret is shown only this once; Sluice stores only a keyed hash of it.');
-      }
-      return 0;
-    }, { views: 'admin' });
+    return withContext(
+      'admin',
+      async (ctx) => {
+        const c = await createClient(ctx, { tenant, role, region: values.region, actor: operator() });
+        if (values.json) say(JSON.stringify(c));
+        else {
+          say(`client_id:     ${c.client_id}`);
+          say(`client_secret: ${c.client_secret}`);
+          say(`tenant ${c.tenant_id}, role ${c.role}, region ${c.region}, scopes: ${c.scopes.join(' ')}`);
+          say('The secret is shown only this once; Sluice stores only a keyed hash of it.');
+        }
+        return 0;
+      },
+      { views: 'admin' },
+    );
   },
   async 'list-clients'(argv) {
     const usage = 'usage: sluice admin list-clients [--tenant T] [--json]';
     const { values } = parse(argv, { tenant: { type: 'string' }, json: { type: 'boolean' } }, usage);
-    return withContext('admin', async (ctx) => {
-      const rows = ctx.clients
-        .all()
-        .filter((c) => !values.tenant || c.tenant_id === values.tenant)
-        .map((c) => ({ client_id: c.client_id, tenant_id: c.tenant_id, role: c.role, region: c.region, status: ctx.revocations.get(c.client_id) ? 'revoked' : c.status, created_at: new Date(c.created_at).toISOString() }));
-      if (values.json) say(JSON.stringify(rows));
-      else for (const r of rows) say(`${r.client_id}  ${r.tenant_id}  ${r.role}  ${r.region}  ${r.status}  ${r.created_at}`);
-      return 0;
-    }, { views: 'admin' });
+    return withContext(
+      'admin',
+      async (ctx) => {
+        const rows = ctx.clients
+          .all()
+          .filter((c) => !values.tenant || c.tenant_id === values.tenant)
+          .map((c) => ({
+            client_id: c.client_id,
+            tenant_id: c.tenant_id,
+            role: c.role,
+            region: c.region,
+            status: ctx.revocations.get(c.client_id) ? 'revoked' : c.status,
+            created_at: new Date(c.created_at).toISOString(),
+          }));
+        if (values.json) say(JSON.stringify(rows));
+        else
+          for (const r of rows)
+            say(`${r.client_id}  ${r.tenant_id}  ${r.role}  ${r.region}  ${r.status}  ${r.created_at}`);
+        return 0;
+      },
+      { views: 'admin' },
+    );
   },
   async revoke(argv) {
     const usage = 'usage: sluice admin revoke --client-id ID --reason TEXT [--actor NAME] [--json]';
-    const { values } = parse(argv, { 'client-id': { type: 'string' }, reason: { type: 'string' }, actor: { type: 'string' }, json: { type: 'boolean' } }, usage);
+    const { values } = parse(
+      argv,
+      {
+        'client-id': { type: 'string' },
+        reason: { type: 'string' },
+        actor: { type: 'string' },
+        json: { type: 'boolean' },
+      },
+      usage,
+    );
     const clientId = required(values, 'client-id', usage);
     const reason = required(values, 'reason', usage);
-    return withContext('admin', async (ctx) => {
-      const { record, created } = await revokeClient(ctx, { clientId, reason, actor: operator(values.actor), tenant: null });
-      const out = { revocation_id: record.revocation_id, client_id: record.client_id, tenant_id: record.tenant_id, revoked_at: new Date(record.revoked_at).toISOString(), audit_entry_id: record.audit_entry_id, created };
-      if (values.json) say(JSON.stringify(out));
-      else say(`${created ? 'revoked' : 'already revoked'}: ${out.client_id} (tenant ${out.tenant_id}) at ${out.revoked_at}, revocation ${out.revocation_id}, audit entry ${out.audit_entry_id}`);
-      return 0;
-    }, { views: 'admin' });
+    return withContext(
+      'admin',
+      async (ctx) => {
+        const { record, created } = await revokeClient(ctx, {
+          clientId,
+          reason,
+          actor: operator(values.actor),
+          tenant: null,
+        });
+        const out = {
+          revocation_id: record.revocation_id,
+          client_id: record.client_id,
+          tenant_id: record.tenant_id,
+          revoked_at: new Date(record.revoked_at).toISOString(),
+          audit_entry_id: record.audit_entry_id,
+          created,
+        };
+        if (values.json) say(JSON.stringify(out));
+        else
+          say(
+            `${created ? 'revoked' : 'already revoked'}: ${out.client_id} (tenant ${out.tenant_id}) at ${out.revoked_at}, revocation ${out.revocation_id}, audit entry ${out.audit_entry_id}`,
+          );
+        return 0;
+      },
+      { views: 'admin' },
+    );
   },
   async reenable(argv) {
     const usage = 'usage: sluice admin reenable --client-id ID --reason TEXT [--actor NAME] [--force] [--json]';
-    const { values } = parse(argv, { 'client-id': { type: 'string' }, reason: { type: 'string' }, actor: { type: 'string' }, force: { type: 'boolean' }, json: { type: 'boolean' } }, usage);
+    const { values } = parse(
+      argv,
+      {
+        'client-id': { type: 'string' },
+        reason: { type: 'string' },
+        actor: { type: 'string' },
+        force: { type: 'boolean' },
+        json: { type: 'boolean' },
+      },
+      usage,
+    );
     const clientId = required(values, 'client-id', usage);
     const reason = required(values, 'reason', usage);
-    return withContext('admin', async (ctx) => {
-      const r = await reenableClient(ctx, { clientId, reason, actor: operator(values.actor), force: values.force === true });
-      if (values.json) say(JSON.stringify({ client_id: clientId, reenabled: true, audit_entry_id: r.audit_entry_id }));
-      else say(`re-enabled: ${clientId}, audit entry ${r.audit_entry_id}`);
-      return 0;
-    }, { views: 'admin' });
+    return withContext(
+      'admin',
+      async (ctx) => {
+        const r = await reenableClient(ctx, {
+          clientId,
+          reason,
+          actor: operator(values.actor),
+          force: values.force === true,
+        });
+        if (values.json)
+          say(JSON.stringify({ client_id: clientId, reenabled: true, audit_entry_id: r.audit_entry_id }));
+        else say(`re-enabled: ${clientId}, audit entry ${r.audit_entry_id}`);
+        return 0;
+      },
+      { views: 'admin' },
+    );
   },
   async roles(argv) {
     parse(argv, {}, 'usage: sluice admin roles');
@@ -88,4 +156,9 @@ function operator(name?: string): string {
   return `operator:${name ?? process.env.SLUICE_OPERATOR ?? userInfo().username}`;
 }
 
-export const admin: Command = actionCommand('admin', 'operator actions: create-client, list-clients, roles, revoke, reenable', USAGE, ACTIONS);
+export const admin: Command = actionCommand(
+  'admin',
+  'operator actions: create-client, list-clients, roles, revoke, reenable',
+  USAGE,
+  ACTIONS,
+);

@@ -19,11 +19,15 @@ async function verify(rest: string[]): Promise<number> {
   const r = await verifyAuditLog(createKafka(brokers, config.kafkaClientId), topic, config.topicPrefix);
   if (values.json) say(JSON.stringify({ ok: r.broken === null, ...r }));
   else if (r.broken) {
-    say(`BROKEN: ${topic} offset ${r.broken.offset} (seq ${r.broken.seq ?? '?'}, id ${r.broken.id ?? '?'}): ${r.broken.problem}`);
+    say(
+      `BROKEN: ${topic} offset ${r.broken.offset} (seq ${r.broken.seq ?? '?'}, id ${r.broken.id ?? '?'}): ${r.broken.problem}`,
+    );
     say(`${r.entries} records read; the chain holds only up to the record before offset ${r.broken.offset}.`);
-  } else say(`OK: ${r.entries} entries, chain verified${r.head ? ` up to seq ${r.head.seq}, head hash ${r.head.hash}` : ' (empty log)'}`);
+  } else
+    say(
+      `OK: ${r.entries} entries, chain verified${r.head ? ` up to seq ${r.head.seq}, head hash ${r.head.hash}` : ' (empty log)'}`,
+    );
   return r.broken ? 1 : 0;
 }
 
 export const audit: Command = actionCommand('audit', 'verify the hash chain of the compliance log', USAGE, { verify });
-

@@ -27,7 +27,12 @@ actions:
       (signature, timestamp window, headers, body schema), answers 200 to good ones and 400 to
       bad ones, and prints a line per delivery; Ctrl-C prints a summary`;
 
-export const contract: Command = actionCommand('contract', 'contract tooling: verify a live Sluice, run a webhook conformance receiver', USAGE, { verify: (a) => verify(a), receiver: (a) => receiver(a), limits: (a) => limits(a) });
+export const contract: Command = actionCommand(
+  'contract',
+  'contract tooling: verify a live Sluice, run a webhook conformance receiver',
+  USAGE,
+  { verify: (a) => verify(a), receiver: (a) => receiver(a), limits: (a) => limits(a) },
+);
 
 async function verify(argv: string[]): Promise<number> {
   const { values } = parse(
@@ -48,12 +53,15 @@ async function verify(argv: string[]): Promise<number> {
   const baseUrl = values['base-url'] ?? process.env.SLUICE_BASE_URL;
   if (!baseUrl) throw new UsageError(`--base-url is required\n\n${USAGE}`);
   const clientId = values['client-id'] ?? process.env.SLUICE_CLIENT_ID ?? required(values, 'client-id', USAGE);
-  const clientSecret = values['client-secret'] ?? process.env.SLUICE_CLIENT_SECRET ?? required(values, 'client-secret', USAGE);
+  const clientSecret =
+    values['client-secret'] ?? process.env.SLUICE_CLIENT_SECRET ?? required(values, 'client-secret', USAGE);
   const maxBody = values['max-body-bytes'] !== undefined ? Number(values['max-body-bytes']) : undefined;
-  if (maxBody !== undefined && !(Number.isInteger(maxBody) && maxBody > 0)) throw new UsageError('--max-body-bytes must be a positive integer');
+  if (maxBody !== undefined && !(Number.isInteger(maxBody) && maxBody > 0))
+    throw new UsageError('--max-body-bytes must be a positive integer');
   const revId = values['revocable-client-id'];
   const revSecret = values['revocable-client-secret'];
-  if ((revId === undefined) !== (revSecret === undefined)) throw new UsageError('--revocable-client-id and --revocable-client-secret go together');
+  if ((revId === undefined) !== (revSecret === undefined))
+    throw new UsageError('--revocable-client-id and --revocable-client-secret go together');
   const { verifyProvider } = await import('../../contracts/verify/verifier.ts');
   const { formatTable, formatJUnit, failed } = await import('../../contracts/verify/report.ts');
   const report = await verifyProvider({
@@ -74,13 +82,28 @@ async function verify(argv: string[]): Promise<number> {
 }
 
 async function receiver(argv: string[]): Promise<number> {
-  const { values } = parse(argv, { port: { type: 'string' }, secret: { type: 'string' }, host: { type: 'string' }, tolerance: { type: 'string' } }, USAGE);
+  const { values } = parse(
+    argv,
+    { port: { type: 'string' }, secret: { type: 'string' }, host: { type: 'string' }, tolerance: { type: 'string' } },
+    USAGE,
+  );
   const port = Number(required(values, 'port', USAGE));
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--port must be a port number');
   const secret = required(values, 'secret', USAGE);
   const tolerance = values.tolerance !== undefined ? Number(values.tolerance) : 300;
   const { startConformanceReceiver } = await import('../../contracts/receiver/server.ts');
-  const r = await startConformanceReceiver({ port, host: values.host ?? '127.0.0.1', secret, toleranceSeconds: tolerance, onDelivery: (d) => say(d.violations.length ? `VIOLATION ${d.eventType ?? '?'} ${d.eventId ?? '?'}: ${d.violations.join('; ')}` : `ok        ${d.eventType} ${d.eventId} attempt ${d.attempt}`) });
+  const r = await startConformanceReceiver({
+    port,
+    host: values.host ?? '127.0.0.1',
+    secret,
+    toleranceSeconds: tolerance,
+    onDelivery: (d) =>
+      say(
+        d.violations.length
+          ? `VIOLATION ${d.eventType ?? '?'} ${d.eventId ?? '?'}: ${d.violations.join('; ')}`
+          : `ok        ${d.eventType} ${d.eventId} attempt ${d.attempt}`,
+      ),
+  });
   say(`conformance receiver on http://${values.host ?? '127.0.0.1'}:${r.port}/ (Ctrl-C stops it)`);
   await untilSignal();
   await r.close();
@@ -92,21 +115,40 @@ async function receiver(argv: string[]): Promise<number> {
 async function limits(argv: string[]): Promise<number> {
   const { values } = parse(
     argv,
-    { 'base-url': { type: 'string' }, 'client-id': { type: 'string' }, 'client-secret': { type: 'string' }, 'time-scale': { type: 'string' }, 'revocable-client-id': { type: 'string' }, 'revocable-client-secret': { type: 'string' }, 'rotation-scale': { type: 'string' }, 'rotation-check-ms': { type: 'string' }, skip: { type: 'string' } },
+    {
+      'base-url': { type: 'string' },
+      'client-id': { type: 'string' },
+      'client-secret': { type: 'string' },
+      'time-scale': { type: 'string' },
+      'revocable-client-id': { type: 'string' },
+      'revocable-client-secret': { type: 'string' },
+      'rotation-scale': { type: 'string' },
+      'rotation-check-ms': { type: 'string' },
+      skip: { type: 'string' },
+    },
     USAGE,
   );
   const rotationScale = values['rotation-scale'] !== undefined ? Number(values['rotation-scale']) : undefined;
   const rotationCheckMs = Number(values['rotation-check-ms'] ?? 60_000);
-  if (rotationScale !== undefined && !(rotationScale >= 1)) throw new UsageError('--rotation-scale must be a number >= 1');
+  if (rotationScale !== undefined && !(rotationScale >= 1))
+    throw new UsageError('--rotation-scale must be a number >= 1');
   if (!(rotationCheckMs > 0)) throw new UsageError('--rotation-check-ms must be a positive number');
   const scale = values['time-scale'] !== undefined ? Number(values['time-scale']) : undefined;
   if (scale !== undefined && !(scale >= 1)) throw new UsageError('--time-scale must be a number >= 1');
   const revId = values['revocable-client-id'];
   const revSecret = values['revocable-client-secret'];
   const { runLimits, formatLimits, LIMIT_NAMES } = await import('../../contracts/limits/index.ts');
-  const skip = values.skip ? values.skip.split(',').map((s) => s.trim()).filter(Boolean) : undefined;
+  const skip = values.skip
+    ? values.skip
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : undefined;
   const unknown = skip?.filter((s) => !LIMIT_NAMES.includes(s)) ?? [];
-  if (unknown.length > 0) throw new UsageError(`--skip: no limit named ${unknown.map((u) => `"${u}"`).join(', ')}; the limits are: ${LIMIT_NAMES.join(', ')}`);
+  if (unknown.length > 0)
+    throw new UsageError(
+      `--skip: no limit named ${unknown.map((u) => `"${u}"`).join(', ')}; the limits are: ${LIMIT_NAMES.join(', ')}`,
+    );
   const rows = await runLimits({
     skip,
     baseUrl: required(values, 'base-url', USAGE).replace(/\/+$/, ''),

@@ -25,13 +25,21 @@ async function run(action: 'list' | 'replay', rest: string[]): Promise<number> {
   const { values } = parse(rest, OPTIONS, USAGE);
   const tenant = required(values, 'tenant', USAGE);
   const filter = { endpoint_id: values['endpoint-id'], event_type: values['event-type'] };
-  const ids = values.ids ? values.ids.split(',').map((s) => s.trim()).filter(Boolean) : undefined;
-  if (ids && (filter.endpoint_id || filter.event_type)) throw new UsageError(`--ids goes alone, without --endpoint-id or --event-type\n\n${USAGE}`);
+  const ids = values.ids
+    ? values.ids
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : undefined;
+  if (ids && (filter.endpoint_id || filter.event_type))
+    throw new UsageError(`--ids goes alone, without --endpoint-id or --event-type\n\n${USAGE}`);
   return withContext(
     'dlq',
     async (ctx) => {
       const now = ctx.clock.now();
-      const found = ids ? ids.map((id) => ctx.dlq.get(tenant, id, now)).filter((e): e is DlqEntry => e !== undefined) : null;
+      const found = ids
+        ? ids.map((id) => ctx.dlq.get(tenant, id, now)).filter((e): e is DlqEntry => e !== undefined)
+        : null;
       // A filter is streamed from the store: a DLQ of millions is never held in memory.
       const entries: Iterable<DlqEntry> = found ?? ctx.dlq.stream(tenant, filter, now);
       const total = found ? found.length : ctx.dlq.count(tenant, filter, now);
@@ -45,12 +53,16 @@ async function run(action: 'list' | 'replay', rest: string[]): Promise<number> {
           }
           say(']');
         } else {
-          for (const e of entries) say(`${e.id}  ${e.dead_lettered_at}  ${e.endpoint_id}  ${e.event_type.padEnd(22)} ${e.event_id}  attempts=${e.attempts}  last=${e.last_status ?? e.last_error ?? ''}`);
+          for (const e of entries)
+            say(
+              `${e.id}  ${e.dead_lettered_at}  ${e.endpoint_id}  ${e.event_type.padEnd(22)} ${e.event_id}  attempts=${e.attempts}  last=${e.last_status ?? e.last_error ?? ''}`,
+            );
           say(`${total} entr${total === 1 ? 'y' : 'ies'}`);
         }
         return 0;
       }
-      if (ids && total < ids.length) say(`${ids.length - total} of the given ids are not in the tenant's DLQ; skipping them`);
+      if (ids && total < ids.length)
+        say(`${ids.length - total} of the given ids are not in the tenant's DLQ; skipping them`);
       if (total === 0) {
         say('nothing to replay');
         return 0;
@@ -59,15 +71,21 @@ async function run(action: 'list' | 'replay', rest: string[]): Promise<number> {
       const n = await replayDlq(ctx, tenant, entries, total, {
         actor: 'operator:cli',
         reason: values.reason ?? null,
-        subject: found ? `dlq ids: ${found.map((e) => e.id).join(',')}`.slice(0, 1000) : `dlq filter: ${JSON.stringify(filter)}`,
+        subject: found
+          ? `dlq ids: ${found.map((e) => e.id).join(',')}`.slice(0, 1000)
+          : `dlq filter: ${JSON.stringify(filter)}`,
         onProgress: (done, total) => say(`replayed ${done}/${total} (${Math.round((done / total) * 100)}%)`),
       });
-      say(`done: ${n} entr${n === 1 ? 'y' : 'ies'} back in delivery in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      say(
+        `done: ${n} entr${n === 1 ? 'y' : 'ies'} back in delivery in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+      );
       return 0;
     },
     { views: 'dlq' },
   );
 }
 
-export const dlq: Command = actionCommand('dlq', 'list or replay a tenant\'s dead-lettered webhook deliveries', USAGE, { list: (a) => run('list', a), replay: (a) => run('replay', a) });
-
+export const dlq: Command = actionCommand('dlq', "list or replay a tenant's dead-lettered webhook deliveries", USAGE, {
+  list: (a) => run('list', a),
+  replay: (a) => run('replay', a),
+});

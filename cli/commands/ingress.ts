@@ -19,7 +19,11 @@ each its own --admin-port); they share all state through Kafka.
 export const ingress: Command = {
   summary: 'run an ingress node (needs KAFKA_BROKERS)',
   async run(argv) {
-    const { values } = parse(argv, { port: { type: 'string' }, 'admin-port': { type: 'string' }, workers: { type: 'string' } }, USAGE);
+    const { values } = parse(
+      argv,
+      { port: { type: 'string' }, 'admin-port': { type: 'string' }, workers: { type: 'string' } },
+      USAGE,
+    );
     const config = loadConfig();
     const { brokers } = await kafkaFor(config, { embedded: false });
     const workers = workerCount(values.workers, USAGE, 1);
@@ -31,9 +35,15 @@ export const ingress: Command = {
       ingress: true,
       dispatcher: false,
       port: values.port !== undefined ? Number(values.port) : undefined,
-      adminPort: workerAdminPort(values['admin-port'] !== undefined ? Number(values['admin-port']) : config.adminPort, index),
+      adminPort: workerAdminPort(
+        values['admin-port'] !== undefined ? Number(values['admin-port']) : config.adminPort,
+        index,
+      ),
     });
-    if (index === 0) say(`ingress ready on port ${node.ingress!.port} (admin ${node.ingress!.adminPort}${workers > 1 ? ` … ${node.ingress!.adminPort + workers - 1}, ${workers} workers` : ''}), region ${config.region}`);
+    if (index === 0)
+      say(
+        `ingress ready on port ${node.ingress!.port} (admin ${node.ingress!.adminPort}${workers > 1 ? ` … ${node.ingress!.adminPort + workers - 1}, ${workers} workers` : ''}), region ${config.region}`,
+      );
     await stopped;
     await node.close();
     workerDone();

@@ -22,7 +22,18 @@ starts reuse them.
 export const kafka: Command = {
   summary: 'run the local Kafka broker in the foreground',
   async run(argv) {
-    const { values } = parse(argv, { port: { type: 'string' }, 'controller-port': { type: 'string' }, brokers: { type: 'string' }, 'data-dir': { type: 'string' }, fresh: { type: 'boolean' }, 'fetch-only': { type: 'boolean' } }, USAGE);
+    const { values } = parse(
+      argv,
+      {
+        port: { type: 'string' },
+        'controller-port': { type: 'string' },
+        brokers: { type: 'string' },
+        'data-dir': { type: 'string' },
+        fresh: { type: 'boolean' },
+        'fetch-only': { type: 'boolean' },
+      },
+      USAGE,
+    );
     const config = loadConfig();
     if (values['fetch-only']) {
       const libs = ensureKafkaJars(config.cacheDir, say);
@@ -42,8 +53,18 @@ export const kafka: Command = {
     if (!Number.isInteger(nodes) || nodes < 1 || nodes > 9) {
       throw new UsageError(`--brokers must be a whole number from 1 to 9, got "${values.brokers}"`);
     }
-    const k = await startLocalKafka({ cacheDir: config.cacheDir, port, controllerPort, nodes, dataDir: values['data-dir'], fresh: values.fresh, log: say });
-    say(`Kafka ${nodes > 1 ? `cluster of ${nodes} brokers` : 'broker'} ready at ${k.brokers.join(',')}  (KAFKA_BROKERS=${k.brokers.join(',')}); data in ${k.dataDir}; Ctrl-C stops it`);
+    const k = await startLocalKafka({
+      cacheDir: config.cacheDir,
+      port,
+      controllerPort,
+      nodes,
+      dataDir: values['data-dir'],
+      fresh: values.fresh,
+      log: say,
+    });
+    say(
+      `Kafka ${nodes > 1 ? `cluster of ${nodes} brokers` : 'broker'} ready at ${k.brokers.join(',')}  (KAFKA_BROKERS=${k.brokers.join(',')}); data in ${k.dataDir}; Ctrl-C stops it`,
+    );
     await untilSignal();
     say('stopping Kafka');
     await k.stop();

@@ -23,10 +23,17 @@ provisions and prints a bootstrap admin credential for the tenant "local".
 async function runNode(config: Readonly<Config>, brokers: string[], index: number, workers: number): Promise<void> {
   // Listen for the stop at once: it may come while the node is still starting.
   const stopped = untilStop();
-  const node = await startNode(config, { brokers, ingress: true, dispatcher: true, adminPort: workerAdminPort(config.adminPort, index) });
+  const node = await startNode(config, {
+    brokers,
+    ingress: true,
+    dispatcher: true,
+    adminPort: workerAdminPort(config.adminPort, index),
+  });
   const base = `http://127.0.0.1:${node.ingress!.port}`;
   if (index === 0) {
-    say(`Sluice is up: ${base}  (${workers} worker${workers > 1 ? 's' : ''}; admin: http://127.0.0.1:${node.ingress!.adminPort}/healthz, Kafka: ${brokers.join(',')})`);
+    say(
+      `Sluice is up: ${base}  (${workers} worker${workers > 1 ? 's' : ''}; admin: http://127.0.0.1:${node.ingress!.adminPort}/healthz, Kafka: ${brokers.join(',')})`,
+    );
     if (node.ctx.clients.size === 0) {
       const c = await createClient(node.ctx, { tenant: 'local', role: 'admin', region: config.region });
       say('');
@@ -34,10 +41,16 @@ async function runNode(config: Readonly<Config>, brokers: string[], index: numbe
       say(`  client_id=${c.client_id}`);
       say(`  client_secret=${c.client_secret}`);
       say(`  curl -s ${base}/v1/auth/token -H 'content-type: application/json' \\`);
-      say(`    -d '{"grant_type":"client_credentials","client_id":"${c.client_id}","client_secret":"${c.client_secret}"}'`);
+      say(
+        `    -d '{"grant_type":"client_credentials","client_id":"${c.client_id}","client_secret":"${c.client_secret}"}'`,
+      );
     } else {
-      say(`${node.ctx.clients.size} client(s) exist already (the bootstrap credential is printed only on the first start);`);
-      say(`create another: KAFKA_BROKERS=${brokers.join(',')} npx sluice admin create-client --tenant local --role admin`);
+      say(
+        `${node.ctx.clients.size} client(s) exist already (the bootstrap credential is printed only on the first start);`,
+      );
+      say(
+        `create another: KAFKA_BROKERS=${brokers.join(',')} npx sluice admin create-client --tenant local --role admin`,
+      );
     }
   }
   const signal = await stopped;
@@ -56,7 +69,8 @@ export const start: Command = {
       return 0;
     }
     const workers = workerCount(values.workers, USAGE);
-    if (config.masterKeyIsDefault) say('warning: SLUICE_MASTER_KEY is not set; using the development key (never do this in production)');
+    if (config.masterKeyIsDefault)
+      say('warning: SLUICE_MASTER_KEY is not set; using the development key (never do this in production)');
     const { brokers, local } = await kafkaFor(config, { embedded: true });
     try {
       if (workers === 1) {

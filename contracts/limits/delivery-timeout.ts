@@ -20,12 +20,28 @@ export const deliveryTimeout: LimitCheck = {
       const ep = await register(ctx, target.url);
       if ('fail' in ep) return result(this, 'fail', '-', ep.fail);
       endpointId = ep.id;
-      if (ep.state !== 'ACTIVE') return result(this, 'fail', '-', `the target answered its ping but the endpoint is ${ep.state}`);
-      const published = await api(ctx, 'POST', '/v1/webhooks/events', { type: 'inference.completed', data: { guard: 'delivery-timeout' } });
+      if (ep.state !== 'ACTIVE')
+        return result(this, 'fail', '-', `the target answered its ping but the endpoint is ${ep.state}`);
+      const published = await api(ctx, 'POST', '/v1/webhooks/events', {
+        type: 'inference.completed',
+        data: { guard: 'delivery-timeout' },
+      });
       if (published.status !== 202) return result(this, 'fail', '-', `publishing answered ${published.status}`);
       const ms = await Promise.race([held, new Promise<number>((r) => setTimeout(() => r(-1), 30_000))]);
-      if (ms < 0) return result(this, 'fail', '-', arrived ? 'the dispatcher still held the connection 30 s after the delivery arrived' : 'no delivery arrived within 30 s (is a dispatcher running?)');
-      return result(this, ms >= 9_500 && ms <= 11_000 ? 'pass' : 'fail', `connection dropped after ${(ms / 1000).toFixed(2)} s`);
+      if (ms < 0)
+        return result(
+          this,
+          'fail',
+          '-',
+          arrived
+            ? 'the dispatcher still held the connection 30 s after the delivery arrived'
+            : 'no delivery arrived within 30 s (is a dispatcher running?)',
+        );
+      return result(
+        this,
+        ms >= 9_500 && ms <= 11_000 ? 'pass' : 'fail',
+        `connection dropped after ${(ms / 1000).toFixed(2)} s`,
+      );
     } finally {
       if (endpointId) await api(ctx, 'DELETE', `/v1/webhooks/endpoints/${endpointId}`).catch(() => {});
       await target.close();

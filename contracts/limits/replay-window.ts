@@ -12,7 +12,14 @@ import { api, register, startTarget } from './webhook-target.ts';
 import { result, type LimitCheck } from './types.ts';
 
 const WINDOW_S = 300;
-const REPLAYED_HEADERS = ['content-type', 'x-service-signature-256', 'x-service-timestamp', 'x-service-event-id', 'x-service-event-type', 'x-service-delivery-attempt'];
+const REPLAYED_HEADERS = [
+  'content-type',
+  'x-service-signature-256',
+  'x-service-timestamp',
+  'x-service-event-id',
+  'x-service-event-type',
+  'x-service-delivery-attempt',
+];
 
 interface Received {
   raw: Buffer;
@@ -39,7 +46,9 @@ export const replayWindow: LimitCheck = {
       const headers: Record<string, string> = {};
       for (const h of REPLAYED_HEADERS) if (typeof req.headers[h] === 'string') headers[h] = req.headers[h] as string;
       received.push({ raw, headers, arrivedAt: Date.now(), verdict });
-      res.writeHead(verdict === 'ok' ? 200 : 400, { 'content-type': 'application/json' }).end(JSON.stringify({ verdict }));
+      res
+        .writeHead(verdict === 'ok' ? 200 : 400, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ verdict }));
     });
     let endpointId: string | null = null;
     try {
@@ -48,8 +57,12 @@ export const replayWindow: LimitCheck = {
       if ('fail' in ep) return result(this, 'fail', '-', ep.fail);
       endpointId = ep.id;
       state.secret = ep.secret;
-      if (ep.state !== 'ACTIVE') return result(this, 'fail', '-', `the target answered its ping but the endpoint is ${ep.state}`);
-      const published = await api(ctx, 'POST', '/v1/webhooks/events', { type: 'pipeline.started', data: { guard: 'replay-window' } });
+      if (ep.state !== 'ACTIVE')
+        return result(this, 'fail', '-', `the target answered its ping but the endpoint is ${ep.state}`);
+      const published = await api(ctx, 'POST', '/v1/webhooks/events', {
+        type: 'pipeline.started',
+        data: { guard: 'replay-window' },
+      });
       if (published.status !== 202) return result(this, 'fail', '-', `publishing answered ${published.status}`);
       const deadline = Date.now() + 30_000;
       while (received.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
@@ -57,7 +70,13 @@ export const replayWindow: LimitCheck = {
       if (!live) return result(this, 'fail', '-', 'no delivery arrived within 30 s (is a dispatcher running?)');
       const ts = Number(live.headers['x-service-timestamp']);
       const lag = ((live.arrivedAt - ts * 1000) / 1000).toFixed(1);
-      if (live.verdict !== 'ok') return result(this, 'fail', `live delivery refused: ${live.verdict}`, 'a real delivery must verify with its endpoint secret when it arrives');
+      if (live.verdict !== 'ok')
+        return result(
+          this,
+          'fail',
+          `live delivery refused: ${live.verdict}`,
+          'a real delivery must verify with its endpoint secret when it arrives',
+        );
 
       // The same bytes again, to the same receiver, with its clock at `age` seconds after the signature.
       const replay = async (age: number): Promise<string> => {

@@ -22,7 +22,10 @@ export async function measureLadder(ctx: LimitContext): Promise<LadderMeasuremen
   const scale = ctx.timeScale;
   // Without a time scale the caller did not ask for the ladder (72 h in real time); a scale too
   // small to measure it in a run is a wrong input, and fails.
-  if (!scale) return { skip: 'not asked: needs a Sluice running with SLUICE_TIME_SCALE >= 100 and that scale passed (--time-scale)' };
+  if (!scale)
+    return {
+      skip: 'not asked: needs a Sluice running with SLUICE_TIME_SCALE >= 100 and that scale passed (--time-scale)',
+    };
   if (scale < 100) return { fail: `time scale ${scale} is too small to run the 72 h ladder (needs >= 100)` };
   const received = new Map<string, number>();
   const target = await startTarget((req, res) => {
@@ -35,7 +38,10 @@ export async function measureLadder(ctx: LimitContext): Promise<LadderMeasuremen
     const ep = await register(ctx, target.url, ['pipeline.failed']);
     if ('fail' in ep) return ep;
     if (ep.state !== 'ACTIVE') return { fail: `the target answered its ping but the endpoint is ${ep.state}` };
-    const published = await api(ctx, 'POST', '/v1/webhooks/events', { type: 'pipeline.failed', data: { guard: 'retry-ladder' } });
+    const published = await api(ctx, 'POST', '/v1/webhooks/events', {
+      type: 'pipeline.failed',
+      data: { guard: 'retry-ladder' },
+    });
     if (published.status !== 202) return { fail: `publishing answered ${published.status}` };
     const started = Date.now();
     const deadline = started + (80 * H) / scale + 60_000;
@@ -54,7 +60,9 @@ export async function measureLadder(ctx: LimitContext): Promise<LadderMeasuremen
       }
       await new Promise((r) => setTimeout(r, 500));
     }
-    return { fail: `no DLQ entry appeared within ${Math.round((deadline - started) / 1000)} s (${received.get(published.body.id) ?? 0} attempts received; is a dispatcher running with the same SLUICE_TIME_SCALE?)` };
+    return {
+      fail: `no DLQ entry appeared within ${Math.round((deadline - started) / 1000)} s (${received.get(published.body.id) ?? 0} attempts received; is a dispatcher running with the same SLUICE_TIME_SCALE?)`,
+    };
   } finally {
     await target.close();
   }
@@ -71,7 +79,11 @@ export function ladderResults(m: LadderMeasurement | LadderProblem): LimitResult
   const spanH = m.spanMs / H;
   const days = m.retentionMs / (24 * H);
   return [
-    result(rows[0], m.attempts === 17 && m.received === 17 ? 'pass' : 'fail', `${m.attempts} attempts in the entry, ${m.received} received`),
+    result(
+      rows[0],
+      m.attempts === 17 && m.received === 17 ? 'pass' : 'fail',
+      `${m.attempts} attempts in the entry, ${m.received} received`,
+    ),
     result(rows[1], spanH >= 60 && spanH <= 72 ? 'pass' : 'fail', `${spanH.toFixed(2)} h (scaled)`),
     // Rounding of scaled timestamps to whole milliseconds allows a minute either way.
     result(rows[2], Math.abs(days - 7) < 0.001 ? 'pass' : 'fail', `${days.toFixed(4)} days (scaled)`),

@@ -8,11 +8,15 @@ export const revocationPropagation: LimitCheck = {
     // Without a client it may revoke, the caller did not ask for this guard.
     if (!ctx.revocable) return result(this, 'skip', '-', 'not asked: needs a revocable client (--revocable-client-id)');
     const victim = await issueToken(ctx.baseUrl, ctx.revocable.clientId, ctx.revocable.clientSecret);
-    if (victim.status !== 200) return result(this, 'fail', '-', `the revocable client cannot get a token (${victim.status})`);
+    if (victim.status !== 200)
+      return result(this, 'fail', '-', `the revocable client cannot get a token (${victim.status})`);
     const admin = await issueToken(ctx.baseUrl, ctx.clientId, ctx.clientSecret);
-    if (admin.status !== 200) return result(this, 'fail', '-', `the guard's client cannot get a token (${admin.status})`);
+    if (admin.status !== 200)
+      return result(this, 'fail', '-', `the guard's client cannot get a token (${admin.status})`);
     // The token works before the revocation: a refusal afterwards must come from the revocation.
-    const before = await fetch(`${ctx.baseUrl}/v1/webhooks/dlq`, { headers: { authorization: `Bearer ${victim.body.access_token}` } });
+    const before = await fetch(`${ctx.baseUrl}/v1/webhooks/dlq`, {
+      headers: { authorization: `Bearer ${victim.body.access_token}` },
+    });
     await before.arrayBuffer();
     if (before.status === 401) return result(this, 'fail', '-', 'the token is refused (401) before any revocation');
     const res = await fetch(`${ctx.baseUrl}/v1/auth/revocations`, {
@@ -24,11 +28,14 @@ export const revocationPropagation: LimitCheck = {
     if (res.status !== 201) return result(this, 'fail', '-', `POST /v1/auth/revocations answered ${res.status}`);
     const revokedAt = performance.now();
     for (;;) {
-      const probe = await fetch(`${ctx.baseUrl}/v1/webhooks/dlq`, { headers: { authorization: `Bearer ${victim.body.access_token}` } });
+      const probe = await fetch(`${ctx.baseUrl}/v1/webhooks/dlq`, {
+        headers: { authorization: `Bearer ${victim.body.access_token}` },
+      });
       await probe.arrayBuffer();
       const ms = performance.now() - revokedAt;
       if (probe.status === 401) return result(this, ms <= 250 ? 'pass' : 'fail', `${ms.toFixed(1)} ms on this node`);
-      if (ms > 5000) return result(this, 'fail', `still accepted after ${ms.toFixed(0)} ms (last answer ${probe.status})`);
+      if (ms > 5000)
+        return result(this, 'fail', `still accepted after ${ms.toFixed(0)} ms (last answer ${probe.status})`);
     }
   },
 };

@@ -46,17 +46,33 @@ export const rotationCycle: LimitCheck = {
 
 async function current(check: LimitCheck, ctx: LimitContext): Promise<LimitResult> {
   const r = await api(ctx, 'GET', `/v1/auth/clients/${encodeURIComponent(ctx.clientId)}/secret`);
-  if (r.status === 404 && !r.body?.code) return result(check, 'fail', '-', 'GET /v1/auth/clients/{id}/secret answered 404 without a problem body (not implemented?)');
+  if (r.status === 404 && !r.body?.code)
+    return result(
+      check,
+      'fail',
+      '-',
+      'GET /v1/auth/clients/{id}/secret answered 404 without a problem body (not implemented?)',
+    );
   // Nothing to measure on a Sluice in real time before the first rotation: the caller did not ask
   // for a scaled rotation, so this is the one case left as a skip.
-  if (r.status === 404) return result(check, 'skip', '-', 'not asked: the client has not been rotated yet (the first rotation is 30 days after creation; run the guard with a rotation scale against a Sluice rotating in scaled time)');
+  if (r.status === 404)
+    return result(
+      check,
+      'skip',
+      '-',
+      'not asked: the client has not been rotated yet (the first rotation is 30 days after creation; run the guard with a rotation scale against a Sluice rotating in scaled time)',
+    );
   if (r.status === 403) return result(check, 'fail', '-', 'the client lacks credentials:read');
   if (r.status !== 200 || r.body.next_rotation_at === null) return result(check, 'fail', `answered ${r.status}`);
   const days = (Date.parse(r.body.next_rotation_at) - Date.parse(r.body.rotated_at)) / DAY_MS;
   return result(check, Math.abs(days - 30) < 0.01 ? 'pass' : 'fail', `${days.toFixed(2)} days (scheduled)`);
 }
 
-async function watch(check: LimitCheck, ctx: LimitContext, { scale, checkMs }: { scale: number; checkMs: number }): Promise<LimitResult> {
+async function watch(
+  check: LimitCheck,
+  ctx: LimitContext,
+  { scale, checkMs }: { scale: number; checkMs: number },
+): Promise<LimitResult> {
   const periodMs = (30 * DAY_MS) / scale;
   const budgetMs = checkMs + STEP_MS;
   const days = (ms: number) => ((ms * scale) / DAY_MS).toFixed(2);
@@ -83,16 +99,29 @@ async function watch(check: LimitCheck, ctx: LimitContext, { scale, checkMs }: {
     const deadline = Date.now() + 3 * periodMs + 10_000;
     while ((secrets.length < 2 || keysAppeared.length < 2) && Date.now() < deadline) {
       const [jwks, secret] = await Promise.all([
-        fetch(`${ctx.baseUrl}/v1/auth/jwks`).then(async (r) => ({ status: r.status, body: (await r.json().catch(() => null)) as any })),
-        fetch(`${ctx.baseUrl}/v1/auth/clients/${encodeURIComponent(ctx.clientId)}/secret`, { headers: auth }).then(async (r) => ({ status: r.status, body: (await r.json().catch(() => null)) as any })),
+        fetch(`${ctx.baseUrl}/v1/auth/jwks`).then(async (r) => ({
+          status: r.status,
+          body: (await r.json().catch(() => null)) as any,
+        })),
+        fetch(`${ctx.baseUrl}/v1/auth/clients/${encodeURIComponent(ctx.clientId)}/secret`, { headers: auth }).then(
+          async (r) => ({ status: r.status, body: (await r.json().catch(() => null)) as any }),
+        ),
       ]);
       const at = performance.now();
       if (lastPoll) widestPollGap = Math.max(widestPollGap, at - lastPoll);
       lastPoll = at;
-      if (secret.status === 404 && !secret.body?.code) return result(check, 'fail', '-', 'GET /v1/auth/clients/{id}/secret answered 404 without a problem body (not implemented?)');
+      if (secret.status === 404 && !secret.body?.code)
+        return result(
+          check,
+          'fail',
+          '-',
+          'GET /v1/auth/clients/{id}/secret answered 404 without a problem body (not implemented?)',
+        );
       if (secret.status === 403) return result(check, 'fail', '-', 'the client lacks credentials:read');
-      if (secret.status === 200 && secret.body.rotated_at !== secrets[secrets.length - 1]?.rotated_at) secrets.push({ rotated_at: secret.body.rotated_at, next_rotation_at: secret.body.next_rotation_at });
-      else if (secret.status !== 200 && secret.status !== 404 && secret.status !== 429 && secret.status !== 503) return result(check, 'fail', `GET /v1/auth/clients/{id}/secret answered ${secret.status}`);
+      if (secret.status === 200 && secret.body.rotated_at !== secrets[secrets.length - 1]?.rotated_at)
+        secrets.push({ rotated_at: secret.body.rotated_at, next_rotation_at: secret.body.next_rotation_at });
+      else if (secret.status !== 200 && secret.status !== 404 && secret.status !== 429 && secret.status !== 503)
+        return result(check, 'fail', `GET /v1/auth/clients/{id}/secret answered ${secret.status}`);
       if (jwks.status === 200 && Array.isArray(jwks.body?.keys)) {
         const kids: string[] = jwks.body.keys.map((k: { kid: string }) => k.kid);
         if (knownKids && kids.some((k) => !knownKids!.has(k))) keysAppeared.push(at);
@@ -101,32 +130,55 @@ async function watch(check: LimitCheck, ctx: LimitContext, { scale, checkMs }: {
       await new Promise((r) => setTimeout(r, POLL_MS));
     }
     const waited = `${((3 * periodMs + 10_000) / 1000).toFixed(0)} s`;
-    if (secrets.length === 0 && keysAppeared.length === 0) return result(check, 'fail', '-', `nothing rotated within ${waited}: start the Sluice with SLUICE_SECRET_ROTATION_DAYS and SLUICE_KEY_ROTATION_DAYS = ${30 / scale} and a SLUICE_ROTATION_CHECK_MS of ${checkMs}`);
-    if (secrets.length < 2 || keysAppeared.length < 2) return result(check, 'fail', `within ${waited}: ${secrets.length} secret rotation(s), ${keysAppeared.length} new signing key(s); 2 of each expected`);
+    if (secrets.length === 0 && keysAppeared.length === 0)
+      return result(
+        check,
+        'fail',
+        '-',
+        `nothing rotated within ${waited}: start the Sluice with SLUICE_SECRET_ROTATION_DAYS and SLUICE_KEY_ROTATION_DAYS = ${30 / scale} and a SLUICE_ROTATION_CHECK_MS of ${checkMs}`,
+      );
+    if (secrets.length < 2 || keysAppeared.length < 2)
+      return result(
+        check,
+        'fail',
+        `within ${waited}: ${secrets.length} secret rotation(s), ${keysAppeared.length} new signing key(s); 2 of each expected`,
+      );
     const [s1, s2] = secrets;
     const scheduled = secrets.map((s) => Date.parse(s.next_rotation_at) - Date.parse(s.rotated_at));
     const observed = Date.parse(s2.rotated_at) - Date.parse(s1.rotated_at);
     const late = Date.parse(s2.rotated_at) - Date.parse(s1.next_rotation_at);
     const keyPeriod = keysAppeared[1] - keysAppeared[0];
     // The events of both rotations, when a local target could be registered to receive them.
-    const isAnnounced = (s: Rotation) => announced.some((a) => a.rotated_at === s.rotated_at && a.next_rotation_at === s.next_rotation_at);
+    const isAnnounced = (s: Rotation) =>
+      announced.some((a) => a.rotated_at === s.rotated_at && a.next_rotation_at === s.next_rotation_at);
     let events = 'events not watched (no local target)';
     let eventsOk = true;
     if (!('fail' in ep)) {
       const until = Date.now() + 10_000;
-      while (!(isAnnounced(s1) && isAnnounced(s2)) && Date.now() < until) await new Promise((r) => setTimeout(r, POLL_MS));
+      while (!(isAnnounced(s1) && isAnnounced(s2)) && Date.now() < until)
+        await new Promise((r) => setTimeout(r, POLL_MS));
       const n = [s1, s2].filter(isAnnounced).length;
       events = `${n}/2 announced by credential.rotated`;
       eventsOk = n === 2;
       await api(ctx, 'DELETE', `/v1/webhooks/endpoints/${ep.id}`);
     }
     const failures: string[] = [];
-    if (scheduled.some((ms) => Math.abs(ms - periodMs) > 1)) failures.push(`scheduled ${scheduled.map(days).join(', ')} days`);
-    if (late < 0 || late > budgetMs) failures.push(`second secret rotation ${late} ms after it was due (allowed 0 to ${budgetMs} ms real)`);
-    if (Math.abs(keyPeriod - periodMs) > budgetMs + widestPollGap) failures.push(`signing keys ${(keyPeriod / 1000).toFixed(2)} s apart (allowed ${(periodMs / 1000).toFixed(2)} ± ${((budgetMs + widestPollGap) / 1000).toFixed(2)} s real)`);
+    if (scheduled.some((ms) => Math.abs(ms - periodMs) > 1))
+      failures.push(`scheduled ${scheduled.map(days).join(', ')} days`);
+    if (late < 0 || late > budgetMs)
+      failures.push(`second secret rotation ${late} ms after it was due (allowed 0 to ${budgetMs} ms real)`);
+    if (Math.abs(keyPeriod - periodMs) > budgetMs + widestPollGap)
+      failures.push(
+        `signing keys ${(keyPeriod / 1000).toFixed(2)} s apart (allowed ${(periodMs / 1000).toFixed(2)} ± ${((budgetMs + widestPollGap) / 1000).toFixed(2)} s real)`,
+      );
     if (!eventsOk) failures.push('a secret rotation was not announced');
     const measured = `secret every ${days(observed)} days (scheduled ${days(scheduled[0])}), signing key every ${days(keyPeriod)} days, ${events}; at scale ${scale}`;
-    return result(check, failures.length === 0 ? 'pass' : 'fail', measured, failures.length ? failures.join('; ') : undefined);
+    return result(
+      check,
+      failures.length === 0 ? 'pass' : 'fail',
+      measured,
+      failures.length ? failures.join('; ') : undefined,
+    );
   } finally {
     await target.close();
   }

@@ -43,11 +43,20 @@ export interface LimitCheck {
   run(ctx: LimitContext): Promise<LimitResult>;
 }
 
-export function result(check: Pick<LimitCheck, 'limit' | 'spec'>, outcome: LimitResult['outcome'], measured: string, reason?: string): LimitResult {
+export function result(
+  check: Pick<LimitCheck, 'limit' | 'spec'>,
+  outcome: LimitResult['outcome'],
+  measured: string,
+  reason?: string,
+): LimitResult {
   return { limit: check.limit, spec: check.spec, measured, outcome, reason };
 }
 
-export async function issueToken(baseUrl: string, clientId: string, clientSecret: string): Promise<{ status: number; body: any }> {
+export async function issueToken(
+  baseUrl: string,
+  clientId: string,
+  clientSecret: string,
+): Promise<{ status: number; body: any }> {
   const res = await fetch(`${baseUrl}/v1/auth/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

@@ -3,7 +3,10 @@ import { register, startTarget } from './webhook-target.ts';
 import { result, type LimitCheck } from './types.ts';
 
 async function stateWithPingDelay(ctx: Parameters<LimitCheck['run']>[0], delayMs: number) {
-  const target = await startTarget((_, res) => res.writeHead(200).end(), (res) => setTimeout(() => res.writeHead(200).end(), delayMs));
+  const target = await startTarget(
+    (_, res) => res.writeHead(200).end(),
+    (res) => setTimeout(() => res.writeHead(200).end(), delayMs),
+  );
   try {
     return await register(ctx, target.url);
   } finally {

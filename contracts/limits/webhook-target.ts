@@ -9,26 +9,41 @@ export interface Target {
   close(): Promise<void>;
 }
 
-export async function startTarget(onEvent: (req: IncomingMessage, res: ServerResponse, raw: Buffer) => void, onPing: (res: ServerResponse) => void = (res) => res.writeHead(200).end()): Promise<Target> {
+export async function startTarget(
+  onEvent: (req: IncomingMessage, res: ServerResponse, raw: Buffer) => void,
+  onPing: (res: ServerResponse) => void = (res) => res.writeHead(200).end(),
+): Promise<Target> {
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => (req.headers['x-service-event-type'] === 'ping' ? onPing(res) : onEvent(req, res, Buffer.concat(chunks))));
+    req.on('end', () =>
+      req.headers['x-service-event-type'] === 'ping' ? onPing(res) : onEvent(req, res, Buffer.concat(chunks)),
+    );
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
-    close: () => new Promise<void>((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }
 
-export async function api(ctx: LimitContext, method: string, path: string, body?: unknown): Promise<{ status: number; body: any; ms: number }> {
+export async function api(
+  ctx: LimitContext,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: any; ms: number }> {
   const token = (await issueToken(ctx.baseUrl, ctx.clientId, ctx.clientSecret)).body.access_token;
   const started = performance.now();
-  const res = await fetch(`${ctx.baseUrl}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined });
+  const res = await fetch(`${ctx.baseUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : null, ms: performance.now() - started };
 }
@@ -37,10 +52,17 @@ export async function api(ctx: LimitContext, method: string, path: string, body?
  * Registers an endpoint at `url`. Anything but a 201 is a failure of the guard that needs it
  * (never a skip): the reason says what to fix (e.g. start Sluice with SLUICE_DEV_ALLOW_INSECURE_TARGETS=true).
  */
-export async function register(ctx: LimitContext, url: string, events = ['inference.completed']): Promise<{ id: string; state: string; secret: string; ms: number } | { fail: string }> {
+export async function register(
+  ctx: LimitContext,
+  url: string,
+  events = ['inference.completed'],
+): Promise<{ id: string; state: string; secret: string; ms: number } | { fail: string }> {
   const r = await api(ctx, 'POST', '/v1/webhooks/endpoints', { url, events });
   if (r.status === 404) return { fail: 'POST /v1/webhooks/endpoints answered 404 (not implemented?)' };
-  if (r.status === 422 || r.status === 400) return { fail: `a local target was refused (${r.status} ${r.body?.code ?? ''}); start Sluice with SLUICE_DEV_ALLOW_INSECURE_TARGETS=true` };
+  if (r.status === 422 || r.status === 400)
+    return {
+      fail: `a local target was refused (${r.status} ${r.body?.code ?? ''}); start Sluice with SLUICE_DEV_ALLOW_INSECURE_TARGETS=true`,
+    };
   if (r.status !== 201) return { fail: `registration answered ${r.status}` };
   return { id: r.body.id, state: r.body.state, secret: r.body.secret, ms: r.ms };
 }

@@ -32,7 +32,12 @@ export function signatureMatches(secret: string, rawBody: Buffer, header: string
   return timingSafeEqual(expected, Buffer.from(m[1], 'hex'));
 }
 
-export function checkDelivery(rawBody: Buffer, headers: Record<string, string | undefined>, secret: string, opts: CheckOptions): string[] {
+export function checkDelivery(
+  rawBody: Buffer,
+  headers: Record<string, string | undefined>,
+  secret: string,
+  opts: CheckOptions,
+): string[] {
   const v: string[] = [];
   const h = (name: string) => headers[name.toLowerCase()];
   const sig = h('X-Service-Signature-256');
@@ -48,7 +53,8 @@ export function checkDelivery(rawBody: Buffer, headers: Record<string, string | 
   else if (!/^\d{1,12}$/.test(ts)) v.push(`X-Service-Timestamp is not unix seconds: "${ts}"`);
   else {
     const age = opts.now / 1000 - Number(ts);
-    if (Math.abs(age) > tolerance) v.push(`timestamp is ${Math.round(age)} s away from now, outside the ${tolerance} s window`);
+    if (Math.abs(age) > tolerance)
+      v.push(`timestamp is ${Math.round(age)} s away from now, outside the ${tolerance} s window`);
   }
   if (!eventId) v.push('X-Service-Event-Id is missing');
   if (!eventType) v.push('X-Service-Event-Type is missing');
@@ -66,10 +72,13 @@ export function checkDelivery(rawBody: Buffer, headers: Record<string, string | 
   const kindSchema = typeof body?.type === 'string' ? KIND_SCHEMA(opts.doc, body.type) : null;
   for (const e of opts.schemas.errors(kindSchema ?? '#/components/schemas/WebhookBody', body)) v.push(`body ${e}`);
   if (body && typeof body === 'object') {
-    if (ts && String(body.timestamp) !== ts) v.push(`body.timestamp ${body.timestamp} differs from X-Service-Timestamp ${ts}`);
+    if (ts && String(body.timestamp) !== ts)
+      v.push(`body.timestamp ${body.timestamp} differs from X-Service-Timestamp ${ts}`);
     if (eventId && body.id !== eventId) v.push(`body.id ${body.id} differs from X-Service-Event-Id ${eventId}`);
-    if (eventType && body.type !== eventType) v.push(`body.type ${body.type} differs from X-Service-Event-Type ${eventType}`);
-    if (typeof body.type === 'string' && !kindSchema) v.push(`event kind "${body.type}" is not in the contract's webhooks`);
+    if (eventType && body.type !== eventType)
+      v.push(`body.type ${body.type} differs from X-Service-Event-Type ${eventType}`);
+    if (typeof body.type === 'string' && !kindSchema)
+      v.push(`event kind "${body.type}" is not in the contract's webhooks`);
   }
   return v;
 }

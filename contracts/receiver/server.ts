@@ -55,14 +55,32 @@ export async function startConformanceReceiver(opts: ReceiverOptions): Promise<C
     req.on('end', () => {
       const raw = Buffer.concat(chunks);
       const headers = req.headers as Record<string, string | undefined>;
-      const violations = req.method === 'POST' ? checkDelivery(raw, headers, state.secret, { schemas, doc, now: now(), toleranceSeconds: opts.toleranceSeconds }) : [`method ${req.method}, deliveries are POST`];
-      let body: unknown = undefined;
+      const violations =
+        req.method === 'POST'
+          ? checkDelivery(raw, headers, state.secret, {
+              schemas,
+              doc,
+              now: now(),
+              toleranceSeconds: opts.toleranceSeconds,
+            })
+          : [`method ${req.method}, deliveries are POST`];
+      let body: unknown;
       try {
         body = JSON.parse(raw.toString('utf8'));
       } catch {
         /* reported by the checks */
       }
-      const d: ReceivedDelivery = { at: now(), path: req.url ?? '/', eventId: headers['x-service-event-id'], eventType: headers['x-service-event-type'], attempt: headers['x-service-delivery-attempt'], body, violations, rawBody: raw, headers };
+      const d: ReceivedDelivery = {
+        at: now(),
+        path: req.url ?? '/',
+        eventId: headers['x-service-event-id'],
+        eventType: headers['x-service-event-type'],
+        attempt: headers['x-service-delivery-attempt'],
+        body,
+        violations,
+        rawBody: raw,
+        headers,
+      };
       deliveries.push(d);
       opts.onDelivery?.(d);
       res.writeHead(violations.length && !opts.alwaysOk ? 400 : 200, { 'content-type': 'application/json' });
@@ -85,7 +103,13 @@ export async function startConformanceReceiver(opts: ReceiverOptions): Promise<C
       state.secret = s;
     },
     recheck() {
-      for (const d of deliveries) d.violations = checkDelivery(d.rawBody, d.headers, state.secret, { schemas, doc, now: d.at, toleranceSeconds: opts.toleranceSeconds });
+      for (const d of deliveries)
+        d.violations = checkDelivery(d.rawBody, d.headers, state.secret, {
+          schemas,
+          doc,
+          now: d.at,
+          toleranceSeconds: opts.toleranceSeconds,
+        });
       return deliveries;
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),

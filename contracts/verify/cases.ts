@@ -9,7 +9,10 @@ import { bearer } from './http.ts';
 import type { Exchange } from './http.ts';
 import { concretePath, type Session } from './session.ts';
 
-const problemCode = (code: string) => (ex: Exchange) => ((ex.json as Json | undefined)?.code === code ? [] : [`expected code ${code}, got ${(ex.json as Json | undefined)?.code}`]);
+const problemCode = (code: string) => (ex: Exchange) =>
+  (ex.json as Json | undefined)?.code === code
+    ? []
+    : [`expected code ${code}, got ${(ex.json as Json | undefined)?.code}`];
 
 /** The probe that tells a documented-but-missing route (404 from the router, 405 on its path) from a real one. */
 export async function isImplemented(s: Session, op: Operation): Promise<{ implemented: boolean; status: number }> {
@@ -25,29 +28,52 @@ export async function authCases(s: Session, op: Operation): Promise<void> {
   const path = concretePath(op, s);
   const base = { method: op.method, path };
   await s.probe(op, 'no token → 401 TOKEN_MISSING', base, { status: [401], then: problemCode('TOKEN_MISSING') });
-  await s.probe(op, 'malformed token → 401 TOKEN_INVALID', { ...base, headers: bearer('not-a-jwt') }, { status: [401], then: problemCode('TOKEN_INVALID') });
+  await s.probe(
+    op,
+    'malformed token → 401 TOKEN_INVALID',
+    { ...base, headers: bearer('not-a-jwt') },
+    { status: [401], then: problemCode('TOKEN_INVALID') },
+  );
   const good = await s.token();
   const tampered = good.slice(0, -4) + (good.endsWith('AAAA') ? 'BBBB' : 'AAAA');
-  await s.probe(op, 'tampered signature → 401 TOKEN_INVALID', { ...base, headers: bearer(tampered) }, { status: [401], then: problemCode('TOKEN_INVALID') });
+  await s.probe(
+    op,
+    'tampered signature → 401 TOKEN_INVALID',
+    { ...base, headers: bearer(tampered) },
+    { status: [401], then: problemCode('TOKEN_INVALID') },
+  );
   const needed = op.scopes[0];
   const other = s.grantedScopes.find((g) => !op.scopes!.includes(g));
   if (!other) {
-    s.record(op, 'wrong scope → 403 SCOPE_VIOLATION', 'skip', 'the client holds no scope other than the one this operation needs');
+    s.record(
+      op,
+      'wrong scope → 403 SCOPE_VIOLATION',
+      'skip',
+      'the client holds no scope other than the one this operation needs',
+    );
     return;
   }
   const narrow = await s.token(other);
-  await s.probe(op, 'wrong scope → 403 SCOPE_VIOLATION', { ...base, headers: bearer(narrow) }, {
-    status: [403],
-    then: (ex) => {
-      const body = ex.json as Json;
-      const faults: string[] = [];
-      if (body.missing_scope !== needed) faults.push(`missing_scope is "${body.missing_scope}", the contract says "${needed}"`);
-      if (!Array.isArray(body.granted_scopes) || body.granted_scopes.join(' ') !== other) faults.push(`granted_scopes is ${JSON.stringify(body.granted_scopes)}, the token carries ["${other}"]`);
-      const challenge = ex.headers.get('www-authenticate') ?? '';
-      if (!challenge.includes(`scope="${needed}"`)) faults.push(`WWW-Authenticate does not name scope "${needed}": ${challenge}`);
-      return faults;
+  await s.probe(
+    op,
+    'wrong scope → 403 SCOPE_VIOLATION',
+    { ...base, headers: bearer(narrow) },
+    {
+      status: [403],
+      then: (ex) => {
+        const body = ex.json as Json;
+        const faults: string[] = [];
+        if (body.missing_scope !== needed)
+          faults.push(`missing_scope is "${body.missing_scope}", the contract says "${needed}"`);
+        if (!Array.isArray(body.granted_scopes) || body.granted_scopes.join(' ') !== other)
+          faults.push(`granted_scopes is ${JSON.stringify(body.granted_scopes)}, the token carries ["${other}"]`);
+        const challenge = ex.headers.get('www-authenticate') ?? '';
+        if (!challenge.includes(`scope="${needed}"`))
+          faults.push(`WWW-Authenticate does not name scope "${needed}": ${challenge}`);
+        return faults;
+      },
     },
-  });
+  );
 }
 
 const PROBE_METHODS = ['PUT', 'PATCH', 'DELETE', 'POST', 'GET'];
@@ -59,16 +85,29 @@ export async function methodCase(s: Session, op: Operation, donePaths: Set<strin
   const wrong = PROBE_METHODS.find((m) => !documented.includes(m));
   if (!wrong) return; // the data-plane families take every method
   const allow = new Set([...documented, ...(documented.includes('GET') ? ['HEAD'] : [])]);
-  await s.probe(op, `${wrong} → 405 with Allow`, { method: wrong, path: concretePath(op, s) }, {
-    status: [405],
-    documented: { '405': responseComponent(s.doc, 'MethodNotAllowed') },
-    then: (ex) => {
-      const got = new Set((ex.headers.get('allow') ?? '').split(',').map((m) => m.trim()).filter(Boolean));
-      const missing = [...allow].filter((m) => !got.has(m));
-      const extra = [...got].filter((m) => !allow.has(m));
-      return [...(missing.length ? [`Allow lacks documented ${missing.join(', ')}`] : []), ...(extra.length ? [`Allow names undocumented ${extra.join(', ')}`] : [])];
+  await s.probe(
+    op,
+    `${wrong} → 405 with Allow`,
+    { method: wrong, path: concretePath(op, s) },
+    {
+      status: [405],
+      documented: { '405': responseComponent(s.doc, 'MethodNotAllowed') },
+      then: (ex) => {
+        const got = new Set(
+          (ex.headers.get('allow') ?? '')
+            .split(',')
+            .map((m) => m.trim())
+            .filter(Boolean),
+        );
+        const missing = [...allow].filter((m) => !got.has(m));
+        const extra = [...got].filter((m) => !allow.has(m));
+        return [
+          ...(missing.length ? [`Allow lacks documented ${missing.join(', ')}`] : []),
+          ...(extra.length ? [`Allow names undocumented ${extra.join(', ')}`] : []),
+        ];
+      },
     },
-  });
+  );
 }
 
 /** A value that breaks `schema`'s type (or const/enum). */
@@ -112,20 +151,48 @@ export async function bodyCases(s: Session, op: Operation, validBody: Json | und
   const headers = op.scopes === null ? {} : bearer(await s.token(op.scopes[0]));
   const json = { ...headers, 'content-type': 'application/json' };
   const oauth = op.scopes === null;
-  await s.probe(op, 'malformed JSON → 400', { method: op.method, path, headers: json, body: '{"unterminated": ' }, { status: [400] });
+  await s.probe(
+    op,
+    'malformed JSON → 400',
+    { method: op.method, path, headers: json, body: '{"unterminated": ' },
+    { status: [400] },
+  );
   const wrong: Json = { ...validBody };
   for (const [name, prop] of Object.entries<Json>(schema.properties ?? {})) {
     const v = wrongValue(s.doc, prop);
     if (v !== undefined && ((schema.required ?? []).includes(name) || name in validBody)) wrong[name] = v;
   }
-  await s.probe(op, 'wrong types → 400', { method: op.method, path, headers: json, body: JSON.stringify(wrong) }, {
-    status: [400],
-    then: (ex) => (oauth || (Array.isArray((ex.json as Json)?.errors) && (ex.json as Json).errors.length > 0) ? [] : ['no errors[] naming the fields']),
-  });
+  await s.probe(
+    op,
+    'wrong types → 400',
+    { method: op.method, path, headers: json, body: JSON.stringify(wrong) },
+    {
+      status: [400],
+      then: (ex) =>
+        oauth || (Array.isArray((ex.json as Json)?.errors) && (ex.json as Json).errors.length > 0)
+          ? []
+          : ['no errors[] naming the fields'],
+    },
+  );
   if (schema.additionalProperties === false) {
-    await s.probe(op, 'unknown field → 400', { method: op.method, path, headers: json, body: JSON.stringify({ ...validBody, unexpected_field: true }) }, { status: [400] });
+    await s.probe(
+      op,
+      'unknown field → 400',
+      { method: op.method, path, headers: json, body: JSON.stringify({ ...validBody, unexpected_field: true }) },
+      { status: [400] },
+    );
   }
   const pad = 'x'.repeat(s.maxBodyBytes + 1);
-  await s.probe(op, `oversize body (${s.maxBodyBytes + 1} bytes) → 413`, { method: op.method, path, headers: json, body: JSON.stringify({ pad }) }, { status: [413] });
-  await s.probe(op, 'Content-Type text/plain → 415', { method: op.method, path, headers: { ...headers, 'content-type': 'text/plain' }, body: JSON.stringify(validBody) }, { status: [415] });
+  await s.probe(
+    op,
+    `oversize body (${s.maxBodyBytes + 1} bytes) → 413`,
+    { method: op.method, path, headers: json, body: JSON.stringify({ pad }) },
+    { status: [413] },
+  );
+  await s.probe(
+    op,
+    'Content-Type text/plain → 415',
+    { method: op.method, path, headers: { ...headers, 'content-type': 'text/plain' }, body: JSON.stringify(validBody) },
+    { status: [415] },
+  );
 }

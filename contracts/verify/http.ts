@@ -28,7 +28,7 @@ export async function send(baseUrl: string, req: ExchangeRequest, timeoutMs = 30
     signal: AbortSignal.timeout(timeoutMs),
   });
   const text = await res.text();
-  let json: unknown = undefined;
+  let json: unknown;
   let isJson = false;
   if (text !== '') {
     try {

@@ -47,18 +47,24 @@ export function formatTable(report: Report): string {
     for (const r of rows) {
       const label = r.outcome === 'not-implemented' ? (report.allowUnimplemented ? 'TODO' : 'FAIL') : LABEL[r.outcome];
       const status = r.status === undefined ? '   ' : String(r.status);
-      lines.push(`  ${label}  ${r.check.padEnd(width)}  ${status}  ${String(r.ms).padStart(5)} ms${r.detail ? `  ${r.detail}` : ''}`);
+      lines.push(
+        `  ${label}  ${r.check.padEnd(width)}  ${status}  ${String(r.ms).padStart(5)} ms${r.detail ? `  ${r.detail}` : ''}`,
+      );
     }
   }
   const count = (o: Outcome) => report.results.filter((r) => r.outcome === o).length;
   const ops = groups(report.results).size;
   lines.push('');
-  lines.push(`${count('pass')} passed, ${failed(report).length} failed, ${count('skip')} skipped, ${count('not-implemented')} not implemented; ${ops} operations against ${report.baseUrl}`);
+  lines.push(
+    `${count('pass')} passed, ${failed(report).length} failed, ${count('skip')} skipped, ${count('not-implemented')} not implemented; ${ops} operations against ${report.baseUrl}`,
+  );
   return lines.join('\n');
 }
 
 function xml(s: string): string {
-  return s.replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c]!).replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, '');
+  return s
+    .replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c]!)
+    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, '');
 }
 
 export function formatJUnit(report: Report): string {
@@ -69,8 +75,10 @@ export function formatJUnit(report: Report): string {
   for (const [op, rows] of groups(report.results)) {
     const cases = rows.map((r) => {
       const name = `<testcase classname="${xml(op)}" name="${xml(r.check)}" time="${(r.ms / 1000).toFixed(3)}"`;
-      if (isFailure(r, report.allowUnimplemented)) return `${name}><failure message="${xml(r.outcome === 'not-implemented' ? `not implemented: ${r.detail}` : r.detail)}" type="${r.outcome}"/></testcase>`;
-      if (r.outcome === 'skip' || r.outcome === 'not-implemented') return `${name}><skipped message="${xml(r.detail)}"/></testcase>`;
+      if (isFailure(r, report.allowUnimplemented))
+        return `${name}><failure message="${xml(r.outcome === 'not-implemented' ? `not implemented: ${r.detail}` : r.detail)}" type="${r.outcome}"/></testcase>`;
+      if (r.outcome === 'skip' || r.outcome === 'not-implemented')
+        return `${name}><skipped message="${xml(r.detail)}"/></testcase>`;
       return `${name}/>`;
     });
     const f = rows.filter((r) => isFailure(r, report.allowUnimplemented)).length;
@@ -78,7 +86,9 @@ export function formatJUnit(report: Report): string {
     total += rows.length;
     failures += f;
     skipped += s;
-    suites.push(`  <testsuite name="${xml(op)}" tests="${rows.length}" failures="${f}" skipped="${s}">\n    ${cases.join('\n    ')}\n  </testsuite>`);
+    suites.push(
+      `  <testsuite name="${xml(op)}" tests="${rows.length}" failures="${f}" skipped="${s}">\n    ${cases.join('\n    ')}\n  </testsuite>`,
+    );
   }
   return `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="sluice contract verify" tests="${total}" failures="${failures}" skipped="${skipped}">\n${suites.join('\n')}\n</testsuites>\n`;
 }

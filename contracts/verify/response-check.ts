@@ -7,7 +7,11 @@ import type { ResponseSpec } from '../contract.ts';
 import type { ContractSchemas } from '../schemas.ts';
 import type { Exchange } from './http.ts';
 
-export function responseFaults(schemas: ContractSchemas, documented: Record<string, ResponseSpec>, ex: Exchange): string[] {
+export function responseFaults(
+  schemas: ContractSchemas,
+  documented: Record<string, ResponseSpec>,
+  ex: Exchange,
+): string[] {
   const faults: string[] = [];
   if (ex.status === 500) faults.push('answered 500 (never allowed)');
   const spec = documented[String(ex.status)] ?? documented[`${String(ex.status)[0]}XX`] ?? documented.default;
@@ -18,10 +22,14 @@ export function responseFaults(schemas: ContractSchemas, documented: Record<stri
   const content = spec.content ?? {};
   const types = Object.keys(content);
   if (types.length === 0) {
-    if (ex.text !== '' && spec !== documented.default) faults.push(`status ${ex.status} documents no body, got ${ex.text.length} bytes`);
+    if (ex.text !== '' && spec !== documented.default)
+      faults.push(`status ${ex.status} documents no body, got ${ex.text.length} bytes`);
   } else {
     const media = content[ex.mediaType] ?? (types.includes('*/*') ? content['*/*'] : undefined);
-    if (!media) faults.push(`Content-Type "${ex.mediaType || '(none)'}" is not documented for ${ex.status} (documented: ${types.join(', ')})`);
+    if (!media)
+      faults.push(
+        `Content-Type "${ex.mediaType || '(none)'}" is not documented for ${ex.status} (documented: ${types.join(', ')})`,
+      );
     else if (media.schema && ex.mediaType.endsWith('json')) {
       if (!ex.isJson) faults.push(`body is not JSON: ${ex.text.slice(0, 120)}`);
       else for (const e of schemas.errors(media.schema, ex.json)) faults.push(`body ${e}`);
@@ -33,7 +41,9 @@ export function responseFaults(schemas: ContractSchemas, documented: Record<stri
       if (h.required) faults.push(`required header ${name} is missing`);
       continue;
     }
-    if (h.schema) for (const e of schemas.errors(h.schema, value)) faults.push(`header ${name} ${e.replace('(root) ', '')}: "${value}"`);
+    if (h.schema)
+      for (const e of schemas.errors(h.schema, value))
+        faults.push(`header ${name} ${e.replace('(root) ', '')}: "${value}"`);
   }
   return faults;
 }

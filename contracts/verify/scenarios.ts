@@ -23,7 +23,11 @@ export function validBody(s: Session, operationId: string): Json | undefined {
     case 'issueToken':
       return { grant_type: 'client_credentials', client_id: s.opts.clientId, client_secret: s.opts.clientSecret };
     case 'createEndpoint':
-      return { url: s.opts.webhookUrl ?? 'https://webhook-receiver.invalid/sluice', events: ['inference.completed', 'pipeline.failed'], metadata: { source: 'sluice contract verify' } };
+      return {
+        url: s.opts.webhookUrl ?? 'https://webhook-receiver.invalid/sluice',
+        events: ['inference.completed', 'pipeline.failed'],
+        metadata: { source: 'sluice contract verify' },
+      };
     case 'publishEvent':
       return { type: 'inference.completed', data: { model: 'contract-probe', latency_ms: 1 } };
     case 'publishEventBatch':
@@ -39,218 +43,528 @@ export function validBody(s: Session, operationId: string): Json | undefined {
 
 const pagingChecks = (s: Session, op: Operation): Promise<unknown> =>
   Promise.all([
-    tokenFor(s, op).then((h) => s.probe(op, 'limit=0 → 400', { method: 'GET', path: `${op.path}?limit=0`, headers: h }, { status: [400] })),
-    tokenFor(s, op).then((h) => s.probe(op, 'limit=1001 → 400', { method: 'GET', path: `${op.path}?limit=1001`, headers: h }, { status: [400] })),
     tokenFor(s, op).then((h) =>
-      s.probe(op, 'limit=1 → at most one item', { method: 'GET', path: `${op.path}?limit=1`, headers: h }, { status: [200], then: (ex) => (body(ex).data.length <= 1 ? [] : [`${body(ex).data.length} items for limit=1`]) }),
+      s.probe(op, 'limit=0 → 400', { method: 'GET', path: `${op.path}?limit=0`, headers: h }, { status: [400] }),
+    ),
+    tokenFor(s, op).then((h) =>
+      s.probe(op, 'limit=1001 → 400', { method: 'GET', path: `${op.path}?limit=1001`, headers: h }, { status: [400] }),
+    ),
+    tokenFor(s, op).then((h) =>
+      s.probe(
+        op,
+        'limit=1 → at most one item',
+        { method: 'GET', path: `${op.path}?limit=1`, headers: h },
+        {
+          status: [200],
+          then: (ex) => (body(ex).data.length <= 1 ? [] : [`${body(ex).data.length} items for limit=1`]),
+        },
+      ),
     ),
   ]);
 
 const dataPlane: Scenario = async (s, op) => {
   const path = concretePath(op, s);
   const hasBody = op.requestBody !== null;
-  await s.probe(op, `scoped token (${op.scopes![0]}) → passes the edge`, { method: op.method, path, headers: { ...(await tokenFor(s, op)), ...(hasBody ? { 'content-type': 'application/json' } : {}) }, body: hasBody ? '{"probe":true}' : undefined }, {
-    status: [200, 201, 202, 204, 400, 404, 409, 422],
-    upstreamMayBeAbsent: true,
-  });
+  await s.probe(
+    op,
+    `scoped token (${op.scopes![0]}) → passes the edge`,
+    {
+      method: op.method,
+      path,
+      headers: { ...(await tokenFor(s, op)), ...(hasBody ? { 'content-type': 'application/json' } : {}) },
+      body: hasBody ? '{"probe":true}' : undefined,
+    },
+    {
+      status: [200, 201, 202, 204, 400, 404, 409, 422],
+      upstreamMayBeAbsent: true,
+    },
+  );
 };
 
 export const SCENARIOS: Record<string, Scenario> = {
   async getContract(s, op) {
-    await s.probe(op, 'GET without a token → 200, the same contract', { method: 'GET', path: op.path }, {
-      status: [200],
-      then: (ex) => (JSON.stringify(ex.json) === JSON.stringify(s.doc) ? [] : ['the served contract differs from contracts/openapi.yaml']),
-    });
+    await s.probe(
+      op,
+      'GET without a token → 200, the same contract',
+      { method: 'GET', path: op.path },
+      {
+        status: [200],
+        then: (ex) =>
+          JSON.stringify(ex.json) === JSON.stringify(s.doc)
+            ? []
+            : ['the served contract differs from contracts/openapi.yaml'],
+      },
+    );
   },
 
   async issueToken(s, op) {
     const valid = validBody(s, op.operationId)!;
-    await s.probe(op, 'JSON client_credentials → 200, expires_in 900', { method: 'POST', path: op.path, ...jsonBody(valid) }, {
-      status: [200],
-      then: (ex) => {
-        const token = body(ex).access_token as string;
-        const claims = decodeJwt(token);
-        const header = decodeProtectedHeader(token);
-        const faults: string[] = [];
-        if (header.typ !== 'at+jwt') faults.push(`typ is ${header.typ}, not at+jwt`);
-        if (claims.exp! - claims.iat! !== 900) faults.push(`exp - iat is ${claims.exp! - claims.iat!}, not 900`);
-        if (claims.client_id !== s.opts.clientId) faults.push('client_id claim differs');
-        return faults;
+    await s.probe(
+      op,
+      'JSON client_credentials → 200, expires_in 900',
+      { method: 'POST', path: op.path, ...jsonBody(valid) },
+      {
+        status: [200],
+        then: (ex) => {
+          const token = body(ex).access_token as string;
+          const claims = decodeJwt(token);
+          const header = decodeProtectedHeader(token);
+          const faults: string[] = [];
+          if (header.typ !== 'at+jwt') faults.push(`typ is ${header.typ}, not at+jwt`);
+          if (claims.exp! - claims.iat! !== 900) faults.push(`exp - iat is ${claims.exp! - claims.iat!}, not 900`);
+          if (claims.client_id !== s.opts.clientId) faults.push('client_id claim differs');
+          return faults;
+        },
       },
-    });
+    );
     const form = new URLSearchParams({ ...valid }).toString();
-    await s.probe(op, 'form-encoded client_credentials → 200', { method: 'POST', path: op.path, headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form }, { status: [200] });
-    const basic = Buffer.from(`${encodeURIComponent(s.opts.clientId)}:${encodeURIComponent(s.opts.clientSecret)}`).toString('base64');
-    await s.probe(op, 'HTTP Basic client authentication → 200', { method: 'POST', path: op.path, headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${basic}` }, body: 'grant_type=client_credentials' }, { status: [200] });
-    const oauth = (code: string) => (ex: Exchange) => (body(ex).error === code ? [] : [`error is ${body(ex).error}, not ${code}`]);
-    await s.probe(op, 'wrong secret → 401 invalid_client', { method: 'POST', path: op.path, ...jsonBody({ ...valid, client_secret: 'wrong-secret' }) }, { status: [401], then: oauth('invalid_client') });
-    await s.probe(op, 'unknown grant_type → 400 unsupported_grant_type', { method: 'POST', path: op.path, ...jsonBody({ ...valid, grant_type: 'password' }) }, { status: [400], then: oauth('unsupported_grant_type') });
-    await s.probe(op, 'ungranted scope → 400 invalid_scope', { method: 'POST', path: op.path, ...jsonBody({ ...valid, scope: 'nonexistent:scope' }) }, { status: [400], then: oauth('invalid_scope') });
+    await s.probe(
+      op,
+      'form-encoded client_credentials → 200',
+      { method: 'POST', path: op.path, headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form },
+      { status: [200] },
+    );
+    const basic = Buffer.from(
+      `${encodeURIComponent(s.opts.clientId)}:${encodeURIComponent(s.opts.clientSecret)}`,
+    ).toString('base64');
+    await s.probe(
+      op,
+      'HTTP Basic client authentication → 200',
+      {
+        method: 'POST',
+        path: op.path,
+        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${basic}` },
+        body: 'grant_type=client_credentials',
+      },
+      { status: [200] },
+    );
+    const oauth = (code: string) => (ex: Exchange) =>
+      body(ex).error === code ? [] : [`error is ${body(ex).error}, not ${code}`];
+    await s.probe(
+      op,
+      'wrong secret → 401 invalid_client',
+      { method: 'POST', path: op.path, ...jsonBody({ ...valid, client_secret: 'wrong-secret' }) },
+      { status: [401], then: oauth('invalid_client') },
+    );
+    await s.probe(
+      op,
+      'unknown grant_type → 400 unsupported_grant_type',
+      { method: 'POST', path: op.path, ...jsonBody({ ...valid, grant_type: 'password' }) },
+      { status: [400], then: oauth('unsupported_grant_type') },
+    );
+    await s.probe(
+      op,
+      'ungranted scope → 400 invalid_scope',
+      { method: 'POST', path: op.path, ...jsonBody({ ...valid, scope: 'nonexistent:scope' }) },
+      { status: [400], then: oauth('invalid_scope') },
+    );
     const narrow = s.grantedScopes[0];
     if (narrow) {
-      await s.probe(op, 'scope parameter narrows the token', { method: 'POST', path: op.path, ...jsonBody({ ...valid, scope: narrow }) }, { status: [200], then: (ex) => (body(ex).scope === narrow ? [] : [`scope is "${body(ex).scope}"`]) });
+      await s.probe(
+        op,
+        'scope parameter narrows the token',
+        { method: 'POST', path: op.path, ...jsonBody({ ...valid, scope: narrow }) },
+        { status: [200], then: (ex) => (body(ex).scope === narrow ? [] : [`scope is "${body(ex).scope}"`]) },
+      );
     }
   },
 
   async getJwks(s, op) {
     const token = await s.token();
     const kid = decodeProtectedHeader(token).kid;
-    await s.probe(op, 'GET → 200, holds the signing key', { method: 'GET', path: op.path }, {
-      status: [200],
-      then: (ex) => (body(ex).keys.some((k: Json) => k.kid === kid) ? [] : [`no key with kid ${kid}`]),
-    });
+    await s.probe(
+      op,
+      'GET → 200, holds the signing key',
+      { method: 'GET', path: op.path },
+      {
+        status: [200],
+        then: (ex) => (body(ex).keys.some((k: Json) => k.kid === kid) ? [] : [`no key with kid ${kid}`]),
+      },
+    );
   },
 
   async getAuthorizationServerMetadata(s, op) {
-    await s.probe(op, 'GET → 200, names the token endpoint', { method: 'GET', path: op.path }, {
-      status: [200],
-      then: (ex) => (String(body(ex).token_endpoint).endsWith('/v1/auth/token') ? [] : [`token_endpoint is ${body(ex).token_endpoint}`]),
-    });
+    await s.probe(
+      op,
+      'GET → 200, names the token endpoint',
+      { method: 'GET', path: op.path },
+      {
+        status: [200],
+        then: (ex) =>
+          String(body(ex).token_endpoint).endsWith('/v1/auth/token')
+            ? []
+            : [`token_endpoint is ${body(ex).token_endpoint}`],
+      },
+    );
   },
 
   async createEndpoint(s, op) {
     // Without --webhook-url the default target does not resolve, and a refusal (422) is the documented answer.
     const own = s.opts.webhookUrl !== undefined;
-    const ex = await s.probe(op, own ? 'valid registration → 201 with the secret' : 'registration of an unresolvable target → 201 or 422', { method: 'POST', path: op.path, ...(await json(s, op, validBody(s, op.operationId))) }, {
-      status: own ? [201] : [201, 422],
-      then: (ex) => (ex.status === 422 || body(ex).url === validBody(s, op.operationId)!.url ? [] : ['url not echoed']),
-    });
+    const ex = await s.probe(
+      op,
+      own ? 'valid registration → 201 with the secret' : 'registration of an unresolvable target → 201 or 422',
+      { method: 'POST', path: op.path, ...(await json(s, op, validBody(s, op.operationId))) },
+      {
+        status: own ? [201] : [201, 422],
+        then: (ex) =>
+          ex.status === 422 || body(ex).url === validBody(s, op.operationId)!.url ? [] : ['url not echoed'],
+      },
+    );
     if (ex?.status === 201) s.state.endpointId = body(ex).id;
-    await s.probe(op, 'event filter with an unknown kind → 400', { method: 'POST', path: op.path, ...(await json(s, op, { ...validBody(s, op.operationId), events: ['no.such.kind'] })) }, { status: [400] });
-    await s.probe(op, 'empty event filter → 400', { method: 'POST', path: op.path, ...(await json(s, op, { ...validBody(s, op.operationId), events: [] })) }, { status: [400] });
+    await s.probe(
+      op,
+      'event filter with an unknown kind → 400',
+      {
+        method: 'POST',
+        path: op.path,
+        ...(await json(s, op, { ...validBody(s, op.operationId), events: ['no.such.kind'] })),
+      },
+      { status: [400] },
+    );
+    await s.probe(
+      op,
+      'empty event filter → 400',
+      { method: 'POST', path: op.path, ...(await json(s, op, { ...validBody(s, op.operationId), events: [] })) },
+      { status: [400] },
+    );
   },
 
   async listEndpoints(s, op) {
-    await s.probe(op, 'GET → 200, lists the created endpoint', { method: 'GET', path: `${op.path}?limit=1000`, headers: await tokenFor(s, op) }, {
-      status: [200],
-      then: (ex) => (!s.state.endpointId || body(ex).data.some((e: Json) => e.id === s.state.endpointId) ? [] : [`endpoint ${s.state.endpointId} is not listed`]),
-    });
+    await s.probe(
+      op,
+      'GET → 200, lists the created endpoint',
+      { method: 'GET', path: `${op.path}?limit=1000`, headers: await tokenFor(s, op) },
+      {
+        status: [200],
+        then: (ex) =>
+          !s.state.endpointId || body(ex).data.some((e: Json) => e.id === s.state.endpointId)
+            ? []
+            : [`endpoint ${s.state.endpointId} is not listed`],
+      },
+    );
     await pagingChecks(s, op);
   },
 
   async getEndpoint(s, op) {
     if (!s.state.endpointId) s.record(op, 'read after create → 200', 'skip', 'no endpoint was created');
     else {
-      await s.probe(op, 'read after create → 200', { method: 'GET', path: concretePath(op, s), headers: await tokenFor(s, op) }, {
-        status: [200],
-        then: (ex) => (body(ex).id === s.state.endpointId && !('secret' in body(ex)) ? [] : ['wrong endpoint, or the secret is shown again']),
-      });
+      await s.probe(
+        op,
+        'read after create → 200',
+        { method: 'GET', path: concretePath(op, s), headers: await tokenFor(s, op) },
+        {
+          status: [200],
+          then: (ex) =>
+            body(ex).id === s.state.endpointId && !('secret' in body(ex))
+              ? []
+              : ['wrong endpoint, or the secret is shown again'],
+        },
+      );
     }
-    await s.probe(op, 'unknown id → 404', { method: 'GET', path: concretePath(op, s, { endpoint_id: 'ep_contract_probe_missing' }), headers: await tokenFor(s, op) }, { status: [404] });
+    await s.probe(
+      op,
+      'unknown id → 404',
+      {
+        method: 'GET',
+        path: concretePath(op, s, { endpoint_id: 'ep_contract_probe_missing' }),
+        headers: await tokenFor(s, op),
+      },
+      { status: [404] },
+    );
   },
 
   async verifyEndpoint(s, op) {
     if (!s.state.endpointId) s.record(op, 're-send the ping → 200', 'skip', 'no endpoint was created');
-    else await s.probe(op, 're-send the ping → 200', { method: 'POST', path: concretePath(op, s), headers: await tokenFor(s, op) }, { status: [200] });
-    await s.probe(op, 'unknown id → 404', { method: 'POST', path: concretePath(op, s, { endpoint_id: 'ep_contract_probe_missing' }), headers: await tokenFor(s, op) }, { status: [404] });
+    else
+      await s.probe(
+        op,
+        're-send the ping → 200',
+        { method: 'POST', path: concretePath(op, s), headers: await tokenFor(s, op) },
+        { status: [200] },
+      );
+    await s.probe(
+      op,
+      'unknown id → 404',
+      {
+        method: 'POST',
+        path: concretePath(op, s, { endpoint_id: 'ep_contract_probe_missing' }),
+        headers: await tokenFor(s, op),
+      },
+      { status: [404] },
+    );
   },
 
   async listEndpointAttempts(s, op) {
     if (!s.state.endpointId) s.record(op, 'GET → 200', 'skip', 'no endpoint was created');
     else {
-      await s.probe(op, 'GET → 200, newest first, only this endpoint', { method: 'GET', path: concretePath(op, s), headers: await tokenFor(s, op) }, {
-        status: [200],
-        then: (ex) => {
-          const at = body(ex).data.map((a: Json) => Date.parse(a.at));
-          return at.every((t: number, i: number) => i === 0 || t <= at[i - 1]) ? [] : ['attempts are not newest first'];
+      await s.probe(
+        op,
+        'GET → 200, newest first, only this endpoint',
+        { method: 'GET', path: concretePath(op, s), headers: await tokenFor(s, op) },
+        {
+          status: [200],
+          then: (ex) => {
+            const at = body(ex).data.map((a: Json) => Date.parse(a.at));
+            return at.every((t: number, i: number) => i === 0 || t <= at[i - 1])
+              ? []
+              : ['attempts are not newest first'];
+          },
         },
-      });
-      for (const [q, what] of [['limit=0', 'limit=0 → 400'], ['limit=1001', 'limit=1001 → 400'], ['event_id=%20', 'malformed event_id → 400']]) {
-        await s.probe(op, what, { method: 'GET', path: `${concretePath(op, s)}?${q}`, headers: await tokenFor(s, op) }, { status: [400] });
+      );
+      for (const [q, what] of [
+        ['limit=0', 'limit=0 → 400'],
+        ['limit=1001', 'limit=1001 → 400'],
+        ['event_id=%20', 'malformed event_id → 400'],
+      ]) {
+        await s.probe(
+          op,
+          what,
+          { method: 'GET', path: `${concretePath(op, s)}?${q}`, headers: await tokenFor(s, op) },
+          { status: [400] },
+        );
       }
     }
-    await s.probe(op, 'unknown endpoint → 404', { method: 'GET', path: concretePath(op, s, { endpoint_id: 'ep_contract_probe_missing' }), headers: await tokenFor(s, op) }, { status: [404] });
+    await s.probe(
+      op,
+      'unknown endpoint → 404',
+      {
+        method: 'GET',
+        path: concretePath(op, s, { endpoint_id: 'ep_contract_probe_missing' }),
+        headers: await tokenFor(s, op),
+      },
+      { status: [404] },
+    );
   },
 
   async getWebhookStats(s, op) {
-    await s.probe(op, 'GET → 200, 60 points that add up to the totals', { method: 'GET', path: op.path, headers: await tokenFor(s, op) }, {
-      status: [200],
-      then: (ex) => {
-        const b = body(ex);
-        const sum = b.series.reduce((n: number, p: Json) => n + p.attempts, 0);
-        return sum === b.totals.attempts ? [] : [`the series holds ${sum} attempts, the totals ${b.totals.attempts}`];
-      },
-    });
-    if (s.state.endpointId) {
-      await s.probe(op, 'filtered by endpoint_id → 200, that endpoint only', { method: 'GET', path: `${op.path}?endpoint_id=${encodeURIComponent(s.state.endpointId)}`, headers: await tokenFor(s, op) }, {
+    await s.probe(
+      op,
+      'GET → 200, 60 points that add up to the totals',
+      { method: 'GET', path: op.path, headers: await tokenFor(s, op) },
+      {
         status: [200],
-        then: (ex) => (body(ex).endpoints.every((e: Json) => e.endpoint_id === s.state.endpointId) ? [] : ['other endpoints listed']),
-      });
+        then: (ex) => {
+          const b = body(ex);
+          const sum = b.series.reduce((n: number, p: Json) => n + p.attempts, 0);
+          return sum === b.totals.attempts ? [] : [`the series holds ${sum} attempts, the totals ${b.totals.attempts}`];
+        },
+      },
+    );
+    if (s.state.endpointId) {
+      await s.probe(
+        op,
+        'filtered by endpoint_id → 200, that endpoint only',
+        {
+          method: 'GET',
+          path: `${op.path}?endpoint_id=${encodeURIComponent(s.state.endpointId)}`,
+          headers: await tokenFor(s, op),
+        },
+        {
+          status: [200],
+          then: (ex) =>
+            body(ex).endpoints.every((e: Json) => e.endpoint_id === s.state.endpointId)
+              ? []
+              : ['other endpoints listed'],
+        },
+      );
     }
-    await s.probe(op, 'unknown endpoint_id → 404', { method: 'GET', path: `${op.path}?endpoint_id=ep_contract_probe_missing`, headers: await tokenFor(s, op) }, { status: [404] });
+    await s.probe(
+      op,
+      'unknown endpoint_id → 404',
+      { method: 'GET', path: `${op.path}?endpoint_id=ep_contract_probe_missing`, headers: await tokenFor(s, op) },
+      { status: [404] },
+    );
   },
 
   async rotateEndpointSecret(s, op) {
     if (!s.state.endpointId) s.record(op, 'rotate the secret → 200 with a new one', 'skip', 'no endpoint was created');
-    else await s.probe(op, 'rotate the secret → 200 with a new one', { method: 'POST', path: concretePath(op, s), ...(await json(s, op, { overlap_seconds: 60 })) }, { status: [200], then: (ex) => (body(ex).previous_secret_expires_at ? [] : ['no previous_secret_expires_at after a rotation with an overlap']) });
-    await s.probe(op, 'a negative overlap → 400', { method: 'POST', path: concretePath(op, s), ...(await json(s, op, { overlap_seconds: -1 })) }, { status: [400, 404] });
-    await s.probe(op, 'unknown id → 404', { method: 'POST', path: concretePath(op, s, { endpoint_id: 'ep_contract_probe_missing' }), headers: await tokenFor(s, op) }, { status: [404] });
+    else
+      await s.probe(
+        op,
+        'rotate the secret → 200 with a new one',
+        { method: 'POST', path: concretePath(op, s), ...(await json(s, op, { overlap_seconds: 60 })) },
+        {
+          status: [200],
+          then: (ex) =>
+            body(ex).previous_secret_expires_at
+              ? []
+              : ['no previous_secret_expires_at after a rotation with an overlap'],
+        },
+      );
+    await s.probe(
+      op,
+      'a negative overlap → 400',
+      { method: 'POST', path: concretePath(op, s), ...(await json(s, op, { overlap_seconds: -1 })) },
+      { status: [400, 404] },
+    );
+    await s.probe(
+      op,
+      'unknown id → 404',
+      {
+        method: 'POST',
+        path: concretePath(op, s, { endpoint_id: 'ep_contract_probe_missing' }),
+        headers: await tokenFor(s, op),
+      },
+      { status: [404] },
+    );
   },
 
   async publishEvent(s, op) {
     const id = `evt_contract_${Date.now().toString(36)}`;
     const event = { ...validBody(s, op.operationId), id };
-    const first = await s.probe(op, 'valid event → 202', { method: 'POST', path: op.path, ...(await json(s, op, event)) }, { status: [202], then: (ex) => (body(ex).id === id ? [] : [`id is ${body(ex).id}, sent ${id}`]) });
+    const first = await s.probe(
+      op,
+      'valid event → 202',
+      { method: 'POST', path: op.path, ...(await json(s, op, event)) },
+      { status: [202], then: (ex) => (body(ex).id === id ? [] : [`id is ${body(ex).id}, sent ${id}`]) },
+    );
     if (first?.status === 202) {
-      await s.probe(op, 'same id again → 202 (idempotent)', { method: 'POST', path: op.path, ...(await json(s, op, event)) }, { status: [202], then: (ex) => (body(ex).id === id ? [] : ['a different id']) });
+      await s.probe(
+        op,
+        'same id again → 202 (idempotent)',
+        { method: 'POST', path: op.path, ...(await json(s, op, event)) },
+        { status: [202], then: (ex) => (body(ex).id === id ? [] : ['a different id']) },
+      );
     }
   },
 
   async publishEventBatch(s, op) {
     const id = `evt_contract_batch_${Date.now().toString(36)}`;
-    const events = [{ type: 'inference.completed', data: { n: 1 }, id }, { type: 'ping', data: null }, { type: 'pipeline.failed', data: { n: 2 } }, { type: 'inference.completed', data: { n: 3 }, id }];
-    await s.probe(op, 'mixed batch → 202, the invalid item refused alone, a repeated id answered once', { method: 'POST', path: op.path, ...(await json(s, op, { events })) }, {
-      status: [202],
-      then: (ex) => {
-        const b = body(ex);
-        const faults: string[] = [];
-        if (b.accepted !== 3 || b.rejected !== 1) faults.push(`accepted ${b.accepted}, rejected ${b.rejected}; expected 3 and 1`);
-        if (b.results?.[1]?.error?.code !== 'INVALID_REQUEST') faults.push('item 1 (type ping) was not refused');
-        if (b.results?.[0]?.id !== id || b.results?.[3]?.id !== id) faults.push('the repeated id did not answer with the same id');
-        return faults;
+    const events = [
+      { type: 'inference.completed', data: { n: 1 }, id },
+      { type: 'ping', data: null },
+      { type: 'pipeline.failed', data: { n: 2 } },
+      { type: 'inference.completed', data: { n: 3 }, id },
+    ];
+    await s.probe(
+      op,
+      'mixed batch → 202, the invalid item refused alone, a repeated id answered once',
+      { method: 'POST', path: op.path, ...(await json(s, op, { events })) },
+      {
+        status: [202],
+        then: (ex) => {
+          const b = body(ex);
+          const faults: string[] = [];
+          if (b.accepted !== 3 || b.rejected !== 1)
+            faults.push(`accepted ${b.accepted}, rejected ${b.rejected}; expected 3 and 1`);
+          if (b.results?.[1]?.error?.code !== 'INVALID_REQUEST') faults.push('item 1 (type ping) was not refused');
+          if (b.results?.[0]?.id !== id || b.results?.[3]?.id !== id)
+            faults.push('the repeated id did not answer with the same id');
+          return faults;
+        },
       },
-    });
-    await s.probe(op, 'every item invalid → 400', { method: 'POST', path: op.path, ...(await json(s, op, { events: [{ type: 'ping', data: null }] })) }, { status: [400] });
-    await s.probe(op, '1,001 events → 400', { method: 'POST', path: op.path, ...(await json(s, op, { events: Array.from({ length: 1001 }, () => ({ type: 'inference.completed', data: null })) })) }, { status: [400] });
+    );
+    await s.probe(
+      op,
+      'every item invalid → 400',
+      { method: 'POST', path: op.path, ...(await json(s, op, { events: [{ type: 'ping', data: null }] })) },
+      { status: [400] },
+    );
+    await s.probe(
+      op,
+      '1,001 events → 400',
+      {
+        method: 'POST',
+        path: op.path,
+        ...(await json(s, op, {
+          events: Array.from({ length: 1001 }, () => ({ type: 'inference.completed', data: null })),
+        })),
+      },
+      { status: [400] },
+    );
   },
 
   async listDlq(s, op) {
     await s.probe(op, 'GET → 200', { method: 'GET', path: op.path, headers: await tokenFor(s, op) }, { status: [200] });
     const endpoint = s.state.endpointId ?? 'ep_contract_probe_missing';
-    await s.probe(op, 'filtered by endpoint_id and event_type → 200, only matching entries', { method: 'GET', path: `${op.path}?endpoint_id=${encodeURIComponent(endpoint)}&event_type=pipeline.failed`, headers: await tokenFor(s, op) }, {
-      status: [200],
-      then: (ex) => body(ex).data.filter((e: Json) => e.endpoint_id !== endpoint || e.event_type !== 'pipeline.failed').map((e: Json) => `entry ${e.id} does not match the filter`),
-    });
+    await s.probe(
+      op,
+      'filtered by endpoint_id and event_type → 200, only matching entries',
+      {
+        method: 'GET',
+        path: `${op.path}?endpoint_id=${encodeURIComponent(endpoint)}&event_type=pipeline.failed`,
+        headers: await tokenFor(s, op),
+      },
+      {
+        status: [200],
+        then: (ex) =>
+          body(ex)
+            .data.filter((e: Json) => e.endpoint_id !== endpoint || e.event_type !== 'pipeline.failed')
+            .map((e: Json) => `entry ${e.id} does not match the filter`),
+      },
+    );
     await pagingChecks(s, op);
   },
 
   async replayDlqEntry(s, op) {
-    await s.probe(op, 'unknown id → 404', { method: 'POST', path: concretePath(op, s), headers: await tokenFor(s, op) }, { status: [404] });
+    await s.probe(
+      op,
+      'unknown id → 404',
+      { method: 'POST', path: concretePath(op, s), headers: await tokenFor(s, op) },
+      { status: [404] },
+    );
   },
 
   async replayDlq(s, op) {
-    await s.probe(op, 'by filter → replayed count', { method: 'POST', path: op.path, ...(await json(s, op, validBody(s, op.operationId))) }, {
-      status: [200, 202],
-      then: (ex) => (body(ex).replayed === 0 ? [] : [`replayed ${body(ex).replayed} entries of an endpoint that never failed`]),
-    });
+    await s.probe(
+      op,
+      'by filter → replayed count',
+      { method: 'POST', path: op.path, ...(await json(s, op, validBody(s, op.operationId))) },
+      {
+        status: [200, 202],
+        then: (ex) =>
+          body(ex).replayed === 0 ? [] : [`replayed ${body(ex).replayed} entries of an endpoint that never failed`],
+      },
+    );
   },
 
   async deleteEndpoint(s, op) {
     if (!s.state.endpointId) s.record(op, 'delete → 204, then 404', 'skip', 'no endpoint was created');
     else {
-      const ex = await s.probe(op, 'delete → 204', { method: 'DELETE', path: concretePath(op, s), headers: await tokenFor(s, op) }, { status: [204] });
+      const ex = await s.probe(
+        op,
+        'delete → 204',
+        { method: 'DELETE', path: concretePath(op, s), headers: await tokenFor(s, op) },
+        { status: [204] },
+      );
       if (ex?.status === 204) {
         const read = await s.token('webhooks:read').catch(() => null);
-        if (read) await s.probe(op, 'read after delete → 404', { method: 'GET', path: concretePath(op, s), headers: bearer(read) }, { status: [404], documented: { '404': op.responses['404'] } });
-        await s.probe(op, 'delete again → 404', { method: 'DELETE', path: concretePath(op, s), headers: await tokenFor(s, op) }, { status: [404] });
+        if (read)
+          await s.probe(
+            op,
+            'read after delete → 404',
+            { method: 'GET', path: concretePath(op, s), headers: bearer(read) },
+            { status: [404], documented: { '404': op.responses['404'] } },
+          );
+        await s.probe(
+          op,
+          'delete again → 404',
+          { method: 'DELETE', path: concretePath(op, s), headers: await tokenFor(s, op) },
+          { status: [404] },
+        );
       }
     }
   },
 
   async getClientSecret(s, op) {
     // 404 is documented until the first rotation (the secret is the one shown at creation).
-    await s.probe(op, 'own client → 200, or 404 before its first rotation', { method: 'GET', path: concretePath(op, s), headers: await tokenFor(s, op) }, { status: [200, 404] });
-    await s.probe(op, 'unknown client → 404', { method: 'GET', path: concretePath(op, s, { client_id: 'cl_contract_probe_missing' }), headers: await tokenFor(s, op) }, { status: [404] });
+    await s.probe(
+      op,
+      'own client → 200, or 404 before its first rotation',
+      { method: 'GET', path: concretePath(op, s), headers: await tokenFor(s, op) },
+      { status: [200, 404] },
+    );
+    await s.probe(
+      op,
+      'unknown client → 404',
+      {
+        method: 'GET',
+        path: concretePath(op, s, { client_id: 'cl_contract_probe_missing' }),
+        headers: await tokenFor(s, op),
+      },
+      { status: [404] },
+    );
   },
 
   async listAuditEntries(s, op) {
@@ -259,7 +573,12 @@ export const SCENARIOS: Record<string, Scenario> = {
   },
 
   async revokeClient(s, op) {
-    await s.probe(op, 'unknown client → 404', { method: 'POST', path: op.path, ...(await json(s, op, validBody(s, op.operationId))) }, { status: [404] });
+    await s.probe(
+      op,
+      'unknown client → 404',
+      { method: 'POST', path: op.path, ...(await json(s, op, validBody(s, op.operationId))) },
+      { status: [404] },
+    );
     const victim = s.opts.revocable;
     if (!victim) {
       s.record(op, 'revoke → 201, its token → 401 TOKEN_REVOKED', 'skip', 'no --revocable-client-id given');
@@ -267,9 +586,19 @@ export const SCENARIOS: Record<string, Scenario> = {
     }
     const victimToken = await s.token(undefined, victim);
     const request = { client_id: victim.clientId, reason: 'sluice contract verify' };
-    const ex = await s.probe(op, 'revoke → 201', { method: 'POST', path: op.path, ...(await json(s, op, request)) }, { status: [201] });
+    const ex = await s.probe(
+      op,
+      'revoke → 201',
+      { method: 'POST', path: op.path, ...(await json(s, op, request)) },
+      { status: [201] },
+    );
     if (ex?.status !== 201) return;
-    await s.probe(op, 'revoke again → 200 or 201 (idempotent)', { method: 'POST', path: op.path, ...(await json(s, op, request)) }, { status: [200, 201] });
+    await s.probe(
+      op,
+      'revoke again → 200 or 201 (idempotent)',
+      { method: 'POST', path: op.path, ...(await json(s, op, request)) },
+      { status: [200, 201] },
+    );
     // Auth runs before anything else, so the revoked token can be tried on this very operation.
     const deadline = Date.now() + 2000;
     // The spec gives a revocation 250 ms to reach every node; wait a little longer before judging.
@@ -279,12 +608,35 @@ export const SCENARIOS: Record<string, Scenario> = {
       if (r.status === 401) break;
       await new Promise((res) => setTimeout(res, 25));
     }
-    await s.probe(op, 'revoked token → 401 TOKEN_REVOKED', { method: 'POST', path: op.path, ...jsonBody(request), headers: { ...bearer(victimToken), 'content-type': 'application/json' } }, {
-      status: [401],
-      then: (ex) => (body(ex).code === 'TOKEN_REVOKED' ? [] : [`code ${body(ex).code}`]),
-    });
+    await s.probe(
+      op,
+      'revoked token → 401 TOKEN_REVOKED',
+      {
+        method: 'POST',
+        path: op.path,
+        ...jsonBody(request),
+        headers: { ...bearer(victimToken), 'content-type': 'application/json' },
+      },
+      {
+        status: [401],
+        then: (ex) => (body(ex).code === 'TOKEN_REVOKED' ? [] : [`code ${body(ex).code}`]),
+      },
+    );
     const tokenOp = listOperations(s.doc).find((o) => o.operationId === 'issueToken')!;
-    await s.probe(tokenOp, 'revoked client secret → 401 invalid_client', { method: 'POST', path: tokenOp.path, ...jsonBody({ grant_type: 'client_credentials', client_id: victim.clientId, client_secret: victim.clientSecret }) }, { status: [401] });
+    await s.probe(
+      tokenOp,
+      'revoked client secret → 401 invalid_client',
+      {
+        method: 'POST',
+        path: tokenOp.path,
+        ...jsonBody({
+          grant_type: 'client_credentials',
+          client_id: victim.clientId,
+          client_secret: victim.clientSecret,
+        }),
+      },
+      { status: [401] },
+    );
   },
 
   inferenceGet: dataPlane,
@@ -315,4 +667,25 @@ export const SCENARIOS: Record<string, Scenario> = {
 };
 
 /** The order that lets later scenarios use what earlier ones created; the rest follow in contract order. */
-export const ORDER = ['getContract', 'issueToken', 'getJwks', 'getAuthorizationServerMetadata', 'createEndpoint', 'listEndpoints', 'getEndpoint', 'verifyEndpoint', 'rotateEndpointSecret', 'publishEvent', 'listEndpointAttempts', 'getWebhookStats', 'publishEventBatch', 'listDlq', 'replayDlqEntry', 'replayDlq', 'deleteEndpoint', 'getClientSecret', 'listAuditEntries', 'revokeClient'];
+export const ORDER = [
+  'getContract',
+  'issueToken',
+  'getJwks',
+  'getAuthorizationServerMetadata',
+  'createEndpoint',
+  'listEndpoints',
+  'getEndpoint',
+  'verifyEndpoint',
+  'rotateEndpointSecret',
+  'publishEvent',
+  'listEndpointAttempts',
+  'getWebhookStats',
+  'publishEventBatch',
+  'listDlq',
+  'replayDlqEntry',
+  'replayDlq',
+  'deleteEndpoint',
+  'getClientSecret',
+  'listAuditEntries',
+  'revokeClient',
+];

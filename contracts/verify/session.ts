@@ -26,7 +26,10 @@ export interface VerifyOptions {
 }
 
 export class TokenError extends SluiceBaseError<'TOKEN_REFUSED'> {
-  constructor(readonly status: number, body: string) {
+  constructor(
+    readonly status: number,
+    body: string,
+  ) {
     super('TOKEN_REFUSED', `the token endpoint refused the verifier's credentials: ${status} ${body.slice(0, 200)}`);
   }
 }
@@ -49,14 +52,21 @@ export class Session {
   private readonly tokens = new Map<string, string>();
   grantedScopes: string[] = [];
 
-  constructor(readonly doc: Json, readonly schemas: ContractSchemas, readonly opts: VerifyOptions) {}
+  constructor(
+    readonly doc: Json,
+    readonly schemas: ContractSchemas,
+    readonly opts: VerifyOptions,
+  ) {}
 
   get maxBodyBytes(): number {
     return this.opts.maxBodyBytes ?? 1024 * 1024;
   }
 
   /** A token for the verifier's client, narrowed to `scope` when given (RFC 6749 `scope` parameter). */
-  async token(scope?: string, creds = { clientId: this.opts.clientId, clientSecret: this.opts.clientSecret }): Promise<string> {
+  async token(
+    scope?: string,
+    creds = { clientId: this.opts.clientId, clientSecret: this.opts.clientSecret },
+  ): Promise<string> {
     const key = `${creds.clientId} ${scope ?? ''}`;
     const cached = this.tokens.get(key);
     if (cached) return cached;
@@ -64,7 +74,12 @@ export class Session {
       method: 'POST',
       path: '/v1/auth/token',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ grant_type: 'client_credentials', client_id: creds.clientId, client_secret: creds.clientSecret, ...(scope ? { scope } : {}) }),
+      body: JSON.stringify({
+        grant_type: 'client_credentials',
+        client_id: creds.clientId,
+        client_secret: creds.clientSecret,
+        ...(scope ? { scope } : {}),
+      }),
     });
     if (ex.status !== 200 || !ex.isJson) throw new TokenError(ex.status, ex.text);
     const body = ex.json as { access_token: string; scope: string };
@@ -73,8 +88,24 @@ export class Session {
     return body.access_token;
   }
 
-  record(op: Pick<Operation, 'operationId' | 'method' | 'path'>, check: string, outcome: Outcome, detail = '', status?: number, ms = 0): void {
-    this.results.push({ operationId: op.operationId, method: op.method, path: op.path, check, outcome, detail, status, ms });
+  record(
+    op: Pick<Operation, 'operationId' | 'method' | 'path'>,
+    check: string,
+    outcome: Outcome,
+    detail = '',
+    status?: number,
+    ms = 0,
+  ): void {
+    this.results.push({
+      operationId: op.operationId,
+      method: op.method,
+      path: op.path,
+      check,
+      outcome,
+      detail,
+      status,
+      ms,
+    });
   }
 
   /** Sends one request, validates the response against the contract and the expectation, records the check. */
@@ -88,7 +119,11 @@ export class Session {
       return null;
     }
     const ms = Date.now() - started;
-    if (expect.upstreamMayBeAbsent && ex.status === 502 && (ex.json as Json | undefined)?.code === 'UPSTREAM_UNAVAILABLE') {
+    if (
+      expect.upstreamMayBeAbsent &&
+      ex.status === 502 &&
+      (ex.json as Json | undefined)?.code === 'UPSTREAM_UNAVAILABLE'
+    ) {
       this.record(op, check, 'skip', 'no upstream is configured for this data-plane family', ex.status, ms);
       return ex;
     }

@@ -38,7 +38,14 @@ export async function verifyProvider(opts: VerifyOptions, doc: Json = loadContra
     if (!scenario) s.record(op, 'scenario', 'fail', 'the verifier has no scenario for this operation of the contract');
     else {
       const probe = await isImplemented(s, op);
-      if (!probe.implemented) s.record(op, 'route exists', 'not-implemented', `${op.method} ${op.path} answers ${probe.status}`, probe.status);
+      if (!probe.implemented)
+        s.record(
+          op,
+          'route exists',
+          'not-implemented',
+          `${op.method} ${op.path} answers ${probe.status}`,
+          probe.status,
+        );
       else {
         await authCases(s, op);
         await methodCase(s, op, donePaths);

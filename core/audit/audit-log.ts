@@ -23,6 +23,9 @@ export async function appendAudit(ctx: Context, e: AuditInput): Promise<Appended
  *   const { entry, visible } = await appendAuditCommitted(ctx, {...});
  *   await Promise.all([visible, writeTheRecord(entry.id)]);
  */
-export function appendAuditCommitted(ctx: Context, e: AuditInput): Promise<{ entry: AppendedEntry; visible: Promise<void> }> {
+export function appendAuditCommitted(
+  ctx: Context,
+  e: AuditInput,
+): Promise<{ entry: AppendedEntry; visible: Promise<void> }> {
   return ctx.audit.appendCommitted(e);
 }

@@ -38,7 +38,13 @@ export class AuditView implements StoredView {
     void this.meta.put('count', this.count + 1);
     const e = parseEntry(r.value);
     const problem = e === null ? 'not JSON' : checkLink(this.tail(), e);
-    if (problem && !this.firstBroken) void this.meta.put('broken', { offset: r.offset, seq: e?.seq ?? null, id: e?.id ?? null, problem } satisfies BrokenLink);
+    if (problem && !this.firstBroken)
+      void this.meta.put('broken', {
+        offset: r.offset,
+        seq: e?.seq ?? null,
+        id: e?.id ?? null,
+        problem,
+      } satisfies BrokenLink);
     if (e === null || typeof e.hash !== 'string' || !Number.isInteger(e.seq)) return;
     void this.meta.put('tail', e);
     // A malformed entry still becomes the tail (as it would in memory) but is not listed.
@@ -70,7 +76,11 @@ export class AuditView implements StoredView {
   /** A tenant's entries with seq > afterSeq, in log order. */
   page(tenantId: string, afterSeq: number, limit: number): { data: AuditEntry[]; more: boolean } {
     const data: AuditEntry[] = [];
-    for (const { value } of this.entries.getRange({ start: [tenantId, afterSeq, Infinity], end: [tenantId, Infinity], limit: limit + 1 })) {
+    for (const { value } of this.entries.getRange({
+      start: [tenantId, afterSeq, Infinity],
+      end: [tenantId, Infinity],
+      limit: limit + 1,
+    })) {
       data.push(JSON.parse(value.toString('utf8')) as AuditEntry);
     }
     const more = data.length > limit;

@@ -42,7 +42,6 @@ export interface AuditWriterDeps {
 const ATTEMPTS = 10;
 const CATCH_UP_MS = 10_000;
 
-
 export class AuditWriter {
   private producer: Producer | null = null;
   private admin: Admin | null = null;

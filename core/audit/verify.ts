@@ -14,7 +14,10 @@ export interface VerifyResult {
 
 export async function verifyAuditLog(kafka: Kafka, topic: string, groupPrefix: string): Promise<VerifyResult> {
   const view = new AuditView(topic);
-  const state = new StateConsumer(kafka, [view], { groupPrefix: `${groupPrefix}-audit-verify`, readyTimeoutMs: 120_000 });
+  const state = new StateConsumer(kafka, [view], {
+    groupPrefix: `${groupPrefix}-audit-verify`,
+    readyTimeoutMs: 120_000,
+  });
   try {
     await state.start();
   } finally {

@@ -29,7 +29,10 @@ export interface ClientRecord {
 
 export class ClientRegistry implements StateView {
   private readonly clients = new Map<string, ClientRecord>();
-  constructor(readonly topic: string, private readonly masterKey: Buffer) {}
+  constructor(
+    readonly topic: string,
+    private readonly masterKey: Buffer,
+  ) {}
 
   apply(r: StateRecord): void {
     const rec = parseJson<ClientRecord>(r.value);
@@ -68,7 +71,12 @@ export interface NewClient {
   secret: string;
 }
 
-export function newClient(masterKey: Buffer, fields: { tenant_id: string; role: string; scopes: string[]; region: string }, now: number, rotationMs: number): NewClient {
+export function newClient(
+  masterKey: Buffer,
+  fields: { tenant_id: string; role: string; scopes: string[]; region: string },
+  now: number,
+  rotationMs: number,
+): NewClient {
   const secret = newSecret('sk');
   const record: ClientRecord = {
     client_id: newId('cl'),

@@ -23,16 +23,26 @@ export interface RevokeInput {
 }
 
 /** `created` is false when the client was already revoked: the existing record comes back unchanged. */
-export async function revokeClient(ctx: Context, input: RevokeInput): Promise<{ record: RevocationRecord; created: boolean }> {
+export async function revokeClient(
+  ctx: Context,
+  input: RevokeInput,
+): Promise<{ record: RevocationRecord; created: boolean }> {
   const client = ctx.clients.get(input.clientId);
   // Another tenant's client is indistinguishable from an unknown one.
-  if (!client || (input.tenant !== null && client.tenant_id !== input.tenant)) throw new SluiceError('NOT_FOUND', `no client "${input.clientId}" in this tenant`);
+  if (!client || (input.tenant !== null && client.tenant_id !== input.tenant))
+    throw new SluiceError('NOT_FOUND', `no client "${input.clientId}" in this tenant`);
   const existing = ctx.revocations.get(client.client_id);
   if (existing) return { record: existing, created: false };
   const running = ctx.revoking.current(client.client_id);
   if (running) return running.then((record) => ({ record, created: false }));
   const record = await ctx.revoking.run(client.client_id, async () => {
-    const { entry: audit, visible } = await appendAuditCommitted(ctx, { tenant_id: client.tenant_id, actor: input.actor, action: 'credential.revoked', subject: client.client_id, reason: input.reason });
+    const { entry: audit, visible } = await appendAuditCommitted(ctx, {
+      tenant_id: client.tenant_id,
+      actor: input.actor,
+      action: 'credential.revoked',
+      subject: client.client_id,
+      reason: input.reason,
+    });
     const record: RevocationRecord = {
       revocation_id: newId('rev'),
       client_id: client.client_id,
@@ -42,7 +52,17 @@ export async function revokeClient(ctx: Context, input: RevokeInput): Promise<{ 
       revoked_at: ctx.clock.now(),
       audit_entry_id: audit.id,
     };
-    await Promise.all([visible, writeState(ctx, ctx.topics.revocations, client.client_id, record, () => ctx.revocations.get(client.client_id)?.revocation_id === record.revocation_id, 'revocation record')]);
+    await Promise.all([
+      visible,
+      writeState(
+        ctx,
+        ctx.topics.revocations,
+        client.client_id,
+        record,
+        () => ctx.revocations.get(client.client_id)?.revocation_id === record.revocation_id,
+        'revocation record',
+      ),
+    ]);
     return record;
   });
   return { record, created: true };
@@ -52,14 +72,34 @@ export async function revokeClient(ctx: Context, input: RevokeInput): Promise<{ 
  * Lifts a revocation (operator only). Tokens issued before the revocation would verify again once
  * the record is gone, so this waits out their lifetime unless `force` says the operator accepts that.
  */
-export async function reenableClient(ctx: Context, input: { clientId: string; reason: string; actor: string; force?: boolean }): Promise<{ audit_entry_id: string; revocation: RevocationRecord }> {
+export async function reenableClient(
+  ctx: Context,
+  input: { clientId: string; reason: string; actor: string; force?: boolean },
+): Promise<{ audit_entry_id: string; revocation: RevocationRecord }> {
   const rec = ctx.revocations.get(input.clientId);
   if (!rec) throw new SluiceError('NOT_FOUND', `client "${input.clientId}" is not revoked`);
   const safeAt = rec.revoked_at + (ctx.config.tokenTtlSeconds + ctx.config.clockSkewSeconds) * 1000 + 1000;
   if (!input.force && ctx.clock.now() < safeAt) {
-    throw new SluiceError('CONFLICT', `tokens issued before the revocation stay valid until ${new Date(safeAt).toISOString()}; re-enabling earlier would make them verify again (use --force to accept that)`, { safe_at: new Date(safeAt).toISOString() });
+    throw new SluiceError(
+      'CONFLICT',
+      `tokens issued before the revocation stay valid until ${new Date(safeAt).toISOString()}; re-enabling earlier would make them verify again (use --force to accept that)`,
+      { safe_at: new Date(safeAt).toISOString() },
+    );
   }
-  const audit = await appendAudit(ctx, { tenant_id: rec.tenant_id, actor: input.actor, action: 'credential.reenabled', subject: rec.client_id, reason: input.reason });
-  await writeState(ctx, ctx.topics.revocations, rec.client_id, null, () => !ctx.revocations.get(rec.client_id), 'revocation tombstone');
+  const audit = await appendAudit(ctx, {
+    tenant_id: rec.tenant_id,
+    actor: input.actor,
+    action: 'credential.reenabled',
+    subject: rec.client_id,
+    reason: input.reason,
+  });
+  await writeState(
+    ctx,
+    ctx.topics.revocations,
+    rec.client_id,
+    null,
+    () => !ctx.revocations.get(rec.client_id),
+    'revocation tombstone',
+  );
   return { audit_entry_id: audit.id, revocation: rec };
 }

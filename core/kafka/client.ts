@@ -129,11 +129,16 @@ export function isTransientKafkaError(err: unknown): boolean {
  * Takes from the head of `queue` what one produce request carries (at least one entry, then as
  * many as fit MAX_BATCH_RECORDS and MAX_BATCH_BYTES), in order, with its records grouped by topic.
  */
-function takeRequest<T extends Queued>(queue: T[]): { taken: T[]; topicMessages: { topic: string; messages: OutRecord[] }[] } {
+function takeRequest<T extends Queued>(
+  queue: T[],
+): { taken: T[]; topicMessages: { topic: string; messages: OutRecord[] }[] } {
   let n = 0;
   let count = 0;
   let bytes = 0;
-  while (n < queue.length && (n === 0 || (count + queue[n].records.length <= MAX_BATCH_RECORDS && bytes + queue[n].bytes <= MAX_BATCH_BYTES))) {
+  while (
+    n < queue.length &&
+    (n === 0 || (count + queue[n].records.length <= MAX_BATCH_RECORDS && bytes + queue[n].bytes <= MAX_BATCH_BYTES))
+  ) {
     count += queue[n].records.length;
     bytes += queue[n].bytes;
     n++;
@@ -160,7 +165,12 @@ export class DurableProducer {
   private readonly queue: PendingSend[] = [];
   private flushing = false;
   constructor(kafka: Kafka) {
-    this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, retry: { retries: 10, initialRetryTime: 100 } });
+    this.producer = kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      allowAutoTopicCreation: false,
+      retry: { retries: 10, initialRetryTime: 100 },
+    });
   }
   async connect(): Promise<void> {
     await this.producer.connect();
@@ -177,7 +187,12 @@ export class DurableProducer {
     const chunks: { records: OutRecord[]; bytes: number }[] = [];
     for (const r of records) {
       const size = recordBytes(r);
-      if (size > MAX_RECORD_BYTES) throw new SluiceError('PAYLOAD_TOO_LARGE', `a record of ${size} bytes exceeds the ${MAX_RECORD_BYTES}-byte limit of one Kafka record`, { max_bytes: MAX_RECORD_BYTES });
+      if (size > MAX_RECORD_BYTES)
+        throw new SluiceError(
+          'PAYLOAD_TOO_LARGE',
+          `a record of ${size} bytes exceeds the ${MAX_RECORD_BYTES}-byte limit of one Kafka record`,
+          { max_bytes: MAX_RECORD_BYTES },
+        );
       if (chunk.length > 0 && (bytes + size > MAX_BATCH_BYTES || chunk.length >= MAX_BATCH_RECORDS)) {
         chunks.push({ records: chunk, bytes });
         chunk = [];
@@ -197,7 +212,10 @@ export class DurableProducer {
           // Still queued: it will never be sent. In flight: Kafka may yet take it.
           const i = this.queue.indexOf(pending);
           if (i >= 0) this.queue.splice(i, 1);
-          const fate = i >= 0 ? 'nothing was written' : 'the write may still complete; retry with the same event ids to stay idempotent';
+          const fate =
+            i >= 0
+              ? 'nothing was written'
+              : 'the write may still complete; retry with the same event ids to stay idempotent';
           reject(unavailable(`Kafka did not acknowledge the write within ${opts.timeoutMs} ms (${fate})`));
         }, opts.timeoutMs);
         pending.resolve = () => {
@@ -234,7 +252,13 @@ export class DurableProducer {
       this.flushing = false;
     }
   }
-  async sendJson(topic: string, key: string, value: unknown, headers?: Record<string, string>, opts: { timeoutMs?: number } = {}): Promise<void> {
+  async sendJson(
+    topic: string,
+    key: string,
+    value: unknown,
+    headers?: Record<string, string>,
+    opts: { timeoutMs?: number } = {},
+  ): Promise<void> {
     await this.send(topic, [{ key, value: value === null ? null : JSON.stringify(value), headers }], opts);
   }
   async disconnect(): Promise<void> {
@@ -256,8 +280,15 @@ export class BestEffortProducer {
   private queue: Queued[] = [];
   private scheduled = false;
   private readonly sending = new Set<Promise<void>>();
-  constructor(kafka: Kafka, private readonly onDrop: (count: number, err: Error | null) => void) {
-    this.producer = kafka.producer({ allowAutoTopicCreation: false, maxInFlightRequests: 5, retry: { retries: 2, initialRetryTime: 100 } });
+  constructor(
+    kafka: Kafka,
+    private readonly onDrop: (count: number, err: Error | null) => void,
+  ) {
+    this.producer = kafka.producer({
+      allowAutoTopicCreation: false,
+      maxInFlightRequests: 5,
+      retry: { retries: 2, initialRetryTime: 100 },
+    });
   }
   connect(): Promise<void> {
     return this.producer.connect();
@@ -311,7 +342,9 @@ export async function retryAdmin<T>(what: string, fn: () => Promise<T>, timeoutM
 /** The existing retention values that are longer than desired (kept when other settings are written). */
 function keepLonger(current: Record<string, string>, desired: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const key of RETENTION_KEYS) if (current[key] !== undefined && desired[key] !== undefined && longer(current[key], desired[key])) out[key] = current[key];
+  for (const key of RETENTION_KEYS)
+    if (current[key] !== undefined && desired[key] !== undefined && longer(current[key], desired[key]))
+      out[key] = current[key];
   return out;
 }
 
@@ -331,11 +364,18 @@ const longer = (a: string, b: string) => (a === '-1' ? b !== '-1' : b !== '-1' &
  * would delete or compact data someone relies on). `strict` (a scaled-time start) refuses to run
  * against a topic that keeps data longer than it expects instead of silently keeping it.
  */
-export function reconcileTopicConfig(topic: string, existing: Record<string, string>, desired: Record<string, string>, strict: boolean): Record<string, string> {
+export function reconcileTopicConfig(
+  topic: string,
+  existing: Record<string, string>,
+  desired: Record<string, string>,
+  strict: boolean,
+): Record<string, string> {
   const alter: Record<string, string> = {};
   const want = desired['cleanup.policy'];
   if (want && existing['cleanup.policy'] && existing['cleanup.policy'] !== want) {
-    throw new TopicSettingsError(`topic ${topic} has cleanup.policy=${existing['cleanup.policy']}, Sluice needs ${want}; Sluice does not change it: fix it with Kafka's tools or use another SLUICE_TOPIC_PREFIX`);
+    throw new TopicSettingsError(
+      `topic ${topic} has cleanup.policy=${existing['cleanup.policy']}, Sluice needs ${want}; Sluice does not change it: fix it with Kafka's tools or use another SLUICE_TOPIC_PREFIX`,
+    );
   }
   for (const key of RETENTION_KEYS) {
     const d = desired[key];
@@ -343,7 +383,9 @@ export function reconcileTopicConfig(topic: string, existing: Record<string, str
     if (d === undefined) continue;
     if (e === undefined || longer(d, e)) alter[key] = d;
     else if (longer(e, d) && strict) {
-      throw new TopicSettingsError(`topic ${topic} keeps data longer (${key}=${e}) than this scaled-time start expects (${d}): it looks like a real deployment's topic. Sluice never shortens it; start with SLUICE_TIME_SCALE=1 or use another SLUICE_TOPIC_PREFIX`);
+      throw new TopicSettingsError(
+        `topic ${topic} keeps data longer (${key}=${e}) than this scaled-time start expects (${d}): it looks like a real deployment's topic. Sluice never shortens it; start with SLUICE_TIME_SCALE=1 or use another SLUICE_TOPIC_PREFIX`,
+      );
     }
   }
   return alter;
@@ -384,7 +426,11 @@ async function ensureTopicsOnce(kafka: Kafka, specs: TopicSpec[], strict: boolea
     if (present.length > 0) {
       const described = await admin.describeConfigs({
         includeSynonyms: false,
-        resources: present.map((s) => ({ type: 2 /* ConfigResourceTypes.TOPIC */, name: s.name, configNames: ['cleanup.policy', ...RETENTION_KEYS] })),
+        resources: present.map((s) => ({
+          type: 2 /* ConfigResourceTypes.TOPIC */,
+          name: s.name,
+          configNames: ['cleanup.policy', ...RETENTION_KEYS],
+        })),
       });
       const changes: { type: number; name: string; configEntries: { name: string; value: string }[] }[] = [];
       for (const s of present) {
@@ -392,7 +438,14 @@ async function ensureTopicsOnce(kafka: Kafka, specs: TopicSpec[], strict: boolea
         const current = Object.fromEntries((res?.configEntries ?? []).map((c) => [c.configName, c.configValue]));
         const alter = reconcileTopicConfig(s.name, current, s.config, strict);
         // alterConfigs replaces a topic's whole set of overrides: send the current ones with the change.
-        if (Object.keys(alter).length > 0) changes.push({ type: 2, name: s.name, configEntries: Object.entries({ ...current, ...s.config, ...alter, ...keepLonger(current, s.config) }).map(([name, value]) => ({ name, value })) });
+        if (Object.keys(alter).length > 0)
+          changes.push({
+            type: 2,
+            name: s.name,
+            configEntries: Object.entries({ ...current, ...s.config, ...alter, ...keepLonger(current, s.config) }).map(
+              ([name, value]) => ({ name, value }),
+            ),
+          });
       }
       if (changes.length > 0) await admin.alterConfigs({ validateOnly: false, resources: changes });
     }

@@ -33,16 +33,35 @@ export function ensureKafkaJars(cacheDir: string, log: (line: string) => void = 
   const marker = join(libs, '.complete');
   if (existsSync(marker)) return libs;
   if (!has('mvn', ['-v'])) {
-    throw new LocalKafkaError('MAVEN_MISSING', 'Maven (mvn) is not installed: install it (apt-get install maven) or set KAFKA_BROKERS to an existing cluster');
+    throw new LocalKafkaError(
+      'MAVEN_MISSING',
+      'Maven (mvn) is not installed: install it (apt-get install maven) or set KAFKA_BROKERS to an existing cluster',
+    );
   }
   log(`resolving Apache Kafka ${KAFKA_VERSION} jars from Maven Central into ${libs} (once)`);
   mkdirSync(libs, { recursive: true });
-  const r = spawnSync('mvn', ['-q', '-B', '-f', POM, 'dependency:copy-dependencies', `-DoutputDirectory=${libs}`, '-DincludeScope=runtime', `-Dkafka.version=${KAFKA_VERSION}`], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    encoding: 'utf8',
-  });
+  const r = spawnSync(
+    'mvn',
+    [
+      '-q',
+      '-B',
+      '-f',
+      POM,
+      'dependency:copy-dependencies',
+      `-DoutputDirectory=${libs}`,
+      '-DincludeScope=runtime',
+      `-Dkafka.version=${KAFKA_VERSION}`,
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      encoding: 'utf8',
+    },
+  );
   if (r.status !== 0) {
-    throw new LocalKafkaError('JARS_FAILED', `mvn could not resolve the Kafka jars: ${(r.stdout + r.stderr).trim().split('\n').slice(-5).join(' | ')}`);
+    throw new LocalKafkaError(
+      'JARS_FAILED',
+      `mvn could not resolve the Kafka jars: ${(r.stdout + r.stderr).trim().split('\n').slice(-5).join(' | ')}`,
+    );
   }
   writeFileSync(marker, new Date().toISOString());
   return libs;
@@ -142,24 +161,53 @@ function serverProperties(id: number, port: number, n: number, controllerPorts: 
 export async function startLocalKafka(opts: LocalKafkaOptions): Promise<LocalKafka> {
   const log = opts.log ?? (() => {});
   if (!has('java', ['-version'])) {
-    throw new LocalKafkaError('JAVA_MISSING', 'Java is not installed: install a Java 17 runtime (apt-get install openjdk-17-jre-headless) or set KAFKA_BROKERS to an existing cluster');
+    throw new LocalKafkaError(
+      'JAVA_MISSING',
+      'Java is not installed: install a Java 17 runtime (apt-get install openjdk-17-jre-headless) or set KAFKA_BROKERS to an existing cluster',
+    );
   }
   const libs = ensureKafkaJars(opts.cacheDir, log);
   const base = opts.port ?? 9092;
   const n = opts.nodes ?? 1;
-  if (!Number.isInteger(n) || n < 1 || n > 9) throw new LocalKafkaError('START_FAILED', `a local cluster has 1 to 9 brokers, not ${n}`);
-  const controllerPorts = Array.from({ length: n }, (_, i) => (opts.controllerPort !== undefined ? opts.controllerPort + i : base + 2 * i + 1));
+  if (!Number.isInteger(n) || n < 1 || n > 9)
+    throw new LocalKafkaError('START_FAILED', `a local cluster has 1 to 9 brokers, not ${n}`);
+  const controllerPorts = Array.from({ length: n }, (_, i) =>
+    opts.controllerPort !== undefined ? opts.controllerPort + i : base + 2 * i + 1,
+  );
   for (let i = 0; i < n; i++) {
     const broker = base + 2 * i;
-    if (controllerPorts.includes(broker)) throw new LocalKafkaError('START_FAILED', `port ${broker} would serve both a broker and a controller: pick another --controller-port`);
-    for (const [p, what] of [[broker, `broker ${i + 1}'s port (--port)`], [controllerPorts[i], `controller ${i + 1}'s port (--controller-port${opts.controllerPort === undefined ? `, default --port + ${2 * i + 1}` : ''})`]] as const) {
-      if ((await portBusy(p)) || (await portOpen(p))) throw new LocalKafkaError('START_FAILED', `port ${p} on 127.0.0.1, ${what}, is already in use: stop what holds it, pick another port, or point KAFKA_BROKERS at a running cluster`);
+    if (controllerPorts.includes(broker))
+      throw new LocalKafkaError(
+        'START_FAILED',
+        `port ${broker} would serve both a broker and a controller: pick another --controller-port`,
+      );
+    for (const [p, what] of [
+      [broker, `broker ${i + 1}'s port (--port)`],
+      [
+        controllerPorts[i],
+        `controller ${i + 1}'s port (--controller-port${opts.controllerPort === undefined ? `, default --port + ${2 * i + 1}` : ''})`,
+      ],
+    ] as const) {
+      if ((await portBusy(p)) || (await portOpen(p)))
+        throw new LocalKafkaError(
+          'START_FAILED',
+          `port ${p} on 127.0.0.1, ${what}, is already in use: stop what holds it, pick another port, or point KAFKA_BROKERS at a running cluster`,
+        );
     }
   }
   const dataDir = opts.dataDir ?? join(opts.cacheDir, `kafka-data-${base}`);
   if (opts.fresh) rmSync(dataDir, { recursive: true, force: true });
   const deadline = () => Date.now() + (opts.startTimeoutMs ?? 90_000);
-  const nodes = Array.from({ length: n }, (_, i) => brokerNode(i + 1, base + 2 * i, n === 1 ? dataDir : join(dataDir, `node-${i + 1}`), serverPropertiesFor(i), libs, opts.heapMb ?? 512));
+  const nodes = Array.from({ length: n }, (_, i) =>
+    brokerNode(
+      i + 1,
+      base + 2 * i,
+      n === 1 ? dataDir : join(dataDir, `node-${i + 1}`),
+      serverPropertiesFor(i),
+      libs,
+      opts.heapMb ?? 512,
+    ),
+  );
   function serverPropertiesFor(i: number) {
     return (dir: string) => serverProperties(i + 1, base + 2 * i, n, controllerPorts, dir);
   }
@@ -178,7 +226,14 @@ export async function startLocalKafka(opts: LocalKafkaOptions): Promise<LocalKaf
 }
 
 /** One broker process: written config, launched, stoppable and restartable. */
-function brokerNode(id: number, port: number, dataDir: string, properties: (dataDir: string) => string, libs: string, heapMb: number): LocalKafkaNode & { launch(deadline: number): Promise<void> } {
+function brokerNode(
+  id: number,
+  port: number,
+  dataDir: string,
+  properties: (dataDir: string) => string,
+  libs: string,
+  heapMb: number,
+): LocalKafkaNode & { launch(deadline: number): Promise<void> } {
   mkdirSync(dataDir, { recursive: true });
   const logDir = join(dataDir, 'logs');
   mkdirSync(logDir, { recursive: true });
@@ -199,7 +254,15 @@ function brokerNode(id: number, port: number, dataDir: string, properties: (data
       '',
     ].join('\n'),
   );
-  const javaBase = ['-Xms256m', `-Xmx${heapMb}m`, '-XX:+UseG1GC', '-XX:TieredStopAtLevel=1', `-Dlog4j2.configurationFile=${log4j}`, '-cp', `${libs}/*`];
+  const javaBase = [
+    '-Xms256m',
+    `-Xmx${heapMb}m`,
+    '-XX:+UseG1GC',
+    '-XX:TieredStopAtLevel=1',
+    `-Dlog4j2.configurationFile=${log4j}`,
+    '-cp',
+    `${libs}/*`,
+  ];
   let child: ChildProcess | null = null;
   let exitPromise: Promise<void> = Promise.resolve();
   const onParentExit = () => child?.kill('SIGKILL');
@@ -212,8 +275,16 @@ function brokerNode(id: number, port: number, dataDir: string, properties: (data
     async launch(deadline: number): Promise<void> {
       if (child) return;
       if (!existsSync(join(dataDir, 'kraft', 'meta.properties'))) {
-        const f = spawnSync('java', [...javaBase, 'kafka.tools.StorageTool', 'format', '-t', CLUSTER_ID, '-c', props, '--ignore-formatted'], { encoding: 'utf8' });
-        if (f.status !== 0) throw new LocalKafkaError('FORMAT_FAILED', `formatting Kafka storage failed: ${(f.stdout + f.stderr).trim()}`);
+        const f = spawnSync(
+          'java',
+          [...javaBase, 'kafka.tools.StorageTool', 'format', '-t', CLUSTER_ID, '-c', props, '--ignore-formatted'],
+          { encoding: 'utf8' },
+        );
+        if (f.status !== 0)
+          throw new LocalKafkaError(
+            'FORMAT_FAILED',
+            `formatting Kafka storage failed: ${(f.stdout + f.stderr).trim()}`,
+          );
       }
       const out = openSync(join(logDir, 'stdout.log'), 'a');
       const c = spawn('java', [...javaBase, 'kafka.Kafka', props], { stdio: ['ignore', out, out], detached: false });
@@ -227,10 +298,17 @@ function brokerNode(id: number, port: number, dataDir: string, properties: (data
       // Stop the broker with us when the parent dies without calling stop().
       process.once('exit', onParentExit);
       while (!(await portOpen(port))) {
-        if (child !== c) throw new LocalKafkaError('START_FAILED', `Kafka broker ${id} exited during start-up${bindFailure(logDir)}; see ${join(logDir, 'stdout.log')} and server.log`);
+        if (child !== c)
+          throw new LocalKafkaError(
+            'START_FAILED',
+            `Kafka broker ${id} exited during start-up${bindFailure(logDir)}; see ${join(logDir, 'stdout.log')} and server.log`,
+          );
         if (Date.now() > deadline) {
           c.kill('SIGKILL');
-          throw new LocalKafkaError('START_FAILED', `Kafka broker ${id} did not listen on 127.0.0.1:${port} in time; see ${logDir}`);
+          throw new LocalKafkaError(
+            'START_FAILED',
+            `Kafka broker ${id} did not listen on 127.0.0.1:${port} in time; see ${logDir}`,
+          );
         }
         await new Promise((r) => setTimeout(r, 200));
       }
@@ -256,7 +334,8 @@ function bindFailure(logDir: string): string {
   for (const f of ['stdout.log', 'server.log']) {
     const file = join(logDir, f);
     const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
-    const m = /Socket server failed to bind to [^:\s]*:(\d+)/.exec(text) ?? /bind.*?:(\d+).*Address already in use/i.exec(text);
+    const m =
+      /Socket server failed to bind to [^:\s]*:(\d+)/.exec(text) ?? /bind.*?:(\d+).*Address already in use/i.exec(text);
     if (m) return `: port ${m[1]} on 127.0.0.1 is already in use`;
   }
   return '';
@@ -265,7 +344,11 @@ function bindFailure(logDir: string): string {
 /** The port accepting connections is not enough: wait until the cluster names a controller. */
 async function waitForController(port: number, deadline: number, exited: () => boolean): Promise<void> {
   const { Kafka, logLevel } = await import('kafkajs');
-  const admin = new Kafka({ brokers: [`127.0.0.1:${port}`], logLevel: logLevel.NOTHING, retry: { retries: 0 } }).admin();
+  const admin = new Kafka({
+    brokers: [`127.0.0.1:${port}`],
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 0 },
+  }).admin();
   try {
     for (;;) {
       try {
@@ -276,7 +359,8 @@ async function waitForController(port: number, deadline: number, exited: () => b
         /* not ready yet */
       }
       if (exited()) throw new LocalKafkaError('START_FAILED', 'the Kafka broker exited during start-up');
-      if (Date.now() > deadline) throw new LocalKafkaError('START_FAILED', 'the Kafka broker did not name a controller in time');
+      if (Date.now() > deadline)
+        throw new LocalKafkaError('START_FAILED', 'the Kafka broker did not name a controller in time');
       await new Promise((r) => setTimeout(r, 200));
     }
   } finally {

@@ -85,14 +85,19 @@ export class StateConsumer {
   /** Announced after every applied batch and moved position: how waiters for a write learn of it. */
   readonly changes: ViewChanges;
 
-  constructor(private readonly kafka: Kafka, views: StateView[], private readonly opts: StateConsumerOptions) {
+  constructor(
+    private readonly kafka: Kafka,
+    views: StateView[],
+    private readonly opts: StateConsumerOptions,
+  ) {
     this.changes = opts.changes ?? new ViewChanges();
     for (const v of views) this.views.set(v.topic, [...(this.views.get(v.topic) ?? []), v]);
     const stored = views.filter(isStored);
     this.store = stored.length === 0 ? null : (opts.store ?? ViewStore.temporary());
     for (const v of stored) {
       // An in-memory view on a stored topic would miss everything before the stored offset.
-      if (!this.views.get(v.topic)!.every(isStored)) throw new Error(`topic ${v.topic} mixes stored and in-memory views`);
+      if (!this.views.get(v.topic)!.every(isStored))
+        throw new Error(`topic ${v.topic} mixes stored and in-memory views`);
       this.storedTopics.add(v.topic);
       v.attach(this.store!);
     }
@@ -226,7 +231,9 @@ export class StateConsumer {
     if (this.storedTopics.size === 0) return;
     const earliest = await earliestOffsets(this.kafka, [...this.storedTopics]);
     const stored = (topic: string, p: number) => this.store!.offset(topic, p);
-    const stale = [...this.storedTopics].some((topic) => [...(ends.get(topic) ?? [])].some(([p, end]) => stored(topic, p) > end));
+    const stale = [...this.storedTopics].some((topic) =>
+      [...(ends.get(topic) ?? [])].some(([p, end]) => stored(topic, p) > end),
+    );
     if (stale) this.store!.clear();
     for (const topic of this.storedTopics) {
       for (const [partition, low] of earliest.get(topic) ?? []) {
@@ -316,7 +323,8 @@ async function earliestOffsets(kafka: Kafka, topics: string[]): Promise<Map<stri
     await admin.connect();
     try {
       const out = new Map<string, Map<number, bigint>>();
-      for (const topic of topics) out.set(topic, new Map((await admin.fetchTopicOffsets(topic)).map((o) => [o.partition, BigInt(o.low)])));
+      for (const topic of topics)
+        out.set(topic, new Map((await admin.fetchTopicOffsets(topic)).map((o) => [o.partition, BigInt(o.low)])));
       return out;
     } finally {
       await admin.disconnect();

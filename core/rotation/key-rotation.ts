@@ -12,7 +12,10 @@ export const ROTATION_ACTOR = 'sluice:rotation';
 
 export async function rotateKeys(ctx: Context): Promise<{ created: string[]; retired: string[] }> {
   const now = ctx.clock.now();
-  const plan = { rotationMs: ctx.config.keyRotationDays * DAY_MS, tokenLifetimeMs: (ctx.config.tokenTtlSeconds + ctx.config.clockSkewSeconds) * 1000 };
+  const plan = {
+    rotationMs: ctx.config.keyRotationDays * DAY_MS,
+    tokenLifetimeMs: (ctx.config.tokenTtlSeconds + ctx.config.clockSkewSeconds) * 1000,
+  };
   const created: string[] = [];
   for (const k of ctx.keys.plan(now, plan)) {
     await appendAudit(ctx, {
@@ -22,13 +25,33 @@ export async function rotateKeys(ctx: Context): Promise<{ created: string[]; ret
       subject: k.kid,
       reason: `signs from ${new Date(k.signs_from).toISOString()} until ${new Date(k.signs_until).toISOString()}, published until ${new Date(k.published_until).toISOString()}`,
     });
-    await writeState(ctx, ctx.topics.keys, k.kid, k, () => ctx.keys.records().some((r) => r.kid === k.kid), 'signing key');
+    await writeState(
+      ctx,
+      ctx.topics.keys,
+      k.kid,
+      k,
+      () => ctx.keys.records().some((r) => r.kid === k.kid),
+      'signing key',
+    );
     created.push(k.kid);
   }
   const retired: string[] = [];
   for (const kid of ctx.keys.expired(now)) {
-    await appendAudit(ctx, { tenant_id: SYSTEM_TENANT, actor: ROTATION_ACTOR, action: 'signing_key.retired', subject: kid, reason: 'its last token has expired' });
-    await writeState(ctx, ctx.topics.keys, kid, null, () => !ctx.keys.records().some((r) => r.kid === kid), 'signing key tombstone');
+    await appendAudit(ctx, {
+      tenant_id: SYSTEM_TENANT,
+      actor: ROTATION_ACTOR,
+      action: 'signing_key.retired',
+      subject: kid,
+      reason: 'its last token has expired',
+    });
+    await writeState(
+      ctx,
+      ctx.topics.keys,
+      kid,
+      null,
+      () => !ctx.keys.records().some((r) => r.kid === kid),
+      'signing key tombstone',
+    );
     retired.push(kid);
   }
   return { created, retired };

@@ -10,8 +10,19 @@ import { consumer, type Consumer } from '../kafka/client.ts';
 export class LeaderLease {
   private readonly consumer: Consumer;
   private leading = false;
-  constructor(kafka: Kafka, private readonly topic: string, groupId: string) {
-    this.consumer = consumer(kafka, { groupId, sessionTimeout: 10_000, rebalanceTimeout: 10_000, heartbeatInterval: 1000, maxWaitTimeInMs: 500, retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 200, maxRetryTime: 2000 } });
+  constructor(
+    kafka: Kafka,
+    private readonly topic: string,
+    groupId: string,
+  ) {
+    this.consumer = consumer(kafka, {
+      groupId,
+      sessionTimeout: 10_000,
+      rebalanceTimeout: 10_000,
+      heartbeatInterval: 1000,
+      maxWaitTimeInMs: 500,
+      retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 200, maxRetryTime: 2000 },
+    });
     this.consumer.on(this.consumer.events.GROUP_JOIN, (e) => {
       this.leading = (e.payload.memberAssignment[this.topic] ?? []).includes(0);
     });

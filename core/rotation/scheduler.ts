@@ -12,7 +12,10 @@ export class RotationScheduler {
   private running: Promise<void> | null = null;
   private stopped = false;
 
-  private constructor(private readonly ctx: Context, readonly lease: LeaderLease) {}
+  private constructor(
+    private readonly ctx: Context,
+    readonly lease: LeaderLease,
+  ) {}
 
   static async start(ctx: Context): Promise<RotationScheduler> {
     const lease = new LeaderLease(ctx.kafka, ctx.topics.control, `${ctx.config.topicPrefix}.rotation-leader`);

@@ -29,7 +29,11 @@ export function openRotatedSecret(masterKey: Buffer, rec: ClientRecord): Rotated
 
 export async function rotateSecrets(ctx: Context): Promise<string[]> {
   const now = ctx.clock.now();
-  const due = ctx.clients.all().filter((c) => c.status === 'active' && c.rotate_at !== null && c.rotate_at <= now && !ctx.revocations.get(c.client_id));
+  const due = ctx.clients
+    .all()
+    .filter(
+      (c) => c.status === 'active' && c.rotate_at !== null && c.rotate_at <= now && !ctx.revocations.get(c.client_id),
+    );
   const rotated: string[] = [];
   for (const c of due) {
     await rotateSecret(ctx, c, now);
@@ -41,7 +45,9 @@ export async function rotateSecrets(ctx: Context): Promise<string[]> {
 export async function rotateSecret(ctx: Context, c: ClientRecord, now: number): Promise<void> {
   const graceEnds = now + ctx.config.secretGraceDays * DAY_MS;
   const secret = newSecret('sk');
-  const kept = c.secrets.filter((s) => s.expires_at === null || now < s.expires_at).map((s) => ({ ...s, expires_at: s.expires_at === null ? graceEnds : Math.min(s.expires_at, graceEnds) }));
+  const kept = c.secrets
+    .filter((s) => s.expires_at === null || now < s.expires_at)
+    .map((s) => ({ ...s, expires_at: s.expires_at === null ? graceEnds : Math.min(s.expires_at, graceEnds) }));
   const pending: RotatedSecret = { client_secret: secret, rotated_at: now, previous_secret_expires_at: graceEnds };
   const record: ClientRecord = {
     ...c,
@@ -50,7 +56,13 @@ export async function rotateSecret(ctx: Context, c: ClientRecord, now: number): 
     rotate_at: now + ctx.config.secretRotationDays * DAY_MS,
     pending_secret_sealed: seal(ctx.config.masterKey, JSON.stringify(pending)),
   };
-  await appendAudit(ctx, { tenant_id: c.tenant_id, actor: ROTATION_ACTOR, action: 'client_secret.rotated', subject: c.client_id, reason: `previous secret valid until ${new Date(graceEnds).toISOString()}` });
+  await appendAudit(ctx, {
+    tenant_id: c.tenant_id,
+    actor: ROTATION_ACTOR,
+    action: 'client_secret.rotated',
+    subject: c.client_id,
+    reason: `previous secret valid until ${new Date(graceEnds).toISOString()}`,
+  });
   await writeClient(ctx, record);
   const event: EventRecord = {
     id: newId('evt'),

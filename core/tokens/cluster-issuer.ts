@@ -39,7 +39,12 @@ export class IssuerView implements StateView {
  * The issuer this node uses: the cluster's (recording this node's first when there is none yet).
  * Throws a ConfigError naming SLUICE_ISSUER when it was set to something else.
  */
-export async function agreeOnIssuer(config: Readonly<Config>, view: IssuerView, producer: DurableProducer, waitFor: (check: () => boolean, what: string) => Promise<void>): Promise<string> {
+export async function agreeOnIssuer(
+  config: Readonly<Config>,
+  view: IssuerView,
+  producer: DurableProducer,
+  waitFor: (check: () => boolean, what: string) => Promise<void>,
+): Promise<string> {
   if (view.issuer === null) {
     const rec: IssuerRecord = { issuer: config.issuer, recorded_at: Date.now() };
     await producer.sendJson(view.topic, `${ISSUER_KEY_PREFIX}${config.issuer}`, rec);

@@ -39,7 +39,14 @@ export function decodeJws(token: string): DecodedJws | null {
   try {
     const header = JSON.parse(Buffer.from(h, 'base64url').toString('utf8')) as JwsHeader;
     const payload = JSON.parse(Buffer.from(p, 'base64url').toString('utf8')) as Record<string, unknown>;
-    if (typeof header !== 'object' || header === null || typeof payload !== 'object' || payload === null || Array.isArray(payload)) return null;
+    if (
+      typeof header !== 'object' ||
+      header === null ||
+      typeof payload !== 'object' ||
+      payload === null ||
+      Array.isArray(payload)
+    )
+      return null;
     return { header, payload, signingInput: `${h}.${p}`, signature: Buffer.from(s, 'base64url') };
   } catch {
     return null;
@@ -48,5 +55,7 @@ export function decodeJws(token: string): DecodedJws | null {
 
 export function verifyJwsSignature(decoded: DecodedJws, key: KeyObject): boolean {
   if (decoded.signature.length !== 64) return false;
-  return createVerify('SHA256').update(decoded.signingInput).verify({ key, dsaEncoding: 'ieee-p1363' }, decoded.signature);
+  return createVerify('SHA256')
+    .update(decoded.signingInput)
+    .verify({ key, dsaEncoding: 'ieee-p1363' }, decoded.signature);
 }

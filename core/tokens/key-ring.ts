@@ -36,7 +36,10 @@ export interface KeyPlan {
 
 export class KeyRing implements StateView {
   private readonly keys = new Map<string, LoadedKey>();
-  constructor(readonly topic: string, private readonly masterKey: Buffer) {}
+  constructor(
+    readonly topic: string,
+    private readonly masterKey: Buffer,
+  ) {}
 
   apply(r: StateRecord): void {
     if (r.key.startsWith(ISSUER_KEY_PREFIX)) return; // the cluster's issuer lives beside the keys
@@ -45,7 +48,11 @@ export class KeyRing implements StateView {
       this.keys.delete(r.key);
       return;
     }
-    this.keys.set(rec.kid, { record: rec, publicKey: createPublicKey({ key: rec.public_jwk, format: 'jwk' }), privateKey: null });
+    this.keys.set(rec.kid, {
+      record: rec,
+      publicKey: createPublicKey({ key: rec.public_jwk, format: 'jwk' }),
+      privateKey: null,
+    });
   }
 
   /** The key that signs at `now`: of those whose window holds `now`, the newest. */
@@ -53,10 +60,21 @@ export class KeyRing implements StateView {
     let best: LoadedKey | null = null;
     for (const k of this.keys.values()) {
       const r = k.record;
-      if (r.signs_from <= now && now < r.signs_until && (!best || r.signs_from > best.record.signs_from || (r.signs_from === best.record.signs_from && r.kid > best.record.kid))) best = k;
+      if (
+        r.signs_from <= now &&
+        now < r.signs_until &&
+        (!best ||
+          r.signs_from > best.record.signs_from ||
+          (r.signs_from === best.record.signs_from && r.kid > best.record.kid))
+      )
+        best = k;
     }
     if (!best) return null;
-    if (!best.privateKey) best.privateKey = createPrivateKey({ key: JSON.parse(unseal(this.masterKey, best.record.private_sealed)), format: 'jwk' });
+    if (!best.privateKey)
+      best.privateKey = createPrivateKey({
+        key: JSON.parse(unseal(this.masterKey, best.record.private_sealed)),
+        format: 'jwk',
+      });
     return { kid: best.record.kid, key: best.privateKey };
   }
 
@@ -84,10 +102,16 @@ export class KeyRing implements StateView {
    */
   plan(now: number, p: KeyPlan): SigningKeyRecord[] {
     const lead = Math.min(24 * 3600_000, p.rotationMs / 10);
-    const current = [...this.keys.values()].map((k) => k.record).filter((r) => r.signs_from <= now && now < r.signs_until).sort((a, b) => b.signs_until - a.signs_until)[0];
+    const current = [...this.keys.values()]
+      .map((k) => k.record)
+      .filter((r) => r.signs_from <= now && now < r.signs_until)
+      .sort((a, b) => b.signs_until - a.signs_until)[0];
     if (!current) return [newSigningKey(this.masterKey, now, now, p)];
-    const successor = [...this.keys.values()].some((k) => k.record.signs_from >= current.signs_until - 1 && k.record.signs_from <= current.signs_until);
-    if (current.signs_until - now <= lead && !successor) return [newSigningKey(this.masterKey, now, current.signs_until, p)];
+    const successor = [...this.keys.values()].some(
+      (k) => k.record.signs_from >= current.signs_until - 1 && k.record.signs_from <= current.signs_until,
+    );
+    if (current.signs_until - now <= lead && !successor)
+      return [newSigningKey(this.masterKey, now, current.signs_until, p)];
     return [];
   }
 

@@ -64,7 +64,8 @@ export class TokenService {
       const asked = parseScopeString(requested);
       const unknown = asked.filter((s) => !client.scopes.includes(s));
       if (asked.length === 0) throw new OAuthError('invalid_scope', 'scope must name at least one scope');
-      if (unknown.length > 0) throw new OAuthError('invalid_scope', `scope not granted to this client: ${unknown.join(' ')}`);
+      if (unknown.length > 0)
+        throw new OAuthError('invalid_scope', `scope not granted to this client: ${unknown.join(' ')}`);
       scopes = asked;
     }
     const now = this.clock.now();
@@ -85,7 +86,12 @@ export class TokenService {
       tenant_id: client.tenant_id,
       region: client.region,
     };
-    return { access_token: signJws(claims as unknown as Record<string, unknown>, signer.kid, signer.key), token_type: 'Bearer', expires_in: this.opts.ttlSeconds, scope };
+    return {
+      access_token: signJws(claims as unknown as Record<string, unknown>, signer.kid, signer.key),
+      token_type: 'Bearer',
+      expires_in: this.opts.ttlSeconds,
+      scope,
+    };
   }
 
   /** Verifies a bearer token or throws a 401 SluiceError with the precise code. */
@@ -116,12 +122,18 @@ export class TokenService {
 
   private checkRevoked(claims: AccessClaims): void {
     if (this.revocations.refuses(claims.client_id, claims.iat)) {
-      throw new SluiceError('TOKEN_REVOKED', 'the credential behind this token has been revoked', {}, bearerError('revoked'));
+      throw new SluiceError(
+        'TOKEN_REVOKED',
+        'the credential behind this token has been revoked',
+        {},
+        bearerError('revoked'),
+      );
     }
   }
 
   private verifyCold(token: string, nowS: number): VerifiedToken {
-    const invalid = (why: string) => new SluiceError('TOKEN_INVALID', `the access token is invalid: ${why}`, {}, bearerError('invalid'));
+    const invalid = (why: string) =>
+      new SluiceError('TOKEN_INVALID', `the access token is invalid: ${why}`, {}, bearerError('invalid'));
     const decoded = decodeJws(token);
     if (!decoded) throw invalid('not a compact JWS');
     const { header, payload } = decoded;
@@ -135,11 +147,13 @@ export class TokenService {
     if (c.iss !== this.opts.issuer) throw invalid('wrong issuer');
     if (c.aud !== this.opts.audience) throw invalid('wrong audience');
     for (const name of ['iat', 'exp'] as const) if (typeof c[name] !== 'number') throw invalid(`${name} missing`);
-    for (const name of ['sub', 'client_id', 'scope', 'tenant_id', 'region', 'jti'] as const) if (typeof c[name] !== 'string') throw invalid(`${name} missing`);
+    for (const name of ['sub', 'client_id', 'scope', 'tenant_id', 'region', 'jti'] as const)
+      if (typeof c[name] !== 'string') throw invalid(`${name} missing`);
     const skew = this.opts.clockSkewSeconds;
     if (typeof c.nbf === 'number' && nowS + skew < c.nbf) throw invalid('not valid yet');
     if (c.iat! > nowS + skew) throw invalid('issued in the future');
-    if (nowS >= c.exp! + skew) throw new SluiceError('TOKEN_EXPIRED', 'the access token has expired', {}, bearerError('expired'));
+    if (nowS >= c.exp! + skew)
+      throw new SluiceError('TOKEN_EXPIRED', 'the access token has expired', {}, bearerError('expired'));
     const claims = c as AccessClaims;
     return { claims, scopes: new Set(parseScopeString(claims.scope)) };
   }

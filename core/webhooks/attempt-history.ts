@@ -101,8 +101,11 @@ const rate = (b: Bucket) => (b.attempts === 0 ? null : b.delivered / b.attempts)
 export function isAttemptRecord(v: unknown): v is AttemptRecord {
   const a = v as AttemptRecord;
   return (
-    typeof a === 'object' && a !== null &&
-    [a.delivery_id, a.endpoint_id, a.tenant_id, a.event_id, a.event_type].every((s) => typeof s === 'string' && s.length > 0 && s.length <= 200) &&
+    typeof a === 'object' &&
+    a !== null &&
+    [a.delivery_id, a.endpoint_id, a.tenant_id, a.event_id, a.event_type].every(
+      (s) => typeof s === 'string' && s.length > 0 && s.length <= 200,
+    ) &&
     [a.attempt, a.at, a.duration_ms].every((n) => typeof n === 'number' && Number.isFinite(n)) &&
     typeof a.ok === 'boolean'
   );
@@ -147,7 +150,11 @@ export class AttemptHistory implements StoredView {
     const byEndpoint = new Map<string, AttemptRecord[]>();
     for (const x of Array.isArray(v) ? v : [v]) {
       if (!isAttemptRecord(x)) continue;
-      const a: AttemptRecord = { ...x, status: typeof x.status === 'number' ? x.status : null, error: typeof x.error === 'string' ? x.error.slice(0, 500) : null };
+      const a: AttemptRecord = {
+        ...x,
+        status: typeof x.status === 'number' ? x.status : null,
+        error: typeof x.error === 'string' ? x.error.slice(0, 500) : null,
+      };
       const group = `${a.tenant_id}\u0000${a.endpoint_id}`;
       const list = byEndpoint.get(group);
       if (list) list.push(a);
@@ -183,7 +190,13 @@ export class AttemptHistory implements StoredView {
     if (!prev || prev.at <= newest.at) {
       const failed = fresh.filter((a) => !a.ok).pop();
       const failure = failed ? { at: failed.at, status: failed.status, error: failed.error } : (prev?.failure ?? null);
-      void this.last.put([tenant, endpoint], { at: newest.at, ok: newest.ok, status: newest.status, error: newest.error, failure });
+      void this.last.put([tenant, endpoint], {
+        at: newest.at,
+        ok: newest.ok,
+        status: newest.status,
+        error: newest.error,
+        failure,
+      });
     }
     for (const ep of [endpoint, TENANT_TOTAL]) this.addToMinutes(tenant, ep, fresh);
   }
@@ -203,11 +216,18 @@ export class AttemptHistory implements StoredView {
     for (const [minute, b] of buckets) void this.minutes.put([tenant, endpoint, minute], b);
     // Buckets that left the window: usually none, one a minute at most.
     const cut = Math.max(...buckets.keys()) - WINDOW_MINUTES * MINUTE_MS;
-    for (const k of this.minutes.getKeys({ start: [tenant, endpoint, 0], end: [tenant, endpoint, cut] })) void this.minutes.remove(k);
+    for (const k of this.minutes.getKeys({ start: [tenant, endpoint, 0], end: [tenant, endpoint, cut] }))
+      void this.minutes.remove(k);
   }
 
   private trimOldest(tenant: string, endpoint: string, count: number): void {
-    const oldest = [...this.log.getKeys({ start: [tenant, endpoint, 0] as unknown as LogKey, end: [tenant, endpoint, Infinity] as unknown as LogKey, limit: count })];
+    const oldest = [
+      ...this.log.getKeys({
+        start: [tenant, endpoint, 0] as unknown as LogKey,
+        end: [tenant, endpoint, Infinity] as unknown as LogKey,
+        limit: count,
+      }),
+    ];
     for (const k of oldest) this.forget(k);
   }
 
@@ -219,7 +239,8 @@ export class AttemptHistory implements StoredView {
     // Nothing left of this endpoint (deleted, or quiet for 7 days): forget it entirely.
     void this.count.remove([k[0], k[1]]);
     void this.last.remove([k[0], k[1]]);
-    for (const m of this.minutes.getKeys({ start: [k[0], k[1], 0], end: [k[0], k[1], Infinity] })) void this.minutes.remove(m);
+    for (const m of this.minutes.getKeys({ start: [k[0], k[1], 0], end: [k[0], k[1], Infinity] }))
+      void this.minutes.remove(m);
   }
 
   /** Inside a write transaction: forgets up to `max` attempts older than `before`. */
@@ -239,7 +260,11 @@ export class AttemptHistory implements StoredView {
   /** The endpoint's recent attempts, newest first. */
   attempts(tenant: string, endpoint: string, f: AttemptFilter): AttemptRecord[] {
     const out: AttemptRecord[] = [];
-    const range = { start: [tenant, endpoint, Infinity] as unknown as LogKey, end: [tenant, endpoint] as unknown as LogKey, reverse: true };
+    const range = {
+      start: [tenant, endpoint, Infinity] as unknown as LogKey,
+      end: [tenant, endpoint] as unknown as LogKey,
+      reverse: true,
+    };
     for (const { value } of this.log.getRange(range)) {
       if (f.delivery_id !== undefined && value.delivery_id !== f.delivery_id) continue;
       if (f.event_id !== undefined && value.event_id !== f.event_id) continue;
@@ -254,21 +279,60 @@ export class AttemptHistory implements StoredView {
     const to = Math.floor(nowMs / MINUTE_MS) * MINUTE_MS;
     const from = to - (WINDOW_MINUTES - 1) * MINUTE_MS;
     const series = this.series(tenant, endpoint ?? TENANT_TOTAL, from, to);
-    const sum = series.reduce((acc, p) => ({ ...acc, attempts: acc.attempts + p.attempts, delivered: acc.delivered + p.delivered, failed: acc.failed + p.failed }), empty());
-    const ids = endpoint !== undefined ? [endpoint] : [...this.last.getKeys({ start: [tenant, '\u0001'], end: [tenant, '\uffff'] })].map((k) => k[1]);
+    const sum = series.reduce(
+      (acc, p) => ({
+        ...acc,
+        attempts: acc.attempts + p.attempts,
+        delivered: acc.delivered + p.delivered,
+        failed: acc.failed + p.failed,
+      }),
+      empty(),
+    );
+    const ids =
+      endpoint !== undefined
+        ? [endpoint]
+        : [...this.last.getKeys({ start: [tenant, '\u0001'], end: [tenant, '\uffff'] })].map((k) => k[1]);
     const endpoints = ids.flatMap((id) => {
       const last = this.last.get([tenant, id]);
       if (!last) return [];
-      const b = this.series(tenant, id, from, to).reduce((acc, p) => ({ ...acc, attempts: acc.attempts + p.attempts, delivered: acc.delivered + p.delivered, failed: acc.failed + p.failed }), empty());
-      return [{ endpoint_id: id, attempts: b.attempts, delivered: b.delivered, failed: b.failed, success_rate: rate(b), last_attempt_at: last.at, last_error: last.failure }];
+      const b = this.series(tenant, id, from, to).reduce(
+        (acc, p) => ({
+          ...acc,
+          attempts: acc.attempts + p.attempts,
+          delivered: acc.delivered + p.delivered,
+          failed: acc.failed + p.failed,
+        }),
+        empty(),
+      );
+      return [
+        {
+          endpoint_id: id,
+          attempts: b.attempts,
+          delivered: b.delivered,
+          failed: b.failed,
+          success_rate: rate(b),
+          last_attempt_at: last.at,
+          last_error: last.failure,
+        },
+      ];
     });
-    return { from, to: to + MINUTE_MS, totals: { attempts: sum.attempts, delivered: sum.delivered, failed: sum.failed, success_rate: rate(sum) }, series, endpoints };
+    return {
+      from,
+      to: to + MINUTE_MS,
+      totals: { attempts: sum.attempts, delivered: sum.delivered, failed: sum.failed, success_rate: rate(sum) },
+      series,
+      endpoints,
+    };
   }
 
   /** One point per minute from `from` to `to`, zeros where nothing was attempted. */
   private series(tenant: string, endpoint: string, from: number, to: number): SeriesPoint[] {
     const held = new Map<number, Bucket>();
-    for (const { key, value } of this.minutes.getRange({ start: [tenant, endpoint, from], end: [tenant, endpoint, to + 1] })) held.set(key[2], value);
+    for (const { key, value } of this.minutes.getRange({
+      start: [tenant, endpoint, from],
+      end: [tenant, endpoint, to + 1],
+    }))
+      held.set(key[2], value);
     const out: SeriesPoint[] = [];
     for (let m = from; m <= to; m += MINUTE_MS) out.push({ minute: m, ...(held.get(m) ?? empty()) });
     return out;

@@ -34,7 +34,13 @@ export interface AttemptOptions {
  * `lookup` (target-guard.ts guardedLookup) makes every new connection go to a checked address.
  */
 export function createDeliveryAgent(connectionsPerOrigin = 16, lookup?: LookupFunction): Agent {
-  return new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 120_000, connections: connectionsPerOrigin, pipelining: 1, connect: { timeout: 10_000, ...(lookup ? { lookup } : {}) } });
+  return new Agent({
+    keepAliveTimeout: 30_000,
+    keepAliveMaxTimeout: 120_000,
+    connections: connectionsPerOrigin,
+    pipelining: 1,
+    connect: { timeout: 10_000, ...(lookup ? { lookup } : {}) },
+  });
 }
 
 /** How much of a response body is read at most; the rest is never read (the connection is closed). */
@@ -59,9 +65,19 @@ function beforeAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-export async function attemptDelivery(url: string, rawBody: string, headers: Record<string, string>, opts: AttemptOptions): Promise<AttemptOutcome> {
+export async function attemptDelivery(
+  url: string,
+  rawBody: string,
+  headers: Record<string, string>,
+  opts: AttemptOptions,
+): Promise<AttemptOutcome> {
   const started = Date.now();
-  const done = (ok: boolean, status: number | null, error: string | null): AttemptOutcome => ({ ok, status, error, durationMs: Date.now() - started });
+  const done = (ok: boolean, status: number | null, error: string | null): AttemptOutcome => ({
+    ok,
+    status,
+    error,
+    durationMs: Date.now() - started,
+  });
   let target: URL;
   try {
     target = new URL(url);
@@ -94,9 +110,14 @@ export async function attemptDelivery(url: string, rawBody: string, headers: Rec
     if (status >= 200 && status < 300) return done(true, status, null);
     if (status === 429 || status === 503) {
       const wait = retryAfterMs(res.headers['retry-after'], Date.now());
-      if (wait !== null) return { ...done(false, status, `HTTP ${status}, Retry-After ${Math.ceil(wait / 1000)} s`), retryAfterMs: wait };
+      if (wait !== null)
+        return {
+          ...done(false, status, `HTTP ${status}, Retry-After ${Math.ceil(wait / 1000)} s`),
+          retryAfterMs: wait,
+        };
     }
-    if (status >= 300 && status < 400) return done(false, status, `redirect to ${res.headers.location ?? '(no location)'} not followed`);
+    if (status >= 300 && status < 400)
+      return done(false, status, `redirect to ${res.headers.location ?? '(no location)'} not followed`);
     return done(false, status, `HTTP ${status}`);
   } catch (err) {
     if (signal.aborted) return done(false, null, `no full response within ${opts.timeoutMs} ms`);

@@ -16,7 +16,10 @@ export const MAX_EVENT_DATA_BYTES = 256 * 1024;
 const RESERVED_KINDS = new Set(['ping', 'endpoint.disabled']);
 
 export function isPublishableType(type: string): boolean {
-  return !RESERVED_KINDS.has(type) && ((KNOWN_EVENT_KINDS as readonly string[]).includes(type) || EVENT_TYPE_PATTERN.test(type));
+  return (
+    !RESERVED_KINDS.has(type) &&
+    ((KNOWN_EVENT_KINDS as readonly string[]).includes(type) || EVENT_TYPE_PATTERN.test(type))
+  );
 }
 
 /**
@@ -24,7 +27,9 @@ export function isPublishableType(type: string): boolean {
  * crash yields the same id (and the same DLQ entry id later); a replay asks for a fresh one.
  */
 export function newDelivery(event: EventRecord, endpointId: string, nowMs: number, fresh = false): DeliveryRecord {
-  const deliveryId = fresh ? newId('dlv') : `dlv_${createHash('sha256').update(`${event.tenant_id}\0${event.id}\0${endpointId}`).digest('hex').slice(0, 24)}`;
+  const deliveryId = fresh
+    ? newId('dlv')
+    : `dlv_${createHash('sha256').update(`${event.tenant_id}\0${event.id}\0${endpointId}`).digest('hex').slice(0, 24)}`;
   return {
     delivery_id: deliveryId,
     endpoint_id: endpointId,
@@ -63,14 +68,29 @@ export function parseEventRecord(value: Buffer | null): EventRecord | null {
   if (typeof e.tenant_id !== 'string' || e.tenant_id === '') return null;
   if (typeof e.type !== 'string' || !(isPublishableType(e.type) || e.type === 'endpoint.disabled')) return null;
   if (typeof e.created_at !== 'number' || !Number.isFinite(e.created_at)) return null;
-  return { id: e.id, tenant_id: e.tenant_id, type: e.type, data: e.data ?? null, created_at: e.created_at, ...(typeof e.endpoints_at === 'number' && Number.isSafeInteger(e.endpoints_at) ? { endpoints_at: e.endpoints_at } : {}) };
+  return {
+    id: e.id,
+    tenant_id: e.tenant_id,
+    type: e.type,
+    data: e.data ?? null,
+    created_at: e.created_at,
+    ...(typeof e.endpoints_at === 'number' && Number.isSafeInteger(e.endpoints_at)
+      ? { endpoints_at: e.endpoints_at }
+      : {}),
+  };
 }
 
 export function parseDeliveryRecord(value: Buffer | null): DeliveryRecord | null {
   if (value === null) return null;
   try {
     const r = JSON.parse(value.toString('utf8')) as DeliveryRecord;
-    if (typeof r.delivery_id !== 'string' || typeof r.endpoint_id !== 'string' || typeof r.attempt !== 'number' || typeof r.event?.id !== 'string') return null;
+    if (
+      typeof r.delivery_id !== 'string' ||
+      typeof r.endpoint_id !== 'string' ||
+      typeof r.attempt !== 'number' ||
+      typeof r.event?.id !== 'string'
+    )
+      return null;
     return r;
   } catch {
     return null;

@@ -27,7 +27,13 @@ export interface ReplayOptions {
  * `entries` may be a lazy iterable (a filter over a DLQ of millions is read a chunk at a time,
  * never held whole); `total` is how many it will give, for the audit entry and the progress.
  */
-export async function replayDlq(ctx: Context, tenantId: string, entries: Iterable<DlqEntry>, total: number, opts: ReplayOptions): Promise<number> {
+export async function replayDlq(
+  ctx: Context,
+  tenantId: string,
+  entries: Iterable<DlqEntry>,
+  total: number,
+  opts: ReplayOptions,
+): Promise<number> {
   if (total === 0) return 0;
   await appendAudit(ctx, {
     tenant_id: tenantId,
@@ -54,7 +60,15 @@ export async function replayDlq(ctx: Context, tenantId: string, entries: Iterabl
     const replayedAt = new Date(now).toISOString();
     await ctx.producer.send(
       ctx.topics.dlq,
-      chunk.map((e) => ({ key: tenantId, value: JSON.stringify({ kind: 'replayed', id: e.id, tenant_id: tenantId, replayed_at: replayedAt } satisfies DlqReplayMarker) })),
+      chunk.map((e) => ({
+        key: tenantId,
+        value: JSON.stringify({
+          kind: 'replayed',
+          id: e.id,
+          tenant_id: tenantId,
+          replayed_at: replayedAt,
+        } satisfies DlqReplayMarker),
+      })),
     );
     done += chunk.length;
     opts.onProgress?.(done, Math.max(done, total));

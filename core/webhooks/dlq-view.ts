@@ -136,7 +136,11 @@ export class DlqView implements StoredView {
     return n;
   }
 
-  list(tenantId: string, q: DlqFilter & { limit: number; after: Position | null }, nowMs: number): { data: DlqEntry[]; next_cursor: string | null } {
+  list(
+    tenantId: string,
+    q: DlqFilter & { limit: number; after: Position | null },
+    nowMs: number,
+  ): { data: DlqEntry[]; next_cursor: string | null } {
     this.sweep(nowMs);
     const page = pageOf(this.listed(tenantId, q, q.after, nowMs), (p) => p, q.after, q.limit);
     return { data: page.data.map((p) => this.read(tenantId, p.id)!), next_cursor: page.next_cursor };
@@ -188,7 +192,8 @@ export class DlqView implements StoredView {
 }
 
 function indexPrefix(tenantId: string, f: DlqFilter): IndexKey {
-  if (f.endpoint_id !== undefined && f.event_type !== undefined) return [tenantId, 'ep+type', f.endpoint_id, f.event_type];
+  if (f.endpoint_id !== undefined && f.event_type !== undefined)
+    return [tenantId, 'ep+type', f.endpoint_id, f.event_type];
   if (f.endpoint_id !== undefined) return [tenantId, 'ep', f.endpoint_id];
   if (f.event_type !== undefined) return [tenantId, 'type', f.event_type];
   return [tenantId, 'all'];
@@ -196,5 +201,9 @@ function indexPrefix(tenantId: string, f: DlqFilter): IndexKey {
 
 /** The entry's key in each of the four indexes. */
 function indexKeys(e: DlqEntry, deadMs: number): IndexKey[] {
-  return [{}, { endpoint_id: e.endpoint_id }, { event_type: e.event_type }, e].map((f) => [...indexPrefix(e.tenant_id, f), deadMs, e.id]);
+  return [{}, { endpoint_id: e.endpoint_id }, { event_type: e.event_type }, e].map((f) => [
+    ...indexPrefix(e.tenant_id, f),
+    deadMs,
+    e.id,
+  ]);
 }

@@ -20,12 +20,16 @@ export class EndpointRegistry implements StateView {
   /** Called after every change (the dispatcher releases held deliveries when one turns ACTIVE). */
   readonly listeners = new Set<(id: string, rec: EndpointRecord | null) => void>();
 
-  constructor(readonly topic: string, private readonly masterKey: Buffer) {}
+  constructor(
+    readonly topic: string,
+    private readonly masterKey: Buffer,
+  ) {}
 
   apply(r: StateRecord): void {
     const rec = parseJson<EndpointRecord>(r.value);
     const old = this.endpoints.get(r.key);
-    if (old && rec && old.tenant_id === rec.tenant_id && old.created_at === rec.created_at && old.id === rec.id) this.replace(old, rec);
+    if (old && rec && old.tenant_id === rec.tenant_id && old.created_at === rec.created_at && old.id === rec.id)
+      this.replace(old, rec);
     else {
       if (old) this.unindex(old);
       if (rec) this.index(rec);

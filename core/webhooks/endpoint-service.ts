@@ -49,7 +49,8 @@ export interface EndpointView {
   disabled_at: string | null;
 }
 
-const isoOrNull = (ms: number | null | undefined): string | null => (ms === null || ms === undefined ? null : new Date(ms).toISOString());
+const isoOrNull = (ms: number | null | undefined): string | null =>
+  ms === null || ms === undefined ? null : new Date(ms).toISOString();
 
 export function endpointView(rec: EndpointRecord, nowMs: number): EndpointView {
   return {
@@ -62,7 +63,10 @@ export function endpointView(rec: EndpointRecord, nowMs: number): EndpointView {
     updated_at: new Date(rec.updated_at).toISOString(),
     verified_at: isoOrNull(rec.verified_at),
     // Shown only while it is in force; the sealed secret itself never leaves.
-    previous_secret_expires_at: rec.previous_secret_sealed && rec.previous_secret_until && rec.previous_secret_until > nowMs ? isoOrNull(rec.previous_secret_until) : null,
+    previous_secret_expires_at:
+      rec.previous_secret_sealed && rec.previous_secret_until && rec.previous_secret_until > nowMs
+        ? isoOrNull(rec.previous_secret_until)
+        : null,
     disabled_reason: rec.state === 'DISABLED' ? (rec.disabled_reason ?? null) : null,
     disabled_at: rec.state === 'DISABLED' ? isoOrNull(rec.disabled_at) : null,
   };
@@ -97,7 +101,12 @@ export async function createEndpoint(ctx: Context, input: NewEndpoint): Promise<
     verified_at: null,
   };
   // The audit entry comes first: the log never misses an endpoint that exists.
-  await appendAudit(ctx, { tenant_id: record.tenant_id, actor: input.actor, action: 'endpoint.created', subject: record.id });
+  await appendAudit(ctx, {
+    tenant_id: record.tenant_id,
+    actor: input.actor,
+    action: 'endpoint.created',
+    subject: record.id,
+  });
   await writeEndpoint(ctx, record);
   const ping = await sendPing(record, secret, { ...guard, nowMs: ctx.clock.now() });
   return { record: ping.ok ? await markVerified(ctx, record.id) : record, secret, ping };
@@ -114,7 +123,13 @@ export async function verifyEndpoint(ctx: Context, rec: EndpointRecord, actor: s
   const ping = await sendPing(rec, secrets, { ...targetGuardOptions(ctx), nowMs: ctx.clock.now() });
   if (!ping.ok) return { record: ctx.endpoints.get(rec.id) ?? rec, ping };
   if (ctx.endpoints.get(rec.id)?.state === 'DISABLED') {
-    await appendAudit(ctx, { tenant_id: rec.tenant_id, actor, action: 'endpoint.enabled', subject: rec.id, reason: 'verified again' });
+    await appendAudit(ctx, {
+      tenant_id: rec.tenant_id,
+      actor,
+      action: 'endpoint.enabled',
+      subject: rec.id,
+      reason: 'verified again',
+    });
   }
   return { record: await markVerified(ctx, rec.id), ping };
 }
@@ -125,11 +140,22 @@ export const MAX_SECRET_OVERLAP_MS = 7 * 24 * 3600_000;
  * Issues a new secret; the old one keeps signing beside it for `overlapMs` (a rotation during an
  * overlap drops the older of the two at once: two secrets sign at most). Audited.
  */
-export async function rotateSecret(ctx: Context, rec: EndpointRecord, actor: string, overlapMs: number): Promise<{ record: EndpointRecord; secret: string }> {
+export async function rotateSecret(
+  ctx: Context,
+  rec: EndpointRecord,
+  actor: string,
+  overlapMs: number,
+): Promise<{ record: EndpointRecord; secret: string }> {
   const old = ctx.endpoints.secret(rec.id);
   const current = ctx.endpoints.get(rec.id);
   if (old === undefined || !current) throw notFound(rec.id);
-  await appendAudit(ctx, { tenant_id: rec.tenant_id, actor, action: 'endpoint.secret_rotated', subject: rec.id, reason: `previous secret signs for ${Math.round(overlapMs / 1000)} s more` });
+  await appendAudit(ctx, {
+    tenant_id: rec.tenant_id,
+    actor,
+    action: 'endpoint.secret_rotated',
+    subject: rec.id,
+    reason: `previous secret signs for ${Math.round(overlapMs / 1000)} s more`,
+  });
   const now = ctx.clock.now();
   const secret = newEndpointSecret();
   const next: EndpointRecord = {
@@ -153,12 +179,24 @@ export const DISPATCHER_ACTOR = 'sluice-dispatcher';
  * endpoint is gone or already DISABLED; two dispatchers racing publish one event (its id is
  * derived from the endpoint and its last verification).
  */
-export async function disableEndpoint(ctx: Context, id: string, reason: string, actor = DISPATCHER_ACTOR): Promise<EndpointRecord | undefined> {
+export async function disableEndpoint(
+  ctx: Context,
+  id: string,
+  reason: string,
+  actor = DISPATCHER_ACTOR,
+): Promise<EndpointRecord | undefined> {
   const current = ctx.endpoints.get(id);
   if (!current || current.state === 'DISABLED') return current;
   await appendAudit(ctx, { tenant_id: current.tenant_id, actor, action: 'endpoint.disabled', subject: id, reason });
   const now = ctx.clock.now();
-  const next: EndpointRecord = { ...current, state: 'DISABLED', disabled_reason: reason, disabled_at: now, failing_since: null, updated_at: Math.max(now, current.updated_at + 1) };
+  const next: EndpointRecord = {
+    ...current,
+    state: 'DISABLED',
+    disabled_reason: reason,
+    disabled_at: now,
+    failing_since: null,
+    updated_at: Math.max(now, current.updated_at + 1),
+  };
   await writeEndpoint(ctx, next);
   await publishEvent(ctx, {
     tenant_id: current.tenant_id,
@@ -176,14 +214,25 @@ export async function disableEndpoint(ctx: Context, id: string, reason: string, 
  */
 export async function recordFailingSince(ctx: Context, id: string, since: number | null): Promise<void> {
   const current = ctx.endpoints.get(id);
-  if (!current || current.state !== 'ACTIVE' || (current.failing_since ?? null) === since) return;
+  if (current?.state !== 'ACTIVE' || (current.failing_since ?? null) === since) return;
   // Read-modify-write of the latest record this view holds: only the health field changes.
-  await writeEndpoint(ctx, { ...current, failing_since: since, updated_at: Math.max(ctx.clock.now(), current.updated_at + 1) });
+  await writeEndpoint(ctx, {
+    ...current,
+    failing_since: since,
+    updated_at: Math.max(ctx.clock.now(), current.updated_at + 1),
+  });
 }
 
 export async function deleteEndpoint(ctx: Context, rec: EndpointRecord, actor: string): Promise<void> {
   await appendAudit(ctx, { tenant_id: rec.tenant_id, actor, action: 'endpoint.deleted', subject: rec.id });
-  await writeState(ctx, ctx.topics.endpoints, rec.id, null, () => ctx.endpoints.get(rec.id) === undefined, 'endpoint tombstone');
+  await writeState(
+    ctx,
+    ctx.topics.endpoints,
+    rec.id,
+    null,
+    () => ctx.endpoints.get(rec.id) === undefined,
+    'endpoint tombstone',
+  );
 }
 
 async function markVerified(ctx: Context, id: string): Promise<EndpointRecord> {
@@ -191,7 +240,15 @@ async function markVerified(ctx: Context, id: string): Promise<EndpointRecord> {
   const current = ctx.endpoints.get(id);
   if (!current) throw notFound(id);
   const now = ctx.clock.now();
-  const next: EndpointRecord = { ...current, state: 'ACTIVE', verified_at: now, failing_since: null, disabled_reason: null, disabled_at: null, updated_at: Math.max(now, current.updated_at + 1) };
+  const next: EndpointRecord = {
+    ...current,
+    state: 'ACTIVE',
+    verified_at: now,
+    failing_since: null,
+    disabled_reason: null,
+    disabled_at: null,
+    updated_at: Math.max(now, current.updated_at + 1),
+  };
   await writeEndpoint(ctx, next);
   return next;
 }
@@ -199,7 +256,14 @@ async function markVerified(ctx: Context, id: string): Promise<EndpointRecord> {
 /** Writes a record and waits until this node's view holds exactly it. */
 export async function writeEndpoint(ctx: Context, rec: EndpointRecord): Promise<void> {
   const written = JSON.stringify(rec);
-  await writeState(ctx, ctx.topics.endpoints, rec.id, rec, () => JSON.stringify(ctx.endpoints.get(rec.id)) === written, 'endpoint record');
+  await writeState(
+    ctx,
+    ctx.topics.endpoints,
+    rec.id,
+    rec,
+    () => JSON.stringify(ctx.endpoints.get(rec.id)) === written,
+    'endpoint record',
+  );
 }
 
 function notFound(id: string): SluiceError {

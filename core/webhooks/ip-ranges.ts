@@ -8,7 +8,17 @@
  */
 import { isIPv4, isIPv6 } from 'node:net';
 
-export type BlockedKind = 'metadata' | 'loopback' | 'private' | 'link-local' | 'unspecified' | 'shared' | 'multicast' | 'reserved' | 'documentation' | 'invalid';
+export type BlockedKind =
+  | 'metadata'
+  | 'loopback'
+  | 'private'
+  | 'link-local'
+  | 'unspecified'
+  | 'shared'
+  | 'multicast'
+  | 'reserved'
+  | 'documentation'
+  | 'invalid';
 
 export interface Blocked {
   blocked: BlockedKind;
@@ -91,7 +101,7 @@ function v6ToBigInt(addr: string): bigint | null {
   const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
   if (dotted) {
     const v4 = v4ToBigInt(dotted[1])!;
-    text = text.slice(0, dotted.index) + `${(v4 >> 16n).toString(16)}:${(v4 & 0xffffn).toString(16)}`;
+    text = `${text.slice(0, dotted.index)}${(v4 >> 16n).toString(16)}:${(v4 & 0xffffn).toString(16)}`;
   }
   const [head, tail] = text.includes('::') ? text.split('::') : [text, null];
   const headParts = head ? head.split(':') : [];

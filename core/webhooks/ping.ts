@@ -23,7 +23,11 @@ export function pingEvent(rec: EndpointRecord, nowMs: number): EventRecord {
   return { id: newId('evt'), type: 'ping', tenant_id: rec.tenant_id, data: { endpoint_id: rec.id }, created_at: nowMs };
 }
 
-export async function sendPing(rec: EndpointRecord, secret: string | SigningSecrets, opts: PingOptions): Promise<AttemptOutcome> {
+export async function sendPing(
+  rec: EndpointRecord,
+  secret: string | SigningSecrets,
+  opts: PingOptions,
+): Promise<AttemptOutcome> {
   const guard: TargetGuardOptions = { allowInsecure: opts.allowInsecure, lookup: opts.lookup };
   const signed = signDelivery(secret, pingEvent(rec, opts.nowMs), 1, opts.nowMs);
   // An agent of its own: a ping is a one-off, and destroying the agent afterwards drops a socket

@@ -45,7 +45,11 @@ export async function publishEvent(ctx: Context, input: PublishInput): Promise<P
   }
   const view = ctx.eventIds;
   const key = eventIdKey(input.tenant_id, input.id);
-  const answer = (w: EventIdClaim): Published => ({ id: input.id!, matched_endpoints: w.matched_endpoints, repeated: true });
+  const answer = (w: EventIdClaim): Published => ({
+    id: input.id!,
+    matched_endpoints: w.matched_endpoints,
+    repeated: true,
+  });
   for (let round = 0; round < 2; round++) {
     const existing = view.winner(key, ctx.clock.now());
     if (existing?.state === 'published') return answer(existing);
@@ -54,13 +58,33 @@ export async function publishEvent(ctx: Context, input: PublishInput): Promise<P
       if (done?.state === 'published') return answer(done);
       continue;
     }
-    const claim: EventIdClaim = { kind: 'event-id', tenant_id: input.tenant_id, event_id: input.id, claim: randomUUID(), state: 'claimed', matched_endpoints: matched, claimed_at: ctx.clock.now() };
+    const claim: EventIdClaim = {
+      kind: 'event-id',
+      tenant_id: input.tenant_id,
+      event_id: input.id,
+      claim: randomUUID(),
+      state: 'claimed',
+      matched_endpoints: matched,
+      claimed_at: ctx.clock.now(),
+    };
     await ctx.producer.sendJson(ctx.topics.control, key, claim, undefined, ACK);
     await waitFor(ctx.changes, () => view.seen(claim.claim), 10_000, 'event-id claim');
     const winner = view.winner(key, ctx.clock.now());
     if (winner?.claim !== claim.claim) continue;
-    await writeEvent(ctx, { id: input.id, tenant_id: input.tenant_id, type: input.type, data: input.data, created_at: claim.claimed_at });
-    await ctx.producer.sendJson(ctx.topics.control, key, { ...claim, state: 'published' } satisfies EventIdClaim, undefined, ACK);
+    await writeEvent(ctx, {
+      id: input.id,
+      tenant_id: input.tenant_id,
+      type: input.type,
+      data: input.data,
+      created_at: claim.claimed_at,
+    });
+    await ctx.producer.sendJson(
+      ctx.topics.control,
+      key,
+      { ...claim, state: 'published' } satisfies EventIdClaim,
+      undefined,
+      ACK,
+    );
     return { id: input.id, matched_endpoints: matched, repeated: false };
   }
   throw unavailable(`another publish of event id "${input.id}" is in flight; retry shortly`);
@@ -74,7 +98,11 @@ export type BatchItemResult = { ok: true; published: Published } | { ok: false; 
  * with an `id` go through the same claim → event → published steps as publishEvent, each step
  * one write for all of them; an id repeated inside the batch answers its first occurrence.
  */
-export async function publishBatch(ctx: Context, tenantId: string, inputs: Omit<PublishInput, 'tenant_id'>[]): Promise<BatchItemResult[]> {
+export async function publishBatch(
+  ctx: Context,
+  tenantId: string,
+  inputs: Omit<PublishInput, 'tenant_id'>[],
+): Promise<BatchItemResult[]> {
   const now = ctx.clock.now();
   const results: BatchItemResult[] = new Array(inputs.length);
   const ok = (published: Published): BatchItemResult => ({ ok: true, published });
@@ -86,7 +114,14 @@ export async function publishBatch(ctx: Context, tenantId: string, inputs: Omit<
     const matched = ctx.endpoints.matching(tenantId, input.type).length;
     if (input.id === undefined) {
       const id = newId('evt');
-      events.push({ id, tenant_id: tenantId, type: input.type, data: input.data, created_at: now, endpoints_at: endpointsAt(ctx) });
+      events.push({
+        id,
+        tenant_id: tenantId,
+        type: input.type,
+        data: input.data,
+        created_at: now,
+        endpoints_at: endpointsAt(ctx),
+      });
       results[index] = ok({ id, matched_endpoints: matched, repeated: false });
       return;
     }
@@ -98,25 +133,74 @@ export async function publishBatch(ctx: Context, tenantId: string, inputs: Omit<
       return;
     }
     if (existing && now - existing.claimed_at < STALE_CLAIM_MS) {
-      results[index] = { ok: false, error: new SluiceError('UNAVAILABLE', `another publish of event id "${input.id}" is in flight; retry shortly`) };
+      results[index] = {
+        ok: false,
+        error: new SluiceError('UNAVAILABLE', `another publish of event id "${input.id}" is in flight; retry shortly`),
+      };
       return;
     }
-    claims.push({ index, input, claim: { kind: 'event-id', tenant_id: tenantId, event_id: input.id, claim: randomUUID(), state: 'claimed', matched_endpoints: matched, claimed_at: now } });
+    claims.push({
+      index,
+      input,
+      claim: {
+        kind: 'event-id',
+        tenant_id: tenantId,
+        event_id: input.id,
+        claim: randomUUID(),
+        state: 'claimed',
+        matched_endpoints: matched,
+        claimed_at: now,
+      },
+    });
   });
   if (claims.length > 0) {
-    await ctx.producer.send(ctx.topics.control, claims.map((c) => ({ key: eventIdKey(tenantId, c.input.id!), value: JSON.stringify(c.claim) })), ACK);
+    await ctx.producer.send(
+      ctx.topics.control,
+      claims.map((c) => ({ key: eventIdKey(tenantId, c.input.id!), value: JSON.stringify(c.claim) })),
+      ACK,
+    );
     await waitFor(ctx.changes, () => claims.every((c) => view!.seen(c.claim.claim)), 10_000, 'event-id claims');
   }
-  const won = claims.filter((c) => view!.winner(eventIdKey(tenantId, c.input.id!), ctx.clock.now())?.claim === c.claim.claim);
+  const won = claims.filter(
+    (c) => view!.winner(eventIdKey(tenantId, c.input.id!), ctx.clock.now())?.claim === c.claim.claim,
+  );
   for (const c of claims) {
     results[c.index] = won.includes(c)
       ? ok({ id: c.input.id!, matched_endpoints: c.claim.matched_endpoints, repeated: false })
-      : { ok: false, error: new SluiceError('UNAVAILABLE', `another publish of event id "${c.input.id}" won the race; retry to read its result`) };
+      : {
+          ok: false,
+          error: new SluiceError(
+            'UNAVAILABLE',
+            `another publish of event id "${c.input.id}" won the race; retry to read its result`,
+          ),
+        };
   }
-  for (const c of won) events.push({ id: c.input.id!, tenant_id: tenantId, type: c.input.type, data: c.input.data, created_at: c.claim.claimed_at, endpoints_at: endpointsAt(ctx) });
-  await producing(ctx.topics.events, (headers) => ctx.producer.send(ctx.topics.events, events.map((e) => ({ key: tenantId, value: JSON.stringify(e), headers })), ACK));
+  for (const c of won)
+    events.push({
+      id: c.input.id!,
+      tenant_id: tenantId,
+      type: c.input.type,
+      data: c.input.data,
+      created_at: c.claim.claimed_at,
+      endpoints_at: endpointsAt(ctx),
+    });
+  await producing(ctx.topics.events, (headers) =>
+    ctx.producer.send(
+      ctx.topics.events,
+      events.map((e) => ({ key: tenantId, value: JSON.stringify(e), headers })),
+      ACK,
+    ),
+  );
   ctx.metrics.published(tenantId, events.length);
-  if (won.length > 0) await ctx.producer.send(ctx.topics.control, won.map((c) => ({ key: eventIdKey(tenantId, c.input.id!), value: JSON.stringify({ ...c.claim, state: 'published' } satisfies EventIdClaim) })), ACK);
+  if (won.length > 0)
+    await ctx.producer.send(
+      ctx.topics.control,
+      won.map((c) => ({
+        key: eventIdKey(tenantId, c.input.id!),
+        value: JSON.stringify({ ...c.claim, state: 'published' } satisfies EventIdClaim),
+      })),
+      ACK,
+    );
   inputs.forEach((input, index) => {
     if (results[index] !== undefined) return;
     const first = results[firstById.get(input.id!)!];
@@ -127,7 +211,19 @@ export async function publishBatch(ctx: Context, tenantId: string, inputs: Omit<
 
 async function writeEvent(ctx: Context, event: EventRecord): Promise<void> {
   // Traced: the record carries the publishing request's trace on to the fan-out.
-  await producing(ctx.topics.events, (headers) => ctx.producer.sendJson(ctx.topics.events, event.tenant_id, { ...event, endpoints_at: endpointsAt(ctx) }, headers, ACK), undefined, { 'sluice.event_id': event.id });
+  await producing(
+    ctx.topics.events,
+    (headers) =>
+      ctx.producer.sendJson(
+        ctx.topics.events,
+        event.tenant_id,
+        { ...event, endpoints_at: endpointsAt(ctx) },
+        headers,
+        ACK,
+      ),
+    undefined,
+    { 'sluice.event_id': event.id },
+  );
   ctx.metrics.published(event.tenant_id);
 }
 

@@ -50,7 +50,12 @@ export function standardKey(secret: string): Buffer {
 }
 
 /** HMAC-SHA256 of `{id}.{timestamp}.{body}` with the Standard Webhooks key, in base64. */
-export function standardSignature(secret: string, id: string, timestamp: number | string, rawBody: string | Buffer): Buffer {
+export function standardSignature(
+  secret: string,
+  id: string,
+  timestamp: number | string,
+  rawBody: string | Buffer,
+): Buffer {
   return createHmac('sha256', standardKey(secret)).update(`${id}.${timestamp}.`).update(rawBody).digest();
 }
 
@@ -66,7 +71,12 @@ export interface SigningSecrets {
   previous?: string | null;
 }
 
-export function signDelivery(secrets: SigningSecrets | string, event: EventRecord, attempt: number, nowMs: number): SignedDelivery {
+export function signDelivery(
+  secrets: SigningSecrets | string,
+  event: EventRecord,
+  attempt: number,
+  nowMs: number,
+): SignedDelivery {
   const { current, previous } = typeof secrets === 'string' ? { current: secrets, previous: null } : secrets;
   const timestamp = Math.floor(nowMs / 1000);
   const body: WebhookBody = {
@@ -93,7 +103,9 @@ export function signDelivery(secrets: SigningSecrets | string, event: EventRecor
       [ATTEMPT_HEADER]: String(attempt),
       [STANDARD_ID_HEADER]: event.id,
       [STANDARD_TIMESTAMP_HEADER]: String(timestamp),
-      [STANDARD_SIGNATURE_HEADER]: signers.map((s) => `v1,${standardSignature(s, event.id, timestamp, rawBody).toString('base64')}`).join(' '),
+      [STANDARD_SIGNATURE_HEADER]: signers
+        .map((s) => `v1,${standardSignature(s, event.id, timestamp, rawBody).toString('base64')}`)
+        .join(' '),
     },
   };
 }

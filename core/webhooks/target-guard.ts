@@ -35,7 +35,13 @@ export interface TargetGuardOptions {
 export type TargetRefusal = 'invalid_url' | 'too_long' | 'scheme' | 'credentials' | 'unresolvable' | BlockedKind;
 
 /** Names that reach a metadata service or loopback whatever DNS says. */
-const METADATA_NAMES = new Set(['metadata.google.internal', 'metadata.goog', 'metadata', 'instance-data', 'instance-data.ec2.internal']);
+const METADATA_NAMES = new Set([
+  'metadata.google.internal',
+  'metadata.goog',
+  'metadata',
+  'instance-data',
+  'instance-data.ec2.internal',
+]);
 
 function refuse(reason: TargetRefusal, detail: string, extra: Record<string, unknown> = {}): SluiceError {
   return new SluiceError('UNPROCESSABLE_TARGET', detail, { reason, ...extra });
@@ -43,7 +49,8 @@ function refuse(reason: TargetRefusal, detail: string, extra: Record<string, unk
 
 /** Syntax checks that need no network; returns the parsed URL. */
 export function checkTargetUrl(url: string, opts: { allowInsecure: boolean }): URL {
-  if (url.length > MAX_TARGET_URL_LENGTH) throw refuse('too_long', `the target URL must be at most ${MAX_TARGET_URL_LENGTH} characters`);
+  if (url.length > MAX_TARGET_URL_LENGTH)
+    throw refuse('too_long', `the target URL must be at most ${MAX_TARGET_URL_LENGTH} characters`);
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -52,16 +59,26 @@ export function checkTargetUrl(url: string, opts: { allowInsecure: boolean }): U
   }
   const schemes = opts.allowInsecure ? ['https:', 'http:'] : ['https:'];
   if (!schemes.includes(parsed.protocol)) {
-    throw refuse('scheme', `the target URL must use ${opts.allowInsecure ? 'https or http' : 'https'}, got "${parsed.protocol.replace(/:$/, '')}"`);
+    throw refuse(
+      'scheme',
+      `the target URL must use ${opts.allowInsecure ? 'https or http' : 'https'}, got "${parsed.protocol.replace(/:$/, '')}"`,
+    );
   }
-  if (parsed.username !== '' || parsed.password !== '') throw refuse('credentials', 'the target URL must not carry credentials (user:password@); authenticate with the signature instead');
+  if (parsed.username !== '' || parsed.password !== '')
+    throw refuse(
+      'credentials',
+      'the target URL must not carry credentials (user:password@); authenticate with the signature instead',
+    );
   if (hostOf(parsed) === '') throw refuse('invalid_url', 'the target URL has no host');
   return parsed;
 }
 
 /** The hostname without IPv6 brackets or a trailing root dot, lower case. */
 function hostOf(url: URL): string {
-  return url.hostname.replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '').toLowerCase();
+  return url.hostname
+    .replace(/^\[(.*)\]$/, '$1')
+    .replace(/\.$/, '')
+    .toLowerCase();
 }
 
 /** Refuses one resolved address unless it is public (or allowed for development). */
@@ -70,16 +87,21 @@ function checkAddress(hostname: string, address: string, allowInsecure: boolean)
   if (!blocked) return;
   if (allowInsecure && blocked.blocked !== 'metadata' && blocked.blocked !== 'invalid') return;
   const via = hostname === address ? '' : ` (${hostname} resolves to it)`;
-  throw refuse(blocked.blocked, `the target address ${displayAddress(address)}${via} is a ${blocked.blocked} address (${blocked.range}); webhook targets must be public`, {
-    address,
-    range: blocked.range,
-  });
+  throw refuse(
+    blocked.blocked,
+    `the target address ${displayAddress(address)}${via} is a ${blocked.blocked} address (${blocked.range}); webhook targets must be public`,
+    {
+      address,
+      range: blocked.range,
+    },
+  );
 }
 
 function checkName(hostname: string, allowInsecure: boolean): void {
   if (METADATA_NAMES.has(hostname)) throw refuse('metadata', `the target host ${hostname} is a cloud metadata service`);
   // RFC 6761: localhost names are loopback whatever a resolver answers.
-  if (!allowInsecure && (hostname === 'localhost' || hostname.endsWith('.localhost'))) throw refuse('loopback', `the target host ${hostname} is a loopback name; webhook targets must be public`);
+  if (!allowInsecure && (hostname === 'localhost' || hostname.endsWith('.localhost')))
+    throw refuse('loopback', `the target host ${hostname} is a loopback name; webhook targets must be public`);
 }
 
 const systemLookup: TargetLookup = async (hostname) => {
@@ -98,7 +120,10 @@ const systemLookup: TargetLookup = async (hostname) => {
 
 /** Every address of `hostname`, each checked; throws 422 when the name does not resolve or any address is refused. */
 export async function resolveTarget(hostname: string, opts: TargetGuardOptions): Promise<ResolvedAddress[]> {
-  const host = hostname.replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '').toLowerCase();
+  const host = hostname
+    .replace(/^\[(.*)\]$/, '$1')
+    .replace(/\.$/, '')
+    .toLowerCase();
   const family = isIP(host);
   if (family !== 0) {
     checkAddress(host, host, opts.allowInsecure);
@@ -147,7 +172,12 @@ export function guardedLookup(opts: TargetGuardOptions): LookupFunction {
   return (hostname, options, callback) => {
     resolveTarget(hostname, opts).then(
       (addresses) => {
-        const want = options.family === 4 || options.family === 'IPv4' ? 4 : options.family === 6 || options.family === 'IPv6' ? 6 : 0;
+        const want =
+          options.family === 4 || options.family === 'IPv4'
+            ? 4
+            : options.family === 6 || options.family === 'IPv6'
+              ? 6
+              : 0;
         const usable = want === 0 ? addresses : addresses.filter((a) => a.family === want);
         if (usable.length === 0) {
           const err: NodeJS.ErrnoException = new Error(`${hostname} has no IPv${want} address`);

@@ -20,7 +20,10 @@ function basicCredentials(header: string | undefined): Credentials | null {
   const i = decoded.indexOf(':');
   if (i < 0) throw new OAuthError('invalid_client', 'malformed Basic credentials');
   try {
-    return { clientId: decodeURIComponent(decoded.slice(0, i).replace(/\+/g, ' ')), clientSecret: decodeURIComponent(decoded.slice(i + 1).replace(/\+/g, ' ')) };
+    return {
+      clientId: decodeURIComponent(decoded.slice(0, i).replace(/\+/g, ' ')),
+      clientSecret: decodeURIComponent(decoded.slice(i + 1).replace(/\+/g, ' ')),
+    };
   } catch {
     throw new OAuthError('invalid_client', 'malformed Basic credentials');
   }
@@ -39,18 +42,31 @@ export function authRoutes(ctx: Context, metrics: Metrics): Route[] {
   const failures = new RateLimiter(ctx.config.authFailureRate, ctx.config.authFailureBurst);
   const token = (req: AppRequest) => {
     const body = req.body;
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new OAuthError('invalid_request', 'the request body must be a JSON object or a form with grant_type, client_id and client_secret');
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      throw new OAuthError(
+        'invalid_request',
+        'the request body must be a JSON object or a form with grant_type, client_id and client_secret',
+      );
     const b = body as Record<string, unknown>;
     const grantType = param(b, 'grant_type');
     if (grantType === undefined) throw new OAuthError('invalid_request', 'grant_type is required');
-    if (grantType !== 'client_credentials') throw new OAuthError('unsupported_grant_type', `grant_type "${grantType}" is not supported; use client_credentials`);
+    if (grantType !== 'client_credentials')
+      throw new OAuthError(
+        'unsupported_grant_type',
+        `grant_type "${grantType}" is not supported; use client_credentials`,
+      );
     const basic = basicCredentials(req.headers.authorization);
     const bodyId = param(b, 'client_id');
     const bodySecret = param(b, 'client_secret');
-    if (basic && bodySecret !== undefined) throw new OAuthError('invalid_request', 'use one client authentication method, not both');
-    const creds: Credentials | null = basic ?? (bodyId !== undefined && bodySecret !== undefined ? { clientId: bodyId, clientSecret: bodySecret } : null);
-    if (!creds) throw new OAuthError('invalid_client', 'client authentication is required: client_id and client_secret');
-    if (basic && bodyId !== undefined && bodyId !== basic.clientId) throw new OAuthError('invalid_request', 'client_id in the body differs from the Basic credentials');
+    if (basic && bodySecret !== undefined)
+      throw new OAuthError('invalid_request', 'use one client authentication method, not both');
+    const creds: Credentials | null =
+      basic ??
+      (bodyId !== undefined && bodySecret !== undefined ? { clientId: bodyId, clientSecret: bodySecret } : null);
+    if (!creds)
+      throw new OAuthError('invalid_client', 'client authentication is required: client_id and client_secret');
+    if (basic && bodyId !== undefined && bodyId !== basic.clientId)
+      throw new OAuthError('invalid_request', 'client_id in the body differs from the Basic credentials');
     const scope = param(b, 'scope');
     // A node with a stale revocation list must not mint tokens for a client revoked meanwhile.
     const staleMs = Date.now() - ctx.state.lastContactAt;
@@ -62,7 +78,9 @@ export function authRoutes(ctx: Context, metrics: Metrics): Route[] {
       // Failures beyond a budget per client id and per address answer 429: a guesser is slowed
       // down, while the right secret always works (a lockout would let anyone who knows a
       // client id lock its owner out; 256-bit secrets need no lockout to resist guessing).
-      const waits = [failures.take(`id:${creds.clientId}`), failures.take(`ip:${req.remoteAddress}`)].filter((w): w is number => w !== null);
+      const waits = [failures.take(`id:${creds.clientId}`), failures.take(`ip:${req.remoteAddress}`)].filter(
+        (w): w is number => w !== null,
+      );
       if (waits.length > 0) throw rateLimited(Math.max(...waits), 'too many failed client authentications');
       throw new OAuthError('invalid_client', 'client authentication failed');
     }
@@ -72,7 +90,13 @@ export function authRoutes(ctx: Context, metrics: Metrics): Route[] {
   };
   return [
     { method: 'POST', pattern: '/v1/auth/token', scope: null, body: 'json-or-form', oauthErrors: true, handler: token },
-    { method: 'GET', pattern: '/v1/auth/jwks', scope: null, body: 'none', handler: () => json(200, ctx.keys.jwks(ctx.clock.now()), { 'cache-control': 'public, max-age=60' }) },
+    {
+      method: 'GET',
+      pattern: '/v1/auth/jwks',
+      scope: null,
+      body: 'none',
+      handler: () => json(200, ctx.keys.jwks(ctx.clock.now()), { 'cache-control': 'public, max-age=60' }),
+    },
     {
       method: 'GET',
       pattern: '/.well-known/oauth-authorization-server',

@@ -15,9 +15,14 @@ const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
 export const READ_ANY_SECRET = 'credentials:read-any';
 
 function refuse(auth: VerifiedToken, missing: string, detail: string): SluiceError {
-  return new SluiceError('SCOPE_VIOLATION', detail, { missing_scope: missing, granted_scopes: [...auth.scopes] }, {
-    challenge: { error: 'insufficient_scope', scope: missing },
-  });
+  return new SluiceError(
+    'SCOPE_VIOLATION',
+    detail,
+    { missing_scope: missing, granted_scopes: [...auth.scopes] },
+    {
+      challenge: { error: 'insufficient_scope', scope: missing },
+    },
+  );
 }
 
 export function clientRoutes(ctx: Context): Route[] {
@@ -30,16 +35,37 @@ export function clientRoutes(ctx: Context): Route[] {
       async handler(req) {
         const auth = req.auth!;
         const c = ctx.clients.get(req.params.id);
-        if (!c || c.tenant_id !== auth.claims.tenant_id) throw new SluiceError('NOT_FOUND', `no client "${req.params.id}" in this tenant`);
+        if (!c || c.tenant_id !== auth.claims.tenant_id)
+          throw new SluiceError('NOT_FOUND', `no client "${req.params.id}" in this tenant`);
         const own = c.client_id === auth.claims.client_id;
         if (!own) {
-          if (!auth.scopes.has(READ_ANY_SECRET)) throw refuse(auth, READ_ANY_SECRET, `reading another client's secret needs the scope "${READ_ANY_SECRET}"; a client reads its own with "credentials:read"`);
+          if (!auth.scopes.has(READ_ANY_SECRET))
+            throw refuse(
+              auth,
+              READ_ANY_SECRET,
+              `reading another client's secret needs the scope "${READ_ANY_SECRET}"; a client reads its own with "credentials:read"`,
+            );
           const stronger = c.scopes.find((s) => !auth.scopes.has(s));
-          if (stronger) throw refuse(auth, stronger, `client "${c.client_id}" holds the scope "${stronger}", which this token does not: its secret would grant more than the caller has`);
+          if (stronger)
+            throw refuse(
+              auth,
+              stronger,
+              `client "${c.client_id}" holds the scope "${stronger}", which this token does not: its secret would grant more than the caller has`,
+            );
         }
         const rotated = openRotatedSecret(ctx.config.masterKey, c);
-        if (!rotated) throw new SluiceError('NOT_FOUND', `client "${c.client_id}" has not been rotated yet: its secret is the one shown at creation`);
-        if (!own) await appendAudit(ctx, { tenant_id: c.tenant_id, actor: auth.claims.client_id, action: 'client_secret.read', subject: c.client_id });
+        if (!rotated)
+          throw new SluiceError(
+            'NOT_FOUND',
+            `client "${c.client_id}" has not been rotated yet: its secret is the one shown at creation`,
+          );
+        if (!own)
+          await appendAudit(ctx, {
+            tenant_id: c.tenant_id,
+            actor: auth.claims.client_id,
+            action: 'client_secret.read',
+            subject: c.client_id,
+          });
         return json(
           200,
           {

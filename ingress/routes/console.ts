@@ -41,7 +41,11 @@ export const CONSOLE_HEADERS: Readonly<Record<string, string>> = {
 export function consoleRoutes(dir = CONSOLE_DIR): Route[] {
   const replies = new Map<string, Reply>();
   for (const [name, type] of Object.entries(FILES)) {
-    replies.set(name, { status: 200, headers: { ...CONSOLE_HEADERS, 'content-type': type }, body: readFileSync(`${dir}${name}`) });
+    replies.set(name, {
+      status: 200,
+      headers: { ...CONSOLE_HEADERS, 'content-type': type },
+      body: readFileSync(`${dir}${name}`),
+    });
   }
   const file = (name: string): Reply => {
     const reply = replies.get(name);

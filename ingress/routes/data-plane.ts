@@ -9,13 +9,42 @@ import { SluiceError, invalidRequest } from '../../core/errors.ts';
 import type { AppRequest, IncomingRequest, Reply, Route } from '../types.ts';
 
 /** Never forwarded: hop-by-hop (RFC 9110 §7.6.1; `expect` was answered at the edge), or the client's own. */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect', 'host', 'authorization', 'content-length', 'cookie']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'expect',
+  'host',
+  'authorization',
+  'content-length',
+  'cookie',
+]);
 /**
  * Headers a client could use to lie to the upstream about who it is or which path it asked for.
  * The edge sets `x-forwarded-for` itself; the rest never pass.
  */
-const CLIENT_CLAIMS = new Set(['forwarded', 'x-real-ip', 'x-client-ip', 'true-client-ip', 'cf-connecting-ip', 'x-cluster-client-ip', 'x-original-url', 'x-rewrite-url', 'x-original-uri', 'x-http-method-override', 'x-http-method', 'x-method-override']);
-const isClientClaim = (name: string) => CLIENT_CLAIMS.has(name) || name.startsWith('x-forwarded-') || name.startsWith('x-sluice-');
+const CLIENT_CLAIMS = new Set([
+  'forwarded',
+  'x-real-ip',
+  'x-client-ip',
+  'true-client-ip',
+  'cf-connecting-ip',
+  'x-cluster-client-ip',
+  'x-original-url',
+  'x-rewrite-url',
+  'x-original-uri',
+  'x-http-method-override',
+  'x-http-method',
+  'x-method-override',
+]);
+const isClientClaim = (name: string) =>
+  CLIENT_CLAIMS.has(name) || name.startsWith('x-forwarded-') || name.startsWith('x-sluice-');
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** RFC 9110 field-value octets (what undici sends): tab, space, visible ASCII, obs-text. */
@@ -33,7 +62,10 @@ export function forwardedHeaders(incoming: Record<string, string>): Record<strin
   for (const [k, v] of Object.entries(incoming)) {
     if (HOP_BY_HOP.has(k) || listed.has(k) || isClientClaim(k)) continue;
     const bytes = Buffer.from(v, 'utf8').toString('latin1');
-    if (!TOKEN.test(k) || !FIELD_VALUE.test(bytes)) throw invalidRequest([{ path: `headers.${k}`, message: 'holds characters that cannot be forwarded (control characters)' }]);
+    if (!TOKEN.test(k) || !FIELD_VALUE.test(bytes))
+      throw invalidRequest([
+        { path: `headers.${k}`, message: 'holds characters that cannot be forwarded (control characters)' },
+      ]);
     out[k] = bytes;
   }
   return out;
@@ -76,7 +108,11 @@ export function dataPlaneRoutes(ctx: Context, timeoutMs = 30_000): Route[] {
   for (const family of FAMILIES) {
     const handler = async (req: AppRequest): Promise<Reply> => {
       const base = ctx.config.upstreams[family.upstream];
-      if (!base) throw new SluiceError('UPSTREAM_UNAVAILABLE', `no upstream is configured for ${family.prefix} (set SLUICE_UPSTREAM_${family.upstream.toUpperCase()})`);
+      if (!base)
+        throw new SluiceError(
+          'UPSTREAM_UNAVAILABLE',
+          `no upstream is configured for ${family.prefix} (set SLUICE_UPSTREAM_${family.upstream.toUpperCase()})`,
+        );
       const headers = forwardedHeaders(req.headers);
       const claims = req.auth!.claims;
       headers['x-sluice-tenant'] = claims.tenant_id;
@@ -95,13 +131,16 @@ export function dataPlaneRoutes(ctx: Context, timeoutMs = 30_000): Route[] {
         } as Parameters<typeof request>[1]);
         const body = Buffer.from(await up.body.arrayBuffer());
         const out: Record<string, string> = Object.create(null);
-        for (const [k, v] of Object.entries(up.headers)) if (!HOP_BY_HOP.has(k) && v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v;
+        for (const [k, v] of Object.entries(up.headers))
+          if (!HOP_BY_HOP.has(k) && v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v;
         return { status: up.statusCode, headers: out, body };
       } catch (err) {
         const code = (err as { code?: string }).code;
-        if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') throw new SluiceError('UPSTREAM_TIMEOUT', `the ${family.resource} upstream did not answer in time`);
+        if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT')
+          throw new SluiceError('UPSTREAM_TIMEOUT', `the ${family.resource} upstream did not answer in time`);
         // Refused before anything was sent: the request, not the upstream, is at fault.
-        if (code === 'UND_ERR_INVALID_ARG' || code === 'UND_ERR_NOT_SUPPORTED') throw invalidRequest([{ path: 'request', message: `cannot be forwarded: ${(err as Error).message}` }]);
+        if (code === 'UND_ERR_INVALID_ARG' || code === 'UND_ERR_NOT_SUPPORTED')
+          throw invalidRequest([{ path: 'request', message: `cannot be forwarded: ${(err as Error).message}` }]);
         throw new SluiceError('UPSTREAM_UNAVAILABLE', `the ${family.resource} upstream is unreachable`);
       }
     };

@@ -5,7 +5,13 @@ import type { RevocationRecord } from '../../core/clients/revocation-list.ts';
 import { json, type Route } from '../types.ts';
 
 export function revocationBody(r: RevocationRecord): Record<string, unknown> {
-  return { revocation_id: r.revocation_id, client_id: r.client_id, revoked_at: new Date(r.revoked_at).toISOString(), audit_entry_id: r.audit_entry_id, reason: r.reason };
+  return {
+    revocation_id: r.revocation_id,
+    client_id: r.client_id,
+    revoked_at: new Date(r.revoked_at).toISOString(),
+    audit_entry_id: r.audit_entry_id,
+    reason: r.reason,
+  };
 }
 
 export function revocationRoutes(ctx: Context): Route[] {

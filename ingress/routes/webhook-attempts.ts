@@ -31,7 +31,14 @@ function attemptView(a: AttemptRecord) {
 }
 
 function pointView(p: SeriesPoint) {
-  return { minute: iso(p.minute), attempts: p.attempts, delivered: p.delivered, failed: p.failed, latency_avg_ms: p.attempts === 0 ? null : Math.round(p.latency_sum_ms / p.attempts), latency_max_ms: p.attempts === 0 ? null : p.latency_max_ms };
+  return {
+    minute: iso(p.minute),
+    attempts: p.attempts,
+    delivered: p.delivered,
+    failed: p.failed,
+    latency_avg_ms: p.attempts === 0 ? null : Math.round(p.latency_sum_ms / p.attempts),
+    latency_max_ms: p.attempts === 0 ? null : p.latency_max_ms,
+  };
 }
 
 function ratesView(e: EndpointRates) {
@@ -49,24 +56,41 @@ function ratesView(e: EndpointRates) {
 export function webhookAttemptRoutes(ctx: Context, history: AttemptHistory): Route[] {
   const attempts = (req: AppRequest) => {
     const tenant = req.auth!.claims.tenant_id;
-    if (!ctx.endpoints.forTenant(req.params.id, tenant)) throw new SluiceError('NOT_FOUND', `no webhook endpoint ${req.params.id}`);
+    if (!ctx.endpoints.forTenant(req.params.id, tenant))
+      throw new SluiceError('NOT_FOUND', `no webhook endpoint ${req.params.id}`);
     type Query = { limit: number; delivery_id?: string; event_id?: string };
     const { limit, delivery_id, event_id } = req.queryValues as Query;
-    return json(200, { data: history.attempts(tenant, req.params.id, { limit, delivery_id, event_id }).map(attemptView) });
+    return json(200, {
+      data: history.attempts(tenant, req.params.id, { limit, delivery_id, event_id }).map(attemptView),
+    });
   };
 
   const stats = (req: AppRequest) => {
     const tenant = req.auth!.claims.tenant_id;
     const endpoint = req.queryValues.endpoint_id as string | undefined;
-    if (endpoint !== undefined && !ctx.endpoints.forTenant(endpoint, tenant)) throw new SluiceError('NOT_FOUND', `no webhook endpoint ${endpoint}`);
+    if (endpoint !== undefined && !ctx.endpoints.forTenant(endpoint, tenant))
+      throw new SluiceError('NOT_FOUND', `no webhook endpoint ${endpoint}`);
     const s = history.stats(tenant, ctx.clock.now(), endpoint);
     // Endpoints deleted since their attempts are not listed.
     const endpoints = s.endpoints.filter((e) => ctx.endpoints.forTenant(e.endpoint_id, tenant)).map(ratesView);
-    return json(200, { window_seconds: (WINDOW_MINUTES * MINUTE_MS) / 1000, from: iso(s.from), to: iso(s.to), totals: s.totals, series: s.series.map(pointView), endpoints });
+    return json(200, {
+      window_seconds: (WINDOW_MINUTES * MINUTE_MS) / 1000,
+      from: iso(s.from),
+      to: iso(s.to),
+      totals: s.totals,
+      series: s.series.map(pointView),
+      endpoints,
+    });
   };
 
   return [
-    { method: 'GET', pattern: '/v1/webhooks/endpoints/:id/attempts', scope: 'webhooks:read', body: 'none', handler: attempts },
+    {
+      method: 'GET',
+      pattern: '/v1/webhooks/endpoints/:id/attempts',
+      scope: 'webhooks:read',
+      body: 'none',
+      handler: attempts,
+    },
     { method: 'GET', pattern: '/v1/webhooks/stats', scope: 'webhooks:read', body: 'none', handler: stats },
   ];
 }

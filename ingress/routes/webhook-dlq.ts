@@ -45,7 +45,9 @@ export function webhookDlqRoutes(ctx: Context): Route[] {
     let total: number;
     let subject: string;
     if (ids) {
-      const found = [...new Set(ids)].map((id) => ctx.dlq.get(tenant, id, now)).filter((e): e is DlqEntry => e !== undefined);
+      const found = [...new Set(ids)]
+        .map((id) => ctx.dlq.get(tenant, id, now))
+        .filter((e): e is DlqEntry => e !== undefined);
       [entries, total] = [found, found.length];
       subject = `dlq ids: ${found.map((e) => e.id).join(',')}`.slice(0, 1000);
     } else {
@@ -61,6 +63,12 @@ export function webhookDlqRoutes(ctx: Context): Route[] {
   return [
     { method: 'GET', pattern: '/v1/webhooks/dlq', scope: 'webhooks:read', body: 'none', handler: list },
     { method: 'POST', pattern: '/v1/webhooks/dlq/replay', scope: 'webhooks:write', body: 'json', handler: replayBulk },
-    { method: 'POST', pattern: '/v1/webhooks/dlq/:id/replay', scope: 'webhooks:write', body: 'none', handler: replayOne },
+    {
+      method: 'POST',
+      pattern: '/v1/webhooks/dlq/:id/replay',
+      scope: 'webhooks:write',
+      body: 'none',
+      handler: replayOne,
+    },
   ];
 }

@@ -54,7 +54,11 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
       // null metadata is "none", so an endpoint read back can be sent again as it is.
       const input = { url, events, metadata: metadata ?? null, tenant_id: claims.tenant_id, actor: claims.client_id };
       const { record, secret, ping } = await createEndpoint(ctx, input);
-      return json(201, { ...view(record), secret }, { location: `/v1/webhooks/endpoints/${record.id}`, 'cache-control': 'no-store', ...pingHeaders(ping) });
+      return json(
+        201,
+        { ...view(record), secret },
+        { location: `/v1/webhooks/endpoints/${record.id}`, 'cache-control': 'no-store', ...pingHeaders(ping) },
+      );
     } catch (err) {
       throw withUrlPath(err);
     }
@@ -87,9 +91,27 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
   return [
     { method: 'POST', pattern: '/v1/webhooks/endpoints', scope: 'webhooks:write', body: 'json', handler: create },
     { method: 'GET', pattern: '/v1/webhooks/endpoints', scope: 'webhooks:read', body: 'none', handler: list },
-    { method: 'GET', pattern: '/v1/webhooks/endpoints/:id', scope: 'webhooks:read', body: 'none', handler: (req) => json(200, view(find(req))) },
+    {
+      method: 'GET',
+      pattern: '/v1/webhooks/endpoints/:id',
+      scope: 'webhooks:read',
+      body: 'none',
+      handler: (req) => json(200, view(find(req))),
+    },
     { method: 'DELETE', pattern: '/v1/webhooks/endpoints/:id', scope: 'webhooks:write', body: 'json', handler: remove },
-    { method: 'POST', pattern: '/v1/webhooks/endpoints/:id/verify', scope: 'webhooks:write', body: 'json', handler: verify },
-    { method: 'POST', pattern: '/v1/webhooks/endpoints/:id/rotate-secret', scope: 'webhooks:write', body: 'json', handler: rotate },
+    {
+      method: 'POST',
+      pattern: '/v1/webhooks/endpoints/:id/verify',
+      scope: 'webhooks:write',
+      body: 'json',
+      handler: verify,
+    },
+    {
+      method: 'POST',
+      pattern: '/v1/webhooks/endpoints/:id/rotate-secret',
+      scope: 'webhooks:write',
+      body: 'json',
+      handler: rotate,
+    },
   ];
 }

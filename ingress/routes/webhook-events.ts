@@ -11,7 +11,7 @@
  * included) before these handlers run; a batch's items are checked here, one at a time.
  */
 import type { Context } from '../../core/context.ts';
-import { invalidRequest, SluiceError, type FieldError } from '../../core/errors.ts';
+import { invalidRequest, type SluiceError, type FieldError } from '../../core/errors.ts';
 import { publishBatch, publishEvent } from '../../core/webhooks/publish.ts';
 import { json, type AppRequest, type RequestChecks, type Route } from '../types.ts';
 import { faultError } from '../pipeline.ts';
@@ -28,12 +28,20 @@ const inputOf = (body: Publish) => ({ type: body.type, data: body.data, id: body
 /** The same error with its paths moved under `$.events[index]` (other errors, e.g. 413, as they are). */
 function atIndex(err: SluiceError, index: number): SluiceError {
   if (err.code !== 'INVALID_REQUEST') return err;
-  const errors = ((err.extra.errors as FieldError[] | undefined) ?? [{ path: '$', message: err.message }]).map((e) => ({ path: `$.events[${index}]${e.path.slice(1)}`, message: e.message }));
+  const errors = ((err.extra.errors as FieldError[] | undefined) ?? [{ path: '$', message: err.message }]).map((e) => ({
+    path: `$.events[${index}]${e.path.slice(1)}`,
+    message: e.message,
+  }));
   return invalidRequest(errors);
 }
 
 function problemOf(err: SluiceError): Record<string, unknown> {
-  return { code: err.code, status: err.status, detail: err.message, ...(err.extra.errors ? { errors: err.extra.errors } : {}) };
+  return {
+    code: err.code,
+    status: err.status,
+    detail: err.message,
+    ...(err.extra.errors ? { errors: err.extra.errors } : {}),
+  };
 }
 
 export function webhookEventRoutes(ctx: Context, checks: RequestChecks): Route[] {
@@ -56,20 +64,39 @@ export function webhookEventRoutes(ctx: Context, checks: RequestChecks): Route[]
     });
     if (valid.length === 0) {
       if (refused.every((r) => r.error.code === 'PAYLOAD_TOO_LARGE')) throw refused[0].error;
-      throw invalidRequest(refused.flatMap((r) => (r.error.extra.errors as FieldError[] | undefined) ?? [{ path: `$.events[${r.index}]`, message: r.error.message }]));
+      throw invalidRequest(
+        refused.flatMap(
+          (r) =>
+            (r.error.extra.errors as FieldError[] | undefined) ?? [
+              { path: `$.events[${r.index}]`, message: r.error.message },
+            ],
+        ),
+      );
     }
-    const out = await publishBatch(ctx, req.auth!.claims.tenant_id, valid.map((v) => v.input));
+    const out = await publishBatch(
+      ctx,
+      req.auth!.claims.tenant_id,
+      valid.map((v) => v.input),
+    );
     const results: Record<string, unknown>[] = new Array(items.length);
     for (const r of refused) results[r.index] = { index: r.index, error: problemOf(r.error) };
     valid.forEach((v, i) => {
       const o = out[i];
-      results[v.index] = o.ok ? { index: v.index, id: o.published.id, matched_endpoints: o.published.matched_endpoints } : { index: v.index, error: problemOf(o.error) };
+      results[v.index] = o.ok
+        ? { index: v.index, id: o.published.id, matched_endpoints: o.published.matched_endpoints }
+        : { index: v.index, error: problemOf(o.error) };
     });
     const accepted = results.filter((r) => r.error === undefined).length;
     return json(202, { accepted, rejected: items.length - accepted, results });
   };
   return [
     { method: 'POST', pattern: '/v1/webhooks/events', scope: 'events:publish', body: 'json', handler: publish },
-    { method: 'POST', pattern: '/v1/webhooks/events/batch', scope: 'events:publish', body: 'json', handler: publishMany },
+    {
+      method: 'POST',
+      pattern: '/v1/webhooks/events/batch',
+      scope: 'events:publish',
+      body: 'json',
+      handler: publishMany,
+    },
   ];
 }

@@ -14,23 +14,53 @@ t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 const results = join(dir, 'RESULTS.md');
 
 t.test('npm run bench -- --quick --only edge: every k6 case runs against a started Sluice', async (t) => {
-  const child = spawn(process.execPath, ['bin/run-ts.js', 'bench/suite.ts', '--quick', '--only', 'edge', '--duration', '1', '--vus', '4', '--workers', '1', '--results', results], {
-    cwd: root,
-    env: { ...process.env, KAFKA_BROKERS: brokers().join(',') },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      'bin/run-ts.js',
+      'bench/suite.ts',
+      '--quick',
+      '--only',
+      'edge',
+      '--duration',
+      '1',
+      '--vus',
+      '4',
+      '--workers',
+      '1',
+      '--results',
+      results,
+    ],
+    {
+      cwd: root,
+      env: { ...process.env, KAFKA_BROKERS: brokers().join(',') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
   const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
   t.equal(code, 0, `the suite exits 0 (no case got an unexpected status)\n${code === 0 ? '' : out.slice(-3000)}`);
   const report = readFileSync(results, 'utf8');
-  for (const label of ['bare uWS', 'Sluice: hot token', 'Sluice: scope violation', 'jose.jwtVerify per request', 'verified-token cache', 'Sluice: issue a token', 'half of its saturation']) {
-    const row = report.split('\n').find((l) => l.startsWith(`| ${label}`) || l.includes(label) && l.startsWith('|'));
+  for (const label of [
+    'bare uWS',
+    'Sluice: hot token',
+    'Sluice: scope violation',
+    'jose.jwtVerify per request',
+    'verified-token cache',
+    'Sluice: issue a token',
+    'half of its saturation',
+  ]) {
+    const row = report.split('\n').find((l) => l.startsWith(`| ${label}`) || (l.includes(label) && l.startsWith('|')));
     t.ok(row, `the report has the row "${label}"`);
     t.match(row ?? '', /\| none( \([^)]*\))? \|/, `"${label}": no status other than the expected one`);
   }
-  t.match(report, /<!-- suite:begin -->[\s\S]*### Targets[\s\S]*<!-- suite:end -->/, 'the report is the marked suite section with its targets');
+  t.match(
+    report,
+    /<!-- suite:begin -->[\s\S]*### Targets[\s\S]*<!-- suite:end -->/,
+    'the report is the marked suite section with its targets',
+  );
 });
 
 t.test('a case counts only the expected status and lists every other one by status', async (t) => {
@@ -45,8 +75,16 @@ t.test('a case counts only the expected status and lists every other one by stat
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   t.teardown(() => server.close());
   const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/`;
-  const r = await runCase(k6, join(dir, 'mixed.json'), { id: 'mixed', label: 'half 429', server: 'bare', method: 'GET', url, expect: 200, duration: 1, vus: 2 }, () => {});
+  const r = await runCase(
+    k6,
+    join(dir, 'mixed.json'),
+    { id: 'mixed', label: 'half 429', server: 'bare', method: 'GET', url, expect: 200, duration: 1, vus: 2 },
+    () => {},
+  );
   const limited = r.unexpected.find(([s]) => s === '429')?.[1] ?? 0;
   t.ok(limited > 0, `the 429s are listed (${limited})`);
-  t.ok(Math.abs(r.rps - n / 2) <= Math.max(2, n * 0.02), `req/s counts only the 200s (${r.rps} of ${n} responses in 1 s)`);
+  t.ok(
+    Math.abs(r.rps - n / 2) <= Math.max(2, n * 0.02),
+    `req/s counts only the 200s (${r.rps} of ${n} responses in 1 s)`,
+  );
 });

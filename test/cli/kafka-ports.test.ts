@@ -7,29 +7,40 @@ import { join } from 'node:path';
 import { freePort, freePorts } from '../../scripts/free-port.ts';
 import { runCli, SLUICE_BIN } from '../helpers/cli.ts';
 
-const hold = (port: number) => new Promise<Server>((resolve, reject) => {
-  const s = createServer();
-  s.once('error', reject);
-  s.listen(port, '127.0.0.1', () => resolve(s));
-});
+const hold = (port: number) =>
+  new Promise<Server>((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(port, '127.0.0.1', () => resolve(s));
+  });
 const dataDir = mkdtempSync(join(tmpdir(), 'sluice-kafka-ports-'));
 t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
 const env = { ...process.env, KAFKA_BROKERS: undefined, SLUICE_LOG_LEVEL: 'error' };
 
-t.test('a busy controller port (--port + 1) is named in the error, with --controller-port as the way out', async (t) => {
-  const port = await freePorts(2);
-  const busy = await hold(port + 1);
-  t.teardown(() => busy.close());
-  const res = await runCli(['kafka', '--port', String(port), '--data-dir', join(dataDir, 'a')], env);
-  t.not(res.code, 0, 'sluice kafka exits non-zero');
-  t.match(res.stderr + res.stdout, new RegExp(`port ${port + 1}\\b.*controller 1's port \\(--controller-port, default --port \\+ 1\\)`), 'the message names the busy port and what it was for');
-});
+t.test(
+  'a busy controller port (--port + 1) is named in the error, with --controller-port as the way out',
+  async (t) => {
+    const port = await freePorts(2);
+    const busy = await hold(port + 1);
+    t.teardown(() => busy.close());
+    const res = await runCli(['kafka', '--port', String(port), '--data-dir', join(dataDir, 'a')], env);
+    t.not(res.code, 0, 'sluice kafka exits non-zero');
+    t.match(
+      res.stderr + res.stdout,
+      new RegExp(`port ${port + 1}\\b.*controller 1's port \\(--controller-port, default --port \\+ 1\\)`),
+      'the message names the busy port and what it was for',
+    );
+  },
+);
 
 t.test('a busy --controller-port is named too', async (t) => {
   const [port, controller] = [await freePort(), await freePort()];
   const busy = await hold(controller);
   t.teardown(() => busy.close());
-  const res = await runCli(['kafka', '--port', String(port), '--controller-port', String(controller), '--data-dir', join(dataDir, 'b')], env);
+  const res = await runCli(
+    ['kafka', '--port', String(port), '--controller-port', String(controller), '--data-dir', join(dataDir, 'b')],
+    env,
+  );
   t.not(res.code, 0);
   t.match(res.stderr + res.stdout, new RegExp(`port ${controller}\\b.*controller 1's port \\(--controller-port\\)`));
 });
@@ -39,7 +50,21 @@ t.test('with --controller-port the broker starts although --port + 1 is busy', a
   const controller = await freePort();
   const busy = await hold(port + 1);
   t.teardown(() => busy.close());
-  const child = spawn(process.execPath, [SLUICE_BIN, 'kafka', '--port', String(port), '--controller-port', String(controller), '--data-dir', join(dataDir, 'c'), '--fresh'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [
+      SLUICE_BIN,
+      'kafka',
+      '--port',
+      String(port),
+      '--controller-port',
+      String(controller),
+      '--data-dir',
+      join(dataDir, 'c'),
+      '--fresh',
+    ],
+    { env, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
   const ready = await new Promise<boolean>((resolve) => {
     const timer = setTimeout(() => resolve(false), 120_000);

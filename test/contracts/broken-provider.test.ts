@@ -16,29 +16,40 @@ const target = new URL(node.base);
 
 // A deliberately broken Sluice: a proxy that breaks three answers of the live one.
 const proxy = createServer((req, res) => {
-  const up = request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (upRes) => {
-    const chunks: Buffer[] = [];
-    upRes.on('data', (c: Buffer) => chunks.push(c));
-    upRes.on('end', () => {
-      let status = upRes.statusCode ?? 502;
-      let body = Buffer.concat(chunks);
-      const path = (req.url ?? '').split('?')[0];
-      const headers = { ...upRes.headers };
-      delete headers['content-length'];
-      if (path === '/.well-known/oauth-authorization-server' && status === 200) {
-        const meta = JSON.parse(body.toString());
-        delete meta.issuer; // schema violation: a required member is gone
-        body = Buffer.from(JSON.stringify(meta));
-      }
-      if (path === '/v1/audit' && status === 200) status = 418; // an undocumented status
-      if (path === '/v1/webhooks/dlq' && status === 200) {
-        status = 500; // a server error
-        headers['content-type'] = 'application/problem+json';
-        body = Buffer.from(JSON.stringify({ type: 'https://sluice.dev/problems/internal', title: 'Internal error', status: 500, detail: 'boom', code: 'INTERNAL' }));
-      }
-      res.writeHead(status, headers).end(body);
-    });
-  });
+  const up = request(
+    { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
+    (upRes) => {
+      const chunks: Buffer[] = [];
+      upRes.on('data', (c: Buffer) => chunks.push(c));
+      upRes.on('end', () => {
+        let status = upRes.statusCode ?? 502;
+        let body = Buffer.concat(chunks);
+        const path = (req.url ?? '').split('?')[0];
+        const headers = { ...upRes.headers };
+        delete headers['content-length'];
+        if (path === '/.well-known/oauth-authorization-server' && status === 200) {
+          const meta = JSON.parse(body.toString());
+          delete meta.issuer; // schema violation: a required member is gone
+          body = Buffer.from(JSON.stringify(meta));
+        }
+        if (path === '/v1/audit' && status === 200) status = 418; // an undocumented status
+        if (path === '/v1/webhooks/dlq' && status === 200) {
+          status = 500; // a server error
+          headers['content-type'] = 'application/problem+json';
+          body = Buffer.from(
+            JSON.stringify({
+              type: 'https://sluice.dev/problems/internal',
+              title: 'Internal error',
+              status: 500,
+              detail: 'boom',
+              code: 'INTERNAL',
+            }),
+          );
+        }
+        res.writeHead(status, headers).end(body);
+      });
+    },
+  );
   up.on('error', () => res.writeHead(502).end());
   req.pipe(up);
 });
@@ -52,21 +63,54 @@ t.teardown(async () => {
 const admin = await node.client('admin', 'acme');
 
 t.test('the verifier catches a schema violation, an undocumented status and a 5xx', async (t) => {
-  const report = await verifyProvider({ baseUrl: broken, clientId: admin.client_id, clientSecret: admin.client_secret, allowUnimplemented: true });
+  const report = await verifyProvider({
+    baseUrl: broken,
+    clientId: admin.client_id,
+    clientSecret: admin.client_secret,
+    allowUnimplemented: true,
+  });
   const fails = failed(report);
-  const of = (id: string) => fails.filter((f) => f.operationId === id).map((f) => f.detail).join('\n');
-  t.match(of('getAuthorizationServerMetadata'), /body \(root\) must have required property 'issuer'/, 'schema violation');
+  const of = (id: string) =>
+    fails
+      .filter((f) => f.operationId === id)
+      .map((f) => f.detail)
+      .join('\n');
+  t.match(
+    of('getAuthorizationServerMetadata'),
+    /body \(root\) must have required property 'issuer'/,
+    'schema violation',
+  );
   t.match(of('listAuditEntries'), /status 418 is not documented/, 'undocumented status');
   t.match(of('listDlq'), /answered 500/, '5xx');
   const failedOps = new Set(fails.map((f) => f.operationId));
-  t.same([...failedOps].sort(), ['getAuthorizationServerMetadata', 'listAuditEntries', 'listDlq'], 'nothing else fails');
+  t.same(
+    [...failedOps].sort(),
+    ['getAuthorizationServerMetadata', 'listAuditEntries', 'listDlq'],
+    'nothing else fails',
+  );
 });
 
 t.test('`sluice contract verify` exits 1 and writes the failures to the JUnit report', async (t) => {
   const junit = join(mkdtempSync(join(tmpdir(), 'sluice-junit-')), 'contract.xml');
   const { code, stdout } = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
-    execFile(process.execPath, [join(root, 'bin/sluice.js'), 'contract', 'verify', '--base-url', broken, '--client-id', admin.client_id, '--client-secret', admin.client_secret, '--junit', junit, '--allow-unimplemented'], { cwd: root, maxBuffer: 16 << 20 }, (err, stdout) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout }),
+    execFile(
+      process.execPath,
+      [
+        join(root, 'bin/sluice.js'),
+        'contract',
+        'verify',
+        '--base-url',
+        broken,
+        '--client-id',
+        admin.client_id,
+        '--client-secret',
+        admin.client_secret,
+        '--junit',
+        junit,
+        '--allow-unimplemented',
+      ],
+      { cwd: root, maxBuffer: 16 << 20 },
+      (err, stdout) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout }),
     );
   });
   t.equal(code, 1, 'non-zero exit');
@@ -79,10 +123,32 @@ t.test('`sluice contract verify` exits 1 and writes the failures to the JUnit re
 
 t.test('against the unbroken Sluice the same command exits 0', async (t) => {
   const code = await new Promise<number | null>((resolve) => {
-    execFile(process.execPath, [join(root, 'bin/sluice.js'), 'contract', 'verify', '--base-url', node.base, '--client-id', admin.client_id, '--client-secret', admin.client_secret, '--allow-unimplemented'], { cwd: root, maxBuffer: 16 << 20 }, (err, stdout) => {
-      if (err) t.comment(stdout.split('\n').filter((l) => l.includes('FAIL')).join('\n'));
-      resolve(err ? ((err as { code?: number }).code ?? 1) : 0);
-    });
+    execFile(
+      process.execPath,
+      [
+        join(root, 'bin/sluice.js'),
+        'contract',
+        'verify',
+        '--base-url',
+        node.base,
+        '--client-id',
+        admin.client_id,
+        '--client-secret',
+        admin.client_secret,
+        '--allow-unimplemented',
+      ],
+      { cwd: root, maxBuffer: 16 << 20 },
+      (err, stdout) => {
+        if (err)
+          t.comment(
+            stdout
+              .split('\n')
+              .filter((l) => l.includes('FAIL'))
+              .join('\n'),
+          );
+        resolve(err ? ((err as { code?: number }).code ?? 1) : 0);
+      },
+    );
   });
   t.equal(code, 0);
 });

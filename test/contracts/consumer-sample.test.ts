@@ -11,24 +11,41 @@ const BASE = 'https://sluice.test';
 /** The consumer under test: what an application would write to talk to Sluice. */
 class WebhookAdmin {
   private token: string | null = null;
-  constructor(private readonly base: string, private readonly clientId: string, private readonly clientSecret: string, private readonly scope?: string) {}
+  constructor(
+    private readonly base: string,
+    private readonly clientId: string,
+    private readonly clientSecret: string,
+    private readonly scope?: string,
+  ) {}
 
   private async bearer(): Promise<string> {
     if (this.token) return this.token;
     const res = await fetch(`${this.base}/v1/auth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: this.clientId, client_secret: this.clientSecret, ...(this.scope ? { scope: this.scope } : {}) }),
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: this.clientId,
+        client_secret: this.clientSecret,
+        ...(this.scope ? { scope: this.scope } : {}),
+      }),
     });
     if (!res.ok) throw new Error(`token: ${res.status} ${((await res.json()) as { error: string }).error}`);
     this.token = ((await res.json()) as { access_token: string }).access_token;
     return this.token;
   }
 
-  async call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any; type: string | null }> {
+  async call(
+    method: string,
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: any; type: string | null }> {
     const res = await fetch(`${this.base}${path}`, {
       method,
-      headers: { authorization: `Bearer ${await this.bearer()}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        authorization: `Bearer ${await this.bearer()}`,
+        ...(body ? { 'content-type': 'application/json' } : {}),
+      },
       body: body ? JSON.stringify(body) : undefined,
     });
     const text = await res.text();
@@ -53,7 +70,12 @@ class WebhookAdmin {
 }
 
 const sluice = new MockSluice();
-sluice.addClient({ clientId: 'cl_app', clientSecret: 'app-secret', tenantId: 'acme', scopes: ['webhooks:read', 'webhooks:write'] });
+sluice.addClient({
+  clientId: 'cl_app',
+  clientSecret: 'app-secret',
+  tenantId: 'acme',
+  scopes: ['webhooks:read', 'webhooks:write'],
+});
 sluice.addClient({ clientId: 'cl_other', clientSecret: 'other-secret', tenantId: 'globex', scopes: ['webhooks:read'] });
 sluice.seedDlq('acme', 25);
 sluice.seedDlq('globex', 3);
@@ -64,7 +86,10 @@ t.teardown(() => server.close());
 
 t.test('registers an endpoint, reads it back and deletes it', async (t) => {
   const app = new WebhookAdmin(BASE, 'cl_app', 'app-secret');
-  const created = await app.call('POST', '/v1/webhooks/endpoints', { url: 'https://hooks.acme.test/sluice', events: ['pipeline.failed'] });
+  const created = await app.call('POST', '/v1/webhooks/endpoints', {
+    url: 'https://hooks.acme.test/sluice',
+    events: ['pipeline.failed'],
+  });
   t.equal(created.status, 201);
   t.type(created.body.secret, 'string');
   const read = await app.call('GET', `/v1/webhooks/endpoints/${created.body.id}`);
@@ -76,7 +101,11 @@ t.test('registers an endpoint, reads it back and deletes it', async (t) => {
 
 t.test('a bad registration gets the 400 problem body with errors[]', async (t) => {
   const app = new WebhookAdmin(BASE, 'cl_app', 'app-secret');
-  const res = await app.call('POST', '/v1/webhooks/endpoints', { url: 'https://hooks.acme.test', events: [], extra: 1 });
+  const res = await app.call('POST', '/v1/webhooks/endpoints', {
+    url: 'https://hooks.acme.test',
+    events: [],
+    extra: 1,
+  });
   t.equal(res.status, 400);
   t.equal(res.type, 'application/problem+json');
   t.equal(res.body.code, 'INVALID_REQUEST');
@@ -95,7 +124,10 @@ t.test('pages through the DLQ of its own tenant only', async (t) => {
 
 t.test('a narrowed token gets 403 SCOPE_VIOLATION naming the missing scope', async (t) => {
   const readOnly = new WebhookAdmin(BASE, 'cl_app', 'app-secret', 'webhooks:read');
-  const res = await readOnly.call('POST', '/v1/webhooks/endpoints', { url: 'https://hooks.acme.test', events: ['ping'] });
+  const res = await readOnly.call('POST', '/v1/webhooks/endpoints', {
+    url: 'https://hooks.acme.test',
+    events: ['ping'],
+  });
   t.equal(res.status, 403);
   t.equal(res.body.code, 'SCOPE_VIOLATION');
   t.equal(res.body.missing_scope, 'webhooks:write');

@@ -21,22 +21,57 @@ t.teardown(() => node.close());
 t.test('every limit of the spec is measured against a live Sluice, and every one passes', async (t) => {
   const admin = await node.client('admin', 'acme');
   const victim = await node.client('webhook-publisher', 'acme');
-  const rows = await runLimits({ baseUrl: node.base, clientId: admin.client_id, clientSecret: admin.client_secret, revocable: { clientId: victim.client_id, clientSecret: victim.client_secret }, timeScale: SCALE, rotation: ROTATION });
+  const rows = await runLimits({
+    baseUrl: node.base,
+    clientId: admin.client_id,
+    clientSecret: admin.client_secret,
+    revocable: { clientId: victim.client_id, clientSecret: victim.client_secret },
+    timeScale: SCALE,
+    rotation: ROTATION,
+  });
   t.comment(`\n${formatLimits(rows)}`);
   t.same(rows.map((r) => r.limit).sort(), [...LIMIT_NAMES].sort(), 'one row per limit of spec section 8');
   t.equal(rows.length, 9);
   // Nothing was asked to skip, so a skip is as much a failure as a fail.
-  t.same(rows.filter((r) => r.outcome !== 'pass').map((r) => `${r.outcome.toUpperCase()} ${r.limit}: ${r.measured}${r.reason ? ` (${r.reason})` : ''}`), [], 'every guard passes');
+  t.same(
+    rows
+      .filter((r) => r.outcome !== 'pass')
+      .map((r) => `${r.outcome.toUpperCase()} ${r.limit}: ${r.measured}${r.reason ? ` (${r.reason})` : ''}`),
+    [],
+    'every guard passes',
+  );
   for (const r of rows) t.equal(r.outcome, 'pass', `${r.limit}: ${r.measured}`);
 });
 
 t.test('a guard reports skip only when asked to, and a failure to measure as a fail', async (t) => {
   const admin = await node.client('admin', 'acme');
   // Asked to skip: every row says skip, and none runs.
-  const skipped = await runLimits({ baseUrl: node.base, clientId: admin.client_id, clientSecret: admin.client_secret, skip: LIMIT_NAMES });
-  t.same(skipped.map((r) => r.outcome), LIMIT_NAMES.map(() => 'skip'), 'every named limit is skipped');
+  const skipped = await runLimits({
+    baseUrl: node.base,
+    clientId: admin.client_id,
+    clientSecret: admin.client_secret,
+    skip: LIMIT_NAMES,
+  });
+  t.same(
+    skipped.map((r) => r.outcome),
+    LIMIT_NAMES.map(() => 'skip'),
+    'every named limit is skipped',
+  );
   // A Sluice that cannot be measured is a failure, not a skip: here nothing listens at the base URL.
   const dead = 'http://127.0.0.1:9';
-  const rows = await runLimits({ baseUrl: dead, clientId: admin.client_id, clientSecret: admin.client_secret, revocable: { clientId: 'x', clientSecret: 'y' }, timeScale: SCALE, skip: ['credential rotation cycle'] });
-  t.same(rows.filter((r) => r.limit !== 'credential rotation cycle' && r.outcome !== 'fail').map((r) => `${r.outcome} ${r.limit}`), [], 'every guard that could not measure fails');
+  const rows = await runLimits({
+    baseUrl: dead,
+    clientId: admin.client_id,
+    clientSecret: admin.client_secret,
+    revocable: { clientId: 'x', clientSecret: 'y' },
+    timeScale: SCALE,
+    skip: ['credential rotation cycle'],
+  });
+  t.same(
+    rows
+      .filter((r) => r.limit !== 'credential rotation cycle' && r.outcome !== 'fail')
+      .map((r) => `${r.outcome} ${r.limit}`),
+    [],
+    'every guard that could not measure fails',
+  );
 });

@@ -25,7 +25,9 @@ t.test('the contract is a valid OpenAPI 3.1 document (refs resolved)', async (t)
 
 t.test('a broken contract is refused by the same lint', async (t) => {
   const broken = loadContract();
-  broken.paths['/v1/auth/jwks'].get.responses['200'].content['application/json'].schema = { $ref: '#/components/schemas/NoSuchSchema' };
+  broken.paths['/v1/auth/jwks'].get.responses['200'].content['application/json'].schema = {
+    $ref: '#/components/schemas/NoSuchSchema',
+  };
   const res = await new Validator().validate(broken);
   t.notOk(res.valid);
 });
@@ -36,17 +38,24 @@ t.test('operations: unique ids, a scope each, the auth errors documented on ever
   for (const op of ops) {
     if (op.scopes === null) continue;
     t.equal(op.scopes.length, 1, `${op.operationId} needs exactly one scope`);
-    for (const status of ['401', '403', '421', '503']) t.ok(op.responses[status], `${op.operationId} documents ${status}`);
-    t.ok(op.responses['401'].headers?.['WWW-Authenticate']?.required, `${op.operationId}: 401 carries WWW-Authenticate`);
+    for (const status of ['401', '403', '421', '503'])
+      t.ok(op.responses[status], `${op.operationId} documents ${status}`);
+    t.ok(
+      op.responses['401'].headers?.['WWW-Authenticate']?.required,
+      `${op.operationId}: 401 carries WWW-Authenticate`,
+    );
     t.ok(op.responses['503'].headers?.['Retry-After']?.required, `${op.operationId}: 503 carries Retry-After`);
-    if (op.requestBody && op.requestBody.content['application/json']) {
+    if (op.requestBody?.content['application/json']) {
       for (const status of ['400', '413', '415']) t.ok(op.responses[status], `${op.operationId} documents ${status}`);
     }
   }
 });
 
 t.test('the contract agrees with the code: scopes, event kinds, error codes, limits', async (t) => {
-  t.same(Object.keys(doc.components.securitySchemes.oauth2.flows.clientCredentials.scopes).sort(), [...ALL_SCOPES].sort());
+  t.same(
+    Object.keys(doc.components.securitySchemes.oauth2.flows.clientCredentials.scopes).sort(),
+    [...ALL_SCOPES].sort(),
+  );
   t.equal(doc.components.securitySchemes.oauth2.flows.clientCredentials.tokenUrl, '/v1/auth/token');
   t.same(doc.components.schemas.EventKind.enum, [...KNOWN_EVENT_KINDS]);
   t.same(Object.keys(doc.webhooks), [...KNOWN_EVENT_KINDS], 'one webhook payload per event kind');
@@ -72,17 +81,22 @@ t.test('links point at operations that exist', async (t) => {
 
 t.test('every schema compiles under JSON Schema 2020-12 and examples validate', async (t) => {
   const schemas = new ContractSchemas(doc);
-  for (const name of Object.keys(doc.components.schemas)) t.doesNotThrow(() => schemas.errors(`#/components/schemas/${name}`, null), name);
+  for (const name of Object.keys(doc.components.schemas))
+    t.doesNotThrow(() => schemas.errors(`#/components/schemas/${name}`, null), name);
   for (const op of ops) {
     for (const media of Object.values(op.requestBody?.content ?? {})) {
       const ex = (media as any).example;
-      if (ex !== undefined && (media as any).schema) t.same(schemas.errors((media as any).schema, ex), [], `${op.operationId} example`);
+      if (ex !== undefined && (media as any).schema)
+        t.same(schemas.errors((media as any).schema, ex), [], `${op.operationId} example`);
     }
   }
 });
 
 t.test('contracts/generated/types.ts is current (npm run contract:types regenerates it)', async (t) => {
   const out = join(mkdtempSync(join(tmpdir(), 'sluice-types-')), 'types.ts');
-  execFileSync(join(root, 'node_modules/.bin/openapi-typescript'), [CONTRACT_PATH, '-o', out], { cwd: root, stdio: 'pipe' });
+  execFileSync(join(root, 'node_modules/.bin/openapi-typescript'), [CONTRACT_PATH, '-o', out], {
+    cwd: root,
+    stdio: 'pipe',
+  });
   t.equal(readFileSync(join(root, 'contracts/generated/types.ts'), 'utf8'), readFileSync(out, 'utf8'));
 });

@@ -15,7 +15,12 @@ const upstream = createServer((req, res) => {
 await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
 const up = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
 const receiver = await startConformanceReceiver({ port: 0, secret: 'unknown-until-registration', alwaysOk: true });
-const node = await startTestNode({ SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_UPSTREAM_INFERENCE: up, SLUICE_UPSTREAM_PIPELINES: up, SLUICE_UPSTREAM_TELEMETRY: up });
+const node = await startTestNode({
+  SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
+  SLUICE_UPSTREAM_INFERENCE: up,
+  SLUICE_UPSTREAM_PIPELINES: up,
+  SLUICE_UPSTREAM_TELEMETRY: up,
+});
 t.teardown(async () => {
   await node.close();
   await receiver.close();
@@ -43,13 +48,33 @@ t.test('sluice contract verify passes against a live Sluice, covering every oper
   const table = formatTable(report);
   t.comment(table.split('\n').slice(-1)[0]);
   const failures = failed(report);
-  t.same(failures.map((f) => `${f.operationId}: ${f.check}: ${f.detail}`), [], 'no failures');
+  t.same(
+    failures.map((f) => `${f.operationId}: ${f.check}: ${f.detail}`),
+    [],
+    'no failures',
+  );
   const covered = new Set(report.results.filter((r) => r.outcome === 'pass').map((r) => r.operationId));
-  for (const op of listOperations(loadContract())) t.ok(covered.has(op.operationId), `${op.operationId} has passing checks`);
+  for (const op of listOperations(loadContract()))
+    t.ok(covered.has(op.operationId), `${op.operationId} has passing checks`);
   t.equal(report.results.filter((r) => r.outcome === 'not-implemented').length, 0, 'every documented route exists');
   const checks = report.results.map((r) => r.check).join('\n');
-  for (const kind of ['TOKEN_MISSING', 'TOKEN_INVALID', 'TOKEN_REVOKED', 'SCOPE_VIOLATION', '405 with Allow', 'malformed JSON', 'wrong types', 'unknown field', 'oversize body', '415', 'read after delete → 404']) {
+  for (const kind of [
+    'TOKEN_MISSING',
+    'TOKEN_INVALID',
+    'TOKEN_REVOKED',
+    'SCOPE_VIOLATION',
+    '405 with Allow',
+    'malformed JSON',
+    'wrong types',
+    'unknown field',
+    'oversize body',
+    '415',
+    'read after delete → 404',
+  ]) {
     t.match(checks, kind, `the run includes a "${kind}" check`);
   }
-  t.ok(receiver.deliveries.some((d) => d.eventType === 'ping'), 'the registration ping reached the receiver');
+  t.ok(
+    receiver.deliveries.some((d) => d.eventType === 'ping'),
+    'the registration ping reached the receiver',
+  );
 });

@@ -74,9 +74,14 @@ const cases: Case[] = [
   ['create: metadata an array', 'POST', EP, { url, events: ['ping'], metadata: ['x'] }, 400, ['$.metadata']],
   ['create: metadata a string', 'POST', EP, { url, events: ['ping'], metadata: 'team' }, 400, ['$.metadata']],
   ['create: metadata of 65 keys', 'POST', EP, { url, events: ['ping'], metadata: keys(65) }, 400, ['$.metadata']],
-  ['create: metadata over 4096 bytes', 'POST', EP, { url, events: ['ping'], metadata: { b: long(5e3) } }, 400, [
-    '$.metadata',
-  ]],
+  [
+    'create: metadata over 4096 bytes',
+    'POST',
+    EP,
+    { url, events: ['ping'], metadata: { b: long(5e3) } },
+    400,
+    ['$.metadata'],
+  ],
   // rotate-secret's overlap_seconds, and the body-less operations' refuseBody
   ['rotate: overlap negative', 'POST', ROTATE, { overlap_seconds: -5 }, 400, ['$.overlap_seconds']],
   ['rotate: overlap over 7 days', 'POST', ROTATE, { overlap_seconds: 604801 }, 400, ['$.overlap_seconds']],
@@ -170,7 +175,11 @@ t.test('every case the hand-written checks refused is refused by the contract, a
       continue;
     }
     t.equal(res.json?.code, 'INVALID_REQUEST', `${name}: INVALID_REQUEST`);
-    t.same(res.json?.errors?.map((e: { path: string }) => e.path), paths, `${name}: paths ${res.text.slice(0, 200)}`);
+    t.same(
+      res.json?.errors?.map((e: { path: string }) => e.path),
+      paths,
+      `${name}: paths ${res.text.slice(0, 200)}`,
+    );
   }
 });
 
@@ -192,5 +201,5 @@ t.test('what the hand-written checks let through still passes', async (t) => {
   t.same(itemPaths, ['$.events[1].type'], 'the refused item names its path');
   const ftp = { url: 'ftp://hooks.example.com/x', events: ['ping'] };
   const farUrl = await call(node.base, 'POST', EP, { token, body: ftp });
-  t.same([farUrl.status, farUrl.json?.reason], [422, 'scheme'], 'another scheme is still the target guard\'s 422');
+  t.same([farUrl.status, farUrl.json?.reason], [422, 'scheme'], "another scheme is still the target guard's 422");
 });

@@ -12,7 +12,11 @@ t.test('attempt 17 lands in [60 h, 72 h] after attempt 1 for any jitter', async 
   t.equal(MAX_ATTEMPTS, 17);
   const nominal = nominalSpanMs();
   t.ok(nominal >= 62 * H && nominal < 62.01 * H, `no jitter: ${(nominal / H).toFixed(3)} h`);
-  t.equal(span(() => 0), nominal, 'least jitter is the nominal schedule');
+  t.equal(
+    span(() => 0),
+    nominal,
+    'least jitter is the nominal schedule',
+  );
   t.ok(Math.abs(span(() => 0.999999) - nominal * 1.1) < 1000, 'most jitter: nominal + 10 % (68.2 h)');
   for (let i = 0; i < 200; i++) {
     const s = span(Math.random);
@@ -33,7 +37,10 @@ t.test('the delays grow exponentially from 30 s to a 9 h cap, and jitter only le
 });
 
 t.test('SLUICE_TIME_SCALE divides the delays; there is no retry after attempt 17', async (t) => {
-  t.equal(retryDelayMs(1, 4320, () => 0), 30_000 / 4320);
+  t.equal(
+    retryDelayMs(1, 4320, () => 0),
+    30_000 / 4320,
+  );
   t.ok(Math.abs(span(() => 0, 4320) - nominalSpanMs() / 4320) < 1e-6, 'the 62 h ladder in ~52 s at 4320');
   t.throws(() => rungAfter(17), RangeError);
   t.throws(() => rungAfter(0), RangeError);

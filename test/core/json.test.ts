@@ -4,7 +4,11 @@ import { SluiceError } from '../../core/errors.ts';
 import { throttled } from '../../core/log.ts';
 
 t.test('findJsonFault names the path and position of the first fault', async (t) => {
-  t.same(findJsonFault('{"url": "x", "events": ["a", "b", ]}'), { path: '$.events[2]', position: 34, message: "unexpected character ']'" });
+  t.same(findJsonFault('{"url": "x", "events": ["a", "b", ]}'), {
+    path: '$.events[2]',
+    position: 34,
+    message: "unexpected character ']'",
+  });
   t.equal(findJsonFault('{"metadata": {"k": }}')!.path, '$.metadata.k');
   t.equal(findJsonFault('[1, 2, {"a": [x')!.path, '$[2].a[0]');
   t.equal(findJsonFault('{"a": 1 "b": 2}')!.message, "expected ',' or '}' but found '\"'");
@@ -44,8 +48,12 @@ t.test('nesting is bounded at MAX_JSON_DEPTH, with the path of the too-deep valu
   t.ok(parseJsonBody(nest(MAX_JSON_DEPTH)), `${MAX_JSON_DEPTH} levels parse`);
   t.throws(() => parseJsonBody(nest(MAX_JSON_DEPTH + 1)), { code: 'INVALID_REQUEST' }, 'one more is a 400');
   t.throws(() => parseJsonBody('['.repeat(10_000)), { code: 'INVALID_REQUEST' }, '10,000 unclosed [ is a 400');
-  t.throws(() => parseJsonBody(nest(100_000)), { code: 'INVALID_REQUEST' }, '100,000 levels is a 400, not a stack overflow');
-  const deepObject = '{"data":' + '{"a":'.repeat(70) + '1' + '}'.repeat(71);
+  t.throws(
+    () => parseJsonBody(nest(100_000)),
+    { code: 'INVALID_REQUEST' },
+    '100,000 levels is a 400, not a stack overflow',
+  );
+  const deepObject = `{"data":${'{"a":'.repeat(70)}1${'}'.repeat(71)}`;
   try {
     parseJsonBody(deepObject);
     t.fail('should throw');
@@ -62,7 +70,12 @@ t.test('nesting is bounded at MAX_JSON_DEPTH, with the path of the too-deep valu
 t.test('throttled logging writes at most the limit per window and counts the rest', async (t) => {
   const lines: string[] = [];
   let now = 0;
-  const log = throttled((msg, f) => lines.push(`${msg}${f?.suppressed ? ` ${f.suppressed}` : ''}`), 3, 1000, () => now);
+  const log = throttled(
+    (msg, f) => lines.push(`${msg}${f?.suppressed ? ` ${f.suppressed}` : ''}`),
+    3,
+    1000,
+    () => now,
+  );
   for (let i = 0; i < 100; i++) log('boom');
   t.same(lines, ['boom', 'boom', 'boom']);
   now = 1000;

@@ -14,7 +14,9 @@ function tsFiles(dir: string): string[] {
 
 function importsOf(file: string): string[] {
   const src = readFileSync(file, 'utf8');
-  return [...src.matchAll(/(?:import|export)[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)].map((m) => m[1] ?? m[2]);
+  return [...src.matchAll(/(?:import|export)[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)].map(
+    (m) => m[1] ?? m[2],
+  );
 }
 
 /** Top-level folder an import of `file` lands in, for relative imports. */
@@ -33,7 +35,11 @@ for (const [layer, forbidden] of Object.entries(rules)) {
   t.test(`${layer}/ imports none of ${forbidden.join(', ')}`, async (t) => {
     const files = tsFiles(join(root, layer));
     t.ok(files.length > 0, `${layer}/ has TypeScript files`);
-    const offences = files.flatMap((f) => importsOf(f).filter((s) => forbidden.includes(target(f, s) ?? '')).map((s) => `${relative(root, f)} imports ${s}`));
+    const offences = files.flatMap((f) =>
+      importsOf(f)
+        .filter((s) => forbidden.includes(target(f, s) ?? ''))
+        .map((s) => `${relative(root, f)} imports ${s}`),
+    );
     t.same(offences, []);
   });
 }

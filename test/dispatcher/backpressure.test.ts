@@ -10,7 +10,12 @@ import { spawnDispatcher } from '../helpers/cli.ts';
 import { startTestNode, call, uniquePrefix } from '../helpers/sluice.ts';
 import { receiver, registerEndpoint, type TestReceiver } from './receiver.ts';
 
-const env = { SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: '600', SLUICE_DISPATCH_CONCURRENCY: '8', SLUICE_DISPATCH_PER_ENDPOINT: '4' };
+const env = {
+  SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
+  SLUICE_TIME_SCALE: '600',
+  SLUICE_DISPATCH_CONCURRENCY: '8',
+  SLUICE_DISPATCH_PER_ENDPOINT: '4',
+};
 const prefix = uniquePrefix('bp');
 const node = await startTestNode(env, { dispatcher: true, prefix });
 const receivers: TestReceiver[] = [];
@@ -27,7 +32,8 @@ const rcv = async () => {
 };
 const tokenFor = async (tenant: string) => node.token(await node.client('admin', tenant));
 const deferred = () => node.ctx.metrics.get('sluice_deliveries_total', { outcome: 'deferred' });
-const batch = (token: string, events: unknown[]) => call(node.base, 'POST', '/v1/webhooks/events/batch', { token, body: { events } });
+const batch = (token: string, events: unknown[]) =>
+  call(node.base, 'POST', '/v1/webhooks/events/batch', { token, body: { events } });
 const unique = (r: TestReceiver) => new Set(r.events().map((h) => h.body.id)).size;
 
 t.test('a burst of 3,000 to one healthy endpoint (concurrency 8) is delivered with zero deferrals', async (t) => {
@@ -36,7 +42,10 @@ t.test('a burst of 3,000 to one healthy endpoint (concurrency 8) is delivered wi
   await registerEndpoint(node, token, r.url, ['inference.completed']);
   const before = await deferred();
   for (let b = 0; b < 3; b++) {
-    const res = await batch(token, Array.from({ length: 1000 }, (_, i) => ({ type: 'inference.completed', data: { n: b * 1000 + i } })));
+    const res = await batch(
+      token,
+      Array.from({ length: 1000 }, (_, i) => ({ type: 'inference.completed', data: { n: b * 1000 + i } })),
+    );
     t.equal(res.status, 202);
     t.equal(res.json.accepted, 1000);
   }
@@ -63,43 +72,67 @@ t.test('a tenant flooding its endpoint does not stop another tenant’s deliveri
         }, 5);
       });
     });
-    server.listen(0, '127.0.0.1', () => resolve({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`, count: () => n, close: () => server.close() }));
+    server.listen(0, '127.0.0.1', () =>
+      resolve({
+        url: `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`,
+        count: () => n,
+        close: () => server.close(),
+      }),
+    );
   });
   t.teardown(() => slowPort.close());
   await registerEndpoint(node, flood, slowPort.url, ['inference.completed']);
   const q = await rcv();
   await registerEndpoint(node, quiet, q.url, ['inference.completed']);
-  for (let b = 0; b < 3; b++) await batch(flood, Array.from({ length: 1000 }, (_, i) => ({ type: 'inference.completed', data: { n: b * 1000 + i } })));
-  await batch(quiet, Array.from({ length: 20 }, (_, i) => ({ type: 'inference.completed', data: { n: i } })));
+  for (let b = 0; b < 3; b++)
+    await batch(
+      flood,
+      Array.from({ length: 1000 }, (_, i) => ({ type: 'inference.completed', data: { n: b * 1000 + i } })),
+    );
+  await batch(
+    quiet,
+    Array.from({ length: 20 }, (_, i) => ({ type: 'inference.completed', data: { n: i } })),
+  );
   await q.until(() => unique(q) >= 20, 60_000, "the quiet tenant's 20");
   const floodDone = slowPort.count();
-  t.ok(floodDone < 3000, `the quiet tenant's 20 arrived while the flood was still draining (${floodDone} of 3,000 delivered)`);
+  t.ok(
+    floodDone < 3000,
+    `the quiet tenant's 20 arrived while the flood was still draining (${floodDone} of 3,000 delivered)`,
+  );
 });
 
-t.test('503 with Retry-After: the next attempt waits at least that long, and it counts as a failed attempt', async (t) => {
-  const token = await tokenFor('retry-after');
-  const attempts: number[] = [];
-  const attemptHeaders: string[] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      if (JSON.parse(Buffer.concat(chunks).toString()).type === 'ping') return void res.writeHead(200).end();
-      attempts.push(Date.now());
-      attemptHeaders.push(String(req.headers['x-service-delivery-attempt']));
-      if (attempts.length === 1) res.writeHead(503, { 'retry-after': '2' }).end();
-      else res.writeHead(204).end();
+t.test(
+  '503 with Retry-After: the next attempt waits at least that long, and it counts as a failed attempt',
+  async (t) => {
+    const token = await tokenFor('retry-after');
+    const attempts: number[] = [];
+    const attemptHeaders: string[] = [];
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c) => chunks.push(c));
+      req.on('end', () => {
+        if (JSON.parse(Buffer.concat(chunks).toString()).type === 'ping') return void res.writeHead(200).end();
+        attempts.push(Date.now());
+        attemptHeaders.push(String(req.headers['x-service-delivery-attempt']));
+        if (attempts.length === 1) res.writeHead(503, { 'retry-after': '2' }).end();
+        else res.writeHead(204).end();
+      });
     });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(() => server.close());
-  await registerEndpoint(node, token, `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`, ['inference.completed']);
-  await call(node.base, 'POST', '/v1/webhooks/events', { token, body: { type: 'inference.completed', data: {} } });
-  for (let i = 0; i < 200 && attempts.length < 2; i++) await new Promise((r) => setTimeout(r, 50));
-  t.equal(attempts.length, 2, 'attempted twice');
-  t.ok(attempts[1] - attempts[0] >= 2000, `the second attempt came ${attempts[1] - attempts[0]} ms later (Retry-After: 2; the scaled backoff alone is 50 ms)`);
-  t.same(attemptHeaders, ['1', '2'], 'the 503 counted as a failed attempt: the next one is attempt 2');
-});
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    t.teardown(() => server.close());
+    await registerEndpoint(node, token, `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`, [
+      'inference.completed',
+    ]);
+    await call(node.base, 'POST', '/v1/webhooks/events', { token, body: { type: 'inference.completed', data: {} } });
+    for (let i = 0; i < 200 && attempts.length < 2; i++) await new Promise((r) => setTimeout(r, 50));
+    t.equal(attempts.length, 2, 'attempted twice');
+    t.ok(
+      attempts[1] - attempts[0] >= 2000,
+      `the second attempt came ${attempts[1] - attempts[0]} ms later (Retry-After: 2; the scaled backoff alone is 50 ms)`,
+    );
+    t.same(attemptHeaders, ['1', '2'], 'the 503 counted as a failed attempt: the next one is attempt 2');
+  },
+);
 
 t.test('batch publish: mixed valid and invalid items, repeated ids, limits', async (t) => {
   const token = await tokenFor('batch');
@@ -116,7 +149,11 @@ t.test('batch publish: mixed valid and invalid items, repeated ids, limits', asy
   t.equal(res.status, 202);
   t.equal(res.json.accepted, 4);
   t.equal(res.json.rejected, 2);
-  t.same(res.json.results.map((x: { index: number }) => x.index), [0, 1, 2, 3, 4, 5], 'one result per item, in order');
+  t.same(
+    res.json.results.map((x: { index: number }) => x.index),
+    [0, 1, 2, 3, 4, 5],
+    'one result per item, in order',
+  );
   t.equal(res.json.results[1].error.code, 'INVALID_REQUEST');
   t.match(res.json.results[1].error.errors[0].path, /^\$\.events\[1\]\.type/, 'the error path names the item');
   t.match(res.json.results[4].error.errors[0].path, /^\$\.events\[4\]\.type/);
@@ -125,7 +162,15 @@ t.test('batch publish: mixed valid and invalid items, repeated ids, limits', asy
   t.equal(res.json.results[0].matched_endpoints, 1);
   await r.until((e) => e.length >= 3, 30_000);
   await new Promise((res) => setTimeout(res, 500));
-  t.same(r.events().map((h) => h.body.id).filter((id) => id.startsWith('order')).sort(), ['order-1', 'order-2'], 'order-1 delivered once');
+  t.same(
+    r
+      .events()
+      .map((h) => h.body.id)
+      .filter((id) => id.startsWith('order'))
+      .sort(),
+    ['order-1', 'order-2'],
+    'order-1 delivered once',
+  );
   const again = await batch(token, [{ type: 'inference.completed', data: { n: 9 }, id: 'order-2' }]);
   t.equal(again.json.results[0].id, 'order-2', 'an id published by an earlier batch is idempotent too');
   await new Promise((res) => setTimeout(res, 500));
@@ -133,8 +178,20 @@ t.test('batch publish: mixed valid and invalid items, repeated ids, limits', asy
 
   t.equal((await batch(token, [{ type: 'ping', data: null }])).status, 400, 'every item invalid: 400');
   t.equal((await batch(token, [])).status, 400, 'no items: 400');
-  t.equal((await batch(token, Array.from({ length: 1001 }, () => ({ type: 'inference.completed', data: null })))).status, 400, '1,001 items: 400');
-  const big = await batch(token, Array.from({ length: 5 }, () => ({ type: 'inference.completed', data: 'x'.repeat(250_000) })));
+  t.equal(
+    (
+      await batch(
+        token,
+        Array.from({ length: 1001 }, () => ({ type: 'inference.completed', data: null })),
+      )
+    ).status,
+    400,
+    '1,001 items: 400',
+  );
+  const big = await batch(
+    token,
+    Array.from({ length: 5 }, () => ({ type: 'inference.completed', data: 'x'.repeat(250_000) })),
+  );
   t.equal(big.status, 413, 'more than 1 MiB: 413');
   const narrow = await node.token(await node.client('webhook-publisher', 'batch'), 'webhooks:read');
   t.equal((await batch(narrow, [{ type: 'inference.completed', data: null }])).status, 403, 'needs events:publish');
@@ -150,10 +207,15 @@ t.test('two sluice dispatcher processes share one endpoint’s backlog and deliv
   const token = await tokenFor('shared');
   const r = await rcv();
   await registerEndpoint(node, token, r.url, ['inference.completed']);
-  for (let k = 0; k < 2; k++) await batch(token, Array.from({ length: 1000 }, (_, i) => ({ type: 'inference.completed', data: { n: k * 1000 + i } })));
+  for (let k = 0; k < 2; k++)
+    await batch(
+      token,
+      Array.from({ length: 1000 }, (_, i) => ({ type: 'inference.completed', data: { n: k * 1000 + i } })),
+    );
   await r.until(() => unique(r) >= 2000, 120_000, '2,000 deliveries');
   t.equal(unique(r), 2000, 'every event arrived');
-  const delivered = async (url: string) => Number(/sluice_deliveries_total\{outcome="delivered"\} (\d+)/.exec(await (await fetch(url)).text())?.[1] ?? 0);
+  const delivered = async (url: string) =>
+    Number(/sluice_deliveries_total\{outcome="delivered"\} (\d+)/.exec(await (await fetch(url)).text())?.[1] ?? 0);
   const [da, db] = [await delivered(a.metrics), await delivered(b.metrics)];
   t.ok(da > 0 && db > 0, `both processes delivered part of the one endpoint's backlog (${da} + ${db})`);
   t.ok(da + db >= 2000, 'between them, all of it');

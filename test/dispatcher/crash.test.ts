@@ -8,7 +8,12 @@ const EVENTS = 800;
 const ENDPOINTS = 4; // 3200 deliveries
 const prefix = uniquePrefix('crash');
 const CONCURRENCY = 256; // SLUICE_DISPATCH_CONCURRENCY, the default, set explicitly: the duplicate bound uses it
-const env = { SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: '600', SLUICE_TOPIC_PARTITIONS: '3', SLUICE_DISPATCH_CONCURRENCY: String(CONCURRENCY) };
+const env = {
+  SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
+  SLUICE_TIME_SCALE: '600',
+  SLUICE_TOPIC_PARTITIONS: '3',
+  SLUICE_DISPATCH_CONCURRENCY: String(CONCURRENCY),
+};
 const node = await startTestNode(env, { prefix });
 const receivers: TestReceiver[] = [];
 const children: ChildProcess[] = [];
@@ -18,7 +23,8 @@ t.teardown(async () => {
   await node.close();
 });
 
-const startDispatcher = async (): Promise<ChildProcess> => (await spawnDispatcher(prefix, env, (c) => children.push(c))).child;
+const startDispatcher = async (): Promise<ChildProcess> =>
+  (await spawnDispatcher(prefix, env, (c) => children.push(c))).child;
 
 t.test('a dispatcher killed with SIGKILL mid-way loses no delivery once another takes over', async (t) => {
   const token = await node.token(await node.client('admin', 'crash'));
@@ -36,7 +42,10 @@ t.test('a dispatcher killed with SIGKILL mid-way loses no delivery once another 
     for (let j = i; j < Math.min(EVENTS, i + 200); j++) {
       const id = `crash-${j}`;
       ids.push(id);
-      records.push({ key: 'crash', value: JSON.stringify({ id, tenant_id: 'crash', type: 'pipeline.completed', data: { j }, created_at: created }) });
+      records.push({
+        key: 'crash',
+        value: JSON.stringify({ id, tenant_id: 'crash', type: 'pipeline.completed', data: { j }, created_at: created }),
+      });
     }
     // Straight onto sluice.events, as a data-plane producer would.
     await node.ctx.producer.send(node.ctx.topics.events, records);
@@ -84,7 +93,9 @@ t.test('a dispatcher killed with SIGKILL mid-way loses no delivery once another 
   const bound = CONCURRENCY * 2;
   t.ok(bound < atKill, `the bound (${bound}) is below the ${atKill} deliveries made before the kill`);
   t.ok(duplicates <= bound, `${duplicates} duplicate receipts out of ${total} (at most ${bound})`);
-  t.comment(`deliveries: ${total}; ${atKill} received before the kill; ${duplicates} duplicates after SIGKILL (bound ${bound})`);
+  t.comment(
+    `deliveries: ${total}; ${atKill} received before the kill; ${duplicates} duplicates after SIGKILL (bound ${bound})`,
+  );
   const exited = new Promise((r) => first.once('exit', r));
   first.kill('SIGTERM');
   await exited;

@@ -3,7 +3,10 @@ import { startTestNode, call } from '../helpers/sluice.ts';
 import { receiver, registerEndpoint, publish, signatureValid, sleep, type TestReceiver } from './receiver.ts';
 
 // 600: the first retry comes 50 ms after a failure, so "retried" shows within the test.
-const node = await startTestNode({ SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: '600' }, { dispatcher: true });
+const node = await startTestNode(
+  { SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: '600' },
+  { dispatcher: true },
+);
 const receivers: TestReceiver[] = [];
 t.teardown(async () => {
   for (const r of receivers) await r.close();
@@ -32,7 +35,10 @@ t.test('publish validates its body with JSON paths and needs events:publish', as
     const res = await publish(node, acme, body);
     t.equal(res.status, 400, `${JSON.stringify(body).slice(0, 60)} → 400`);
     t.equal(res.json.code, 'INVALID_REQUEST');
-    t.ok(res.json.errors.some((e: { path: string }) => e.path === path), `names ${path}`);
+    t.ok(
+      res.json.errors.some((e: { path: string }) => e.path === path),
+      `names ${path}`,
+    );
   }
   const big = await publish(node, acme, { type: 'inference.completed', data: 'x'.repeat(256 * 1024) });
   t.equal(big.status, 413, 'data over 256 KiB → 413');
@@ -46,44 +52,58 @@ t.test('publish validates its body with JSON paths and needs events:publish', as
   t.equal(custom.status, 202, 'a custom <word>.<word> kind is accepted');
 });
 
-t.test('fan-out to every matching endpoint of the tenant, filtered by kind, with the exact signed headers', async (t) => {
-  const [ra, rb, rc, rd] = await Promise.all([rcv(), rcv(), rcv(), rcv()]);
-  const a = await registerEndpoint(node, acme, ra.url, ['inference.completed']);
-  const b = await registerEndpoint(node, acme, rb.url, ['*']);
-  const c = await registerEndpoint(node, acme, rc.url, ['pipeline.failed']);
-  const d = await registerEndpoint(node, other, rd.url, ['*']);
-  for (const ep of [a, b, c, d]) t.equal(ep.state, 'ACTIVE');
-  const res = await publish(node, acme, { type: 'inference.completed', data: { model: 'm1', n: 1 } });
-  t.equal(res.status, 202);
-  t.equal(res.json.matched_endpoints, 2);
-  t.match(res.json.id, /^evt_/);
-  const [hitA] = await ra.until((e) => e.length >= 1);
-  await rb.until((e) => e.length >= 1);
-  const second = await publish(node, acme, { type: 'pipeline.failed', data: { run: 7 } });
-  t.equal(second.json.matched_endpoints, 2);
-  await rc.until((e) => e.length >= 1);
-  await rb.until((e) => e.length >= 2);
-  await sleep(300);
-  t.equal(ra.events().length, 1, 'a takes only inference.completed');
-  t.same(rc.events().map((h) => h.body.type), ['pipeline.failed'], 'c takes only pipeline.failed');
-  t.same(rb.events().map((h) => h.body.type).sort(), ['inference.completed', 'pipeline.failed'], 'b takes every kind');
-  t.equal(rd.events().length, 0, "another tenant's endpoint gets nothing of acme's events");
+t.test(
+  'fan-out to every matching endpoint of the tenant, filtered by kind, with the exact signed headers',
+  async (t) => {
+    const [ra, rb, rc, rd] = await Promise.all([rcv(), rcv(), rcv(), rcv()]);
+    const a = await registerEndpoint(node, acme, ra.url, ['inference.completed']);
+    const b = await registerEndpoint(node, acme, rb.url, ['*']);
+    const c = await registerEndpoint(node, acme, rc.url, ['pipeline.failed']);
+    const d = await registerEndpoint(node, other, rd.url, ['*']);
+    for (const ep of [a, b, c, d]) t.equal(ep.state, 'ACTIVE');
+    const res = await publish(node, acme, { type: 'inference.completed', data: { model: 'm1', n: 1 } });
+    t.equal(res.status, 202);
+    t.equal(res.json.matched_endpoints, 2);
+    t.match(res.json.id, /^evt_/);
+    const [hitA] = await ra.until((e) => e.length >= 1);
+    await rb.until((e) => e.length >= 1);
+    const second = await publish(node, acme, { type: 'pipeline.failed', data: { run: 7 } });
+    t.equal(second.json.matched_endpoints, 2);
+    await rc.until((e) => e.length >= 1);
+    await rb.until((e) => e.length >= 2);
+    await sleep(300);
+    t.equal(ra.events().length, 1, 'a takes only inference.completed');
+    t.same(
+      rc.events().map((h) => h.body.type),
+      ['pipeline.failed'],
+      'c takes only pipeline.failed',
+    );
+    t.same(
+      rb
+        .events()
+        .map((h) => h.body.type)
+        .sort(),
+      ['inference.completed', 'pipeline.failed'],
+      'b takes every kind',
+    );
+    t.equal(rd.events().length, 0, "another tenant's endpoint gets nothing of acme's events");
 
-  const h = hitA;
-  t.same(Object.keys(h.body).sort(), ['created_at', 'data', 'id', 'tenant_id', 'timestamp', 'type']);
-  t.equal(h.body.id, res.json.id);
-  t.equal(h.body.tenant_id, 'acme');
-  t.same(h.body.data, { model: 'm1', n: 1 });
-  t.match(h.headers['x-service-signature-256'], /^sha256=[0-9a-f]{64}$/);
-  t.ok(signatureValid(h, a.secret), 'an independent HMAC-SHA256 over the raw body matches');
-  t.notOk(signatureValid(h, b.secret), "another endpoint's secret does not");
-  t.equal(h.headers['x-service-timestamp'], String(h.body.timestamp), 'timestamp header = body.timestamp');
-  t.ok(Math.abs(h.body.timestamp - Date.now() / 1000) < 60, 'unix seconds, now');
-  t.equal(h.headers['x-service-event-id'], res.json.id);
-  t.equal(h.headers['x-service-event-type'], 'inference.completed');
-  t.equal(h.headers['x-service-delivery-attempt'], '1');
-  t.match(h.headers['content-type'], /application\/json/);
-});
+    const h = hitA;
+    t.same(Object.keys(h.body).sort(), ['created_at', 'data', 'id', 'tenant_id', 'timestamp', 'type']);
+    t.equal(h.body.id, res.json.id);
+    t.equal(h.body.tenant_id, 'acme');
+    t.same(h.body.data, { model: 'm1', n: 1 });
+    t.match(h.headers['x-service-signature-256'], /^sha256=[0-9a-f]{64}$/);
+    t.ok(signatureValid(h, a.secret), 'an independent HMAC-SHA256 over the raw body matches');
+    t.notOk(signatureValid(h, b.secret), "another endpoint's secret does not");
+    t.equal(h.headers['x-service-timestamp'], String(h.body.timestamp), 'timestamp header = body.timestamp');
+    t.ok(Math.abs(h.body.timestamp - Date.now() / 1000) < 60, 'unix seconds, now');
+    t.equal(h.headers['x-service-event-id'], res.json.id);
+    t.equal(h.headers['x-service-event-type'], 'inference.completed');
+    t.equal(h.headers['x-service-delivery-attempt'], '1');
+    t.match(h.headers['content-type'], /application\/json/);
+  },
+);
 
 t.test('a repeated id within 24 h is accepted once; the same id of another tenant is its own event', async (t) => {
   const acme = await tokenFor('idem-a');
@@ -129,11 +149,19 @@ t.test('3xx, 4xx, 5xx, a reset connection and a hang past 10 s each count as a f
   t.equal(hangR.events().length, 1, 'the healthy delivery went out while the hanging attempt was still open');
   for (const [i, r] of rs.entries()) {
     const events = await r.until((e) => e.length >= 2, 30_000, `retry after ${answers[i]}`);
-    t.same(events.slice(0, 2).map((h) => h.headers['x-service-delivery-attempt']), ['1', '2'], `${answers[i]}: attempt 1 failed, attempt 2 came`);
+    t.same(
+      events.slice(0, 2).map((h) => h.headers['x-service-delivery-attempt']),
+      ['1', '2'],
+      `${answers[i]}: attempt 1 failed, attempt 2 came`,
+    );
     t.equal(events[1].body.id, pub.json.id);
   }
   t.equal(rs[0].events()[0].answer, 302);
-  t.same(elsewhere.hits.map((h) => h.headers['x-service-event-type']), [], 'the redirect was not followed: its live target received nothing');
+  t.same(
+    elsewhere.hits.map((h) => h.headers['x-service-event-type']),
+    [],
+    'the redirect was not followed: its live target received nothing',
+  );
 });
 
 t.test('a PENDING endpoint holds its deliveries unattempted until verified; a deleted one drops them', async (t) => {
@@ -156,15 +184,24 @@ t.test('a PENDING endpoint holds its deliveries unattempted until verified; a de
 
   const gone = await rcv(500);
   const g = await registerEndpoint(node, acme, gone.url, ['inference.failed']);
-  const dispatcher = node.workers.dispatcher as unknown as { metrics: { get(n: string, l: Record<string, string>): number } };
+  const dispatcher = node.workers.dispatcher as unknown as {
+    metrics: { get(n: string, l: Record<string, string>): number };
+  };
   const droppedBefore = await dispatcher.metrics.get('sluice_deliveries_total', { outcome: 'dropped' });
   await publish(node, acme, { type: 'inference.failed', data: {} });
   await gone.until((e) => e.length >= 1);
   const del = await call(node.base, 'DELETE', `/v1/webhooks/endpoints/${g.id}`, { token: acme });
   t.equal(del.status, 204);
   const deadline = Date.now() + 15_000;
-  while ((await dispatcher.metrics.get('sluice_deliveries_total', { outcome: 'dropped' })) === droppedBefore && Date.now() < deadline) await sleep(50);
-  t.ok((await dispatcher.metrics.get('sluice_deliveries_total', { outcome: 'dropped' })) > droppedBefore, 'the pending retry of a deleted endpoint is dropped and counted');
+  while (
+    (await dispatcher.metrics.get('sluice_deliveries_total', { outcome: 'dropped' })) === droppedBefore &&
+    Date.now() < deadline
+  )
+    await sleep(50);
+  t.ok(
+    (await dispatcher.metrics.get('sluice_deliveries_total', { outcome: 'dropped' })) > droppedBefore,
+    'the pending retry of a deleted endpoint is dropped and counted',
+  );
   const attempts = gone.events().length;
   await sleep(500);
   t.equal(gone.events().length, attempts, 'no more attempts after the delete');

@@ -40,7 +40,12 @@ async function listAll(tok: string): Promise<DlqEntry[]> {
   const all: DlqEntry[] = [];
   let cursor: string | null = null;
   do {
-    const res = await call(node.base, 'GET', `/v1/webhooks/dlq?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { token: tok });
+    const res = await call(
+      node.base,
+      'GET',
+      `/v1/webhooks/dlq?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      { token: tok },
+    );
     if (res.status !== 200) throw new Error(`DLQ list answered ${res.status}: ${res.text}`);
     all.push(...res.json.data);
     cursor = res.json.next_cursor;
@@ -66,7 +71,13 @@ function entries(tenant: string, endpointId: string, n: number, tag: string): Dl
       last_attempt_at: new Date(dead).toISOString(),
       dead_lettered_at: new Date(dead).toISOString(),
       expires_at: new Date(dead + 7 * 86400_000).toISOString(),
-      payload: { id: eventId, tenant_id: tenant, type: 'pipeline.failed', data: { n: i, tag }, created_at: dead - 72 * 3600_000 },
+      payload: {
+        id: eventId,
+        tenant_id: tenant,
+        type: 'pipeline.failed',
+        data: { n: i, tag },
+        created_at: dead - 72 * 3600_000,
+      },
     };
   });
 }
@@ -86,15 +97,40 @@ t.test('sluice dlq replay puts 2000 entries back into delivery, printing its pro
   await producer.connect();
   try {
     for (let i = 0; i < mine.length; i += 250) {
-      await producer.send({ topic: node.ctx.topics.dlq, messages: mine.slice(i, i + 250).map((e) => ({ key: e.tenant_id, value: JSON.stringify(e) })) });
+      await producer.send({
+        topic: node.ctx.topics.dlq,
+        messages: mine.slice(i, i + 250).map((e) => ({ key: e.tenant_id, value: JSON.stringify(e) })),
+      });
     }
-    await producer.send({ topic: node.ctx.topics.dlq, messages: theirs.map((e) => ({ key: e.tenant_id, value: JSON.stringify(e) })) });
+    await producer.send({
+      topic: node.ctx.topics.dlq,
+      messages: theirs.map((e) => ({ key: e.tenant_id, value: JSON.stringify(e) })),
+    });
   } finally {
     await producer.disconnect();
   }
-  const before = await until(() => listAll(token), (l) => l.length === N, 30_000, `${N} entries listed`);
-  t.same(before.map((e) => e.id), mine.map((e) => e.id), 'the API lists all of them, oldest first');
-  t.equal((await until(() => listAll(otherToken), (l) => l.length === OTHER_N, 30_000, 'the other tenant listed')).length, OTHER_N);
+  const before = await until(
+    () => listAll(token),
+    (l) => l.length === N,
+    30_000,
+    `${N} entries listed`,
+  );
+  t.same(
+    before.map((e) => e.id),
+    mine.map((e) => e.id),
+    'the API lists all of them, oldest first',
+  );
+  t.equal(
+    (
+      await until(
+        () => listAll(otherToken),
+        (l) => l.length === OTHER_N,
+        30_000,
+        'the other tenant listed',
+      )
+    ).length,
+    OTHER_N,
+  );
 
   const env = cliEnv(node.config);
   const listed = await runCli(['dlq', 'list', '--tenant', TENANT], env);
@@ -105,15 +141,29 @@ t.test('sluice dlq replay puts 2000 entries back into delivery, printing its pro
 
   const replay = await runCli(['dlq', 'replay', '--tenant', TENANT, '--reason', 'dlq-cli test'], env);
   t.equal(replay.code, 0, 'dlq replay exits 0', { stderr: replay.stderr });
-  const progress = [...replay.stdout.matchAll(/^replayed (\d+)\/(\d+) \((\d+)%\)$/gm)].map((m) => ({ done: Number(m[1]), total: Number(m[2]) }));
+  const progress = [...replay.stdout.matchAll(/^replayed (\d+)\/(\d+) \((\d+)%\)$/gm)].map((m) => ({
+    done: Number(m[1]),
+    total: Number(m[2]),
+  }));
   t.ok(progress.length >= 3, `several progress lines (${progress.length}):\n${replay.stdout}`);
-  t.ok(progress.every((p) => p.total === N), `every progress line counts against ${N}`);
-  t.ok(progress.every((p, i) => i === 0 || p.done > progress[i - 1].done), `n grows: ${progress.map((p) => p.done).join(', ')}`);
+  t.ok(
+    progress.every((p) => p.total === N),
+    `every progress line counts against ${N}`,
+  );
+  t.ok(
+    progress.every((p, i) => i === 0 || p.done > progress[i - 1].done),
+    `n grows: ${progress.map((p) => p.done).join(', ')}`,
+  );
   t.ok(progress[0].done < N, 'the first line comes before the end');
   t.equal(progress[progress.length - 1]?.done, N, 'the last progress line is N/N');
   t.match(replay.stdout, new RegExp(`^done: ${N} entries back in delivery in [\\d.]+ s$`, 'm'), 'a closing summary');
 
-  const after = await until(() => listAll(token), (l) => l.length === 0, 30_000, 'the tenant DLQ empty via the API');
+  const after = await until(
+    () => listAll(token),
+    (l) => l.length === 0,
+    30_000,
+    'the tenant DLQ empty via the API',
+  );
   t.same(after, [], "the tenant's DLQ is empty via the API");
   const otherAfter = await listAll(otherToken);
   t.same(otherAfter, theirs, "the other tenant's entries are untouched");
@@ -122,11 +172,26 @@ t.test('sluice dlq replay puts 2000 entries back into delivery, printing its pro
   t.equal(json.code, 0, 'dlq list --json exits 0', { stderr: json.stderr });
   t.same(JSON.parse(json.stdout), [], 'dlq list --json agrees: nothing left');
   const otherJson = await runCli(['dlq', 'list', '--tenant', OTHER, '--json'], env);
-  t.same((JSON.parse(otherJson.stdout) as DlqEntry[]).map((e) => e.id), theirs.map((e) => e.id), "and still lists the other tenant's entries");
+  t.same(
+    (JSON.parse(otherJson.stdout) as DlqEntry[]).map((e) => e.id),
+    theirs.map((e) => e.id),
+    "and still lists the other tenant's entries",
+  );
 
   // The replayed deliveries reach the ACTIVE endpoint, once per entry; nothing of the other tenant does.
-  const delivered = await target.until((ev) => new Set(ev.map((h) => h.body.id)).size >= N, 120_000, `${N} replayed deliveries`);
-  t.same([...new Set(delivered.map((h) => h.body.id))].sort(), mine.map((e) => e.event_id), 'every replayed event was delivered');
-  t.ok(delivered.every((h) => h.headers['x-service-delivery-attempt'] === '1'), 'each as a fresh first attempt');
+  const delivered = await target.until(
+    (ev) => new Set(ev.map((h) => h.body.id)).size >= N,
+    120_000,
+    `${N} replayed deliveries`,
+  );
+  t.same(
+    [...new Set(delivered.map((h) => h.body.id))].sort(),
+    mine.map((e) => e.event_id),
+    'every replayed event was delivered',
+  );
+  t.ok(
+    delivered.every((h) => h.headers['x-service-delivery-attempt'] === '1'),
+    'each as a fresh first attempt',
+  );
   t.equal(otherTarget.events().length, 0, 'the other tenant got no deliveries');
 });

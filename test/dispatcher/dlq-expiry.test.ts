@@ -4,7 +4,10 @@ import { receiver, registerEndpoint, publish, type TestReceiver } from './receiv
 
 // 60480: 7 days run in 10 s, the 72-hour span in about 4.3 s.
 const SCALE = 60480;
-const node = await startTestNode({ SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: String(SCALE) }, { dispatcher: true });
+const node = await startTestNode(
+  { SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: String(SCALE) },
+  { dispatcher: true },
+);
 const receivers: TestReceiver[] = [];
 t.teardown(async () => {
   for (const r of receivers) await r.close();
@@ -21,7 +24,8 @@ async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs
     await new Promise((r) => setTimeout(r, 100));
   }
 }
-const list = async () => (await call(node.base, 'GET', '/v1/webhooks/dlq', { token })).json.data as Array<Record<string, any>>;
+const list = async () =>
+  (await call(node.base, 'GET', '/v1/webhooks/dlq', { token })).json.data as Array<Record<string, any>>;
 
 t.test('a DLQ entry leaves the list 7 scaled days after it was dead-lettered', async (t) => {
   const r = await receiver(503);
@@ -35,19 +39,31 @@ t.test('a DLQ entry leaves the list 7 scaled days after it was dead-lettered', a
   t.equal(expires - Date.parse(entry.dead_lettered_at), Math.round((7 * 86400_000) / SCALE));
   await until(list, (d) => !d.some((e) => e.event_id === ev.id), 30_000, 'expired');
   t.ok(Date.now() >= expires, 'gone only once expires_at passed');
-  t.equal((await call(node.base, 'POST', `/v1/webhooks/dlq/${entry.id}/replay`, { token })).status, 404, 'an expired entry cannot be replayed');
+  t.equal(
+    (await call(node.base, 'POST', `/v1/webhooks/dlq/${entry.id}/replay`, { token })).status,
+    404,
+    'an expired entry cannot be replayed',
+  );
 });
 
-t.test('a delivery for an endpoint still PENDING when the 72-hour span runs out goes to the DLQ unattempted', async (t) => {
-  const r = await receiver(200);
-  receivers.push(r);
-  r.pingStatus = 500;
-  const ep = await registerEndpoint(node, token, r.url, ['inference.failed']);
-  t.equal(ep.state, 'PENDING');
-  const ev = (await publish(node, token, { type: 'inference.failed', data: { waited: true } })).json;
-  const entries = await until(list, (d) => d.some((e) => e.event_id === ev.id), 30_000, 'dead-lettered after the span');
-  const entry = entries.find((e) => e.event_id === ev.id)!;
-  t.equal(entry.attempts, 0, 'the wait counted no attempts');
-  t.match(entry.last_error, /PENDING/);
-  t.equal(r.events().length, 0, 'never attempted');
-});
+t.test(
+  'a delivery for an endpoint still PENDING when the 72-hour span runs out goes to the DLQ unattempted',
+  async (t) => {
+    const r = await receiver(200);
+    receivers.push(r);
+    r.pingStatus = 500;
+    const ep = await registerEndpoint(node, token, r.url, ['inference.failed']);
+    t.equal(ep.state, 'PENDING');
+    const ev = (await publish(node, token, { type: 'inference.failed', data: { waited: true } })).json;
+    const entries = await until(
+      list,
+      (d) => d.some((e) => e.event_id === ev.id),
+      30_000,
+      'dead-lettered after the span',
+    );
+    const entry = entries.find((e) => e.event_id === ev.id)!;
+    t.equal(entry.attempts, 0, 'the wait counted no attempts');
+    t.match(entry.last_error, /PENDING/);
+    t.equal(r.events().length, 0, 'never attempted');
+  },
+);

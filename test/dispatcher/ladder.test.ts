@@ -6,7 +6,10 @@ import { receiver, registerEndpoint, publish, signatureValid, type TestReceiver 
 // 4320: the 72-hour span runs in 60 s; DLQ entries live 7 days / 4320 = 140 s.
 const SCALE = 4320;
 const H = 3600_000;
-const node = await startTestNode({ SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: String(SCALE) }, { dispatcher: true });
+const node = await startTestNode(
+  { SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: String(SCALE) },
+  { dispatcher: true },
+);
 const receivers: TestReceiver[] = [];
 t.teardown(async () => {
   for (const r of receivers) await r.close();
@@ -42,50 +45,96 @@ async function untilDlq(token: string, n: number, timeoutMs = 100_000) {
   }
 }
 
-t.test('17 failures: growing spacing, the 17th in [60 h, 72 h] of scaled time, fresh signed timestamps, then the DLQ', async (t) => {
-  const tries = await r1.until((e) => e.filter((h) => h.body.id === e1.id).length >= 17, 100_000, '17 attempts');
-  const mine = tries.filter((h) => h.body.id === e1.id);
-  t.same(mine.map((h) => Number(h.headers['x-service-delivery-attempt'])), Array.from({ length: 17 }, (_, i) => i + 1), 'attempts 1..17 in order');
-  const gaps = mine.slice(1).map((h, i) => h.at - mine[i].at);
-  // Never before its due time: each gap is at least the rung's nominal delay (jitter only lengthens).
-  gaps.forEach((g, i) => t.ok(g * SCALE >= rungAfter(i + 1).delayMs * 0.99, `gap ${i + 1}: ${((g * SCALE) / 60_000).toFixed(1)} min scaled >= ${rungAfter(i + 1).label}`));
-  // Where the delay dwarfs the rung's polling latency (>= 1 h scaled), the spacing never shrinks.
-  for (let i = 8; i < gaps.length; i++) t.ok(gaps[i] >= gaps[i - 1] * 0.9, `gap ${i + 1} (${gaps[i]} ms) >= gap ${i} (${gaps[i - 1]} ms)`);
-  // The first rungs (30 s scaled = 7 ms real) sit under the polling latency floor (~100-200 ms on a
-  // busy machine), so compare with a margin: the nominal ratio of the last to the first gap is 1080.
-  t.ok(gaps[gaps.length - 1] > gaps[0] * 20, 'the spacing grows from seconds to hours (scaled)');
-  const span = (mine[16].at - mine[0].at) * SCALE;
-  t.comment(`attempt 17 came ${(span / H).toFixed(2)} h (scaled) after attempt 1; gaps in real ms: ${gaps.join(' ')}`);
-  t.ok(span >= 60 * H && span <= 72 * H, `attempt 17 at ${(span / H).toFixed(1)} h scaled`);
-  for (const h of mine) {
-    t.equal(h.headers['x-service-timestamp'], String(h.body.timestamp));
-    t.ok(signatureValid(h, ep1.secret));
-  }
-  const stamps = mine.map((h) => h.body.timestamp);
-  t.ok(stamps.every((s, i) => i === 0 || s >= stamps[i - 1]), 'timestamps never go back');
-  t.ok(stamps[16] - stamps[0] >= 40, 'the last attempt carries a timestamp of its own time, not of the first');
-  t.ok(Math.abs(stamps[16] - mine[16].at / 1000) < 5, 'each timestamp is the time of its attempt');
+t.test(
+  '17 failures: growing spacing, the 17th in [60 h, 72 h] of scaled time, fresh signed timestamps, then the DLQ',
+  async (t) => {
+    const tries = await r1.until((e) => e.filter((h) => h.body.id === e1.id).length >= 17, 100_000, '17 attempts');
+    const mine = tries.filter((h) => h.body.id === e1.id);
+    t.same(
+      mine.map((h) => Number(h.headers['x-service-delivery-attempt'])),
+      Array.from({ length: 17 }, (_, i) => i + 1),
+      'attempts 1..17 in order',
+    );
+    const gaps = mine.slice(1).map((h, i) => h.at - mine[i].at);
+    // Never before its due time: each gap is at least the rung's nominal delay (jitter only lengthens).
+    gaps.forEach((g, i) =>
+      t.ok(
+        g * SCALE >= rungAfter(i + 1).delayMs * 0.99,
+        `gap ${i + 1}: ${((g * SCALE) / 60_000).toFixed(1)} min scaled >= ${rungAfter(i + 1).label}`,
+      ),
+    );
+    // Where the delay dwarfs the rung's polling latency (>= 1 h scaled), the spacing never shrinks.
+    for (let i = 8; i < gaps.length; i++)
+      t.ok(gaps[i] >= gaps[i - 1] * 0.9, `gap ${i + 1} (${gaps[i]} ms) >= gap ${i} (${gaps[i - 1]} ms)`);
+    // The first rungs (30 s scaled = 7 ms real) sit under the polling latency floor (~100-200 ms on a
+    // busy machine), so compare with a margin: the nominal ratio of the last to the first gap is 1080.
+    t.ok(gaps[gaps.length - 1] > gaps[0] * 20, 'the spacing grows from seconds to hours (scaled)');
+    const span = (mine[16].at - mine[0].at) * SCALE;
+    t.comment(
+      `attempt 17 came ${(span / H).toFixed(2)} h (scaled) after attempt 1; gaps in real ms: ${gaps.join(' ')}`,
+    );
+    t.ok(span >= 60 * H && span <= 72 * H, `attempt 17 at ${(span / H).toFixed(1)} h scaled`);
+    for (const h of mine) {
+      t.equal(h.headers['x-service-timestamp'], String(h.body.timestamp));
+      t.ok(signatureValid(h, ep1.secret));
+    }
+    const stamps = mine.map((h) => h.body.timestamp);
+    t.ok(
+      stamps.every((s, i) => i === 0 || s >= stamps[i - 1]),
+      'timestamps never go back',
+    );
+    t.ok(stamps[16] - stamps[0] >= 40, 'the last attempt carries a timestamp of its own time, not of the first');
+    t.ok(Math.abs(stamps[16] - mine[16].at / 1000) < 5, 'each timestamp is the time of its attempt');
 
-  const entries = await untilDlq(acme, 5);
-  const entry = entries.find((e: { event_id: string; endpoint_id: string }) => e.event_id === e1.id && e.endpoint_id === ep1.id);
-  t.ok(entry, 'the DLQ holds the delivery');
-  t.same(Object.keys(entry).sort(), ['attempts', 'dead_lettered_at', 'endpoint_id', 'event_id', 'event_type', 'expires_at', 'first_attempt_at', 'id', 'last_attempt_at', 'last_error', 'last_status', 'payload', 'tenant_id'].sort());
-  t.equal(entry.attempts, 17);
-  t.equal(entry.last_status, 500);
-  t.equal(entry.tenant_id, 'acme');
-  t.equal(entry.event_type, 'pipeline.failed');
-  t.same(entry.payload.data, { n: 1 });
-  t.equal(Date.parse(entry.expires_at) - Date.parse(entry.dead_lettered_at), Math.round((7 * 24 * H) / SCALE), 'expires 7 days (scaled) after dead-lettering');
-  const reset = entries.find((e: { endpoint_id: string }) => e.endpoint_id === ep2.id);
-  t.equal(reset.last_status, null);
-  t.type(reset.last_error, 'string');
-  t.equal(r1.events().filter((h) => h.body.id === e1.id).length, 17, 'no 18th attempt');
-});
+    const entries = await untilDlq(acme, 5);
+    const entry = entries.find(
+      (e: { event_id: string; endpoint_id: string }) => e.event_id === e1.id && e.endpoint_id === ep1.id,
+    );
+    t.ok(entry, 'the DLQ holds the delivery');
+    t.same(
+      Object.keys(entry).sort(),
+      [
+        'attempts',
+        'dead_lettered_at',
+        'endpoint_id',
+        'event_id',
+        'event_type',
+        'expires_at',
+        'first_attempt_at',
+        'id',
+        'last_attempt_at',
+        'last_error',
+        'last_status',
+        'payload',
+        'tenant_id',
+      ].sort(),
+    );
+    t.equal(entry.attempts, 17);
+    t.equal(entry.last_status, 500);
+    t.equal(entry.tenant_id, 'acme');
+    t.equal(entry.event_type, 'pipeline.failed');
+    t.same(entry.payload.data, { n: 1 });
+    t.equal(
+      Date.parse(entry.expires_at) - Date.parse(entry.dead_lettered_at),
+      Math.round((7 * 24 * H) / SCALE),
+      'expires 7 days (scaled) after dead-lettering',
+    );
+    const reset = entries.find((e: { endpoint_id: string }) => e.endpoint_id === ep2.id);
+    t.equal(reset.last_status, null);
+    t.type(reset.last_error, 'string');
+    t.equal(r1.events().filter((h) => h.body.id === e1.id).length, 17, 'no 18th attempt');
+  },
+);
 
 t.test('DLQ list: oldest first, filters, paging, limits, tenant isolation', async (t) => {
   const all = await untilDlq(acme, 5);
   t.equal(all.length, 5);
-  t.ok(all.every((e: { dead_lettered_at: string }, i: number) => i === 0 || e.dead_lettered_at >= all[i - 1].dead_lettered_at), 'oldest first');
+  t.ok(
+    all.every(
+      (e: { dead_lettered_at: string }, i: number) => i === 0 || e.dead_lettered_at >= all[i - 1].dead_lettered_at,
+    ),
+    'oldest first',
+  );
   t.equal((await dlq(acme, `?endpoint_id=${ep1.id}`)).json.data.length, 2);
   t.equal((await dlq(acme, '?event_type=inference.failed')).json.data.length, 1);
   t.equal((await dlq(acme, `?endpoint_id=${ep2.id}&event_type=pipeline.failed`)).json.data.length, 2);
@@ -101,16 +150,28 @@ t.test('DLQ list: oldest first, filters, paging, limits, tenant isolation', asyn
     pages++;
   } while (cursor);
   t.equal(pages, 3);
-  t.same(seen, all.map((e: { id: string }) => e.id), 'pages add up to the list, in order');
-  for (const q of ['?limit=0', '?limit=1001', '?limit=x', '?cursor=garbage']) t.equal((await dlq(acme, q)).status, 400, `${q} → 400`);
+  t.same(
+    seen,
+    all.map((e: { id: string }) => e.id),
+    'pages add up to the list, in order',
+  );
+  for (const q of ['?limit=0', '?limit=1001', '?limit=x', '?cursor=garbage'])
+    t.equal((await dlq(acme, q)).status, 400, `${q} → 400`);
   const theirs = await untilDlq(other, 1);
   t.equal(theirs.length, 1);
   t.equal(theirs[0].event_id, e4.id);
   t.equal(theirs[0].endpoint_id, ep3.id);
-  t.equal((await dlq(other, `?endpoint_id=${ep1.id}`)).json.data.length, 0, "another tenant's filter finds nothing of acme's");
+  t.equal(
+    (await dlq(other, `?endpoint_id=${ep1.id}`)).json.data.length,
+    0,
+    "another tenant's filter finds nothing of acme's",
+  );
   const cross = await call(node.base, 'POST', `/v1/webhooks/dlq/${all[0].id}/replay`, { token: other });
   t.equal(cross.status, 404, "another tenant's entry does not exist for the caller");
-  const crossBulk = await call(node.base, 'POST', '/v1/webhooks/dlq/replay', { token: other, body: { ids: [all[0].id] } });
+  const crossBulk = await call(node.base, 'POST', '/v1/webhooks/dlq/replay', {
+    token: other,
+    body: { ids: [all[0].id] },
+  });
   t.same(crossBulk.json, { replayed: 0 });
   const denied = await call(node.base, 'POST', `/v1/webhooks/dlq/${all[0].id}/replay`, { token: acmeReader });
   t.equal(denied.status, 403);
@@ -119,31 +180,70 @@ t.test('DLQ list: oldest first, filters, paging, limits, tenant isolation', asyn
 
 t.test('single and bulk replay deliver again with a fresh attempt count and leave the list', async (t) => {
   const all = await untilDlq(acme, 5);
-  const byKey = (ev: string, ep: string) => all.find((e: { event_id: string; endpoint_id: string }) => e.event_id === ev && e.endpoint_id === ep);
+  const byKey = (ev: string, ep: string) =>
+    all.find((e: { event_id: string; endpoint_id: string }) => e.event_id === ev && e.endpoint_id === ep);
   r1.answer = 200;
   const one = byKey(e1.id, ep1.id);
   const res = await call(node.base, 'POST', `/v1/webhooks/dlq/${one.id}/replay`, { token: acme });
   t.equal(res.status, 202);
   t.same(res.json, { replayed: 1 });
-  t.notOk((await dlq(acme)).json.data.some((e: { id: string }) => e.id === one.id), 'gone from the list at once');
-  const again = await r1.until((e) => e.filter((h) => h.body.id === e1.id).length >= 18, 20_000, 'the replayed delivery');
+  t.notOk(
+    (await dlq(acme)).json.data.some((e: { id: string }) => e.id === one.id),
+    'gone from the list at once',
+  );
+  const again = await r1.until(
+    (e) => e.filter((h) => h.body.id === e1.id).length >= 18,
+    20_000,
+    'the replayed delivery',
+  );
   const last = again.filter((h) => h.body.id === e1.id)[17];
   t.equal(last.headers['x-service-delivery-attempt'], '1', 'a fresh attempt count');
   t.ok(signatureValid(last, ep1.secret));
-  t.equal((await call(node.base, 'POST', `/v1/webhooks/dlq/${one.id}/replay`, { token: acme })).status, 404, 'a replayed entry cannot be replayed twice');
+  t.equal(
+    (await call(node.base, 'POST', `/v1/webhooks/dlq/${one.id}/replay`, { token: acme })).status,
+    404,
+    'a replayed entry cannot be replayed twice',
+  );
 
-  const byFilter = await call(node.base, 'POST', '/v1/webhooks/dlq/replay', { token: acme, body: { endpoint_id: ep1.id } });
+  const byFilter = await call(node.base, 'POST', '/v1/webhooks/dlq/replay', {
+    token: acme,
+    body: { endpoint_id: ep1.id },
+  });
   t.same(byFilter.json, { replayed: 1 }, 'by filter: the other ep1 entry');
-  await r1.until((e) => e.some((h) => h.body.id === e3.id && h.headers['x-service-delivery-attempt'] === '1' && e.filter((x) => x.body.id === e3.id).length === 18), 20_000, 'e3 replayed');
+  await r1.until(
+    (e) =>
+      e.some(
+        (h) =>
+          h.body.id === e3.id &&
+          h.headers['x-service-delivery-attempt'] === '1' &&
+          e.filter((x) => x.body.id === e3.id).length === 18,
+      ),
+    20_000,
+    'e3 replayed',
+  );
 
   r2.answer = 200;
   const ids = [byKey(e1.id, ep2.id).id, byKey(e2.id, ep2.id).id];
-  const bad = await call(node.base, 'POST', '/v1/webhooks/dlq/replay', { token: acme, body: { ids, endpoint_id: ep2.id } });
+  const bad = await call(node.base, 'POST', '/v1/webhooks/dlq/replay', {
+    token: acme,
+    body: { ids, endpoint_id: ep2.id },
+  });
   t.equal(bad.status, 400, 'ids and a filter together are refused');
-  const byIds = await call(node.base, 'POST', '/v1/webhooks/dlq/replay', { token: acme, body: { ids: [...ids, 'dlq_unknown'] } });
+  const byIds = await call(node.base, 'POST', '/v1/webhooks/dlq/replay', {
+    token: acme,
+    body: { ids: [...ids, 'dlq_unknown'] },
+  });
   t.same(byIds.json, { replayed: 2 });
-  await r2.until((e) => e.filter((h) => h.headers['x-service-delivery-attempt'] === '1' && h.body.id !== e3.id).length >= 4, 20_000, 'ep2 replays');
+  await r2.until(
+    (e) => e.filter((h) => h.headers['x-service-delivery-attempt'] === '1' && h.body.id !== e3.id).length >= 4,
+    20_000,
+    'ep2 replays',
+  );
   const left = (await dlq(acme)).json.data;
-  t.same(left.map((e: { event_id: string; endpoint_id: string }) => [e.event_id, e.endpoint_id]), [[e3.id, ep2.id]], 'only the entry not replayed is left');
+  t.same(
+    left.map((e: { event_id: string; endpoint_id: string }) => [e.event_id, e.endpoint_id]),
+    [[e3.id, ep2.id]],
+    'only the entry not replayed is left',
+  );
   t.equal((await untilDlq(other, 1)).length, 1, "the other tenant's DLQ is untouched");
 });

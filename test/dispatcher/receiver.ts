@@ -61,7 +61,9 @@ export async function receiver(answer: Answer = 200): Promise<TestReceiver> {
       hits.push(hit);
       if (a === 'hang') return void hanging.add(res);
       if (a === 'reset') return void req.socket.destroy();
-      res.writeHead(a, { ...(a >= 300 && a < 400 ? { location: r.redirectTo } : {}), ...(r.headersFor?.(hit) ?? {}) }).end('ok');
+      res
+        .writeHead(a, { ...(a >= 300 && a < 400 ? { location: r.redirectTo } : {}), ...(r.headersFor?.(hit) ?? {}) })
+        .end('ok');
     });
   });
   server.on('connection', (s) => {
@@ -77,11 +79,13 @@ export async function receiver(answer: Answer = 200): Promise<TestReceiver> {
     pingStatus: 200,
     redirectTo: 'http://127.0.0.1:1/elsewhere',
     events: () => hits.filter((h) => h.body.type !== 'ping'),
-    receipts: () => hits.filter((h) => h.body.type !== 'ping' && typeof h.answer === 'number' && h.answer >= 200 && h.answer < 300),
+    receipts: () =>
+      hits.filter((h) => h.body.type !== 'ping' && typeof h.answer === 'number' && h.answer >= 200 && h.answer < 300),
     async until(check, timeoutMs = 30_000, what = 'deliveries') {
       const deadline = Date.now() + timeoutMs;
       while (!check(r.events())) {
-        if (Date.now() > deadline) throw new Error(`${what}: not there within ${timeoutMs} ms (have ${r.events().length} events)`);
+        if (Date.now() > deadline)
+          throw new Error(`${what}: not there within ${timeoutMs} ms (have ${r.events().length} events)`);
         await new Promise((res) => setTimeout(res, 25));
       }
       return r.events();
@@ -102,7 +106,12 @@ export function signatureValid(hit: Hit, secret: string): boolean {
   return got.length === expected.length && timingSafeEqual(got, expected);
 }
 
-export async function registerEndpoint(node: TestNode, token: string, url: string, events: string[]): Promise<{ id: string; secret: string; state: string }> {
+export async function registerEndpoint(
+  node: TestNode,
+  token: string,
+  url: string,
+  events: string[],
+): Promise<{ id: string; secret: string; state: string }> {
   const res = await call(node.base, 'POST', '/v1/webhooks/endpoints', { token, body: { url, events } });
   if (res.status !== 201) throw new Error(`registration failed: ${res.status} ${res.text}`);
   return res.json;

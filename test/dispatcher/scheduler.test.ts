@@ -12,16 +12,34 @@ function setup(opts: { concurrency?: number; perEndpoint?: number; maxBuffered?:
   const started: string[] = [];
   const pending: Array<{ ep: string; n: number; finish(sig?: Partial<EndpointSignal>): void }> = [];
   const results: R[] = [];
-  const s = new DeliveryScheduler<R>({ concurrency: opts.concurrency ?? 4, perEndpoint: opts.perEndpoint ?? 2, maxBuffered: opts.maxBuffered ?? 1000, now: () => now }, (_j, v) => v);
+  const s = new DeliveryScheduler<R>(
+    {
+      concurrency: opts.concurrency ?? 4,
+      perEndpoint: opts.perEndpoint ?? 2,
+      maxBuffered: opts.maxBuffered ?? 1000,
+      now: () => now,
+    },
+    (_j, v) => v,
+  );
   const submit = (ep: string, n: number) =>
     s.submit({
       endpointId: ep,
       run: () =>
         new Promise<R>((resolve) => {
           started.push(`${ep}${n}`);
-          pending.push({ ep, n, finish: (sig = {}) => resolve({ ep, n, slow: sig.slow ?? false, notBefore: sig.notBefore ?? null }) });
+          pending.push({
+            ep,
+            n,
+            finish: (sig = {}) => resolve({ ep, n, slow: sig.slow ?? false, notBefore: sig.notBefore ?? null }),
+          });
         }),
-      divert: (reason, until) => ({ ep, n, slow: false, notBefore: null, diverted: `${reason}${until === null ? '' : `@${until}`}` }),
+      divert: (reason, until) => ({
+        ep,
+        n,
+        slow: false,
+        notBefore: null,
+        diverted: `${reason}${until === null ? '' : `@${until}`}`,
+      }),
       resolve: (v) => results.push(v),
     });
   const flush = () => new Promise((r) => setImmediate(r));
@@ -40,7 +58,11 @@ t.test('a backlog far larger than the concurrency waits its turn: nothing is div
   t.equal(results.length, 1000, 'every delivery ran');
   t.equal(results.filter((r) => r.diverted).length, 0, 'none diverted');
   t.equal(s.diverted, 0);
-  t.same(results.map((r) => r.n), [...Array(1000).keys()], 'in order for one endpoint');
+  t.same(
+    results.map((r) => r.n),
+    [...Array(1000).keys()],
+    'in order for one endpoint',
+  );
 });
 
 t.test('endpoints are served round-robin: a flood does not starve a later endpoint', async (t) => {
@@ -52,7 +74,11 @@ t.test('endpoints are served round-robin: a flood does not starve a later endpoi
     pending.shift()!.finish();
     await flush();
   }
-  t.same(started.slice(0, 5), ['flood0', 'other0', 'flood1', 'other1', 'flood2'], 'the other endpoint goes between the flood');
+  t.same(
+    started.slice(0, 5),
+    ['flood0', 'other0', 'flood1', 'other1', 'flood2'],
+    'the other endpoint goes between the flood',
+  );
 });
 
 t.test('the buffer is bounded: room reaches 0 and whenRoom fires at half', async (t) => {
@@ -76,12 +102,18 @@ t.test('a slow endpoint keeps perEndpoint in flight and sends the rest back thro
   for (let i = 0; i < 10; i++) submit('slow', i);
   submit('fast', 0);
   pending.find((p) => p.ep === 'slow')!.finish({ slow: true });
-  pending.splice(pending.findIndex((p) => p.ep === 'slow'), 1);
+  pending.splice(
+    pending.findIndex((p) => p.ep === 'slow'),
+    1,
+  );
   await flush();
   const diverted = results.filter((r) => r.diverted === 'slow');
   t.equal(diverted.length, 7, 'queued deliveries beyond perEndpoint are diverted');
   t.equal(s.diverted, 7);
-  t.notOk(results.some((r) => r.ep === 'fast' && r.diverted), 'the fast endpoint is not touched');
+  t.notOk(
+    results.some((r) => r.ep === 'fast' && r.diverted),
+    'the fast endpoint is not touched',
+  );
   submit('slow', 99);
   t.equal(results.at(-1)!.diverted, 'slow', 'a new delivery for a saturated slow endpoint is diverted at once');
 });
@@ -91,7 +123,11 @@ t.test('Retry-After: nothing goes to that endpoint before the time it asked for'
   for (let i = 0; i < 5; i++) submit('busy', i);
   pending.shift()!.finish({ notBefore: 1000 + 30_000 });
   await flush();
-  t.same(results.slice(1).map((r) => r.diverted), ['retry-after@31000', 'retry-after@31000', 'retry-after@31000', 'retry-after@31000'], 'queued ones wait until the time asked');
+  t.same(
+    results.slice(1).map((r) => r.diverted),
+    ['retry-after@31000', 'retry-after@31000', 'retry-after@31000', 'retry-after@31000'],
+    'queued ones wait until the time asked',
+  );
   submit('busy', 5);
   t.equal(results.at(-1)!.diverted, 'retry-after@31000', 'and so does a new one');
   advance(30_000);

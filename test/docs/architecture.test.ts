@@ -32,8 +32,13 @@ t.test('docs/architecture.md exists and every file it links to exists', async (t
 
 t.test('every repository path docs/architecture.md names in code spans exists', async (t) => {
   const text = readFileSync(architecture, 'utf8');
-  const named = [...text.matchAll(/`((?:core|ingress|dispatcher|cli|contracts|bench|test|scripts|docs)\/[\w./-]*)`/g)].map((m) => m[1]);
-  t.same(named.filter((p) => !existsSync(join(root, p))), []);
+  const named = [
+    ...text.matchAll(/`((?:core|ingress|dispatcher|cli|contracts|bench|test|scripts|docs)\/[\w./-]*)`/g),
+  ].map((m) => m[1]);
+  t.same(
+    named.filter((p) => !existsSync(join(root, p))),
+    [],
+  );
 });
 
 t.test('the map names every topic core/topics.ts defines', async (t) => {
@@ -41,10 +46,15 @@ t.test('the map names every topic core/topics.ts defines', async (t) => {
   const topics = readFileSync(join(root, 'core/topics.ts'), 'utf8');
   const names = [...topics.matchAll(/`\$\{prefix\}\.([\w.]+)`/g)].map((m) => `sluice.${m[1]}`);
   t.ok(names.length >= 10, `core/topics.ts defines the topics (${names.length} found)`);
-  t.same(names.filter((n) => !text.includes(`\`${n}`)), []);
+  t.same(
+    names.filter((n) => !text.includes(`\`${n}`)),
+    [],
+  );
 });
 
 t.test('every relative link in README.md and docs/*.md exists', async (t) => {
-  const docs = readdirSync(join(root, 'docs')).filter((n) => n.endsWith('.md')).map((n) => join(root, 'docs', n));
+  const docs = readdirSync(join(root, 'docs'))
+    .filter((n) => n.endsWith('.md'))
+    .map((n) => join(root, 'docs', n));
   t.same([join(root, 'README.md'), ...docs].flatMap(brokenLinks), []);
 });

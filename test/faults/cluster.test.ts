@@ -18,8 +18,14 @@ t.test("Sluice's topics are replicated 3 times with min.insync.replicas 2", asyn
   const meta = await admin.fetchTopicMetadata({ topics });
   const under = meta.topics.filter((tp) => tp.partitions.some((p) => p.replicas.length !== 3)).map((tp) => tp.name);
   t.same(under, [], 'every partition has 3 replicas');
-  const configs = await admin.describeConfigs({ includeSynonyms: false, resources: topics.map((name) => ({ type: 2, name, configNames: ['min.insync.replicas'] })) });
-  t.ok(configs.resources.every((res) => res.configEntries[0]?.configValue === '2'), 'and min.insync.replicas 2');
+  const configs = await admin.describeConfigs({
+    includeSynonyms: false,
+    resources: topics.map((name) => ({ type: 2, name, configNames: ['min.insync.replicas'] })),
+  });
+  t.ok(
+    configs.resources.every((res) => res.configEntries[0]?.configValue === '2'),
+    'and min.insync.replicas 2',
+  );
 });
 
 t.test('one broker killed under load and brought back: nothing lost, nothing stopped', async (t) => {
@@ -34,17 +40,27 @@ t.test('one broker killed under load and brought back: nothing lost, nothing sto
   const acceptedAtKill = pub.stats.accepted.size;
   // Partitions the dead broker led are unavailable until the controller notices (the local
   // cluster: broker.session.timeout.ms 3 s) and moves their leadership; then writes go on with 2 of 3.
-  while (pub.stats.accepted.size - acceptedAtKill < 200 && Date.now() - killedAt < 30_000) await new Promise((res) => setTimeout(res, 250));
+  while (pub.stats.accepted.size - acceptedAtKill < 200 && Date.now() - killedAt < 30_000)
+    await new Promise((res) => setTimeout(res, 250));
   const resumedMs = Date.now() - killedAt;
-  t.ok(pub.stats.accepted.size - acceptedAtKill >= 200, `publishing goes on with one broker dead (200 more accepted ${resumedMs} ms after the kill)`);
+  t.ok(
+    pub.stats.accepted.size - acceptedAtKill >= 200,
+    `publishing goes on with one broker dead (200 more accepted ${resumedMs} ms after the kill)`,
+  );
   await new Promise((res) => setTimeout(res, 3000));
   await victim.start();
   await new Promise((res) => setTimeout(res, 5000));
   await pub.stop();
   t.same([...pub.stats.unexpected], [], 'no status other than 202 and 503');
   const lost = await missing(pub.stats.accepted, received, 120_000);
-  t.same(lost.slice(0, 10), [], `every one of the ${pub.stats.accepted.size} accepted events was delivered (${lost.length} missing)`);
+  t.same(
+    lost.slice(0, 10),
+    [],
+    `every one of the ${pub.stats.accepted.size} accepted events was delivered (${lost.length} missing)`,
+  );
   if (lost.length) t.comment(`missing: ${await whereAre(node.ctx.kafka, node.config.topicPrefix, lost.slice(0, 10))}`);
   const hits = r.events().length;
-  t.comment(`accepted ${pub.stats.accepted.size}, refused ${pub.stats.refused}, received ${hits}, duplicates ${hits - received().size}`);
+  t.comment(
+    `accepted ${pub.stats.accepted.size}, refused ${pub.stats.refused}, received ${hits}, duplicates ${hits - received().size}`,
+  );
 });

@@ -39,44 +39,51 @@ async function dispatcher(): Promise<ChildProcess> {
 const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms));
 const received = () => new Set(r.events().map((h) => h.body.id as string));
 
-t.test(`SIGKILL of a dispatcher five times during ${EVENTS} events, with members joining and leaving: nothing lost`, async (t) => {
-  const token = await node.token(await node.client('admin', 'kills'));
-  await registerEndpoint(node, token, r.url, ['inference.completed']);
-  await Promise.all([dispatcher(), dispatcher()]);
-  // ~1,000 events/s, so the run spans the kills below.
-  const pub = publisher(node, () => token, 'k', { perBatch: 50, everyMs: 50 });
-  let kills = 0;
-  let outstandingAtKills = 0;
-  const joining: Promise<ChildProcess>[] = [];
-  let stopped = false;
-  while (pub.stats.accepted.size < EVENTS || kills < 5) {
-    await sleep(1500);
-    if (!stopped && pub.stats.accepted.size >= EVENTS) {
-      stopped = true;
-      await pub.stop();
+t.test(
+  `SIGKILL of a dispatcher five times during ${EVENTS} events, with members joining and leaving: nothing lost`,
+  async (t) => {
+    const token = await node.token(await node.client('admin', 'kills'));
+    await registerEndpoint(node, token, r.url, ['inference.completed']);
+    await Promise.all([dispatcher(), dispatcher()]);
+    // ~1,000 events/s, so the run spans the kills below.
+    const pub = publisher(node, () => token, 'k', { perBatch: 50, everyMs: 50 });
+    let kills = 0;
+    let outstandingAtKills = 0;
+    const joining: Promise<ChildProcess>[] = [];
+    let stopped = false;
+    while (pub.stats.accepted.size < EVENTS || kills < 5) {
+      await sleep(1500);
+      if (!stopped && pub.stats.accepted.size >= EVENTS) {
+        stopped = true;
+        await pub.stop();
+      }
+      if (kills < 5 && ready.size >= 2) {
+        const victim = [...ready][0];
+        outstandingAtKills += pub.stats.accepted.size - received().size;
+        victim.kill('SIGKILL');
+        kills++;
+        joining.push(dispatcher()); // a member joins as one dies: a rebalance each time
+      }
     }
-    if (kills < 5 && ready.size >= 2) {
-      const victim = [...ready][0];
-      outstandingAtKills += pub.stats.accepted.size - received().size;
-      victim.kill('SIGKILL');
-      kills++;
-      joining.push(dispatcher()); // a member joins as one dies: a rebalance each time
-    }
-  }
-  await Promise.all(joining);
-  if (!stopped) await pub.stop();
-  t.equal(kills, 5, 'five dispatchers were killed mid-run');
-  t.ok(outstandingAtKills > 0, `deliveries were outstanding at the kills (${outstandingAtKills} in all)`);
-  // One more member joins and one leaves cleanly while the backlog drains.
-  await dispatcher();
-  [...ready][0].kill('SIGTERM');
-  const lost = await missing(pub.stats.accepted, received, 180_000);
-  t.same(lost.slice(0, 10), [], `every one of the ${pub.stats.accepted.size} accepted events was delivered (${lost.length} missing)`);
-  t.same([...pub.stats.unexpected], [], 'publishing never failed');
-  const hits = r.events().length;
-  const duplicates = hits - received().size;
-  t.comment(`accepted ${pub.stats.accepted.size}, receipts ${hits}, duplicates ${duplicates}`);
-  // A killed member repeats what it had not committed: its in-flight attempts (256 at most) and
-  // what it delivered in the last commit interval (100 ms). Bound: 1,000 per kill.
-  t.ok(duplicates <= kills * 1000, `duplicates bounded: ${duplicates} ≤ ${kills * 1000}`);
-});
+    await Promise.all(joining);
+    if (!stopped) await pub.stop();
+    t.equal(kills, 5, 'five dispatchers were killed mid-run');
+    t.ok(outstandingAtKills > 0, `deliveries were outstanding at the kills (${outstandingAtKills} in all)`);
+    // One more member joins and one leaves cleanly while the backlog drains.
+    await dispatcher();
+    [...ready][0].kill('SIGTERM');
+    const lost = await missing(pub.stats.accepted, received, 180_000);
+    t.same(
+      lost.slice(0, 10),
+      [],
+      `every one of the ${pub.stats.accepted.size} accepted events was delivered (${lost.length} missing)`,
+    );
+    t.same([...pub.stats.unexpected], [], 'publishing never failed');
+    const hits = r.events().length;
+    const duplicates = hits - received().size;
+    t.comment(`accepted ${pub.stats.accepted.size}, receipts ${hits}, duplicates ${duplicates}`);
+    // A killed member repeats what it had not committed: its in-flight attempts (256 at most) and
+    // what it delivered in the last commit interval (100 ms). Bound: 1,000 per kill.
+    t.ok(duplicates <= kills * 1000, `duplicates bounded: ${duplicates} ≤ ${kills * 1000}`);
+  },
+);

@@ -15,7 +15,14 @@ import { receiver } from '../dispatcher/receiver.ts';
 
 export async function ownKafka(nodes = 1): Promise<LocalKafka & { cleanup(): Promise<void> }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sluice-fault-kafka-'));
-  const k = await startLocalKafka({ cacheDir: loadConfig({}).cacheDir, port: await freePorts(2 * nodes), nodes, dataDir, fresh: true, heapMb: 384 });
+  const k = await startLocalKafka({
+    cacheDir: loadConfig({}).cacheDir,
+    port: await freePorts(2 * nodes),
+    nodes,
+    dataDir,
+    fresh: true,
+    heapMb: 384,
+  });
   return {
     ...k,
     async cleanup() {
@@ -30,9 +37,21 @@ export async function ownKafka(nodes = 1): Promise<LocalKafka & { cleanup(): Pro
  * on it, and a receiver answering 200. Torn down with the test; the process then exits, since
  * kafkajs may keep retry timers for the brokers it lost.
  */
-export async function faultWorld(t: { teardown(fn: () => Promise<void>): void }, brokers: number, env: Record<string, string> = {}) {
+export async function faultWorld(
+  t: { teardown(fn: () => Promise<void>): void },
+  brokers: number,
+  env: Record<string, string> = {},
+) {
   const kafka = await ownKafka(brokers);
-  const node = await startTestNode({ SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: '600', SLUICE_LOG_LEVEL: process.env.FAULT_LOG ?? 'error', ...env }, { dispatcher: true, brokers: kafka.brokers });
+  const node = await startTestNode(
+    {
+      SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
+      SLUICE_TIME_SCALE: '600',
+      SLUICE_LOG_LEVEL: process.env.FAULT_LOG ?? 'error',
+      ...env,
+    },
+    { dispatcher: true, brokers: kafka.brokers },
+  );
   const r = await receiver(200);
   t.teardown(async () => {
     await Promise.race([node.close(), new Promise((res) => setTimeout(res, 15_000))]);
@@ -54,8 +73,19 @@ export interface PublishStats {
 }
 
 /** Publishes `perBatch` events every `everyMs` until stopped; ids are `${tag}-${n}`. */
-export function publisher(node: TestNode, token: () => string, tag: string, opts: { perBatch?: number; everyMs?: number } = {}) {
-  const stats: PublishStats = { accepted: new Set(), refused: 0, firstRefusedAt: 0, unexpected: new Map(), requests: 0 };
+export function publisher(
+  node: TestNode,
+  token: () => string,
+  tag: string,
+  opts: { perBatch?: number; everyMs?: number } = {},
+) {
+  const stats: PublishStats = {
+    accepted: new Set(),
+    refused: 0,
+    firstRefusedAt: 0,
+    unexpected: new Map(),
+    requests: 0,
+  };
   const refuse = (count: number) => {
     stats.refused += count;
     stats.firstRefusedAt ||= Date.now();
@@ -64,10 +94,17 @@ export function publisher(node: TestNode, token: () => string, tag: string, opts
   let running = true;
   const loop = (async () => {
     while (running) {
-      const events = Array.from({ length: opts.perBatch ?? 20 }, () => ({ type: 'inference.completed', id: `${tag}-${n++}`, data: { at: Date.now() } }));
+      const events = Array.from({ length: opts.perBatch ?? 20 }, () => ({
+        type: 'inference.completed',
+        id: `${tag}-${n++}`,
+        data: { at: Date.now() },
+      }));
       const started = Date.now();
       stats.requests++;
-      const res = await call(node.base, 'POST', '/v1/webhooks/events/batch', { token: token(), body: { events } }).catch(() => ({ status: 0, json: undefined }));
+      const res = await call(node.base, 'POST', '/v1/webhooks/events/batch', {
+        token: token(),
+        body: { events },
+      }).catch(() => ({ status: 0, json: undefined }));
       if (res.status === 202) {
         for (const r of res.json.results) {
           if (r.id) stats.accepted.add(r.id);
@@ -89,7 +126,11 @@ export function publisher(node: TestNode, token: () => string, tag: string, opts
 }
 
 /** Waits until every accepted id was received (or the time runs out); returns the ids missing. */
-export async function missing(accepted: Set<string>, received: () => Set<string>, timeoutMs: number): Promise<string[]> {
+export async function missing(
+  accepted: Set<string>,
+  received: () => Set<string>,
+  timeoutMs: number,
+): Promise<string[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const got = received();
@@ -112,7 +153,9 @@ export async function whereAre(kafka: import('kafkajs').Kafka, prefix: string, i
       eachMessage: async ({ message, partition }) => {
         last = Date.now();
         const v = message.value?.toString() ?? '';
-        for (const id of want) if (v.includes(`"${id}"`)) (found[id] ??= []).push(`${topic.split('.').pop()}[${partition}@${message.offset}]`);
+        for (const id of want)
+          if (v.includes(`"${id}"`))
+            (found[id] ??= []).push(`${topic.split('.').pop()}[${partition}@${message.offset}]`);
       },
     });
     while (Date.now() - last < 3000) await new Promise((r) => setTimeout(r, 500));

@@ -17,7 +17,10 @@ export function cliEnv(config: Readonly<Config>, extra: Record<string, string> =
   };
 }
 
-export function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runCli(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [SLUICE_BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -38,7 +41,11 @@ export interface IngressProcess {
 
 /** A separate `sluice ingress` OS process on the given env; resolves once its /readyz says ready. */
 export async function spawnIngress(env: NodeJS.ProcessEnv, port: number, adminPort: number): Promise<IngressProcess> {
-  const child = spawn(process.execPath, [SLUICE_BIN, 'ingress', '--port', String(port), '--admin-port', String(adminPort)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [SLUICE_BIN, 'ingress', '--port', String(port), '--admin-port', String(adminPort)],
+    { env, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let output = '';
   child.stdout.on('data', (d) => (output += d));
   child.stderr.on('data', (d) => (output += d));
@@ -52,7 +59,10 @@ export async function spawnIngress(env: NodeJS.ProcessEnv, port: number, adminPo
       child.kill('SIGKILL');
       throw new Error(`sluice ingress did not become ready:\n${output}`);
     }
-    const ok = await fetch(`${admin}/readyz`).then((r) => r.status === 200, () => false);
+    const ok = await fetch(`${admin}/readyz`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
     if (ok) break;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -85,9 +95,22 @@ export interface DispatcherProcess {
  * A separate `sluice dispatcher` OS process on the test's Kafka and prefix; resolves once it runs.
  * `track` sees the child at once, so a test can kill it in its teardown even if start-up fails.
  */
-export function spawnDispatcher(prefix: string, env: Record<string, string>, track: (child: ChildProcess) => void = () => {}): Promise<DispatcherProcess> {
+export function spawnDispatcher(
+  prefix: string,
+  env: Record<string, string>,
+  track: (child: ChildProcess) => void = () => {},
+): Promise<DispatcherProcess> {
   const child = spawn(process.execPath, [SLUICE_BIN, 'dispatcher'], {
-    env: { ...process.env, ...env, KAFKA_BROKERS: process.env.KAFKA_BROKERS, SLUICE_TOPIC_PREFIX: prefix, SLUICE_LOG_LEVEL: 'error', SLUICE_HOST: '127.0.0.1', SLUICE_PORT: '0', SLUICE_ADMIN_PORT: '0' },
+    env: {
+      ...process.env,
+      ...env,
+      KAFKA_BROKERS: process.env.KAFKA_BROKERS,
+      SLUICE_TOPIC_PREFIX: prefix,
+      SLUICE_LOG_LEVEL: 'error',
+      SLUICE_HOST: '127.0.0.1',
+      SLUICE_PORT: '0',
+      SLUICE_ADMIN_PORT: '0',
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   track(child);

@@ -5,7 +5,13 @@ export interface Family {
   name: string;
   help: string;
   type: 'COUNTER' | 'GAUGE' | 'HISTOGRAM' | 'SUMMARY' | 'UNTYPED';
-  metrics: Array<{ value?: string; labels?: Record<string, string>; buckets?: Record<string, string>; count?: string; sum?: string }>;
+  metrics: Array<{
+    value?: string;
+    labels?: Record<string, string>;
+    buckets?: Record<string, string>;
+    count?: string;
+    sum?: string;
+  }>;
 }
 
 export function parseMetrics(text: string): Map<string, Family> {

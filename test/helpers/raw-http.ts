@@ -42,6 +42,11 @@ export function rawHttp(port: number, request: string | Buffer, idleMs = 1500): 
 
 /** One GET with the path sent exactly as given (like `curl --path-as-is`). */
 export function rawGet(port: number, path: string, headers: Record<string, string> = {}): Promise<RawResponse> {
-  const lines = [`GET ${path} HTTP/1.1`, 'host: 127.0.0.1', 'connection: close', ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
-  return rawHttp(port, lines.join('\r\n') + '\r\n\r\n');
+  const lines = [
+    `GET ${path} HTTP/1.1`,
+    'host: 127.0.0.1',
+    'connection: close',
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+  ];
+  return rawHttp(port, `${lines.join('\r\n')}\r\n\r\n`);
 }

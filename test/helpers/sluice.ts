@@ -29,7 +29,10 @@ export interface TestNode extends SluiceNode {
   token(c: CreatedClient, scope?: string): Promise<string>;
 }
 
-export async function startTestNode(env: Record<string, string> = {}, opts: { clock?: Clock; dispatcher?: boolean; prefix?: string; brokers?: string[] } = {}): Promise<TestNode> {
+export async function startTestNode(
+  env: Record<string, string> = {},
+  opts: { clock?: Clock; dispatcher?: boolean; prefix?: string; brokers?: string[] } = {},
+): Promise<TestNode> {
   const kafka = opts.brokers ?? brokers();
   const port = await freePort();
   const adminPort = await freePort();
@@ -46,19 +49,30 @@ export async function startTestNode(env: Record<string, string> = {}, opts: { cl
     ...(process.env.SLUICE_DATA_DIR ? { SLUICE_DATA_DIR: process.env.SLUICE_DATA_DIR } : {}),
     ...env,
   });
-  const node = await startNode(config, { brokers: kafka, clock: opts.clock, ingress: true, dispatcher: opts.dispatcher ?? false });
+  const node = await startNode(config, {
+    brokers: kafka,
+    clock: opts.clock,
+    ingress: true,
+    dispatcher: opts.dispatcher ?? false,
+  });
   const base = `http://127.0.0.1:${node.ingress!.port}`;
   return {
     ...node,
     base,
     config: node.ctx.config,
     admin: `http://127.0.0.1:${node.ingress!.adminPort}`,
-    client: (role = 'admin', tenant = 'acme', region = config.region) => createClient(node.ctx, { tenant, role, region }),
+    client: (role = 'admin', tenant = 'acme', region = config.region) =>
+      createClient(node.ctx, { tenant, role, region }),
     async token(c, scope) {
       const res = await fetch(`${base}/v1/auth/token`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret, ...(scope ? { scope } : {}) }),
+        body: JSON.stringify({
+          grant_type: 'client_credentials',
+          client_id: c.client_id,
+          client_secret: c.client_secret,
+          ...(scope ? { scope } : {}),
+        }),
       });
       if (res.status !== 200) throw new Error(`token request failed: ${res.status} ${await res.text()}`);
       return ((await res.json()) as { access_token: string }).access_token;
@@ -66,7 +80,12 @@ export async function startTestNode(env: Record<string, string> = {}, opts: { cl
   };
 }
 
-export async function call(base: string, method: string, path: string, opts: { token?: string; body?: unknown; raw?: string | Buffer; headers?: Record<string, string> } = {}) {
+export async function call(
+  base: string,
+  method: string,
+  path: string,
+  opts: { token?: string; body?: unknown; raw?: string | Buffer; headers?: Record<string, string> } = {},
+) {
   const headers: Record<string, string> = { ...(opts.headers ?? {}) };
   if (opts.token) headers.authorization = `Bearer ${opts.token}`;
   let body: string | Buffer | undefined;
@@ -77,7 +96,7 @@ export async function call(base: string, method: string, path: string, opts: { t
   }
   const res = await fetch(`${base}${path}`, { method, headers, body: body as BodyInit | undefined });
   const text = await res.text();
-  let json: any = undefined;
+  let json: any;
   try {
     json = text ? JSON.parse(text) : undefined;
   } catch {

@@ -31,7 +31,12 @@ export async function startReceiver(behaviour: Behaviour = 200, path = '/hook'):
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      received.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, rawBody: Buffer.concat(chunks).toString('utf8') });
+      received.push({
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        rawBody: Buffer.concat(chunks).toString('utf8'),
+      });
       for (const w of waiting.splice(0)) w();
       if (r.behaviour === 'hang') {
         hanging.add(res);
@@ -49,7 +54,8 @@ export async function startReceiver(behaviour: Behaviour = 200, path = '/hook'):
     async nth(n, timeoutMs = 10_000) {
       const deadline = Date.now() + timeoutMs;
       while (received.length < n) {
-        if (Date.now() > deadline) throw new Error(`request ${n} did not arrive within ${timeoutMs} ms (got ${received.length})`);
+        if (Date.now() > deadline)
+          throw new Error(`request ${n} did not arrive within ${timeoutMs} ms (got ${received.length})`);
         await new Promise<void>((resolve) => {
           waiting.push(resolve);
           setTimeout(resolve, 50);

@@ -43,7 +43,11 @@ t.test('canonicalPath refuses every form an upstream could read differently', as
 t.test('upstreamUrl never leaves the family prefix', async (t) => {
   const q = new URLSearchParams('a=1');
   t.equal(upstreamUrl('http://up:1', '/v1/telemetry', '/v1/telemetry/x', q).href, 'http://up:1/v1/telemetry/x?a=1');
-  t.equal(upstreamUrl('http://up:1/base', '/v1/telemetry', '/v1/telemetry', q).pathname, '/base/v1/telemetry', 'a base path is kept');
+  t.equal(
+    upstreamUrl('http://up:1/base', '/v1/telemetry', '/v1/telemetry', q).pathname,
+    '/base/v1/telemetry',
+    'a base path is kept',
+  );
   t.throws(() => upstreamUrl('http://up:1', '/v1/telemetry', '/v1/telemetryx', q), { code: 'INVALID_REQUEST' });
   t.throws(() => upstreamUrl('http://up:1', '/v1/telemetry', '/v1/inference/x', q), { code: 'INVALID_REQUEST' });
 });
@@ -58,7 +62,11 @@ t.test('live: no dot segment, encoding or slash trick reaches the upstream or ch
   });
   await new Promise<void>((r) => upstream.listen(port, '127.0.0.1', r));
   const up = `http://127.0.0.1:${port}`;
-  const node = await startTestNode({ SLUICE_UPSTREAM_INFERENCE: up, SLUICE_UPSTREAM_PIPELINES: up, SLUICE_UPSTREAM_TELEMETRY: up });
+  const node = await startTestNode({
+    SLUICE_UPSTREAM_INFERENCE: up,
+    SLUICE_UPSTREAM_PIPELINES: up,
+    SLUICE_UPSTREAM_TELEMETRY: up,
+  });
   t.teardown(async () => {
     await node.close();
     upstream.close();

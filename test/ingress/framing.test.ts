@@ -44,25 +44,52 @@ t.test('conflicting framing is a 400 that closes the connection: the smuggled re
   const auth = `authorization: Bearer ${token}\r\n`;
   const smuggled = 'GET /v1/inference/smuggled HTTP/1.1\r\nhost: x\r\n\r\n';
   const cases: [string, string][] = [
-    ['two Content-Length', `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}content-length: 5\r\ncontent-length: ${5 + smuggled.length}\r\n\r\nhello${smuggled}`],
-    ['Transfer-Encoding gzip', `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}transfer-encoding: gzip, chunked\r\n\r\n0\r\n\r\n${smuggled}`],
-    ['Content-Length with chunked', `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}transfer-encoding: chunked\r\ncontent-length: 3\r\n\r\n0\r\n\r\n${smuggled}`],
-    ['a signed Content-Length', `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}content-length: +5\r\n\r\nhello${smuggled}`],
+    [
+      'two Content-Length',
+      `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}content-length: 5\r\ncontent-length: ${5 + smuggled.length}\r\n\r\nhello${smuggled}`,
+    ],
+    [
+      'Transfer-Encoding gzip',
+      `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}transfer-encoding: gzip, chunked\r\n\r\n0\r\n\r\n${smuggled}`,
+    ],
+    [
+      'Content-Length with chunked',
+      `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}transfer-encoding: chunked\r\ncontent-length: 3\r\n\r\n0\r\n\r\n${smuggled}`,
+    ],
+    [
+      'a signed Content-Length',
+      `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}content-length: +5\r\n\r\nhello${smuggled}`,
+    ],
   ];
   for (const [name, raw] of cases) {
     const res = await rawHttp(port, raw);
-    t.ok(res.statuses.every((s) => s === 400), `${name}: only 400s (${res.statuses.join(',') || 'closed without an answer'})`);
+    t.ok(
+      res.statuses.every((s) => s === 400),
+      `${name}: only 400s (${res.statuses.join(',') || 'closed without an answer'})`,
+    );
     t.ok(res.statuses.length <= 1, `${name}: at most one answer`);
     t.ok(res.closed, `${name}: the connection is closed`);
   }
-  t.notOk(seen.some((s) => s.url.includes('smuggled')), 'no smuggled request reached the upstream');
-  const alone = await rawHttp(port, `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}content-length: 2\r\ncontent-length: 3\r\n\r\n{}`);
+  t.notOk(
+    seen.some((s) => s.url.includes('smuggled')),
+    'no smuggled request reached the upstream',
+  );
+  const alone = await rawHttp(
+    port,
+    `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}content-length: 2\r\ncontent-length: 3\r\n\r\n{}`,
+  );
   t.same(alone.statuses, [400], 'with nothing behind it, the refusal is a 400');
   t.match(alone.text, /request framing refused: more than one Content-Length/, 'that says why');
   t.ok(alone.closed, 'and closes the connection');
-  const plain = await rawHttp(port, `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}content-type: application/json\r\ncontent-length: 2\r\n\r\n{}`);
+  const plain = await rawHttp(
+    port,
+    `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}content-type: application/json\r\ncontent-length: 2\r\n\r\n{}`,
+  );
   t.same(plain.statuses, [200], 'one Content-Length is fine');
-  const chunked = await rawHttp(port, `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`);
+  const chunked = await rawHttp(
+    port,
+    `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`,
+  );
   t.same(chunked.statuses, [200], 'chunked alone is fine');
 });
 
@@ -76,7 +103,11 @@ t.test('no server banner; nosniff everywhere; authenticated responses are never 
   t.equal(authed.headers.get('cache-control'), 'no-store');
   const proxied = await call(node.base, 'GET', '/v1/inference/models', { token });
   t.equal(proxied.status, 200);
-  t.equal(proxied.headers.get('cache-control'), 'no-store', "the upstream's cache-control does not make an authenticated answer cacheable");
+  t.equal(
+    proxied.headers.get('cache-control'),
+    'no-store',
+    "the upstream's cache-control does not make an authenticated answer cacheable",
+  );
   const refused = await call(node.base, 'GET', '/v1/inference/models', { headers: { authorization: 'Bearer nope' } });
   t.equal(refused.status, 401);
   t.equal(refused.headers.get('cache-control'), 'no-store');
@@ -100,7 +131,16 @@ t.test('client claims about address, host or path never reach the upstream', asy
   const res = await call(node.base, 'GET', '/v1/inference/models', { token, headers: lies });
   t.equal(res.status, 200);
   const h = seen[0].headers;
-  for (const name of ['forwarded', 'x-real-ip', 'x-forwarded-host', 'x-forwarded-proto', 'x-original-url', 'x-rewrite-url', 'x-http-method-override', 'true-client-ip']) {
+  for (const name of [
+    'forwarded',
+    'x-real-ip',
+    'x-forwarded-host',
+    'x-forwarded-proto',
+    'x-original-url',
+    'x-rewrite-url',
+    'x-http-method-override',
+    'true-client-ip',
+  ]) {
     t.equal(h[name], undefined, `${name} is stripped`);
   }
   t.equal(h['x-forwarded-for'], '127.0.0.1', 'x-forwarded-for is the edge’s own');
@@ -115,7 +155,9 @@ t.test('an upload abandoned mid-body leaves no body read pending', async (t) => 
   for (let i = 0; i < 20; i++) {
     await new Promise<void>((resolve) => {
       const s = connect(port, '127.0.0.1', () => {
-        s.write(`POST /v1/webhooks/events HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${token}\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"type":"inference.`);
+        s.write(
+          `POST /v1/webhooks/events HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${token}\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"type":"inference.`,
+        );
         setTimeout(() => {
           s.destroy();
           resolve();

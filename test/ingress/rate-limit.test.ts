@@ -24,7 +24,12 @@ t.test('RateLimiter: bounded number of keys, least recently used dropped first',
   t.equal(l.take('b'), null, '"b" was dropped and starts full');
 });
 
-const node = await startTestNode({ SLUICE_RATE_LIMIT_PER_CLIENT: '1', SLUICE_RATE_LIMIT_BURST: '3', SLUICE_AUTH_FAILURE_RATE: '1', SLUICE_AUTH_FAILURE_BURST: '3' });
+const node = await startTestNode({
+  SLUICE_RATE_LIMIT_PER_CLIENT: '1',
+  SLUICE_RATE_LIMIT_BURST: '3',
+  SLUICE_AUTH_FAILURE_RATE: '1',
+  SLUICE_AUTH_FAILURE_BURST: '3',
+});
 t.teardown(() => node.close());
 
 t.test('429 RATE_LIMITED with Retry-After once a client spends its burst; other clients unaffected', async (t) => {
@@ -43,15 +48,26 @@ t.test('429 RATE_LIMITED with Retry-After once a client spends its burst; other 
   t.equal(limited?.json.code, 'RATE_LIMITED');
   t.match(limited?.headers.get('content-type'), /application\/problem\+json/);
   t.ok(Number(limited?.headers.get('retry-after')) >= 1, 'Retry-After in seconds');
-  t.equal((await call(node.base, 'GET', '/v1/webhooks/endpoints', { token: await node.token(b) })).status, 200, 'another client is not limited');
+  t.equal(
+    (await call(node.base, 'GET', '/v1/webhooks/endpoints', { token: await node.token(b) })).status,
+    200,
+    'another client is not limited',
+  );
 });
 
 t.test('failed client authentications beyond the budget get 429; the right secret still works', async (t) => {
   const c = await node.client('inference-reader', 'globex');
-  const attempt = (secret: string) => call(node.base, 'POST', '/v1/auth/token', { body: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: secret } });
+  const attempt = (secret: string) =>
+    call(node.base, 'POST', '/v1/auth/token', {
+      body: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: secret },
+    });
   const wrong = [];
   for (let i = 0; i < 5; i++) wrong.push(await attempt('sk_wrong'));
-  t.same(wrong.slice(0, 3).map((r) => r.status), [401, 401, 401], 'the first failures are plain invalid_client');
+  t.same(
+    wrong.slice(0, 3).map((r) => r.status),
+    [401, 401, 401],
+    'the first failures are plain invalid_client',
+  );
   t.equal(wrong[4].status, 429, 'then 429');
   t.equal(wrong[4].json.error, 'temporarily_unavailable', 'in the RFC 6749 error shape');
   t.ok(Number(wrong[4].headers.get('retry-after')) >= 1);

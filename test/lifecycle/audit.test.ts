@@ -14,8 +14,18 @@ t.teardown(async () => {
 });
 
 t.test('concurrent appends from two nodes form one unbroken chain', async (t) => {
-  const append = (node: typeof a, i: number) => appendAudit(node.ctx, { tenant_id: 'race', actor: `node-${node === a ? 'a' : 'b'}`, action: 'test.append', subject: `s${i}`, reason: null });
-  const results = await Promise.all([...Array.from({ length: 15 }, (_, i) => append(a, i)), ...Array.from({ length: 15 }, (_, i) => append(b, i))]);
+  const append = (node: typeof a, i: number) =>
+    appendAudit(node.ctx, {
+      tenant_id: 'race',
+      actor: `node-${node === a ? 'a' : 'b'}`,
+      action: 'test.append',
+      subject: `s${i}`,
+      reason: null,
+    });
+  const results = await Promise.all([
+    ...Array.from({ length: 15 }, (_, i) => append(a, i)),
+    ...Array.from({ length: 15 }, (_, i) => append(b, i)),
+  ]);
   const seqs = results.map((r) => r.seq).sort((x, y) => x - y);
   t.equal(new Set(seqs).size, 30, 'thirty distinct sequence numbers');
   const officer = await a.client('security-officer', 'race');
@@ -31,8 +41,32 @@ t.test('concurrent appends from two nodes form one unbroken chain', async (t) =>
 });
 
 t.test('the chain links: each entry carries the previous hash and its own', async (t) => {
-  const first = sealEntry({ id: 'aud_1', seq: 1, at: new Date(0).toISOString(), tenant_id: 'x', actor: 'y', action: 'z', subject: 's', reason: null }, GENESIS_HASH);
-  const second = sealEntry({ id: 'aud_2', seq: 2, at: new Date(0).toISOString(), tenant_id: 'x', actor: 'y', action: 'z', subject: 's', reason: 'r' }, first.hash);
+  const first = sealEntry(
+    {
+      id: 'aud_1',
+      seq: 1,
+      at: new Date(0).toISOString(),
+      tenant_id: 'x',
+      actor: 'y',
+      action: 'z',
+      subject: 's',
+      reason: null,
+    },
+    GENESIS_HASH,
+  );
+  const second = sealEntry(
+    {
+      id: 'aud_2',
+      seq: 2,
+      at: new Date(0).toISOString(),
+      tenant_id: 'x',
+      actor: 'y',
+      action: 'z',
+      subject: 's',
+      reason: 'r',
+    },
+    first.hash,
+  );
   t.equal(checkLink(null, first), null);
   t.equal(checkLink(first, second), null);
   t.match(checkLink(first, { ...second, reason: 'changed' }), /hash/);
@@ -45,7 +79,19 @@ t.test('`sluice audit verify` catches an entry forged straight into Kafka', asyn
   t.equal(before.code, 0);
   const head = JSON.parse(before.stdout).head;
   // A forger who knows the format: right seq and prev_hash, but the hash does not cover the content.
-  const good = sealEntry({ id: 'aud_forged', seq: head.seq + 1, at: new Date().toISOString(), tenant_id: 'acme', actor: 'operator:mallory', action: 'credential.reenabled', subject: 'cl_x', reason: 'nothing to see' }, head.hash);
+  const good = sealEntry(
+    {
+      id: 'aud_forged',
+      seq: head.seq + 1,
+      at: new Date().toISOString(),
+      tenant_id: 'acme',
+      actor: 'operator:mallory',
+      action: 'credential.reenabled',
+      subject: 'cl_x',
+      reason: 'nothing to see',
+    },
+    head.hash,
+  );
   const forged = { ...good, actor: 'operator:alice' };
   const kafka = new Kafka({ clientId: 'forger', brokers: a.config.kafkaBrokers!, logLevel: logLevel.NOTHING });
   const producer = kafka.producer();

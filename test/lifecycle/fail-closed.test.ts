@@ -12,9 +12,20 @@ import { freePorts } from '../../scripts/free-port.ts';
 // A broker of this test's own, so that stopping it harms nobody else.
 const kafkaPort = await freePorts(2);
 const dataDir = mkdtempSync(join(tmpdir(), 'sluice-failclosed-'));
-const config = loadConfig({ SLUICE_TOPIC_PREFIX: uniquePrefix('fc'), SLUICE_LOG_LEVEL: 'error', SLUICE_KAFKA_STALE_MS: '1000', SLUICE_HOST: '127.0.0.1', SLUICE_DATA_DIR: process.env.SLUICE_DATA_DIR });
+const config = loadConfig({
+  SLUICE_TOPIC_PREFIX: uniquePrefix('fc'),
+  SLUICE_LOG_LEVEL: 'error',
+  SLUICE_KAFKA_STALE_MS: '1000',
+  SLUICE_HOST: '127.0.0.1',
+  SLUICE_DATA_DIR: process.env.SLUICE_DATA_DIR,
+});
 const kafka = await startLocalKafka({ cacheDir: config.cacheDir, port: kafkaPort, dataDir, fresh: true, heapMb: 384 });
-const node = await startNode(config, { brokers: kafka.brokers, ingress: true, port: await freePort(), adminPort: await freePort() });
+const node = await startNode(config, {
+  brokers: kafka.brokers,
+  ingress: true,
+  port: await freePort(),
+  adminPort: await freePort(),
+});
 const base = `http://127.0.0.1:${node.ingress!.port}`;
 const admin = `http://127.0.0.1:${node.ingress!.adminPort}`;
 t.teardown(async () => {
@@ -36,17 +47,27 @@ async function eventually(check: () => Promise<boolean>, ms: number): Promise<bo
 
 t.test('a node that lost Kafka refuses tokens with 503 and says so on /readyz', async (t) => {
   const c = await createClient(node.ctx, { tenant: 'acme', role: 'inference-reader' });
-  const grant = () => call(base, 'POST', '/v1/auth/token', { body: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret } });
+  const grant = () =>
+    call(base, 'POST', '/v1/auth/token', {
+      body: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret },
+    });
   const token = (await grant()).json.access_token as string;
   t.type(token, 'string');
   const before = await call(base, 'GET', '/v1/inference/models', { token });
   // Accepted and in scope: proxied, and with no upstream configured that is 502 UPSTREAM_UNAVAILABLE.
-  t.same({ status: before.status, code: before.json?.code }, { status: 502, code: 'UPSTREAM_UNAVAILABLE' }, 'tokens accepted while Kafka answers');
+  t.same(
+    { status: before.status, code: before.json?.code },
+    { status: 502, code: 'UPSTREAM_UNAVAILABLE' },
+    'tokens accepted while Kafka answers',
+  );
   t.equal((await fetch(`${admin}/readyz`)).status, 200);
 
   await kafka.stop();
 
-  t.ok(await eventually(async () => (await call(base, 'GET', '/v1/inference/models', { token })).status === 503, 30_000), 'the token is refused once the bound passed');
+  t.ok(
+    await eventually(async () => (await call(base, 'GET', '/v1/inference/models', { token })).status === 503, 30_000),
+    'the token is refused once the bound passed',
+  );
   const res = await call(base, 'GET', '/v1/inference/models', { token });
   t.equal(res.json.code, 'UNAVAILABLE');
   t.match(res.json.detail, /fail closed/);

@@ -7,7 +7,13 @@ const officer = await node.client('security-officer', 'acme');
 const officerToken = await node.token(officer);
 
 async function tokenStatus(secretOwner: { client_id: string; client_secret: string }) {
-  return call(node.base, 'POST', '/v1/auth/token', { body: { grant_type: 'client_credentials', client_id: secretOwner.client_id, client_secret: secretOwner.client_secret } });
+  return call(node.base, 'POST', '/v1/auth/token', {
+    body: {
+      grant_type: 'client_credentials',
+      client_id: secretOwner.client_id,
+      client_secret: secretOwner.client_secret,
+    },
+  });
 }
 
 t.test('revocation: 201 with the record, then secret and old tokens refused, new tokens impossible', async (t) => {
@@ -15,8 +21,15 @@ t.test('revocation: 201 with the record, then secret and old tokens refused, new
   const old = await node.token(victim);
   const before = await call(node.base, 'GET', '/v1/inference/models', { token: old });
   // Accepted and in scope: proxied, and with no upstream configured that is 502 UPSTREAM_UNAVAILABLE.
-  t.same({ status: before.status, code: before.json?.code }, { status: 502, code: 'UPSTREAM_UNAVAILABLE' }, 'the token works before');
-  const res = await call(node.base, 'POST', '/v1/auth/revocations', { token: officerToken, body: { client_id: victim.client_id, reason: 'key leaked in a CI log' } });
+  t.same(
+    { status: before.status, code: before.json?.code },
+    { status: 502, code: 'UPSTREAM_UNAVAILABLE' },
+    'the token works before',
+  );
+  const res = await call(node.base, 'POST', '/v1/auth/revocations', {
+    token: officerToken,
+    body: { client_id: victim.client_id, reason: 'key leaked in a CI log' },
+  });
   t.equal(res.status, 201);
   t.match(res.json, { revocation_id: /^rev_/, client_id: victim.client_id, audit_entry_id: /^aud_/ });
   t.ok(!Number.isNaN(Date.parse(res.json.revoked_at)) && res.json.revoked_at.endsWith('Z'), 'revoked_at is ISO 8601');
@@ -27,26 +40,43 @@ t.test('revocation: 201 with the record, then secret and old tokens refused, new
   t.equal(tok.status, 401);
   t.equal(tok.json.error, 'invalid_client');
 
-  const again = await call(node.base, 'POST', '/v1/auth/revocations', { token: officerToken, body: { client_id: victim.client_id, reason: 'again' } });
+  const again = await call(node.base, 'POST', '/v1/auth/revocations', {
+    token: officerToken,
+    body: { client_id: victim.client_id, reason: 'again' },
+  });
   t.equal(again.status, 200, 'a repeat answers 200');
   t.same(again.json, res.json, 'with the existing revocation');
 
   const audit = await call(node.base, 'GET', '/v1/audit?limit=1000', { token: officerToken });
   t.equal(audit.status, 200);
-  const revEntries = audit.json.data.filter((e: any) => e.action === 'credential.revoked' && e.subject === victim.client_id);
+  const revEntries = audit.json.data.filter(
+    (e: any) => e.action === 'credential.revoked' && e.subject === victim.client_id,
+  );
   t.equal(revEntries.length, 1, 'one audit entry, not one per call');
   t.equal(revEntries[0].id, res.json.audit_entry_id);
   t.equal(revEntries[0].actor, officer.client_id);
   t.equal(revEntries[0].reason, 'key leaked in a CI log');
-  t.match(revEntries[0], { seq: Number, at: String, tenant_id: 'acme', prev_hash: /^[0-9a-f]{64}$/, hash: /^[0-9a-f]{64}$/ });
+  t.match(revEntries[0], {
+    seq: Number,
+    at: String,
+    tenant_id: 'acme',
+    prev_hash: /^[0-9a-f]{64}$/,
+    hash: /^[0-9a-f]{64}$/,
+  });
 });
 
-t.test('unknown client and another tenant\'s client are 404; the other tenant\'s client keeps working', async (t) => {
-  const unknown = await call(node.base, 'POST', '/v1/auth/revocations', { token: officerToken, body: { client_id: 'cl_000000000000000000000000', reason: 'x' } });
+t.test("unknown client and another tenant's client are 404; the other tenant's client keeps working", async (t) => {
+  const unknown = await call(node.base, 'POST', '/v1/auth/revocations', {
+    token: officerToken,
+    body: { client_id: 'cl_000000000000000000000000', reason: 'x' },
+  });
   t.equal(unknown.status, 404);
   t.equal(unknown.json.code, 'NOT_FOUND');
   const foreign = await node.client('inference-reader', 'globex');
-  const cross = await call(node.base, 'POST', '/v1/auth/revocations', { token: officerToken, body: { client_id: foreign.client_id, reason: 'x' } });
+  const cross = await call(node.base, 'POST', '/v1/auth/revocations', {
+    token: officerToken,
+    body: { client_id: foreign.client_id, reason: 'x' },
+  });
   t.equal(cross.status, 404);
   t.same(Object.keys(cross.json).sort(), Object.keys(unknown.json).sort(), 'indistinguishable from an unknown client');
   t.equal((await tokenStatus(foreign)).status, 200, 'the foreign client is untouched');
@@ -54,10 +84,16 @@ t.test('unknown client and another tenant\'s client are 404; the other tenant\'s
 
 t.test('scope and body are checked', async (t) => {
   const reader = await node.client('inference-reader', 'acme');
-  const noScope = await call(node.base, 'POST', '/v1/auth/revocations', { token: await node.token(reader), body: { client_id: reader.client_id, reason: 'x' } });
+  const noScope = await call(node.base, 'POST', '/v1/auth/revocations', {
+    token: await node.token(reader),
+    body: { client_id: reader.client_id, reason: 'x' },
+  });
   t.equal(noScope.status, 403);
   t.equal(noScope.json.missing_scope, 'credentials:revoke');
-  const bad = await call(node.base, 'POST', '/v1/auth/revocations', { token: officerToken, body: { client_id: reader.client_id } });
+  const bad = await call(node.base, 'POST', '/v1/auth/revocations', {
+    token: officerToken,
+    body: { client_id: reader.client_id },
+  });
   t.equal(bad.status, 400);
   t.equal(bad.json.code, 'INVALID_REQUEST');
   t.match(bad.json.errors, [{ path: '$.reason' }]);
@@ -65,7 +101,7 @@ t.test('scope and body are checked', async (t) => {
   t.equal(auditNoScope.status, 403);
 });
 
-t.test('GET /v1/audit pages the caller tenant\'s entries only, through an opaque cursor', async (t) => {
+t.test("GET /v1/audit pages the caller tenant's entries only, through an opaque cursor", async (t) => {
   for (let i = 0; i < 5; i++) await node.client('inference-reader', 'paging');
   const pagingOfficer = await node.client('security-officer', 'paging');
   const tok = await node.token(pagingOfficer);
@@ -81,7 +117,10 @@ t.test('GET /v1/audit pages the caller tenant\'s entries only, through an opaque
   } while (cursor);
   t.equal(seen.length, 6, 'six client creations');
   t.ok(seen.every((e) => e.tenant_id === 'paging' && e.action === 'client.created'));
-  t.ok(seen.every((e, i) => i === 0 || e.seq > seen[i - 1].seq), 'oldest first');
+  t.ok(
+    seen.every((e, i) => i === 0 || e.seq > seen[i - 1].seq),
+    'oldest first',
+  );
   t.equal((await call(node.base, 'GET', '/v1/audit?limit=0', { token: tok })).status, 400);
   t.equal((await call(node.base, 'GET', '/v1/audit?limit=1001', { token: tok })).status, 400);
   t.equal((await call(node.base, 'GET', '/v1/audit?cursor=garbage!', { token: tok })).status, 400);

@@ -78,64 +78,94 @@ t.test('signing keys: 95 simulated days, every token verifies until its expiry a
   const audit = await call(node.base, 'GET', '/v1/audit', { token: await node.token(officer) });
   t.equal(audit.status, 200);
   const sys = node.ctx.auditView.page('_system', 0, 1000).data;
-  t.equal(sys.filter((e) => e.action === 'signing_key.created').length, signers.size, 'every signing key is audited, the first one written at start-up included');
-  t.ok(sys.some((e) => e.action === 'signing_key.retired'), 'retirements are audited');
+  t.equal(
+    sys.filter((e) => e.action === 'signing_key.created').length,
+    signers.size,
+    'every signing key is audited, the first one written at start-up included',
+  );
+  t.ok(
+    sys.some((e) => e.action === 'signing_key.retired'),
+    'retirements are audited',
+  );
 });
 
-t.test('client secrets: a new one every 30 days, both work through the grace window, the old one is refused after', async (t) => {
-  const clock = new ManualClock();
-  const roles = { 'rotating-reader': ['inference:read', 'credentials:read'], 'secret-reader': ['credentials:read', 'credentials:read-any'] };
-  const node = await startTestNode({ SLUICE_ROTATION_CHECK_MS: '3600000', SLUICE_SECRET_GRACE_DAYS: '7', SLUICE_ROLES: JSON.stringify(roles) }, { clock });
-  t.teardown(() => node.close());
-  const scheduler = await leader(node);
-  const c = await node.client('rotating-reader', 'acme');
-  const grant = (secret: string) => call(node.base, 'POST', '/v1/auth/token', { body: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: secret } });
+t.test(
+  'client secrets: a new one every 30 days, both work through the grace window, the old one is refused after',
+  async (t) => {
+    const clock = new ManualClock();
+    const roles = {
+      'rotating-reader': ['inference:read', 'credentials:read'],
+      'secret-reader': ['credentials:read', 'credentials:read-any'],
+    };
+    const node = await startTestNode(
+      { SLUICE_ROTATION_CHECK_MS: '3600000', SLUICE_SECRET_GRACE_DAYS: '7', SLUICE_ROLES: JSON.stringify(roles) },
+      { clock },
+    );
+    t.teardown(() => node.close());
+    const scheduler = await leader(node);
+    const c = await node.client('rotating-reader', 'acme');
+    const grant = (secret: string) =>
+      call(node.base, 'POST', '/v1/auth/token', {
+        body: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: secret },
+      });
 
-  clock.advance(29 * DAY_MS);
-  await scheduler.check();
-  t.equal(node.ctx.clients.get(c.client_id)!.secrets.length, 1, 'nothing rotates before 30 days');
+    clock.advance(29 * DAY_MS);
+    await scheduler.check();
+    t.equal(node.ctx.clients.get(c.client_id)!.secrets.length, 1, 'nothing rotates before 30 days');
 
-  clock.advance(1 * DAY_MS + MIN);
-  await scheduler.check();
-  const secretOf = async (reader: { client_id: string; client_secret: string }) => call(node.base, 'GET', `/v1/auth/clients/${c.client_id}/secret`, { token: await node.token(reader as never) });
-  const res = await call(node.base, 'GET', `/v1/auth/clients/${c.client_id}/secret`, { token: tokenAt(node, c.client_id) });
-  t.equal(res.status, 200, 'the client reads its own secret');
-  t.equal(res.headers.get('cache-control'), 'no-store');
-  const s1 = res.json.client_secret as string;
-  t.match(s1, /^sk_/);
-  t.not(s1, c.client_secret);
-  t.equal(Date.parse(res.json.previous_secret_expires_at) - Date.parse(res.json.rotated_at), 7 * DAY_MS);
-  t.equal(Date.parse(res.json.next_rotation_at) - Date.parse(res.json.rotated_at), 30 * DAY_MS);
-  t.equal((await grant(c.client_secret)).status, 200, 'the old secret works in the grace window');
-  t.equal((await grant(s1)).status, 200, 'the new secret works');
+    clock.advance(1 * DAY_MS + MIN);
+    await scheduler.check();
+    const secretOf = async (reader: { client_id: string; client_secret: string }) =>
+      call(node.base, 'GET', `/v1/auth/clients/${c.client_id}/secret`, { token: await node.token(reader as never) });
+    const res = await call(node.base, 'GET', `/v1/auth/clients/${c.client_id}/secret`, {
+      token: tokenAt(node, c.client_id),
+    });
+    t.equal(res.status, 200, 'the client reads its own secret');
+    t.equal(res.headers.get('cache-control'), 'no-store');
+    const s1 = res.json.client_secret as string;
+    t.match(s1, /^sk_/);
+    t.not(s1, c.client_secret);
+    t.equal(Date.parse(res.json.previous_secret_expires_at) - Date.parse(res.json.rotated_at), 7 * DAY_MS);
+    t.equal(Date.parse(res.json.next_rotation_at) - Date.parse(res.json.rotated_at), 30 * DAY_MS);
+    t.equal((await grant(c.client_secret)).status, 200, 'the old secret works in the grace window');
+    t.equal((await grant(s1)).status, 200, 'the new secret works');
 
-  t.equal((await secretOf(await node.client('security-officer', 'globex'))).status, 404, 'another tenant cannot read it');
-  t.equal((await secretOf(await node.client('inference-reader', 'acme'))).status, 403, 'credentials:read is needed');
-  const officerRead = await secretOf(await node.client('security-officer', 'acme'));
-  t.equal(officerRead.status, 403, "credentials:read alone does not read another client's secret");
-  t.equal(officerRead.json.missing_scope, 'credentials:read-any', 'and names credentials:read-any');
-  const weaker = await secretOf(await node.client('secret-reader', 'acme'));
-  t.equal(weaker.status, 403, 'read-any does not reach a client stronger than the caller');
-  t.equal(weaker.json.missing_scope, 'inference:read', 'and names the scope the caller lacks');
-  const admin = await node.client('admin', 'acme');
-  const byAdmin = await secretOf(admin);
-  t.equal(byAdmin.status, 200, 'an admin (read-any, every scope) reads it');
-  t.equal(byAdmin.json.client_secret, s1);
+    t.equal(
+      (await secretOf(await node.client('security-officer', 'globex'))).status,
+      404,
+      'another tenant cannot read it',
+    );
+    t.equal((await secretOf(await node.client('inference-reader', 'acme'))).status, 403, 'credentials:read is needed');
+    const officerRead = await secretOf(await node.client('security-officer', 'acme'));
+    t.equal(officerRead.status, 403, "credentials:read alone does not read another client's secret");
+    t.equal(officerRead.json.missing_scope, 'credentials:read-any', 'and names credentials:read-any');
+    const weaker = await secretOf(await node.client('secret-reader', 'acme'));
+    t.equal(weaker.status, 403, 'read-any does not reach a client stronger than the caller');
+    t.equal(weaker.json.missing_scope, 'inference:read', 'and names the scope the caller lacks');
+    const admin = await node.client('admin', 'acme');
+    const byAdmin = await secretOf(admin);
+    t.equal(byAdmin.status, 200, 'an admin (read-any, every scope) reads it');
+    t.equal(byAdmin.json.client_secret, s1);
 
-  clock.advance(7 * DAY_MS - 2 * MIN);
-  await scheduler.check();
-  t.equal((await grant(c.client_secret)).status, 200, 'still inside the grace window');
-  clock.advance(3 * MIN);
-  await scheduler.check();
-  const refused = await grant(c.client_secret);
-  t.equal(refused.status, 401, 'refused once the grace window ended');
-  t.equal(refused.json.error, 'invalid_client');
-  t.equal((await grant(s1)).status, 200);
+    clock.advance(7 * DAY_MS - 2 * MIN);
+    await scheduler.check();
+    t.equal((await grant(c.client_secret)).status, 200, 'still inside the grace window');
+    clock.advance(3 * MIN);
+    await scheduler.check();
+    const refused = await grant(c.client_secret);
+    t.equal(refused.status, 401, 'refused once the grace window ended');
+    t.equal(refused.json.error, 'invalid_client');
+    t.equal((await grant(s1)).status, 200);
 
-  const acme = node.ctx.auditView.page('acme', 0, 1000).data;
-  const entries = acme.filter((e) => e.action === 'client_secret.rotated' && e.subject === c.client_id);
-  t.equal(entries.length, 1, 'the rotation is audited once');
-  t.equal(entries[0].actor, 'sluice:rotation');
-  const reads = acme.filter((e) => e.action === 'client_secret.read' && e.subject === c.client_id);
-  t.same(reads.map((e) => e.actor), [admin.client_id], "only the admin's cross-client read is audited, with the admin as actor");
-});
+    const acme = node.ctx.auditView.page('acme', 0, 1000).data;
+    const entries = acme.filter((e) => e.action === 'client_secret.rotated' && e.subject === c.client_id);
+    t.equal(entries.length, 1, 'the rotation is audited once');
+    t.equal(entries[0].actor, 'sluice:rotation');
+    const reads = acme.filter((e) => e.action === 'client_secret.read' && e.subject === c.client_id);
+    t.same(
+      reads.map((e) => e.actor),
+      [admin.client_id],
+      "only the admin's cross-client read is audited, with the admin as actor",
+    );
+  },
+);

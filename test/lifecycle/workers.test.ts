@@ -5,45 +5,62 @@ import { brokers, uniquePrefix, freePort, call } from '../helpers/sluice.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
-t.test('sluice start --workers 2: two processes share the port, each serves its admin port, SIGTERM stops all', async (t) => {
-  const port = await freePort();
-  let adminPort = await freePort();
-  while (adminPort > 65000) adminPort = await freePort();
-  const child = spawn(process.execPath, ['bin/sluice.js', 'start', '--workers', '2'], {
-    cwd: root,
-    env: { ...process.env, KAFKA_BROKERS: brokers().join(','), SLUICE_TOPIC_PREFIX: uniquePrefix('workers'), SLUICE_PORT: String(port), SLUICE_ADMIN_PORT: String(adminPort), SLUICE_HOST: '127.0.0.1', SLUICE_LOG_LEVEL: 'error' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  t.teardown(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-  });
-  const ready = async (p: number) => {
-    for (let i = 0; i < 120; i++) {
-      const ok = await fetch(`http://127.0.0.1:${p}/readyz`).then((r) => r.status === 200, () => false);
-      if (ok) return true;
-      await new Promise((r) => setTimeout(r, 500));
+t.test(
+  'sluice start --workers 2: two processes share the port, each serves its admin port, SIGTERM stops all',
+  async (t) => {
+    const port = await freePort();
+    let adminPort = await freePort();
+    while (adminPort > 65000) adminPort = await freePort();
+    const child = spawn(process.execPath, ['bin/sluice.js', 'start', '--workers', '2'], {
+      cwd: root,
+      env: {
+        ...process.env,
+        KAFKA_BROKERS: brokers().join(','),
+        SLUICE_TOPIC_PREFIX: uniquePrefix('workers'),
+        SLUICE_PORT: String(port),
+        SLUICE_ADMIN_PORT: String(adminPort),
+        SLUICE_HOST: '127.0.0.1',
+        SLUICE_LOG_LEVEL: 'error',
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    t.teardown(() => {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    });
+    const ready = async (p: number) => {
+      for (let i = 0; i < 120; i++) {
+        const ok = await fetch(`http://127.0.0.1:${p}/readyz`).then(
+          (r) => r.status === 200,
+          () => false,
+        );
+        if (ok) return true;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      return false;
+    };
+    t.ok(await ready(adminPort), 'worker 0 is ready on SLUICE_ADMIN_PORT');
+    t.ok(await ready(adminPort + 1), 'worker 1 is ready on SLUICE_ADMIN_PORT + 1');
+    for (let i = 0; i < 60 && !/client_secret=\S+/.test(out); i++) await new Promise((r) => setTimeout(r, 500));
+    const id = /client_id=(\S+)/.exec(out)?.[1];
+    const secret = /client_secret=(\S+)/.exec(out)?.[1];
+    t.ok(id && secret, 'the bootstrap credential is printed once');
+    t.equal(out.match(/Bootstrap admin credential/g)?.length, 1, 'by one worker only');
+    let issued = 0;
+    for (let i = 0; i < 20; i++) {
+      const res = await call(`http://127.0.0.1:${port}`, 'POST', '/v1/auth/token', {
+        body: { grant_type: 'client_credentials', client_id: id, client_secret: secret },
+        headers: { connection: 'close' },
+      });
+      if (res.status === 200) issued++;
     }
-    return false;
-  };
-  t.ok(await ready(adminPort), 'worker 0 is ready on SLUICE_ADMIN_PORT');
-  t.ok(await ready(adminPort + 1), 'worker 1 is ready on SLUICE_ADMIN_PORT + 1');
-  for (let i = 0; i < 60 && !/client_secret=\S+/.test(out); i++) await new Promise((r) => setTimeout(r, 500));
-  const id = /client_id=(\S+)/.exec(out)?.[1];
-  const secret = /client_secret=(\S+)/.exec(out)?.[1];
-  t.ok(id && secret, 'the bootstrap credential is printed once');
-  t.equal(out.match(/Bootstrap admin credential/g)?.length, 1, 'by one worker only');
-  let issued = 0;
-  for (let i = 0; i < 20; i++) {
-    const res = await call(`http://127.0.0.1:${port}`, 'POST', '/v1/auth/token', { body: { grant_type: 'client_credentials', client_id: id, client_secret: secret }, headers: { connection: 'close' } });
-    if (res.status === 200) issued++;
-  }
-  t.equal(issued, 20, 'every worker issues tokens on the shared port');
-  child.kill('SIGTERM');
-  t.equal(await exited, 0, 'SIGTERM stops every worker and the primary exits 0');
-});
+    t.equal(issued, 20, 'every worker issues tokens on the shared port');
+    child.kill('SIGTERM');
+    t.equal(await exited, 0, 'SIGTERM stops every worker and the primary exits 0');
+  },
+);
 
 t.test('a stop does not wait for clients that hold keep-alive connections', async (t) => {
   const { startTestNode } = await import('../helpers/sluice.ts');
@@ -51,10 +68,14 @@ t.test('a stop does not wait for clients that hold keep-alive connections', asyn
   const node = await startTestNode();
   const port = node.ingress!.port;
   const sockets = await Promise.all(
-    Array.from({ length: 5 }, () => new Promise<import('node:net').Socket>((resolve) => {
-      const s = connect(port, '127.0.0.1', () => s.write('GET /v1/auth/jwks HTTP/1.1\r\nhost: x\r\n\r\n'));
-      s.once('data', () => resolve(s));
-    })),
+    Array.from(
+      { length: 5 },
+      () =>
+        new Promise<import('node:net').Socket>((resolve) => {
+          const s = connect(port, '127.0.0.1', () => s.write('GET /v1/auth/jwks HTTP/1.1\r\nhost: x\r\n\r\n'));
+          s.once('data', () => resolve(s));
+        }),
+    ),
   );
   const closed = sockets.map((s) => new Promise<void>((r) => s.once('close', () => r())));
   const started = Date.now();
@@ -73,14 +94,24 @@ t.test('sluice ingress --workers 2: both processes issue tokens on the shared po
   const port = await freePort();
   let adminPort = await freePort();
   while (adminPort > 65000) adminPort = await freePort();
-  const child = spawn(process.execPath, ['bin/sluice.js', 'ingress', '--workers', '2', '--port', String(port), '--admin-port', String(adminPort)], { cwd: root, env: cliEnv(node.config), stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    ['bin/sluice.js', 'ingress', '--workers', '2', '--port', String(port), '--admin-port', String(adminPort)],
+    { cwd: root, env: cliEnv(node.config), stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   t.teardown(() => {
     if (child.exitCode === null) child.kill('SIGKILL');
   });
   const ready = async (p: number) => {
     for (let i = 0; i < 120; i++) {
-      if (await fetch(`http://127.0.0.1:${p}/readyz`).then((r) => r.status === 200, () => false)) return true;
+      if (
+        await fetch(`http://127.0.0.1:${p}/readyz`).then(
+          (r) => r.status === 200,
+          () => false,
+        )
+      )
+        return true;
       await new Promise((r) => setTimeout(r, 500));
     }
     return false;
@@ -89,11 +120,18 @@ t.test('sluice ingress --workers 2: both processes issue tokens on the shared po
   t.ok(await ready(adminPort + 1), 'worker 1 is ready on --admin-port + 1');
   let issued = 0;
   for (let i = 0; i < 40; i++) {
-    const res = await call(`http://127.0.0.1:${port}`, 'POST', '/v1/auth/token', { body: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret }, headers: { connection: 'close' } });
+    const res = await call(`http://127.0.0.1:${port}`, 'POST', '/v1/auth/token', {
+      body: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret },
+      headers: { connection: 'close' },
+    });
     if (res.status === 200) issued++;
   }
   t.equal(issued, 40, 'every request got a token');
-  const issuedBy = async (p: number) => Number(/^sluice_tokens_issued_total\S* (\d+)/m.exec(await (await fetch(`http://127.0.0.1:${p}/metrics`)).text())?.[1] ?? 0);
+  const issuedBy = async (p: number) =>
+    Number(
+      /^sluice_tokens_issued_total\S* (\d+)/m.exec(await (await fetch(`http://127.0.0.1:${p}/metrics`)).text())?.[1] ??
+        0,
+    );
   const counts = [await issuedBy(adminPort), await issuedBy(adminPort + 1)];
   t.equal(counts[0] + counts[1], 40, `the two workers issued them between them (${counts.join(' + ')})`);
   t.ok(counts[0] > 0 && counts[1] > 0, 'and each worker issued some (the kernel spreads 40 connections over both)');

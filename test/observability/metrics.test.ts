@@ -11,7 +11,10 @@ import { receiver, registerEndpoint, publish, sleep, type TestReceiver } from '.
 import { Metrics } from '../../core/metrics.ts';
 
 // 600: a failed delivery waits 50 ms on the first rung.
-const node = await startTestNode({ SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: '600' }, { dispatcher: true });
+const node = await startTestNode(
+  { SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: '600' },
+  { dispatcher: true },
+);
 const receivers: TestReceiver[] = [];
 const children: ChildProcess[] = [];
 t.teardown(async () => {
@@ -33,20 +36,29 @@ t.test('a known workload, counted exactly', async (t) => {
   flaky.answerFor = () => (++flakyCalls === 1 ? 500 : 200);
   const publisher = await node.token(await node.client('webhook-publisher', 'acme'));
   const reader = await node.token(await node.client('inference-reader', 'acme'));
-  const refused = await fetch(`${node.base}/v1/auth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ grant_type: 'client_credentials', client_id: 'nobody', client_secret: 'wrong' }) });
+  const refused = await fetch(`${node.base}/v1/auth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ grant_type: 'client_credentials', client_id: 'nobody', client_secret: 'wrong' }),
+  });
   t.equal(refused.status, 401);
   await registerEndpoint(node, publisher, ok.url, ['inference.completed']);
   await registerEndpoint(node, publisher, flaky.url, ['pipeline.failed']);
-  for (let i = 0; i < 3; i++) t.equal((await publish(node, publisher, { type: 'inference.completed', data: { i } })).status, 202);
+  for (let i = 0; i < 3; i++)
+    t.equal((await publish(node, publisher, { type: 'inference.completed', data: { i } })).status, 202);
   t.equal((await publish(node, publisher, { type: 'pipeline.failed', data: {} })).status, 202);
   // Scope violations: two publishes and one DLQ read with a token that has neither scope.
-  for (let i = 0; i < 2; i++) t.equal((await publish(node, reader, { type: 'inference.completed', data: {} })).status, 403);
+  for (let i = 0; i < 2; i++)
+    t.equal((await publish(node, reader, { type: 'inference.completed', data: {} })).status, 403);
   t.equal((await call(node.base, 'GET', '/v1/webhooks/dlq', { token: reader })).status, 403);
   await ok.until((e) => e.length >= 3);
   await flaky.until((e) => e.length >= 2);
 
   let { res, families: m } = await scrape();
-  for (const deadline = Date.now() + 10_000; sample(m, 'sluice_deliveries_total', { outcome: 'delivered' }) < 4 && Date.now() < deadline; ) {
+  for (
+    const deadline = Date.now() + 10_000;
+    sample(m, 'sluice_deliveries_total', { outcome: 'delivered' }) < 4 && Date.now() < deadline;
+  ) {
     await sleep(50);
     ({ res, families: m } = await scrape());
   }
@@ -59,11 +71,22 @@ t.test('a known workload, counted exactly', async (t) => {
   t.equal(sample(m, 'sluice_delivery_attempts_total', { attempt: '2', result: 'success' }), 1);
   t.equal(sample(m, 'sluice_delivery_latency_seconds'), 4, 'a latency for each delivery');
   t.equal(sample(m, 'sluice_rung_lateness_seconds'), 1, 'one record left a rung (the first: its only series)');
-  t.equal(sample(m, 'sluice_scope_violations_total', { scope: 'events:publish' }), 2, 'scope violations by the missing scope');
+  t.equal(
+    sample(m, 'sluice_scope_violations_total', { scope: 'events:publish' }),
+    2,
+    'scope violations by the missing scope',
+  );
   t.equal(sample(m, 'sluice_scope_violations_total', { scope: 'webhooks:read' }), 1);
   t.equal(sample(m, 'sluice_scope_violations_total'), 3, 'and no others');
-  t.equal(sample(m, 'sluice_http_requests_total', { route: 'POST /v1/webhooks/events', status: '202', tenant: 'acme' }), 4, 'requests by route, status and tenant');
-  t.equal(sample(m, 'sluice_http_requests_total', { route: 'POST /v1/webhooks/events', status: '403', tenant: 'acme' }), 2);
+  t.equal(
+    sample(m, 'sluice_http_requests_total', { route: 'POST /v1/webhooks/events', status: '202', tenant: 'acme' }),
+    4,
+    'requests by route, status and tenant',
+  );
+  t.equal(
+    sample(m, 'sluice_http_requests_total', { route: 'POST /v1/webhooks/events', status: '403', tenant: 'acme' }),
+    2,
+  );
   t.equal(sample(m, 'sluice_tokens_issued_total'), 2);
   t.equal(sample(m, 'sluice_tokens_refused_total', { reason: 'invalid_client' }), 1);
   t.equal(sample(m, 'sluice_events_published_total', { tenant: 'acme' }), 4);
@@ -72,7 +95,12 @@ t.test('a known workload, counted exactly', async (t) => {
   t.equal(m.get('sluice_delivery_latency_seconds')?.type, 'HISTOGRAM', 'histograms are typed');
   t.equal(m.get('sluice_deliveries_total')?.type, 'COUNTER');
   t.ok(m.has('process_cpu_user_seconds_total') && m.has('nodejs_eventloop_lag_seconds'), 'process metrics');
-  t.ok(m.get('sluice_consumer_lag_records')?.metrics.some((s) => s.labels?.group?.endsWith('.dispatch') && s.labels.partition !== undefined), 'consumer lag per partition');
+  t.ok(
+    m
+      .get('sluice_consumer_lag_records')
+      ?.metrics.some((s) => s.labels?.group?.endsWith('.dispatch') && s.labels.partition !== undefined),
+    'consumer lag per partition',
+  );
 });
 
 t.test('without the tenant label, every tenant is one series', async (t) => {
@@ -80,7 +108,10 @@ t.test('without the tenant label, every tenant is one series', async (t) => {
   metrics.request('GET /x', 200, 'acme', 0.001);
   metrics.request('GET /x', 200, 'globex', 0.001);
   const m = parseMetrics(await metrics.render());
-  t.same(m.get('sluice_http_requests_total')?.metrics.map((s) => [s.labels?.tenant, s.value]), [['', '2']]);
+  t.same(
+    m.get('sluice_http_requests_total')?.metrics.map((s) => [s.labels?.tenant, s.value]),
+    [['', '2']],
+  );
 });
 
 t.test('a dispatcher-only process serves /healthz, /readyz and /metrics', async (t) => {
@@ -88,7 +119,8 @@ t.test('a dispatcher-only process serves /healthz, /readyz and /metrics', async 
   const base = d.metrics.replace(/\/metrics$/, '');
   t.equal((await fetch(`${base}/healthz`)).status, 200);
   let ready = 0;
-  for (const deadline = Date.now() + 10_000; ready !== 200 && Date.now() < deadline; await sleep(100)) ready = (await fetch(`${base}/readyz`)).status;
+  for (const deadline = Date.now() + 10_000; ready !== 200 && Date.now() < deadline; await sleep(100))
+    ready = (await fetch(`${base}/readyz`)).status;
   t.equal(ready, 200);
   const { families: m } = await scrape(d.metrics);
   t.equal(m.get('sluice_deliveries_in_flight')?.type, 'GAUGE');

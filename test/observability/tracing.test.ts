@@ -11,9 +11,18 @@ import { startTestNode } from '../helpers/sluice.ts';
 import { receiver, registerEndpoint, publish, sleep } from '../dispatcher/receiver.ts';
 
 const exporter = new InMemorySpanExporter();
-const tracing = await startTracing({ serviceName: 'sluice-test', exporter: 'none', sampleRatio: 1, otlpEndpoint: 'http://127.0.0.1:1/v1/traces', spanProcessors: [new SimpleSpanProcessor(exporter)] });
+const tracing = await startTracing({
+  serviceName: 'sluice-test',
+  exporter: 'none',
+  sampleRatio: 1,
+  otlpEndpoint: 'http://127.0.0.1:1/v1/traces',
+  spanProcessors: [new SimpleSpanProcessor(exporter)],
+});
 // 600: the retry rungs hold a failed delivery for 50 ms and then 200 ms.
-const node = await startTestNode({ SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: '600' }, { dispatcher: true });
+const node = await startTestNode(
+  { SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: '600' },
+  { dispatcher: true },
+);
 const r = await receiver(200);
 t.teardown(async () => {
   await r.close();
@@ -30,7 +39,8 @@ t.test('publish → fan-out → three attempts (two failures, one success) is on
   t.equal(res.status, 202);
   await r.until((hits) => hits.length >= 3, 30_000, 'three attempts');
 
-  const ingress = () => exporter.getFinishedSpans().find((s) => s.kind === SpanKind.SERVER && s.name === 'POST /v1/webhooks/events');
+  const ingress = () =>
+    exporter.getFinishedSpans().find((s) => s.kind === SpanKind.SERVER && s.name === 'POST /v1/webhooks/events');
   const deadline = Date.now() + 20_000;
   let spans: ReadableSpan[] = [];
   for (;;) {
@@ -52,18 +62,42 @@ t.test('publish → fan-out → three attempts (two failures, one success) is on
   t.ok(names(SpanKind.CONSUMER).includes(`process ${p}.events`), 'the fan-out consumes it in the same trace');
   t.ok(names(SpanKind.PRODUCER).includes(`send ${p}.deliveries`), 'the fan-out produces the delivery');
   t.ok(names(SpanKind.CONSUMER).includes(`process ${p}.deliveries`), 'the dispatcher consumes the delivery');
-  t.equal(names(SpanKind.CONSUMER).filter((n) => n.startsWith(`process ${p}.retry.`)).length, 2, 'and each retry from its rung');
-  t.equal(names(SpanKind.PRODUCER).filter((n) => n.startsWith(`send ${p}.retry.`)).length, 2, 'the two failures are produced to rungs');
-  const attempts = spans.filter((s) => s.name.startsWith('webhook attempt ')).sort((a, b) => Number(a.attributes['sluice.attempt']) - Number(b.attributes['sluice.attempt']));
-  t.same(attempts.map((s) => s.attributes['sluice.attempt']), [1, 2, 3], 'all three attempts');
-  t.same(attempts.map((s) => s.attributes['sluice.result']), ['failure', 'failure', 'success']);
+  t.equal(
+    names(SpanKind.CONSUMER).filter((n) => n.startsWith(`process ${p}.retry.`)).length,
+    2,
+    'and each retry from its rung',
+  );
+  t.equal(
+    names(SpanKind.PRODUCER).filter((n) => n.startsWith(`send ${p}.retry.`)).length,
+    2,
+    'the two failures are produced to rungs',
+  );
+  const attempts = spans
+    .filter((s) => s.name.startsWith('webhook attempt '))
+    .sort((a, b) => Number(a.attributes['sluice.attempt']) - Number(b.attributes['sluice.attempt']));
+  t.same(
+    attempts.map((s) => s.attributes['sluice.attempt']),
+    [1, 2, 3],
+    'all three attempts',
+  );
+  t.same(
+    attempts.map((s) => s.attributes['sluice.result']),
+    ['failure', 'failure', 'success'],
+  );
   const clients = spans.filter((s) => s.kind === SpanKind.CLIENT);
   t.equal(clients.length, 3, 'each attempt has an HTTP client span');
-  for (const c of clients) t.ok(attempts.some((a) => a.spanContext().spanId === c.parentSpanContext?.spanId), `${c.name} is a child of an attempt`);
+  for (const c of clients)
+    t.ok(
+      attempts.some((a) => a.spanContext().spanId === c.parentSpanContext?.spanId),
+      `${c.name} is a child of an attempt`,
+    );
   t.same(clients.map((c) => c.attributes['http.response.status_code']).sort(), [200, 500, 500]);
   // Every span of the trace hangs off another span of it, back to the edge request.
   const ids = new Set(spans.map((s) => s.spanContext().spanId));
-  t.ok(spans.every((s) => s === root || (s.parentSpanContext && ids.has(s.parentSpanContext.spanId))), 'one connected trace');
+  t.ok(
+    spans.every((s) => s === root || (s.parentSpanContext && ids.has(s.parentSpanContext.spanId))),
+    'one connected trace',
+  );
 
   const hits = r.events();
   t.equal(hits.length, 3);
@@ -73,5 +107,8 @@ t.test('publish → fan-out → three attempts (two failures, one success) is on
     t.equal(tp.split('-')[1], traceId, 'carrying the trace id of the publish');
   }
   const clientIds = new Set(clients.map((c) => c.spanContext().spanId));
-  t.ok(hits.every((h) => clientIds.has(String(h.headers.traceparent).split('-')[2])), 'whose parent is the attempt\'s HTTP client span');
+  t.ok(
+    hits.every((h) => clientIds.has(String(h.headers.traceparent).split('-')[2])),
+    "whose parent is the attempt's HTTP client span",
+  );
 });

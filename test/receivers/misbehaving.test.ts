@@ -20,7 +20,10 @@ const LIMIT_MS = 12_000; // the 10 s attempt limit, with room for a loaded machi
 const HUGE = 10 * 1024 * 1024;
 
 // 600: the first retry comes 50 ms after a failure.
-const node = await startTestNode({ SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: '600' }, { dispatcher: true });
+const node = await startTestNode(
+  { SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: '600' },
+  { dispatcher: true },
+);
 const receivers: RawReceiver[] = [];
 t.teardown(async () => {
   for (const r of receivers) await r.close();
@@ -116,38 +119,61 @@ t.test('misbehaving receivers: each ends in the right outcome, none holds a conn
     t.equal(first.headers['x-service-event-id'], pub.json.id);
   }
   const deadline = Math.max(...rs.map((r) => r.events()[0].requestAt!)) + LIMIT_MS + 3000;
-  while (rs.some((r) => r.events()[0].closedAt === null) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  while (rs.some((r) => r.events()[0].closedAt === null) && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 50));
   for (const [i, c] of cases.entries()) {
     const first = rs[i].events()[0];
     t.not(first.closedAt, null, `${c.name}: the connection of attempt 1 was closed`);
     const heldMs = (first.closedAt ?? Date.now()) - first.requestAt!;
-    t.ok(heldMs <= LIMIT_MS, `${c.name}: connection closed ${heldMs} ms after the request arrived (at most ${LIMIT_MS} ms)`);
+    t.ok(
+      heldMs <= LIMIT_MS,
+      `${c.name}: connection closed ${heldMs} ms after the request arrived (at most ${LIMIT_MS} ms)`,
+    );
     if (c.name !== 'close mid-response') t.notOk(first.closedByReceiver, `${c.name}: it was Sluice that closed it`);
   }
 
   const huge = rs[cases.findIndex((c) => c.misbehave === hugeBody)].events()[0];
   t.notOk(huge.finishedWriting, '10 MiB body: Sluice closed the connection before the body was all written');
-  t.ok(huge.bytesOut < HUGE, `10 MiB body: the socket took ${huge.bytesOut} bytes before Sluice closed it (less than the ${HUGE} announced)`);
+  t.ok(
+    huge.bytesOut < HUGE,
+    `10 MiB body: the socket took ${huge.bytesOut} bytes before Sluice closed it (less than the ${HUGE} announced)`,
+  );
 
   // The failures are retried: attempt 2 arrives (and is answered 200).
   for (const [i, c] of cases.entries()) {
     if (!c.retried) continue;
     const events = await rs[i].until((e) => e.length >= 2, 20_000, `${c.name}: attempt 2`);
-    t.same(events.slice(0, 2).map((e) => e.headers['x-service-delivery-attempt']), ['1', '2'], `${c.name}: a failure, retried with X-Service-Delivery-Attempt: 2`);
+    t.same(
+      events.slice(0, 2).map((e) => e.headers['x-service-delivery-attempt']),
+      ['1', '2'],
+      `${c.name}: a failure, retried with X-Service-Delivery-Attempt: 2`,
+    );
     t.equal(events[1].headers['x-service-event-id'], pub.json.id, `${c.name}: the same event`);
   }
   // A 2xx head within the limit is a success, whatever the size of its body: never retried.
   // (The retries above were 50 ms apart at this time scale; the wait below is many of those.)
   await new Promise((r) => setTimeout(r, 2000));
-  t.equal(rs[cases.findIndex((c) => c.misbehave === hugeBody)].events().length, 1, '10 MiB body: a 2xx, delivered once, not retried');
-  for (const [i, c] of cases.entries()) if (c.retried) t.equal(rs[i].events().length, 2, `${c.name}: delivered by attempt 2, no attempt 3`);
-  const metrics = await (node.workers.dispatcher as unknown as { metrics: { render(): Promise<string> } }).metrics.render();
+  t.equal(
+    rs[cases.findIndex((c) => c.misbehave === hugeBody)].events().length,
+    1,
+    '10 MiB body: a 2xx, delivered once, not retried',
+  );
+  for (const [i, c] of cases.entries())
+    if (c.retried) t.equal(rs[i].events().length, 2, `${c.name}: delivered by attempt 2, no attempt 3`);
+  const metrics = await (
+    node.workers.dispatcher as unknown as { metrics: { render(): Promise<string> } }
+  ).metrics.render();
   t.match(metrics, /^sluice_deliveries_in_flight 0$/m, 'nothing left in flight');
 });
 
 t.test('the attempt limit covers the target check too: a check that never ends is cut at the limit', async (t) => {
   const started = Date.now();
-  const attempt = attemptDelivery('http://hooks.example.com/hook', '{}', {}, { timeoutMs: 300, checkTarget: () => new Promise<void>(() => {}) });
+  const attempt = attemptDelivery(
+    'http://hooks.example.com/hook',
+    '{}',
+    {},
+    { timeoutMs: 300, checkTarget: () => new Promise<void>(() => {}) },
+  );
   let timer: NodeJS.Timeout | undefined;
   const outcome = await Promise.race([attempt, new Promise<null>((r) => (timer = setTimeout(() => r(null), 5000)))]);
   clearTimeout(timer);

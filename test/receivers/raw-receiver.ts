@@ -36,7 +36,8 @@ export interface RawReceiver {
   close(): Promise<void>;
 }
 
-export const OK_RESPONSE = 'HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok';
+export const OK_RESPONSE =
+  'HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok';
 
 /** Writes `data` and counts it as sent; false once the socket is gone. */
 export function send(conn: RawConn, data: string | Buffer): boolean {
@@ -56,10 +57,23 @@ export function answerOk(conn: RawConn): void {
  * `misbehave` gets every event request for which `cleanFor` is false (by default: only the first
  * attempt misbehaves, so the retry shows up and is answered 200).
  */
-export async function rawReceiver(misbehave: Misbehaviour, cleanFor: (conn: RawConn) => boolean = (c) => c.headers['x-service-delivery-attempt'] !== '1'): Promise<RawReceiver> {
+export async function rawReceiver(
+  misbehave: Misbehaviour,
+  cleanFor: (conn: RawConn) => boolean = (c) => c.headers['x-service-delivery-attempt'] !== '1',
+): Promise<RawReceiver> {
   const conns: RawConn[] = [];
   const server = createServer((socket) => {
-    const conn: RawConn = { opened: Date.now(), requestAt: null, headers: {}, body: '', bytesOut: 0, closedAt: null, closedByReceiver: false, finishedWriting: false, socket };
+    const conn: RawConn = {
+      opened: Date.now(),
+      requestAt: null,
+      headers: {},
+      body: '',
+      bytesOut: 0,
+      closedAt: null,
+      closedByReceiver: false,
+      finishedWriting: false,
+      socket,
+    };
     conns.push(conn);
     socket.on('error', () => {});
     socket.on('close', () => (conn.closedAt = Date.now()));
@@ -95,7 +109,8 @@ export async function rawReceiver(misbehave: Misbehaviour, cleanFor: (conn: RawC
     async until(check, timeoutMs, what) {
       const deadline = Date.now() + timeoutMs;
       while (!check(events())) {
-        if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms (${events().length} event requests so far)`);
+        if (Date.now() > deadline)
+          throw new Error(`${what}: not within ${timeoutMs} ms (${events().length} event requests so far)`);
         await new Promise((r) => setTimeout(r, 25));
       }
       return events();

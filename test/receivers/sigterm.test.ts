@@ -72,7 +72,9 @@ async function startDispatcher(): Promise<ChildProcess> {
 
 async function sigterm(child: ChildProcess): Promise<{ code: number | null; signal: string | null; ms: number }> {
   const sent = Date.now();
-  const exited = new Promise<{ code: number | null; signal: string | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: string | null }>((r) =>
+    child.once('exit', (code, signal) => r({ code, signal })),
+  );
   child.kill('SIGTERM');
   const res = await Promise.race([exited, new Promise<null>((r) => setTimeout(() => r(null), EXIT_WITHIN_MS + 5000))]);
   if (res === null) {
@@ -97,30 +99,66 @@ t.test('SIGTERM with deliveries in flight: exit 0 within 15 s, nothing lost', as
   for (let i = 0; i < EVENTS; i++) {
     const id = `term-${i}`;
     ids.push(id);
-    records.push({ key: 'sigterm', value: JSON.stringify({ id, tenant_id: 'sigterm', type: 'pipeline.completed', data: { i }, created_at: Date.now() }) });
+    records.push({
+      key: 'sigterm',
+      value: JSON.stringify({
+        id,
+        tenant_id: 'sigterm',
+        type: 'pipeline.completed',
+        data: { i },
+        created_at: Date.now(),
+      }),
+    });
   }
   await node.ctx.producer.send(node.ctx.topics.events, records);
 
   const all = () => receivers.flatMap((r) => r.requests);
-  const delivered = () => new Set(receivers.flatMap((r, i) => r.requests.filter((q) => q.status === 200 && q.end === 'answered').map((q) => `${q.eventId}@${i}`)));
+  const delivered = () =>
+    new Set(
+      receivers.flatMap((r, i) =>
+        r.requests.filter((q) => q.status === 200 && q.end === 'answered').map((q) => `${q.eventId}@${i}`),
+      ),
+    );
   const total = EVENTS * receivers.length;
   const deadline = Date.now() + 60_000;
   // Signal mid-run: some deliveries done, and a round of attempts waiting on their slow answers.
-  while ((delivered().size < 8 || all().filter((q) => q.end === 'pending').length < 8) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  while ((delivered().size < 8 || all().filter((q) => q.end === 'pending').length < 8) && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 20));
   const inFlight = all().filter((q) => q.end === 'pending');
   const deliveredAtSignal = delivered().size;
   t.ok(inFlight.length >= 8, `${inFlight.length} attempts in flight at the signal`);
-  t.ok(deliveredAtSignal >= 8 && deliveredAtSignal < total, `the signal came mid-run (${deliveredAtSignal} of ${total} delivered)`);
+  t.ok(
+    deliveredAtSignal >= 8 && deliveredAtSignal < total,
+    `the signal came mid-run (${deliveredAtSignal} of ${total} delivered)`,
+  );
   const signalledAt = Date.now();
   const exit = await sigterm(first);
   t.equal(exit.signal, null, 'the process exited by itself, not killed');
   t.equal(exit.code, 0, 'exit code 0');
   t.ok(exit.ms <= EXIT_WITHIN_MS, `exited ${exit.ms} ms after SIGTERM (at most ${EXIT_WITHIN_MS} ms)`);
-  t.match(output.get(first)!(), /SIGTERM: stopping[\s\S]*dispatcher stopped/, 'it said it was stopping, then that it stopped');
-  t.same(inFlight.filter((q) => q.end !== 'answered').map((q) => `${q.eventId} attempt ${q.attempt}: ${q.end}`), [], 'every attempt in flight at the signal finished: its answer was read, not cut off');
+  t.match(
+    output.get(first)!(),
+    /SIGTERM: stopping[\s\S]*dispatcher stopped/,
+    'it said it was stopping, then that it stopped',
+  );
+  t.same(
+    inFlight.filter((q) => q.end !== 'answered').map((q) => `${q.eventId} attempt ${q.attempt}: ${q.end}`),
+    [],
+    'every attempt in flight at the signal finished: its answer was read, not cut off',
+  );
   const late = all().filter((q) => q.arrived > signalledAt + 1000);
-  t.same(late.map((q) => q.eventId), [], 'no new attempt was started during the shutdown');
-  t.same(all().filter((q) => q.end === 'cut').map((q) => q.eventId), [], 'no attempt at all was cut off');
+  t.same(
+    late.map((q) => q.eventId),
+    [],
+    'no new attempt was started during the shutdown',
+  );
+  t.same(
+    all()
+      .filter((q) => q.end === 'cut')
+      .map((q) => q.eventId),
+    [],
+    'no attempt at all was cut off',
+  );
 
   // Everything else stayed uncommitted (or was recorded on a rung): another dispatcher finishes it.
   first = await startDispatcher();
@@ -133,21 +171,34 @@ t.test('SIGTERM with deliveries in flight: exit 0 within 15 s, nothing lost', as
     if (missing.length === 0) break;
     await new Promise((r) => setTimeout(r, 250));
   }
-  t.same(missing.slice(0, 10), [], `every event reached every endpoint with a 200 at least once (${missing.length} missing)`);
+  t.same(
+    missing.slice(0, 10),
+    [],
+    `every event reached every endpoint with a 200 at least once (${missing.length} missing)`,
+  );
   // A failed attempt in flight at the signal had its outcome recorded (the retry written to its
   // rung) before the exit: each such first attempt is followed by an attempt 2 of its own, on top
   // of the attempt 2 of any repetition of attempt 1 (a repetition comes from an uncommitted offset).
   const failedAtSignal = inFlight.filter((q) => q.attempt === '1' && q.status === 500).map((q) => q.eventId);
   t.ok(failedAtSignal.length > 0, `${failedAtSignal.length} failing first attempts were in flight at the signal`);
-  const count = (id: string, attempt: string) => flaky.requests.filter((q) => q.eventId === id && q.attempt === attempt).length;
+  const count = (id: string, attempt: string) =>
+    flaky.requests.filter((q) => q.eventId === id && q.attempt === attempt).length;
   const unrecorded = () => failedAtSignal.filter((id) => count(id, '2') < count(id, '1'));
   const until = Date.now() + 15_000;
   while (unrecorded().length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
-  t.same(unrecorded().map((id) => `${id}: ${count(id, '1')} × attempt 1, ${count(id, '2')} × attempt 2`), [], 'every failed attempt 1 got its attempt 2: the outcomes in flight at the signal were recorded');
+  t.same(
+    unrecorded().map((id) => `${id}: ${count(id, '1')} × attempt 1, ${count(id, '2')} × attempt 2`),
+    [],
+    'every failed attempt 1 got its attempt 2: the outcomes in flight at the signal were recorded',
+  );
   const requestsPer = new Map<string, number>();
-  for (const [i, r] of receivers.entries()) for (const q of r.requests) if (q.status === 200) requestsPer.set(`${q.eventId}@${i}`, (requestsPer.get(`${q.eventId}@${i}`) ?? 0) + 1);
+  for (const [i, r] of receivers.entries())
+    for (const q of r.requests)
+      if (q.status === 200) requestsPer.set(`${q.eventId}@${i}`, (requestsPer.get(`${q.eventId}@${i}`) ?? 0) + 1);
   const duplicates = [...requestsPer.values()].reduce((n, c) => n + c - 1, 0);
-  t.comment(`${total} deliveries; ${inFlight.length} in flight and ${deliveredAtSignal} delivered at the signal; exit after ${exit.ms} ms; ${duplicates} repeated 200 deliveries`);
+  t.comment(
+    `${total} deliveries; ${inFlight.length} in flight and ${deliveredAtSignal} delivered at the signal; exit after ${exit.ms} ms; ${duplicates} repeated 200 deliveries`,
+  );
   const second = await sigterm(first);
   t.equal(second.code, 0, `the second dispatcher stops cleanly too (${second.ms} ms)`);
 });

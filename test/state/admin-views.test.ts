@@ -31,13 +31,25 @@ await producer.send({
   topic: node.ctx.topics.dlq,
   messages: [0, 1, 2].map((i) => ({
     key: 'acme',
-    value: JSON.stringify({ id: `dlq_${i}`, tenant_id: 'acme', endpoint_id: 'ep_1', event_type: 'a.b', event_id: `evt_${i}`, dead_lettered_at: new Date(now).toISOString(), expires_at: new Date(now + 86400_000).toISOString(), attempts: 17 }),
+    value: JSON.stringify({
+      id: `dlq_${i}`,
+      tenant_id: 'acme',
+      endpoint_id: 'ep_1',
+      event_type: 'a.b',
+      event_id: `evt_${i}`,
+      dead_lettered_at: new Date(now).toISOString(),
+      expires_at: new Date(now + 86400_000).toISOString(),
+      attempts: 17,
+    }),
   })),
 });
 await producer.disconnect();
 
 t.test('admin create-client appends to the audit chain without building the DLQ view', async (t) => {
-  const r = await runCli(['admin', 'create-client', '--tenant', 'acme', '--role', 'admin', '--json'], cliEnv(node.config, { SLUICE_DATA_DIR: dataDir }));
+  const r = await runCli(
+    ['admin', 'create-client', '--tenant', 'acme', '--role', 'admin', '--json'],
+    cliEnv(node.config, { SLUICE_DATA_DIR: dataDir }),
+  );
   t.equal(r.code, 0, r.stderr);
   t.match(JSON.parse(r.stdout), { tenant_id: 'acme', role: 'admin' });
   const store = await ViewStore.open(join(dataDir, prefix, 'admin'));

@@ -23,7 +23,8 @@ t.teardown(async () => {
 const topic = node.ctx.topics.audit;
 const officer = await node.client('security-officer', 'acme');
 
-const append = (ctx: TestNode['ctx'], tenant: string, i: number) => appendAudit(ctx, { tenant_id: tenant, actor: 'test', action: 'test.append', subject: `s${i}`, reason: null });
+const append = (ctx: TestNode['ctx'], tenant: string, i: number) =>
+  appendAudit(ctx, { tenant_id: tenant, actor: 'test', action: 'test.append', subject: `s${i}`, reason: null });
 
 /** Every page of a tenant's log through the view. */
 function viewPages(tenant: string, limit: number): AuditEntry[] {
@@ -53,7 +54,14 @@ async function httpPages(limit: number): Promise<AuditEntry[]> {
 /** What the view answers, all of it. */
 async function snapshot() {
   const view = node.ctx.auditView;
-  return { acme: viewPages('acme', 7), globex: viewPages('globex', 1000), http: await httpPages(4), tail: view.tail(), count: view.count, firstBroken: view.firstBroken };
+  return {
+    acme: viewPages('acme', 7),
+    globex: viewPages('globex', 1000),
+    http: await httpPages(4),
+    tail: view.tail(),
+    count: view.count,
+    firstBroken: view.firstBroken,
+  };
 }
 
 const appended: Array<{ id: string; seq: number; tenant: string }> = [];
@@ -66,10 +74,20 @@ const before = await snapshot();
 t.test('paging a tenant through the view and GET /v1/audit', async (t) => {
   for (const tenant of ['acme', 'globex'] as const) {
     const listed = before[tenant];
-    t.ok(listed.every((e) => e.tenant_id === tenant), `only ${tenant}'s entries`);
-    t.ok(listed.every((e, i) => i === 0 || e.seq > listed[i - 1].seq), 'in log order');
+    t.ok(
+      listed.every((e) => e.tenant_id === tenant),
+      `only ${tenant}'s entries`,
+    );
+    t.ok(
+      listed.every((e, i) => i === 0 || e.seq > listed[i - 1].seq),
+      'in log order',
+    );
     const mine = appended.filter((a) => a.tenant === tenant);
-    t.same(listed.filter((e) => e.action === 'test.append').map((e) => [e.id, e.seq]), mine.map((a) => [a.id, a.seq]), `every entry appended for ${tenant}, once`);
+    t.same(
+      listed.filter((e) => e.action === 'test.append').map((e) => [e.id, e.seq]),
+      mine.map((a) => [a.id, a.seq]),
+      `every entry appended for ${tenant}, once`,
+    );
   }
   t.same(before.http, before.acme, 'GET /v1/audit pages agree with the view');
   t.equal(before.tail?.seq, appended[appended.length - 1].seq, 'the tail is the last entry');
@@ -91,7 +109,11 @@ t.test('a restart resumes: only the entries written while it was down are applie
   t.equal(node.ctx.state.applied(topic), 3, 'applied the 3 new records, not the whole log');
   const after = await snapshot();
   t.same(after.acme.slice(0, before.acme.length), before.acme, 'the earlier pages unchanged');
-  t.same(after.acme.slice(before.acme.length).map((e) => e.id), meanwhile.map((m) => m.id), 'then the new entries');
+  t.same(
+    after.acme.slice(before.acme.length).map((e) => e.id),
+    meanwhile.map((m) => m.id),
+    'then the new entries',
+  );
   t.same(after.http, after.acme);
   t.same(after.globex, before.globex);
   t.equal(after.tail?.id, meanwhile[2].id, 'the tail moved on');
@@ -107,7 +129,22 @@ t.test('a restart resumes: only the entries written while it was down are applie
 t.test('a deleted store is rebuilt with the same answers, the first broken link included', async (t) => {
   // A forged record breaks the chain; the broken link must survive restarts too.
   const tail = node.ctx.auditView.tail()!;
-  const forged = { ...sealEntry({ id: 'aud_forged', seq: tail.seq + 1, at: new Date().toISOString(), tenant_id: 'acme', actor: 'mallory', action: 'x.y', subject: 's', reason: null }, tail.hash), actor: 'alice' };
+  const forged = {
+    ...sealEntry(
+      {
+        id: 'aud_forged',
+        seq: tail.seq + 1,
+        at: new Date().toISOString(),
+        tenant_id: 'acme',
+        actor: 'mallory',
+        action: 'x.y',
+        subject: 's',
+        reason: null,
+      },
+      tail.hash,
+    ),
+    actor: 'alice',
+  };
   const producer = new Kafka({ clientId: 'forger', brokers: brokers(), logLevel: logLevel.NOTHING }).producer();
   await producer.connect();
   await producer.send({ topic, messages: [{ key: 'acme', value: JSON.stringify(forged) }] });

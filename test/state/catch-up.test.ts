@@ -20,7 +20,10 @@ async function topicWith(records: number, bytes: number): Promise<string> {
   await producer.connect();
   const value = 'x'.repeat(bytes);
   for (let i = 0; i < records; i += 500) {
-    await producer.send({ topic, messages: Array.from({ length: Math.min(500, records - i) }, (_, j) => ({ key: String(i + j), value })) });
+    await producer.send({
+      topic,
+      messages: Array.from({ length: Math.min(500, records - i) }, (_, j) => ({ key: String(i + j), value })),
+    });
   }
   await producer.disconnect();
   return topic;
@@ -43,11 +46,18 @@ t.test('a catch-up longer than the stall window completes while it progresses', 
   const topic = await topicWith(3000, 1000);
   const view = slowView(topic, 1.5);
   const progress: bigint[] = [];
-  const state = new StateConsumer(kafka, [view], { groupPrefix: uniquePrefix('cu'), readyTimeoutMs: 2000, onProgress: (left) => progress.push(left) });
+  const state = new StateConsumer(kafka, [view], {
+    groupPrefix: uniquePrefix('cu'),
+    readyTimeoutMs: 2000,
+    onProgress: (left) => progress.push(left),
+  });
   t.teardown(() => state.stop());
   await state.start();
   t.equal(view.applied, 3000, 'every record applied before start() resolved');
   t.ok(state.ready);
   t.ok(progress.length > 0, 'progress was reported while catching up');
-  t.ok(progress.every((left, i) => i === 0 || left <= progress[i - 1]), 'records left only go down');
+  t.ok(
+    progress.every((left, i) => i === 0 || left <= progress[i - 1]),
+    'records left only go down',
+  );
 });

@@ -57,7 +57,13 @@ function refApply(v: DlqEntry | DlqReplayMarker): void {
 }
 function expected(tenant: string, f: DlqFilter, now: number): string[] {
   return [...ref.values()]
-    .filter((e) => e.tenant_id === tenant && Date.parse(e.expires_at) > now && (f.endpoint_id === undefined || e.endpoint_id === f.endpoint_id) && (f.event_type === undefined || e.event_type === f.event_type))
+    .filter(
+      (e) =>
+        e.tenant_id === tenant &&
+        Date.parse(e.expires_at) > now &&
+        (f.endpoint_id === undefined || e.endpoint_id === f.endpoint_id) &&
+        (f.event_type === undefined || e.event_type === f.event_type),
+    )
     .sort((a, b) => Date.parse(a.dead_lettered_at) - Date.parse(b.dead_lettered_at) || (a.id < b.id ? -1 : 1))
     .map((e) => e.id);
 }
@@ -84,13 +90,22 @@ function newEntry(tenant: string, deadMs: number): DlqEntry {
     payload: { id: eventId, tenant_id: tenant, type, data: { n: made }, created_at: deadMs - 72 * 3600_000 },
   };
 }
-const marker = (e: DlqEntry): DlqReplayMarker => ({ kind: 'replayed', id: e.id, tenant_id: e.tenant_id, replayed_at: new Date().toISOString() });
+const marker = (e: DlqEntry): DlqReplayMarker => ({
+  kind: 'replayed',
+  id: e.id,
+  tenant_id: e.tenant_id,
+  replayed_at: new Date().toISOString(),
+});
 
 /** Writes records in order (and, unless told, into the reference). */
 async function write(records: Array<DlqEntry | DlqReplayMarker>, inReference = true): Promise<void> {
   for (let i = 0; i < records.length; i += 500) {
     const chunk = records.slice(i, i + 500);
-    await producer.send({ topic, acks: -1, messages: chunk.map((v) => ({ key: v.tenant_id, value: JSON.stringify(v) })) });
+    await producer.send({
+      topic,
+      acks: -1,
+      messages: chunk.map((v) => ({ key: v.tenant_id, value: JSON.stringify(v) })),
+    });
   }
   if (inReference) records.forEach(refApply);
 }
@@ -99,7 +114,9 @@ async function write(records: Array<DlqEntry | DlqReplayMarker>, inReference = t
 function batch(n: number, startMs: number): Array<DlqEntry | DlqReplayMarker> {
   const out: Array<DlqEntry | DlqReplayMarker> = [];
   for (const tenant of TENANTS) {
-    const entries = Array.from({ length: n }, (_, i) => newEntry(tenant, startMs + Math.floor(i / 3) * Math.floor(180_000 / n)));
+    const entries = Array.from({ length: n }, (_, i) =>
+      newEntry(tenant, startMs + Math.floor(i / 3) * Math.floor(180_000 / n)),
+    );
     for (const e of entries) {
       const r = random(20);
       if (r === 0) out.push(marker(e)); // replayed before its (repeated) dead-letter arrives: stays gone
@@ -120,10 +137,20 @@ async function caughtUp(): Promise<void> {
   }
 }
 
-const filters: DlqFilter[] = [{}, ...ENDPOINTS.map((endpoint_id) => ({ endpoint_id })), ...TYPES.map((event_type) => ({ event_type })), ...ENDPOINTS.flatMap((endpoint_id) => TYPES.map((event_type) => ({ endpoint_id, event_type })))];
+const filters: DlqFilter[] = [
+  {},
+  ...ENDPOINTS.map((endpoint_id) => ({ endpoint_id })),
+  ...TYPES.map((event_type) => ({ event_type })),
+  ...ENDPOINTS.flatMap((endpoint_id) => TYPES.map((event_type) => ({ endpoint_id, event_type }))),
+];
 
 /** Every page of a list, following the opaque cursor as a client would. */
-function pages(tenant: string, f: DlqFilter, limit: number, now: number): { ids: string[]; count: number; sizesOk: boolean } {
+function pages(
+  tenant: string,
+  f: DlqFilter,
+  limit: number,
+  now: number,
+): { ids: string[]; count: number; sizesOk: boolean } {
   const ids: string[] = [];
   let after: Position | null = null;
   let count = 0;
@@ -161,7 +188,11 @@ function checkAll(t: Test, now: number, what: string): void {
       }
     }
   }
-  t.equal(bad, 0, `${what}: ${lists} paged lists and ${TENANTS.length * filters.length} all() agree with the reference`);
+  t.equal(
+    bad,
+    0,
+    `${what}: ${lists} paged lists and ${TENANTS.length * filters.length} all() agree with the reference`,
+  );
 }
 
 const start = Date.now() - 60_000;
@@ -171,7 +202,10 @@ await caughtUp();
 t.test('lists, filters and cursors agree with the reference', async (t) => {
   const now = Date.now();
   t.ok(ref.size > 2500, `${ref.size} entries listed in the reference`);
-  t.ok(expected('acme', {}, now).length < [...ref.values()].filter((e) => e.tenant_id === 'acme').length, 'some entries already expired');
+  t.ok(
+    expected('acme', {}, now).length < [...ref.values()].filter((e) => e.tenant_id === 'acme').length,
+    'some entries already expired',
+  );
   checkAll(t, now, 'at first');
   const one = expected('acme', { endpoint_id: 'ep_two', event_type: 'inference.failed' }, now)[0];
   t.equal(node.ctx.dlq.get('acme', one, now)?.id, one, 'get finds an entry');
@@ -180,16 +214,31 @@ t.test('lists, filters and cursors agree with the reference', async (t) => {
   // A cursor without an id (any "<ms>" is a position): every entry dead-lettered at or after it.
   const mid = ref.get(`globex/${expected('globex', {}, now)[700]}`)!;
   const from = Date.parse(mid.dead_lettered_at);
-  const page = node.ctx.dlq.list('globex', { event_type: mid.event_type, limit: 50, after: readCursor(new URLSearchParams({ cursor: String(from) })) }, now);
-  const want = expected('globex', { event_type: mid.event_type }, now).filter((id) => Date.parse(ref.get(`globex/${id}`)!.dead_lettered_at) >= from);
-  t.same(page.data.map((e) => e.id), want.slice(0, 50), 'a cursor of a time alone');
+  const page = node.ctx.dlq.list(
+    'globex',
+    { event_type: mid.event_type, limit: 50, after: readCursor(new URLSearchParams({ cursor: String(from) })) },
+    now,
+  );
+  const want = expected('globex', { event_type: mid.event_type }, now).filter(
+    (id) => Date.parse(ref.get(`globex/${id}`)!.dead_lettered_at) >= from,
+  );
+  t.same(
+    page.data.map((e) => e.id),
+    want.slice(0, 50),
+    'a cursor of a time alone',
+  );
 
   // The HTTP route pages the same way.
   const token = await node.token(await node.client('admin', 'acme'));
   const ids: string[] = [];
   let cursor: string | null = null;
   do {
-    const res = await call(node.base, 'GET', `/v1/webhooks/dlq?limit=250&endpoint_id=ep_one${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { token });
+    const res = await call(
+      node.base,
+      'GET',
+      `/v1/webhooks/dlq?limit=250&endpoint_id=ep_one${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      { token },
+    );
     t.equal(res.status, 200);
     ids.push(...res.json.data.map((e: DlqEntry) => e.id));
     cursor = res.json.next_cursor;
@@ -214,7 +263,11 @@ t.test('a restart resumes from the stored offsets: it applies only what was writ
   await write(more);
   node = await startTestNode({}, { prefix });
   t.equal(node.ctx.store.path, dir, 'the same store directory');
-  t.equal(node.ctx.state.applied(topic), more.length, `applied ${more.length} records, not the ${made} entries before them`);
+  t.equal(
+    node.ctx.state.applied(topic),
+    more.length,
+    `applied ${more.length} records, not the ${made} entries before them`,
+  );
   checkAll(t, Date.now() + 15_000, 'after the restart');
 });
 
@@ -234,7 +287,10 @@ t.test('a stored offset below the earliest offset (retention removed records) re
   const kept = Array.from({ length: 10 }, (_, i) => newEntry('acme', Date.now() - 1000 + i));
   await write(kept);
   const [end] = await admin.fetchTopicOffsets(topic);
-  await admin.deleteTopicRecords({ topic, partitions: [{ partition: end.partition, offset: String(Number(end.high) - kept.length) }] });
+  await admin.deleteTopicRecords({
+    topic,
+    partitions: [{ partition: end.partition, offset: String(Number(end.high) - kept.length) }],
+  });
   node = await startTestNode({}, { prefix });
   t.equal(node.ctx.state.applied(topic), kept.length, 'read from the earliest offset left, not from the stored one');
   checkAll(t, Date.now() + 15_000, 'after retention');

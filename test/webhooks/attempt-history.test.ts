@@ -6,11 +6,19 @@
 import t from 'tap';
 import { startTestNode, call } from '../helpers/sluice.ts';
 import { receiver, registerEndpoint, publish, type TestReceiver } from '../dispatcher/receiver.ts';
-import { AttemptHistory, HISTORY_PER_ENDPOINT, HISTORY_MAX_AGE_MS, type AttemptRecord } from '../../core/webhooks/attempt-history.ts';
+import {
+  AttemptHistory,
+  HISTORY_PER_ENDPOINT,
+  HISTORY_MAX_AGE_MS,
+  type AttemptRecord,
+} from '../../core/webhooks/attempt-history.ts';
 import { ViewStore } from '../../core/store/view-store.ts';
 
 const SCALE = 4320; // the first retries come within a second or so
-const node = await startTestNode({ SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: String(SCALE) }, { dispatcher: true });
+const node = await startTestNode(
+  { SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: String(SCALE) },
+  { dispatcher: true },
+);
 const receivers: TestReceiver[] = [];
 t.teardown(async () => {
   for (const r of receivers) await r.close();
@@ -27,7 +35,8 @@ async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs
   for (;;) {
     const v = await read();
     if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms (last: ${JSON.stringify(v).slice(0, 400)})`);
+    if (Date.now() > deadline)
+      throw new Error(`${what}: not within ${timeoutMs} ms (last: ${JSON.stringify(v).slice(0, 400)})`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -39,16 +48,54 @@ t.test('a delivery that fails twice then succeeds shows three attempts, newest f
   const ep = await registerEndpoint(node, token, r.url, ['pipeline.failed']);
   const ev = (await publish(node, token, { type: 'pipeline.failed', data: { run: 7 } })).json;
   const path = `/v1/webhooks/endpoints/${ep.id}/attempts?event_id=${ev.id}`;
-  const res = await until(() => call(node.base, 'GET', path, { token: readOnly }), (x) => x.status === 200 && x.json.data.length === 3, 30_000, 'three attempts listed');
+  const res = await until(
+    () => call(node.base, 'GET', path, { token: readOnly }),
+    (x) => x.status === 200 && x.json.data.length === 3,
+    30_000,
+    'three attempts listed',
+  );
   const data = res.json.data as Array<Record<string, any>>;
-  t.same(data.map((a) => a.attempt), [3, 2, 1], 'newest first');
-  t.same(data.map((a) => a.status), [200, 500, 500]);
-  t.same(data.map((a) => a.ok), [true, false, false]);
-  t.same(data.map((a) => a.outcome), ['delivered', 'retry', 'retry']);
+  t.same(
+    data.map((a) => a.attempt),
+    [3, 2, 1],
+    'newest first',
+  );
+  t.same(
+    data.map((a) => a.status),
+    [200, 500, 500],
+  );
+  t.same(
+    data.map((a) => a.ok),
+    [true, false, false],
+  );
+  t.same(
+    data.map((a) => a.outcome),
+    ['delivered', 'retry', 'retry'],
+  );
   t.equal(new Set(data.map((a) => a.delivery_id)).size, 1, 'one delivery');
-  t.ok(data.every((a) => a.event_id === ev.id && a.event_type === 'pipeline.failed' && Number.isInteger(a.duration_ms) && a.duration_ms >= 0 && !Number.isNaN(Date.parse(a.at))));
+  t.ok(
+    data.every(
+      (a) =>
+        a.event_id === ev.id &&
+        a.event_type === 'pipeline.failed' &&
+        Number.isInteger(a.duration_ms) &&
+        a.duration_ms >= 0 &&
+        !Number.isNaN(Date.parse(a.at)),
+    ),
+  );
   t.equal(data[1].error, 'HTTP 500');
-  t.equal((await call(node.base, 'GET', `/v1/webhooks/endpoints/${ep.id}/attempts?delivery_id=${data[0].delivery_id}&limit=1`, { token: readOnly })).json.data.length, 1, 'limit and delivery_id filter');
+  t.equal(
+    (
+      await call(
+        node.base,
+        'GET',
+        `/v1/webhooks/endpoints/${ep.id}/attempts?delivery_id=${data[0].delivery_id}&limit=1`,
+        { token: readOnly },
+      )
+    ).json.data.length,
+    1,
+    'limit and delivery_id filter',
+  );
 
   const stats = (await call(node.base, 'GET', '/v1/webhooks/stats', { token: readOnly })).json;
   t.equal(stats.window_seconds, 3600);
@@ -62,18 +109,31 @@ t.test('a delivery that fails twice then succeeds shows three attempts, newest f
   const one = (await call(node.base, 'GET', `/v1/webhooks/stats?endpoint_id=${ep.id}`, { token: readOnly })).json;
   t.equal(one.totals.attempts, 3, 'filtered to the endpoint');
   t.equal(one.endpoints.length, 1);
-  t.ok(one.series.some((p: any) => p.attempts > 0 && p.latency_avg_ms !== null && p.latency_max_ms >= p.latency_avg_ms));
+  t.ok(
+    one.series.some((p: any) => p.attempts > 0 && p.latency_avg_ms !== null && p.latency_max_ms >= p.latency_avg_ms),
+  );
 
   // Scope and tenant checks.
-  t.equal((await call(node.base, 'GET', path, { token: publishOnly })).status, 403, 'events:publish alone cannot read attempts');
-  t.equal((await call(node.base, 'GET', '/v1/webhooks/stats', { token: publishOnly })).json.missing_scope, 'webhooks:read');
+  t.equal(
+    (await call(node.base, 'GET', path, { token: publishOnly })).status,
+    403,
+    'events:publish alone cannot read attempts',
+  );
+  t.equal(
+    (await call(node.base, 'GET', '/v1/webhooks/stats', { token: publishOnly })).json.missing_scope,
+    'webhooks:read',
+  );
   t.equal((await call(node.base, 'GET', path, { token: otherToken })).status, 404, "another tenant's endpoint is 404");
   t.equal((await call(node.base, 'GET', `/v1/webhooks/stats?endpoint_id=${ep.id}`, { token: otherToken })).status, 404);
   const other = (await call(node.base, 'GET', '/v1/webhooks/stats', { token: otherToken })).json;
   t.same(other.endpoints, [], 'the other tenant sees none of it');
   t.equal(other.totals.attempts, 0);
   for (const q of ['limit=0', 'limit=1001', 'event_id=%20bad', `delivery_id=${'x'.repeat(129)}`]) {
-    t.equal((await call(node.base, 'GET', `/v1/webhooks/endpoints/${ep.id}/attempts?${q}`, { token })).status, 400, `${q} → 400`);
+    t.equal(
+      (await call(node.base, 'GET', `/v1/webhooks/endpoints/${ep.id}/attempts?${q}`, { token })).status,
+      400,
+      `${q} → 400`,
+    );
   }
 });
 
@@ -83,8 +143,32 @@ t.test('the history keeps the newest 100 attempts per endpoint and forgets attem
   const store = ViewStore.temporary();
   t.teardown(() => store.close());
   view.attach(store);
-  const attempt = (endpoint: string, i: number, at: number): AttemptRecord => ({ delivery_id: `dlv_${i}`, endpoint_id: endpoint, tenant_id: 'acme', event_id: `evt_${i}`, event_type: 'pipeline.failed', attempt: 1, at, duration_ms: 5, status: i % 2 ? 500 : 200, error: i % 2 ? 'HTTP 500' : null, ok: i % 2 === 0, outcome: i % 2 ? 'retry' : 'delivered' });
-  const apply = (a: AttemptRecord) => store.transaction(() => view.apply({ topic: 'attempts', partition: 0, offset: '0', key: a.endpoint_id, value: Buffer.from(JSON.stringify(a)), headers: {}, timestamp: a.at }));
+  const attempt = (endpoint: string, i: number, at: number): AttemptRecord => ({
+    delivery_id: `dlv_${i}`,
+    endpoint_id: endpoint,
+    tenant_id: 'acme',
+    event_id: `evt_${i}`,
+    event_type: 'pipeline.failed',
+    attempt: 1,
+    at,
+    duration_ms: 5,
+    status: i % 2 ? 500 : 200,
+    error: i % 2 ? 'HTTP 500' : null,
+    ok: i % 2 === 0,
+    outcome: i % 2 ? 'retry' : 'delivered',
+  });
+  const apply = (a: AttemptRecord) =>
+    store.transaction(() =>
+      view.apply({
+        topic: 'attempts',
+        partition: 0,
+        offset: '0',
+        key: a.endpoint_id,
+        value: Buffer.from(JSON.stringify(a)),
+        headers: {},
+        timestamp: a.at,
+      }),
+    );
   for (let i = 0; i < 250; i++) await apply(attempt('ep_busy', i, now + i));
   await apply(attempt('ep_quiet', 0, now));
   const kept = view.attempts('acme', 'ep_busy', { limit: 1000 });
@@ -96,32 +180,67 @@ t.test('the history keeps the newest 100 attempts per endpoint and forgets attem
   for (let i = 0; i < 30; i++) await apply(attempt('ep_new', 1000 + i, now + i));
   t.same(view.attempts('acme', 'ep_busy', { limit: 1000 }), [], 'the old endpoint is forgotten');
   t.same(view.attempts('acme', 'ep_quiet', { limit: 1000 }), []);
-  t.same(view.stats('acme', now + 1000).endpoints.map((e) => e.endpoint_id), ['ep_new'], 'its rates and last error too');
+  t.same(
+    view.stats('acme', now + 1000).endpoints.map((e) => e.endpoint_id),
+    ['ep_new'],
+    'its rates and last error too',
+  );
   t.equal(view.attempts('acme', 'ep_new', { limit: 1000 }).length, 30);
 });
 
-t.test('a record holding many attempts (as the dispatcher batches them) is applied like the attempts one by one', async (t) => {
-  const now = Date.UTC(2026, 0, 1, 12);
-  const store = ViewStore.temporary();
-  t.teardown(() => store.close());
-  const one = new AttemptHistory('attempts', { now: () => now } as never);
-  const batched = new AttemptHistory('attempts', { now: () => now } as never);
-  one.attach(store);
-  const store2 = ViewStore.temporary();
-  t.teardown(() => store2.close());
-  batched.attach(store2);
-  const attempt = (endpoint: string, i: number): AttemptRecord => ({ delivery_id: `dlv_${endpoint}_${i}`, endpoint_id: endpoint, tenant_id: 'acme', event_id: `evt_${i}`, event_type: 'pipeline.failed', attempt: 1 + (i % 3), at: now - 90_000 + i * 100, duration_ms: i % 7, status: i % 5 ? 200 : 503, error: i % 5 ? null : 'HTTP 503', ok: i % 5 !== 0, outcome: i % 5 ? 'delivered' : 'retry' });
-  const all = [...Array.from({ length: 250 }, (_, i) => attempt('ep_a', i)), ...Array.from({ length: 30 }, (_, i) => attempt('ep_b', i))];
-  const record = (value: unknown) => ({ topic: 'attempts', partition: 0, offset: '0', key: 'k', value: Buffer.from(JSON.stringify(value)), headers: {}, timestamp: now });
-  for (const a of all) await store.transaction(() => one.apply(record(a)));
-  // Shuffled into two array records, each with a repeated report, one with a malformed entry.
-  const shuffled = [...all].sort((x, y) => (x.delivery_id < y.delivery_id ? -1 : 1));
-  await store2.transaction(() => batched.apply(record([...shuffled.slice(0, 140), { nonsense: true }, shuffled[3]])));
-  await store2.transaction(() => batched.apply(record([...shuffled.slice(140), shuffled[150]])));
-  for (const ep of ['ep_a', 'ep_b']) {
-    t.same(batched.attempts('acme', ep, { limit: 1000 }), one.attempts('acme', ep, { limit: 1000 }), `${ep}: the same attempts kept, newest first`);
-  }
-  t.equal(batched.attempts('acme', 'ep_a', { limit: 1000 }).length, HISTORY_PER_ENDPOINT);
-  t.same(batched.stats('acme', now), one.stats('acme', now), 'the same series, totals, rates and last errors');
-  t.equal(batched.stats('acme', now).totals.attempts, 280);
-});
+t.test(
+  'a record holding many attempts (as the dispatcher batches them) is applied like the attempts one by one',
+  async (t) => {
+    const now = Date.UTC(2026, 0, 1, 12);
+    const store = ViewStore.temporary();
+    t.teardown(() => store.close());
+    const one = new AttemptHistory('attempts', { now: () => now } as never);
+    const batched = new AttemptHistory('attempts', { now: () => now } as never);
+    one.attach(store);
+    const store2 = ViewStore.temporary();
+    t.teardown(() => store2.close());
+    batched.attach(store2);
+    const attempt = (endpoint: string, i: number): AttemptRecord => ({
+      delivery_id: `dlv_${endpoint}_${i}`,
+      endpoint_id: endpoint,
+      tenant_id: 'acme',
+      event_id: `evt_${i}`,
+      event_type: 'pipeline.failed',
+      attempt: 1 + (i % 3),
+      at: now - 90_000 + i * 100,
+      duration_ms: i % 7,
+      status: i % 5 ? 200 : 503,
+      error: i % 5 ? null : 'HTTP 503',
+      ok: i % 5 !== 0,
+      outcome: i % 5 ? 'delivered' : 'retry',
+    });
+    const all = [
+      ...Array.from({ length: 250 }, (_, i) => attempt('ep_a', i)),
+      ...Array.from({ length: 30 }, (_, i) => attempt('ep_b', i)),
+    ];
+    const record = (value: unknown) => ({
+      topic: 'attempts',
+      partition: 0,
+      offset: '0',
+      key: 'k',
+      value: Buffer.from(JSON.stringify(value)),
+      headers: {},
+      timestamp: now,
+    });
+    for (const a of all) await store.transaction(() => one.apply(record(a)));
+    // Shuffled into two array records, each with a repeated report, one with a malformed entry.
+    const shuffled = [...all].sort((x, y) => (x.delivery_id < y.delivery_id ? -1 : 1));
+    await store2.transaction(() => batched.apply(record([...shuffled.slice(0, 140), { nonsense: true }, shuffled[3]])));
+    await store2.transaction(() => batched.apply(record([...shuffled.slice(140), shuffled[150]])));
+    for (const ep of ['ep_a', 'ep_b']) {
+      t.same(
+        batched.attempts('acme', ep, { limit: 1000 }),
+        one.attempts('acme', ep, { limit: 1000 }),
+        `${ep}: the same attempts kept, newest first`,
+      );
+    }
+    t.equal(batched.attempts('acme', 'ep_a', { limit: 1000 }).length, HISTORY_PER_ENDPOINT);
+    t.same(batched.stats('acme', now), one.stats('acme', now), 'the same series, totals, rates and last errors');
+    t.equal(batched.stats('acme', now).totals.attempts, 280);
+  },
+);

@@ -5,10 +5,30 @@ import type { EndpointRecord } from '../../core/webhooks/records.ts';
 const reg = new EndpointRegistry('t', Buffer.alloc(32));
 let offset = 0;
 const put = (id: string, tenant: string, events: string[], at = offset) => {
-  const rec: EndpointRecord = { id, tenant_id: tenant, url: 'https://x.example/h', events, metadata: null, secret_sealed: '', state: 'ACTIVE', created_at: at, updated_at: at, verified_at: at };
-  reg.apply({ topic: 't', partition: 0, offset: String(offset++), key: id, value: Buffer.from(JSON.stringify(rec)), headers: {}, timestamp: at });
+  const rec: EndpointRecord = {
+    id,
+    tenant_id: tenant,
+    url: 'https://x.example/h',
+    events,
+    metadata: null,
+    secret_sealed: '',
+    state: 'ACTIVE',
+    created_at: at,
+    updated_at: at,
+    verified_at: at,
+  };
+  reg.apply({
+    topic: 't',
+    partition: 0,
+    offset: String(offset++),
+    key: id,
+    value: Buffer.from(JSON.stringify(rec)),
+    headers: {},
+    timestamp: at,
+  });
 };
-const del = (id: string) => reg.apply({ topic: 't', partition: 0, offset: String(offset++), key: id, value: null, headers: {}, timestamp: 0 });
+const del = (id: string) =>
+  reg.apply({ topic: 't', partition: 0, offset: String(offset++), key: id, value: null, headers: {}, timestamp: 0 });
 
 for (let i = 0; i < 10_000; i++) put(`ep_a${i}`, 'big', i % 2 ? ['inference.completed'] : ['*']);
 put('ep_b1', 'small', ['inference.completed']);
@@ -17,9 +37,26 @@ put('ep_b3', 'small', ['*']);
 
 t.test("tenant B's list and match read only B's endpoints, whatever A holds", async (t) => {
   reg.touched = 0;
-  t.same(reg.listTenant('small').map((e) => e.id), ['ep_b1', 'ep_b2', 'ep_b3'], 'oldest first');
-  t.same(reg.matching('small', 'inference.completed').map((e) => e.id).sort(), ['ep_b1', 'ep_b2', 'ep_b3']);
-  t.same(reg.matching('small', 'pipeline.failed').map((e) => e.id).sort(), ['ep_b2', 'ep_b3'], "'*' takes every kind, once");
+  t.same(
+    reg.listTenant('small').map((e) => e.id),
+    ['ep_b1', 'ep_b2', 'ep_b3'],
+    'oldest first',
+  );
+  t.same(
+    reg
+      .matching('small', 'inference.completed')
+      .map((e) => e.id)
+      .sort(),
+    ['ep_b1', 'ep_b2', 'ep_b3'],
+  );
+  t.same(
+    reg
+      .matching('small', 'pipeline.failed')
+      .map((e) => e.id)
+      .sort(),
+    ['ep_b2', 'ep_b3'],
+    "'*' takes every kind, once",
+  );
   t.ok(reg.touched <= 8, `the three calls read ${reg.touched} records, not ${10_000}`);
   reg.touched = 0;
   t.equal(reg.matching('big', 'pipeline.failed').length, 5000, "A's match reads only the endpoints that take the kind");
@@ -28,11 +65,33 @@ t.test("tenant B's list and match read only B's endpoints, whatever A holds", as
 
 t.test('the indexes follow updates and deletes', async (t) => {
   put('ep_b1', 'small', ['pipeline.failed'], 0);
-  t.same(reg.matching('small', 'inference.completed').map((e) => e.id).sort(), ['ep_b2', 'ep_b3'], 'b1 no longer takes inference.completed');
-  t.same(reg.matching('small', 'pipeline.failed').map((e) => e.id).sort(), ['ep_b1', 'ep_b2', 'ep_b3']);
+  t.same(
+    reg
+      .matching('small', 'inference.completed')
+      .map((e) => e.id)
+      .sort(),
+    ['ep_b2', 'ep_b3'],
+    'b1 no longer takes inference.completed',
+  );
+  t.same(
+    reg
+      .matching('small', 'pipeline.failed')
+      .map((e) => e.id)
+      .sort(),
+    ['ep_b1', 'ep_b2', 'ep_b3'],
+  );
   del('ep_b2');
-  t.same(reg.listTenant('small').map((e) => e.id), ['ep_b1', 'ep_b3']);
-  t.same(reg.matching('small', 'pipeline.failed').map((e) => e.id).sort(), ['ep_b1', 'ep_b3']);
+  t.same(
+    reg.listTenant('small').map((e) => e.id),
+    ['ep_b1', 'ep_b3'],
+  );
+  t.same(
+    reg
+      .matching('small', 'pipeline.failed')
+      .map((e) => e.id)
+      .sort(),
+    ['ep_b1', 'ep_b3'],
+  );
   del('ep_b1');
   del('ep_b3');
   t.same(reg.listTenant('small'), [], 'a tenant with no endpoints left');

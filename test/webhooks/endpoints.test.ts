@@ -21,53 +21,78 @@ async function receiver(behaviour: number | 'hang' = 200): Promise<Receiver> {
 }
 
 async function register(url: string, events: string[] = ['inference.completed'], tok = token, metadata?: unknown) {
-  return call(node.base, 'POST', '/v1/webhooks/endpoints', { token: tok, body: { url, events, ...(metadata !== undefined ? { metadata } : {}) } });
+  return call(node.base, 'POST', '/v1/webhooks/endpoints', {
+    token: tok,
+    body: { url, events, ...(metadata !== undefined ? { metadata } : {}) },
+  });
 }
 
-t.test('a receiver answering 200 makes the endpoint ACTIVE; the ping is signed and its headers are exact', async (t) => {
-  const r = await receiver(200);
-  const res = await register(r.url, ['inference.completed', 'pipeline.failed'], token, { team: 'ml' });
-  t.equal(res.status, 201);
-  t.same(Object.keys(res.json).sort(), ['created_at', 'disabled_at', 'disabled_reason', 'events', 'id', 'metadata', 'previous_secret_expires_at', 'secret', 'state', 'updated_at', 'url', 'verified_at']);
-  t.equal(res.json.state, 'ACTIVE');
-  t.match(res.json.id, /^ep_[0-9a-f]+$/);
-  t.match(res.json.secret, /^whsec_[A-Za-z0-9+/]{43}=$/, 'whsec_ + standard base64 of 32 bytes');
-  t.equal(res.json.url, r.url);
-  t.same(res.json.events, ['inference.completed', 'pipeline.failed']);
-  t.same(res.json.metadata, { team: 'ml' });
-  t.equal(res.headers.get('location'), `/v1/webhooks/endpoints/${res.json.id}`);
-  t.type(res.json.verified_at, 'string');
+t.test(
+  'a receiver answering 200 makes the endpoint ACTIVE; the ping is signed and its headers are exact',
+  async (t) => {
+    const r = await receiver(200);
+    const res = await register(r.url, ['inference.completed', 'pipeline.failed'], token, { team: 'ml' });
+    t.equal(res.status, 201);
+    t.same(Object.keys(res.json).sort(), [
+      'created_at',
+      'disabled_at',
+      'disabled_reason',
+      'events',
+      'id',
+      'metadata',
+      'previous_secret_expires_at',
+      'secret',
+      'state',
+      'updated_at',
+      'url',
+      'verified_at',
+    ]);
+    t.equal(res.json.state, 'ACTIVE');
+    t.match(res.json.id, /^ep_[0-9a-f]+$/);
+    t.match(res.json.secret, /^whsec_[A-Za-z0-9+/]{43}=$/, 'whsec_ + standard base64 of 32 bytes');
+    t.equal(res.json.url, r.url);
+    t.same(res.json.events, ['inference.completed', 'pipeline.failed']);
+    t.same(res.json.metadata, { team: 'ml' });
+    t.equal(res.headers.get('location'), `/v1/webhooks/endpoints/${res.json.id}`);
+    t.type(res.json.verified_at, 'string');
 
-  t.equal(r.received.length, 1, 'exactly one ping');
-  const ping = r.received[0];
-  t.equal(ping.method, 'POST');
-  t.equal(ping.path, '/hook');
-  t.equal(ping.headers['content-type'], 'application/json');
-  const expected = `sha256=${createHmac('sha256', Buffer.from(res.json.secret, 'utf8')).update(ping.rawBody).digest('hex')}`;
-  t.equal(ping.headers['x-service-signature-256'], expected, 'an independent HMAC-SHA256 over the raw body matches');
-  const key = Buffer.from(res.json.secret.slice('whsec_'.length), 'base64');
-  const standard = createHmac('sha256', key).update(`${ping.headers['webhook-id']}.${ping.headers['webhook-timestamp']}.${ping.rawBody}`).digest('base64');
-  t.equal(ping.headers['webhook-signature'], `v1,${standard}`, 'and so does the Standard Webhooks signature');
-  const body = JSON.parse(ping.rawBody);
-  t.same(Object.keys(body).sort(), ['created_at', 'data', 'id', 'tenant_id', 'timestamp', 'type']);
-  t.equal(body.type, 'ping');
-  t.equal(body.tenant_id, 'acme');
-  t.same(body.data, { endpoint_id: res.json.id });
-  t.match(body.id, /^evt_/);
-  t.equal(ping.headers['x-service-timestamp'], String(body.timestamp), 'the timestamp header equals body.timestamp');
-  t.ok(Number.isInteger(body.timestamp), 'unix seconds');
-  t.ok(Math.abs(body.timestamp - Date.now() / 1000) < 300, 'a current timestamp');
-  t.equal(ping.headers['x-service-event-id'], body.id);
-  t.equal(ping.headers['x-service-event-type'], 'ping');
-  t.equal(ping.headers['x-service-delivery-attempt'], '1');
-  t.same(verifyWebhook(ping.rawBody, ping.headers, res.json.secret), body, 'the receiver-side helper accepts the ping');
+    t.equal(r.received.length, 1, 'exactly one ping');
+    const ping = r.received[0];
+    t.equal(ping.method, 'POST');
+    t.equal(ping.path, '/hook');
+    t.equal(ping.headers['content-type'], 'application/json');
+    const expected = `sha256=${createHmac('sha256', Buffer.from(res.json.secret, 'utf8')).update(ping.rawBody).digest('hex')}`;
+    t.equal(ping.headers['x-service-signature-256'], expected, 'an independent HMAC-SHA256 over the raw body matches');
+    const key = Buffer.from(res.json.secret.slice('whsec_'.length), 'base64');
+    const standard = createHmac('sha256', key)
+      .update(`${ping.headers['webhook-id']}.${ping.headers['webhook-timestamp']}.${ping.rawBody}`)
+      .digest('base64');
+    t.equal(ping.headers['webhook-signature'], `v1,${standard}`, 'and so does the Standard Webhooks signature');
+    const body = JSON.parse(ping.rawBody);
+    t.same(Object.keys(body).sort(), ['created_at', 'data', 'id', 'tenant_id', 'timestamp', 'type']);
+    t.equal(body.type, 'ping');
+    t.equal(body.tenant_id, 'acme');
+    t.same(body.data, { endpoint_id: res.json.id });
+    t.match(body.id, /^evt_/);
+    t.equal(ping.headers['x-service-timestamp'], String(body.timestamp), 'the timestamp header equals body.timestamp');
+    t.ok(Number.isInteger(body.timestamp), 'unix seconds');
+    t.ok(Math.abs(body.timestamp - Date.now() / 1000) < 300, 'a current timestamp');
+    t.equal(ping.headers['x-service-event-id'], body.id);
+    t.equal(ping.headers['x-service-event-type'], 'ping');
+    t.equal(ping.headers['x-service-delivery-attempt'], '1');
+    t.same(
+      verifyWebhook(ping.rawBody, ping.headers, res.json.secret),
+      body,
+      'the receiver-side helper accepts the ping',
+    );
 
-  const got = await call(node.base, 'GET', `/v1/webhooks/endpoints/${res.json.id}`, { token });
-  t.equal(got.status, 200);
-  t.equal(got.json.state, 'ACTIVE');
-  t.notOk('secret' in got.json, 'the secret is returned only at registration');
-  t.notOk(got.text.includes(res.json.secret));
-});
+    const got = await call(node.base, 'GET', `/v1/webhooks/endpoints/${res.json.id}`, { token });
+    t.equal(got.status, 200);
+    t.equal(got.json.state, 'ACTIVE');
+    t.notOk('secret' in got.json, 'the secret is returned only at registration');
+    t.notOk(got.text.includes(res.json.secret));
+  },
+);
 
 t.test('a receiver answering 500 leaves the endpoint PENDING; a later 200 to verify makes it ACTIVE', async (t) => {
   const r = await receiver(500);
@@ -167,7 +192,19 @@ t.test('get and delete; a deleted endpoint is gone; both are audited', async (t)
   const id = res.json.id;
   const got = await call(node.base, 'GET', `/v1/webhooks/endpoints/${id}`, { token });
   t.equal(got.status, 200);
-  t.same(Object.keys(got.json).sort(), ['created_at', 'disabled_at', 'disabled_reason', 'events', 'id', 'metadata', 'previous_secret_expires_at', 'state', 'updated_at', 'url', 'verified_at']);
+  t.same(Object.keys(got.json).sort(), [
+    'created_at',
+    'disabled_at',
+    'disabled_reason',
+    'events',
+    'id',
+    'metadata',
+    'previous_secret_expires_at',
+    'state',
+    'updated_at',
+    'url',
+    'verified_at',
+  ]);
   t.equal(got.json.metadata, null);
   const del = await call(node.base, 'DELETE', `/v1/webhooks/endpoints/${id}`, { token });
   t.equal(del.status, 204);
@@ -184,8 +221,14 @@ t.test('get and delete; a deleted endpoint is gone; both are audited', async (t)
   t.notOk(list.json.data.some((e: { id: string }) => e.id === id));
 
   const audit = node.ctx.auditView.page('acme', 0, 1000).data.filter((e) => e.subject === id);
-  t.same(audit.map((e) => e.action), ['endpoint.created', 'endpoint.deleted']);
-  t.ok(audit.every((e) => e.actor === admin.client_id), 'the actor is the calling client');
+  t.same(
+    audit.map((e) => e.action),
+    ['endpoint.created', 'endpoint.deleted'],
+  );
+  t.ok(
+    audit.every((e) => e.actor === admin.client_id),
+    'the actor is the calling client',
+  );
 });
 
 t.test("another tenant's endpoints do not exist for the caller (404, not 403)", async (t) => {
@@ -219,7 +262,11 @@ t.test('invalid registrations are 400 INVALID_REQUEST with the JSON path of ever
     ['url not a URL', { url: 'hooks.example.com/x', events: ['ping'] }, ['$.url']],
     ['events empty', { url: r.url, events: [] }, ['$.events']],
     ['events not an array', { url: r.url, events: 'ping' }, ['$.events']],
-    ['unknown kind and a duplicate', { url: r.url, events: ['nope.happened', 'ping', 'ping'] }, ['$.events[0]', '$.events[2]']],
+    [
+      'unknown kind and a duplicate',
+      { url: r.url, events: ['nope.happened', 'ping', 'ping'] },
+      ['$.events[0]', '$.events[2]'],
+    ],
     ['a non-string kind', { url: r.url, events: ['ping', 7] }, ['$.events[1]']],
     ['too many kinds', { url: r.url, events: Array.from({ length: 65 }, (_, i) => `k${i}`) }, ['$.events']],
     ['metadata an array', { url: r.url, events: ['ping'], metadata: ['x'] }, ['$.metadata']],
@@ -229,12 +276,24 @@ t.test('invalid registrations are 400 INVALID_REQUEST with the JSON path of ever
     const res = await call(node.base, 'POST', '/v1/webhooks/endpoints', { token, body });
     t.equal(res.status, 400, `${name}: status`);
     t.equal(res.json?.code, 'INVALID_REQUEST', `${name}: code`);
-    t.same(res.json?.errors?.map((e: { path: string }) => e.path), paths, `${name}: paths`);
+    t.same(
+      res.json?.errors?.map((e: { path: string }) => e.path),
+      paths,
+      `${name}: paths`,
+    );
   }
-  const malformed = await call(node.base, 'POST', '/v1/webhooks/endpoints', { token, raw: '{"url": "x", "events": [', headers: { 'content-type': 'application/json' } });
+  const malformed = await call(node.base, 'POST', '/v1/webhooks/endpoints', {
+    token,
+    raw: '{"url": "x", "events": [',
+    headers: { 'content-type': 'application/json' },
+  });
   t.equal(malformed.status, 400);
   t.equal(r.received.length, 0, 'no ping for a refused registration');
-  t.same(node.ctx.endpoints.listTenant('acme').filter((e) => e.url === r.url), [], 'nothing written');
+  t.same(
+    node.ctx.endpoints.listTenant('acme').filter((e) => e.url === r.url),
+    [],
+    'nothing written',
+  );
 });
 
 t.test('without webhooks:write: 403 SCOPE_VIOLATION naming the missing scope', async (t) => {

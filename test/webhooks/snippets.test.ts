@@ -17,7 +17,7 @@ import { newEndpointSecret } from '../../core/webhooks/signing.ts';
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const doc = readFileSync(join(root, 'docs/webhooks.md'), 'utf8');
 function snippet(lang: string): string {
-  const m = new RegExp('```' + lang + '\\n([\\s\\S]*?)```').exec(doc);
+  const m = new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``).exec(doc);
   if (!m) throw new Error(`docs/webhooks.md has no ${lang} snippet`);
   return m[1];
 }
@@ -47,7 +47,9 @@ async function realCases(): Promise<{ cases: Case[]; expected: Record<string, st
   const ep = await registerEndpoint(node, token, r.url, ['inference.completed']);
   const deliver = async (n: number): Promise<Hit> => {
     const pub = await publish(node, token, { type: 'inference.completed', data: { n } });
-    return (await r.until((e) => e.some((h) => h.body.id === pub.json.id), 30_000, `event ${n}`)).find((h) => h.body.id === pub.json.id)!;
+    return (await r.until((e) => e.some((h) => h.body.id === pub.json.id), 30_000, `event ${n}`)).find(
+      (h) => h.body.id === pub.json.id,
+    )!;
   };
   const before = await deliver(1);
   const rotated = await call(node.base, 'POST', `/v1/webhooks/endpoints/${ep.id}/rotate-secret`, { token });
@@ -59,7 +61,13 @@ async function realCases(): Promise<{ cases: Case[]; expected: Record<string, st
   const add = (name: string, hit: Hit, secret: string, want: string, rawBody = hit.rawBody) => {
     const headers = Object.fromEntries(Object.entries(hit.headers).map(([k, v]) => [k, String(v)]));
     for (const scheme of ['sluice', 'standard'] as const) {
-      cases.push({ name: `${name} (${scheme})`, body: Buffer.from(rawBody).toString('base64'), headers, secret, scheme });
+      cases.push({
+        name: `${name} (${scheme})`,
+        body: Buffer.from(rawBody).toString('base64'),
+        headers,
+        secret,
+        scheme,
+      });
       expected[`${name} (${scheme})`] = want;
     }
   };
@@ -178,8 +186,19 @@ func main() {
 `,
   );
   // Offline: no module proxy, no toolchain download; the build cache is Go's usual one.
-  const env = { ...process.env, GOPROXY: 'off', GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod -buildvcs=false', GO111MODULE: 'on' };
-  const res = spawnSync('go', ['run', '.', join(work, 'cases.json')], { cwd: mod, env, encoding: 'utf8', timeout: 240_000 });
+  const env = {
+    ...process.env,
+    GOPROXY: 'off',
+    GOTOOLCHAIN: 'local',
+    GOFLAGS: '-mod=mod -buildvcs=false',
+    GO111MODULE: 'on',
+  };
+  const res = spawnSync('go', ['run', '.', join(work, 'cases.json')], {
+    cwd: mod,
+    env,
+    encoding: 'utf8',
+    timeout: 240_000,
+  });
   t.equal(res.status, 0, res.stderr);
   t.same(JSON.parse(res.stdout), expected);
 });

@@ -32,7 +32,11 @@ function headersOf(hit: Hit): Record<string, string> {
 }
 
 /** Which verifiers accept the delivery with `secret`: the official library, ours (standard), ours (Sluice's). */
-function verdicts(hit: Hit, secret: string, rawBody = hit.rawBody): { official: boolean; standard: boolean; sluice: boolean } {
+function verdicts(
+  hit: Hit,
+  secret: string,
+  rawBody = hit.rawBody,
+): { official: boolean; standard: boolean; sluice: boolean } {
   const headers = headersOf(hit);
   const attempt = (fn: () => unknown) => {
     try {
@@ -53,7 +57,10 @@ const ALL = { official: true, standard: true, sluice: true };
 const NONE = { official: false, standard: false, sluice: false };
 
 async function rotate(body?: unknown) {
-  const res = await call(node.base, 'POST', `/v1/webhooks/endpoints/${ep.id}/rotate-secret`, { token, ...(body === undefined ? {} : { body }) });
+  const res = await call(node.base, 'POST', `/v1/webhooks/endpoints/${ep.id}/rotate-secret`, {
+    token,
+    ...(body === undefined ? {} : { body }),
+  });
   t.equal(res.status, 200, `rotate-secret: ${res.text.slice(0, 200)}`);
   return res;
 }
@@ -72,11 +79,17 @@ t.test('before, during and after a rotation, both verifiers agree; one changed b
   t.match(secretB, /^whsec_[A-Za-z0-9+/]{43}=$/);
   t.equal(first.headers.get('cache-control'), 'no-store');
   const overlap = Date.parse(first.json.previous_secret_expires_at) - Date.now();
-  t.ok(overlap > 23.9 * 3600_000 && overlap <= 24 * 3600_000, `the default overlap is 24 h (${(overlap / 3600_000).toFixed(3)} h)`);
+  t.ok(
+    overlap > 23.9 * 3600_000 && overlap <= 24 * 3600_000,
+    `the default overlap is 24 h (${(overlap / 3600_000).toFixed(3)} h)`,
+  );
 
   const during = await deliver(2);
   t.match(during.headers['webhook-signature'], /^v1,\S+ v1,\S+$/, 'during: two v1 entries');
-  t.ok(during.headers['x-service-signature-256-previous'], 'during: the previous secret signs in X-Service-Signature-256-Previous');
+  t.ok(
+    during.headers['x-service-signature-256-previous'],
+    'during: the previous secret signs in X-Service-Signature-256-Previous',
+  );
   t.same(verdicts(during, secretB), ALL, 'during: the new secret verifies');
   t.same(verdicts(during, secretA), ALL, 'during: the old secret still verifies');
 
@@ -109,11 +122,17 @@ t.test('before, during and after a rotation, both verifiers agree; one changed b
   t.equal(rotations.length, 2, 'both rotations are audited');
 });
 
-t.test('rotate-secret refuses a bad overlap and another tenant\'s endpoint', async (t) => {
-  const bad = await call(node.base, 'POST', `/v1/webhooks/endpoints/${ep.id}/rotate-secret`, { token, body: { overlap_seconds: -5 } });
+t.test("rotate-secret refuses a bad overlap and another tenant's endpoint", async (t) => {
+  const bad = await call(node.base, 'POST', `/v1/webhooks/endpoints/${ep.id}/rotate-secret`, {
+    token,
+    body: { overlap_seconds: -5 },
+  });
   t.equal(bad.status, 400);
   t.equal(bad.json.code, 'INVALID_REQUEST');
-  const unknown = await call(node.base, 'POST', `/v1/webhooks/endpoints/${ep.id}/rotate-secret`, { token, body: { overlap: 5 } });
+  const unknown = await call(node.base, 'POST', `/v1/webhooks/endpoints/${ep.id}/rotate-secret`, {
+    token,
+    body: { overlap: 5 },
+  });
   t.equal(unknown.status, 400);
   const other = await node.token(await node.client('admin', 'someone-else'));
   const foreign = await call(node.base, 'POST', `/v1/webhooks/endpoints/${ep.id}/rotate-secret`, { token: other });

@@ -11,7 +11,10 @@ import { publish, receiver, registerEndpoint, sleep, type TestReceiver } from '.
 
 // 43200: the 72-hour retry span runs in 6 s, the 5-day disable in 10 s, the first retry after 0.7 ms.
 const SCALE = 43_200;
-const node = await startTestNode({ SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: String(SCALE) }, { dispatcher: true });
+const node = await startTestNode(
+  { SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: String(SCALE) },
+  { dispatcher: true },
+);
 const receivers: TestReceiver[] = [];
 t.teardown(async () => {
   for (const r of receivers) await r.close();
@@ -35,18 +38,27 @@ async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => bool
   for (;;) {
     const v = await read();
     if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms (last: ${JSON.stringify(v).slice(0, 300)})`);
+    if (Date.now() > deadline)
+      throw new Error(`${what}: not within ${timeoutMs} ms (last: ${JSON.stringify(v).slice(0, 300)})`);
     await sleep(100);
   }
 }
 
-async function auditActions(token: string, subject: string): Promise<{ action: string; reason: string | null; actor: string }[]> {
+async function auditActions(
+  token: string,
+  subject: string,
+): Promise<{ action: string; reason: string | null; actor: string }[]> {
   const res = await call(node.base, 'GET', '/v1/audit?limit=1000', { token });
   return (res.json?.data ?? []).filter((e: { subject: string }) => e.subject === subject);
 }
 
 async function dlq(token: string) {
-  return ((await call(node.base, 'GET', '/v1/webhooks/dlq?limit=1000', { token })).json?.data ?? []) as { event_id: string; endpoint_id: string; last_status: number | null; last_error: string | null }[];
+  return ((await call(node.base, 'GET', '/v1/webhooks/dlq?limit=1000', { token })).json?.data ?? []) as {
+    event_id: string;
+    endpoint_id: string;
+    last_status: number | null;
+    last_error: string | null;
+  }[];
 }
 
 t.test('429 with Retry-After in seconds: the next attempt is not before it', async (t) => {
@@ -58,7 +70,10 @@ t.test('429 with Retry-After in seconds: the next attempt is not before it', asy
   t.equal(hits[0].answer, 429);
   t.equal(hits[1].headers['x-service-delivery-attempt'], '2', 'it counted as a failed attempt');
   const gap = hits[1].at - hits[0].at;
-  t.ok(gap >= 2000, `the second attempt came ${gap} ms after the first (Retry-After: 2; the scaled backoff alone is under 1 ms)`);
+  t.ok(
+    gap >= 2000,
+    `the second attempt came ${gap} ms after the first (Retry-After: 2; the scaled backoff alone is under 1 ms)`,
+  );
   t.equal(hits[1].answer, 200);
 });
 
@@ -74,7 +89,10 @@ t.test('503 with an HTTP-date Retry-After: the next attempt is not before that d
   await publish(node, token, { type: 'pipeline.failed', data: { n: 1 } });
   const hits = await r.until((e) => e.length >= 2, 30_000, 'the retry');
   t.match(date, /GMT$/, `Retry-After: ${date}`);
-  t.ok(hits[1].at >= Date.parse(date), `the second attempt came at ${new Date(hits[1].at).toISOString()}, not before ${date}`);
+  t.ok(
+    hits[1].at >= Date.parse(date),
+    `the second attempt came at ${new Date(hits[1].at).toISOString()}, not before ${date}`,
+  );
 });
 
 t.test('a Retry-After beyond the retry span is capped at what is left of it', async (t) => {
@@ -89,63 +107,99 @@ t.test('a Retry-After beyond the retry span is capped at what is left of it', as
   t.equal(hits[1].answer, 200);
 });
 
-t.test('410 Gone: DISABLED, queued deliveries to the DLQ with the reason, endpoint.disabled to the others, audited; verify re-enables', async (t) => {
-  const { token, r, ep } = await setUp('steer-410', 500);
-  const watcher = await receiver(200);
-  receivers.push(watcher);
-  const other = await registerEndpoint(node, token, watcher.url, ['endpoint.disabled']);
+t.test(
+  '410 Gone: DISABLED, queued deliveries to the DLQ with the reason, endpoint.disabled to the others, audited; verify re-enables',
+  async (t) => {
+    const { token, r, ep } = await setUp('steer-410', 500);
+    const watcher = await receiver(200);
+    receivers.push(watcher);
+    const other = await registerEndpoint(node, token, watcher.url, ['endpoint.disabled']);
 
-  // Event 1 keeps failing (500) and waits on the retry rungs; event 2 gets a 410.
-  const e1 = (await publish(node, token, { type: 'pipeline.failed', data: { n: 1 } })).json;
-  await r.until((e) => e.some((h) => h.body.id === e1.id), 30_000, 'event 1');
-  r.answerFor = (hit) => (hit.body.id === e1.id ? 500 : 410);
-  const e2 = (await publish(node, token, { type: 'pipeline.failed', data: { n: 2 } })).json;
+    // Event 1 keeps failing (500) and waits on the retry rungs; event 2 gets a 410.
+    const e1 = (await publish(node, token, { type: 'pipeline.failed', data: { n: 1 } })).json;
+    await r.until((e) => e.some((h) => h.body.id === e1.id), 30_000, 'event 1');
+    r.answerFor = (hit) => (hit.body.id === e1.id ? 500 : 410);
+    const e2 = (await publish(node, token, { type: 'pipeline.failed', data: { n: 2 } })).json;
 
-  const disabled = await until('DISABLED', () => endpoint(token, ep.id), (e) => e.state === 'DISABLED');
-  t.match(disabled.disabled_reason, /410 Gone/);
-  t.type(disabled.disabled_at, 'string');
+    const disabled = await until(
+      'DISABLED',
+      () => endpoint(token, ep.id),
+      (e) => e.state === 'DISABLED',
+    );
+    t.match(disabled.disabled_reason, /410 Gone/);
+    t.type(disabled.disabled_at, 'string');
 
-  const entries = await until('both events in the DLQ', () => dlq(token), (d) => [e1.id, e2.id].every((id) => d.some((x) => x.event_id === id)));
-  const gone = entries.find((x) => x.event_id === e2.id)!;
-  t.equal(gone.last_status, 410);
-  t.match(gone.last_error, /410 Gone/);
-  const queued = entries.find((x) => x.event_id === e1.id)!;
-  t.match(queued.last_error, /DISABLED/, `the queued delivery went to the DLQ with the reason: ${queued.last_error}`);
+    const entries = await until(
+      'both events in the DLQ',
+      () => dlq(token),
+      (d) => [e1.id, e2.id].every((id) => d.some((x) => x.event_id === id)),
+    );
+    const gone = entries.find((x) => x.event_id === e2.id)!;
+    t.equal(gone.last_status, 410);
+    t.match(gone.last_error, /410 Gone/);
+    const queued = entries.find((x) => x.event_id === e1.id)!;
+    t.match(queued.last_error, /DISABLED/, `the queued delivery went to the DLQ with the reason: ${queued.last_error}`);
 
-  const [notice] = await watcher.until((e) => e.some((h) => h.body.type === 'endpoint.disabled'), 30_000, 'endpoint.disabled');
-  const event = watcher.events().find((h) => h.body.type === 'endpoint.disabled')!;
-  t.ok(notice);
-  t.same(event.body.data, { endpoint_id: ep.id, url: r.url, reason: disabled.disabled_reason, disabled_at: disabled.disabled_at }, 'the other endpoint is told which and why');
-  t.notOk(r.events().some((h) => h.body.type === 'endpoint.disabled'), 'the disabled endpoint itself is not sent it');
+    const [notice] = await watcher.until(
+      (e) => e.some((h) => h.body.type === 'endpoint.disabled'),
+      30_000,
+      'endpoint.disabled',
+    );
+    const event = watcher.events().find((h) => h.body.type === 'endpoint.disabled')!;
+    t.ok(notice);
+    t.same(
+      event.body.data,
+      { endpoint_id: ep.id, url: r.url, reason: disabled.disabled_reason, disabled_at: disabled.disabled_at },
+      'the other endpoint is told which and why',
+    );
+    t.notOk(
+      r.events().some((h) => h.body.type === 'endpoint.disabled'),
+      'the disabled endpoint itself is not sent it',
+    );
 
-  const audit = await auditActions(token, ep.id);
-  t.ok(audit.some((e) => e.action === 'endpoint.disabled' && /410/.test(e.reason ?? '')), 'audited as endpoint.disabled with the reason');
+    const audit = await auditActions(token, ep.id);
+    t.ok(
+      audit.some((e) => e.action === 'endpoint.disabled' && /410/.test(e.reason ?? '')),
+      'audited as endpoint.disabled with the reason',
+    );
 
-  // No more attempts: a new event matches it no more, and nothing reaches it.
-  const seen = r.hits.length;
-  const e3 = (await publish(node, token, { type: 'pipeline.failed', data: { n: 3 } })).json;
-  t.equal(e3.matched_endpoints, 0, 'a DISABLED endpoint is matched by no new event');
-  await sleep(1000);
-  t.equal(r.hits.length, seen, 'nothing more was sent to it');
+    // No more attempts: a new event matches it no more, and nothing reaches it.
+    const seen = r.hits.length;
+    const e3 = (await publish(node, token, { type: 'pipeline.failed', data: { n: 3 } })).json;
+    t.equal(e3.matched_endpoints, 0, 'a DISABLED endpoint is matched by no new event');
+    await sleep(1000);
+    t.equal(r.hits.length, seen, 'nothing more was sent to it');
 
-  // Re-enabling: the ping (a 2xx) makes it ACTIVE, and deliveries flow again.
-  r.answer = 200;
-  r.answerFor = undefined;
-  const verified = await call(node.base, 'POST', `/v1/webhooks/endpoints/${ep.id}/verify`, { token });
-  t.equal(verified.status, 200);
-  t.equal(verified.json.state, 'ACTIVE');
-  t.equal(verified.json.disabled_reason, null);
-  const e4 = (await publish(node, token, { type: 'pipeline.failed', data: { n: 4 } })).json;
-  t.equal(e4.matched_endpoints, 1);
-  await r.until((e) => e.some((h) => h.body.id === e4.id && h.answer === 200), 30_000, 'a delivery after re-enabling');
-  t.ok((await auditActions(token, ep.id)).some((e) => e.action === 'endpoint.enabled'), 're-enabling is audited');
-  t.equal((await endpoint(token, other.id)).state, 'ACTIVE', 'the other endpoint was never touched');
-});
+    // Re-enabling: the ping (a 2xx) makes it ACTIVE, and deliveries flow again.
+    r.answer = 200;
+    r.answerFor = undefined;
+    const verified = await call(node.base, 'POST', `/v1/webhooks/endpoints/${ep.id}/verify`, { token });
+    t.equal(verified.status, 200);
+    t.equal(verified.json.state, 'ACTIVE');
+    t.equal(verified.json.disabled_reason, null);
+    const e4 = (await publish(node, token, { type: 'pipeline.failed', data: { n: 4 } })).json;
+    t.equal(e4.matched_endpoints, 1);
+    await r.until(
+      (e) => e.some((h) => h.body.id === e4.id && h.answer === 200),
+      30_000,
+      'a delivery after re-enabling',
+    );
+    t.ok(
+      (await auditActions(token, ep.id)).some((e) => e.action === 'endpoint.enabled'),
+      're-enabling is audited',
+    );
+    t.equal((await endpoint(token, other.id)).state, 'ACTIVE', 'the other endpoint was never touched');
+  },
+);
 
 t.test('a failed verify leaves a DISABLED endpoint DISABLED', async (t) => {
   const { token, r, ep } = await setUp('steer-still-gone', 410);
   await publish(node, token, { type: 'pipeline.failed', data: { n: 1 } });
-  await until('DISABLED', () => endpoint(token, ep.id), (e) => e.state === 'DISABLED');
+  await until(
+    'DISABLED',
+    () => endpoint(token, ep.id),
+    (e) => e.state === 'DISABLED',
+  );
   r.pingStatus = 410;
   const res = await call(node.base, 'POST', `/v1/webhooks/endpoints/${ep.id}/verify`, { token });
   t.equal(res.status, 200);
@@ -153,31 +207,47 @@ t.test('a failed verify leaves a DISABLED endpoint DISABLED', async (t) => {
   t.equal(res.json.state, 'DISABLED');
 });
 
-t.test('every attempt failing for 5 days (scaled: 10 s) disables the endpoint; one that sometimes succeeds stays ACTIVE', async (t) => {
-  const { token, r, ep } = await setUp('steer-5-days', 500);
-  // Alongside: a receiver that fails every first attempt and takes the retry, for as long.
-  const flaky = await setUp('steer-flaky', 200);
-  flaky.r.answerFor = (hit) => (hit.headers['x-service-delivery-attempt'] === '1' ? 500 : 200);
-  // Keep both busy: each event dies after the 72-hour span (6 s), so publish one every 500 ms.
-  const started = Date.now();
-  let state = 'ACTIVE';
-  for (let n = 0; state !== 'DISABLED'; n++) {
-    if (Date.now() - started > 90_000) throw new Error('not DISABLED within 90 s');
-    await publish(node, token, { type: 'pipeline.failed', data: { n } });
-    await publish(node, flaky.token, { type: 'pipeline.failed', data: { n } });
-    await sleep(500);
-    state = (await endpoint(token, ep.id)).state;
-  }
-  const failed = r.events();
-  t.ok(failed.length > 0 && failed.every((h) => h.answer === 500), `${failed.length} attempts, every one failed`);
-  const span = (failed.at(-1)!.at - failed[0].at) * SCALE;
-  t.ok(span >= 5 * 24 * 3600_000 * 0.98, `the failures spanned ${(span / 3600_000 / 24).toFixed(2)} days (scaled) before the disable`);
-  const rec = await endpoint(token, ep.id);
-  t.match(rec.disabled_reason, /every attempt failed for 5 days/);
-  t.ok((await auditActions(token, ep.id)).some((e) => e.action === 'endpoint.disabled' && /5 days/.test(e.reason ?? '')), 'audited');
+t.test(
+  'every attempt failing for 5 days (scaled: 10 s) disables the endpoint; one that sometimes succeeds stays ACTIVE',
+  async (t) => {
+    const { token, r, ep } = await setUp('steer-5-days', 500);
+    // Alongside: a receiver that fails every first attempt and takes the retry, for as long.
+    const flaky = await setUp('steer-flaky', 200);
+    flaky.r.answerFor = (hit) => (hit.headers['x-service-delivery-attempt'] === '1' ? 500 : 200);
+    // Keep both busy: each event dies after the 72-hour span (6 s), so publish one every 500 ms.
+    const started = Date.now();
+    let state = 'ACTIVE';
+    for (let n = 0; state !== 'DISABLED'; n++) {
+      if (Date.now() - started > 90_000) throw new Error('not DISABLED within 90 s');
+      await publish(node, token, { type: 'pipeline.failed', data: { n } });
+      await publish(node, flaky.token, { type: 'pipeline.failed', data: { n } });
+      await sleep(500);
+      state = (await endpoint(token, ep.id)).state;
+    }
+    const failed = r.events();
+    t.ok(failed.length > 0 && failed.every((h) => h.answer === 500), `${failed.length} attempts, every one failed`);
+    const span = (failed.at(-1)!.at - failed[0].at) * SCALE;
+    t.ok(
+      span >= 5 * 24 * 3600_000 * 0.98,
+      `the failures spanned ${(span / 3600_000 / 24).toFixed(2)} days (scaled) before the disable`,
+    );
+    const rec = await endpoint(token, ep.id);
+    t.match(rec.disabled_reason, /every attempt failed for 5 days/);
+    t.ok(
+      (await auditActions(token, ep.id)).some((e) => e.action === 'endpoint.disabled' && /5 days/.test(e.reason ?? '')),
+      'audited',
+    );
 
-  const flakyHits = flaky.r.events();
-  const flakySpan = (flakyHits.at(-1)!.at - flakyHits[0].at) * SCALE;
-  t.ok(flakyHits.some((h) => h.answer === 500) && flakyHits.some((h) => h.answer === 200), `the flaky endpoint failed and succeeded over ${(flakySpan / 3600_000 / 24).toFixed(2)} days (scaled)`);
-  t.equal((await endpoint(flaky.token, flaky.ep.id)).state, 'ACTIVE', 'an endpoint whose attempts sometimes succeed is not disabled');
-});
+    const flakyHits = flaky.r.events();
+    const flakySpan = (flakyHits.at(-1)!.at - flakyHits[0].at) * SCALE;
+    t.ok(
+      flakyHits.some((h) => h.answer === 500) && flakyHits.some((h) => h.answer === 200),
+      `the flaky endpoint failed and succeeded over ${(flakySpan / 3600_000 / 24).toFixed(2)} days (scaled)`,
+    );
+    t.equal(
+      (await endpoint(flaky.token, flaky.ep.id)).state,
+      'ACTIVE',
+      'an endpoint whose attempts sometimes succeed is not disabled',
+    );
+  },
+);

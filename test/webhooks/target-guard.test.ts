@@ -1,13 +1,22 @@
 import t from 'tap';
 import { SluiceError } from '../../core/errors.ts';
-import { assertPublicAddress, checkTargetUrl, guardedLookup, targetGuard, type TargetLookup } from '../../core/webhooks/target-guard.ts';
+import {
+  assertPublicAddress,
+  checkTargetUrl,
+  guardedLookup,
+  targetGuard,
+  type TargetLookup,
+} from '../../core/webhooks/target-guard.ts';
 import { classifyAddress } from '../../core/webhooks/ip-ranges.ts';
 import { attemptDelivery, createDeliveryAgent } from '../../core/webhooks/attempt.ts';
 import { startTestNode, call } from '../helpers/sluice.ts';
 import { startReceiver } from '../helpers/webhook-receiver.ts';
 
 const strict = { allowInsecure: false };
-const resolvesTo = (...addresses: string[]): TargetLookup => async () => addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+const resolvesTo =
+  (...addresses: string[]): TargetLookup =>
+  async () =>
+    addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
 
 async function refusal(p: Promise<unknown> | (() => unknown)): Promise<SluiceError> {
   try {
@@ -34,7 +43,11 @@ t.test('checkTargetUrl: https only, no credentials, bounded length', async (t) =
     t.equal(e.status, 422);
     t.equal(e.extra.reason, reason, `${url.slice(0, 60)}: ${e.message}`);
   }
-  t.equal(checkTargetUrl('http://127.0.0.1:8080/x', { allowInsecure: true }).protocol, 'http:', 'the development flag allows http');
+  t.equal(
+    checkTargetUrl('http://127.0.0.1:8080/x', { allowInsecure: true }).protocol,
+    'http:',
+    'the development flag allows http',
+  );
   await refusal(() => checkTargetUrl('ftp://127.0.0.1/x', { allowInsecure: true }));
 });
 
@@ -74,7 +87,16 @@ t.test('classifyAddress: every special-purpose range, and IPv4 inside IPv6', asy
     ['2001:db8::1', 'documentation'],
   ];
   for (const [address, kind] of blocked) t.equal(classifyAddress(address)?.blocked, kind, address);
-  for (const address of ['8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '93.184.215.14', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::8.8.8.8']) {
+  for (const address of [
+    '8.8.8.8',
+    '1.1.1.1',
+    '172.32.0.1',
+    '100.128.0.1',
+    '93.184.215.14',
+    '2606:4700:4700::1111',
+    '::ffff:8.8.8.8',
+    '64:ff9b::8.8.8.8',
+  ]) {
     t.equal(classifyAddress(address), null, `${address} is public`);
   }
 });
@@ -104,10 +126,18 @@ t.test('assertPublicAddress: IP literals and names are checked after resolution,
     t.equal(e.code, 'UNPROCESSABLE_TARGET', url);
     t.equal(e.extra.reason, reason, `${url}: ${e.message}`);
   }
-  await t.resolves(assertPublicAddress(new URL('https://hooks.example.com/x'), { allowInsecure: false, lookup: resolvesTo('93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c') }));
+  await t.resolves(
+    assertPublicAddress(new URL('https://hooks.example.com/x'), {
+      allowInsecure: false,
+      lookup: resolvesTo('93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c'),
+    }),
+  );
   await t.resolves(assertPublicAddress(new URL('https://8.8.8.8/x'), strict), 'a public literal needs no DNS');
   const lookupCalls: string[] = [];
-  await assertPublicAddress(new URL('https://Hooks.Example.COM./x'), { allowInsecure: false, lookup: async (h) => (lookupCalls.push(h), [{ address: '1.1.1.1', family: 4 }]) });
+  await assertPublicAddress(new URL('https://Hooks.Example.COM./x'), {
+    allowInsecure: false,
+    lookup: async (h) => (lookupCalls.push(h), [{ address: '1.1.1.1', family: 4 }]),
+  });
   t.same(lookupCalls, ['hooks.example.com'], 'the name is normalized before the lookup');
 });
 
@@ -117,8 +147,18 @@ t.test('the development flag allows loopback and private addresses, never cloud 
   await t.resolves(assertPublicAddress(new URL('http://localhost:9/x'), { ...dev, lookup: resolvesTo('127.0.0.1') }));
   await t.resolves(assertPublicAddress(new URL('http://10.0.0.1/x'), dev));
   t.equal((await refusal(assertPublicAddress(new URL('http://169.254.169.254/x'), dev))).extra.reason, 'metadata');
-  t.equal((await refusal(assertPublicAddress(new URL('http://metadata.google.internal/x'), dev))).extra.reason, 'metadata');
-  t.equal((await refusal(assertPublicAddress(new URL('http://sneaky.example/x'), { ...dev, lookup: resolvesTo('169.254.169.254') }))).extra.reason, 'metadata');
+  t.equal(
+    (await refusal(assertPublicAddress(new URL('http://metadata.google.internal/x'), dev))).extra.reason,
+    'metadata',
+  );
+  t.equal(
+    (
+      await refusal(
+        assertPublicAddress(new URL('http://sneaky.example/x'), { ...dev, lookup: resolvesTo('169.254.169.254') }),
+      )
+    ).extra.reason,
+    'metadata',
+  );
 });
 
 t.test('DNS rebinding: the connection goes only to an address that passed the check', async (t) => {
@@ -127,15 +167,21 @@ t.test('DNS rebinding: the connection goes only to an address that passed the ch
   const port = new URL(r.url).port;
   // The pre-check saw a public address; the name now resolves to loopback when the socket connects.
   let calls = 0;
-  const rebinding: TargetLookup = async () => (calls++ === 0 ? [{ address: '93.184.215.14', family: 4 }] : [{ address: '127.0.0.1', family: 4 }]);
+  const rebinding: TargetLookup = async () =>
+    calls++ === 0 ? [{ address: '93.184.215.14', family: 4 }] : [{ address: '127.0.0.1', family: 4 }];
   const guard = { allowInsecure: false, lookup: rebinding };
   const agent = createDeliveryAgent(1, guardedLookup(guard));
   t.teardown(() => agent.destroy());
-  const outcome = await attemptDelivery(`http://rebind.example:${port}/hook`, '{}', { 'content-type': 'application/json' }, {
-    timeoutMs: 5000,
-    checkTarget: (url) => assertPublicAddress(url, guard),
-    dispatcher: agent,
-  });
+  const outcome = await attemptDelivery(
+    `http://rebind.example:${port}/hook`,
+    '{}',
+    { 'content-type': 'application/json' },
+    {
+      timeoutMs: 5000,
+      checkTarget: (url) => assertPublicAddress(url, guard),
+      dispatcher: agent,
+    },
+  );
   t.equal(outcome.ok, false);
   t.match(outcome.error, /UNPROCESSABLE_TARGET|loopback/);
   t.equal(r.received.length, 0, 'nothing reached the loopback receiver');
@@ -143,7 +189,12 @@ t.test('DNS rebinding: the connection goes only to an address that passed the ch
   // With the flag on, the same guarded lookup connects to the address it resolved (not the system's answer).
   const devAgent = createDeliveryAgent(1, guardedLookup({ allowInsecure: true, lookup: resolvesTo('127.0.0.1') }));
   t.teardown(() => devAgent.destroy());
-  const ok = await attemptDelivery(`http://no-such-host.invalid:${port}/hook`, '{}', { 'content-type': 'application/json' }, { timeoutMs: 5000, dispatcher: devAgent });
+  const ok = await attemptDelivery(
+    `http://no-such-host.invalid:${port}/hook`,
+    '{}',
+    { 'content-type': 'application/json' },
+    { timeoutMs: 5000, dispatcher: devAgent },
+  );
   t.equal(ok.ok, true, ok.error ?? '');
   t.equal(r.received.length, 1);
 });
@@ -157,8 +208,18 @@ t.test('targetGuard checks each request without DNS; names are checked at connec
   const guard = targetGuard({ allowInsecure: false, lookup: counting });
   await guard(new URL('https://hooks.example.com/x'));
   t.equal(lookups, 0, 'a hostname costs no DNS round trip per request');
-  for (const [url, reason] of [['https://10.0.0.1/x', 'private'], ['https://169.254.169.254/latest', 'metadata'], ['https://metadata.google.internal/x', 'metadata'], ['https://localhost/x', 'loopback'], ['https://[::1]/x', 'loopback']]) {
-    await t.rejects(guard(new URL(url)), { code: 'UNPROCESSABLE_TARGET', extra: { reason } }, `${url} refused without DNS`);
+  for (const [url, reason] of [
+    ['https://10.0.0.1/x', 'private'],
+    ['https://169.254.169.254/latest', 'metadata'],
+    ['https://metadata.google.internal/x', 'metadata'],
+    ['https://localhost/x', 'loopback'],
+    ['https://[::1]/x', 'loopback'],
+  ]) {
+    await t.rejects(
+      guard(new URL(url)),
+      { code: 'UNPROCESSABLE_TARGET', extra: { reason } },
+      `${url} refused without DNS`,
+    );
   }
   t.equal(lookups, 0);
   // The same name is refused when a connection is made: the lookup sees the private address.
@@ -166,7 +227,12 @@ t.test('targetGuard checks each request without DNS; names are checked at connec
   t.teardown(() => r.close());
   const agent = createDeliveryAgent(1, guardedLookup({ allowInsecure: false, lookup: counting }));
   t.teardown(() => agent.destroy());
-  const outcome = await attemptDelivery(`http://hooks.example.com:${new URL(r.url).port}/x`, '{}', {}, { timeoutMs: 5000, checkTarget: targetGuard({ allowInsecure: true }), dispatcher: agent });
+  const outcome = await attemptDelivery(
+    `http://hooks.example.com:${new URL(r.url).port}/x`,
+    '{}',
+    {},
+    { timeoutMs: 5000, checkTarget: targetGuard({ allowInsecure: true }), dispatcher: agent },
+  );
   t.equal(outcome.ok, false);
   t.equal(lookups, 1, 'resolved once, at connect');
   t.equal(r.received.length, 0);
@@ -207,7 +273,11 @@ t.test('registration refuses SSRF targets when the development flag is off', asy
     t.equal(res.status, 422, `${url}: status`);
     t.equal(res.json?.code, 'UNPROCESSABLE_TARGET', `${url}: code`);
     t.equal(res.json?.reason, reason, `${url}: ${res.json?.detail}`);
-    t.same(res.json?.errors?.map((e: { path: string }) => e.path), ['$.url'], `${url}: names the field`);
+    t.same(
+      res.json?.errors?.map((e: { path: string }) => e.path),
+      ['$.url'],
+      `${url}: names the field`,
+    );
     t.match(res.headers.get('content-type'), /application\/problem\+json/);
   }
   t.equal(r.received.length, 0, 'no request reached the loopback receiver');

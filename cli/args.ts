@@ -10,17 +10,19 @@ export class UsageError extends SluiceBaseError<'USAGE'> {
 }
 
 export function parse<T extends NonNullable<ParseArgsConfig['options']>>(argv: string[], options: T, usage: string) {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      options: { ...options, help: { type: 'boolean', short: 'h' } },
-      allowPositionals: true,
-      strict: true,
-    });
-  } catch (err) {
-    throw new UsageError(`${(err as Error).message}\n\n${usage}`);
-  }
+  const parseOrThrow = () => {
+    try {
+      return parseArgs({
+        args: argv,
+        options: { ...options, help: { type: 'boolean', short: 'h' } },
+        allowPositionals: true,
+        strict: true,
+      });
+    } catch (err) {
+      throw new UsageError(`${(err as Error).message}\n\n${usage}`);
+    }
+  };
+  const parsed = parseOrThrow();
   if ((parsed.values as Record<string, unknown>).help) {
     process.stdout.write(`${usage.trimEnd()}\n`);
     process.exit(0);

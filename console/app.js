@@ -609,7 +609,10 @@ async function replayIds(ids) {
 
 async function replaySelected() {
   const ids = [...document.querySelectorAll('input.pick:checked')].map((c) => c.value);
-  if (ids.length === 0) return void ($('replay-status').textContent = 'Select entries first.');
+  if (ids.length === 0) {
+    $('replay-status').textContent = 'Select entries first.';
+    return;
+  }
   await replayIds(ids);
 }
 

@@ -11,6 +11,8 @@ import { parse } from 'yaml';
 
 export const CONTRACT_PATH = fileURLToPath(new URL('./openapi.yaml', import.meta.url));
 
+/** A parsed OpenAPI or JSON document: members are read loosely, as the walkers check shapes themselves. */
+// biome-ignore lint/suspicious/noExplicitAny: an untyped JSON document
 export type Json = Record<string, any>;
 
 export interface MediaType {
@@ -46,8 +48,8 @@ export function loadContract(path = CONTRACT_PATH): Json {
 }
 
 /** Follows a local `$ref` (`#/components/...`) until the object is not a reference. */
-export function deref<T = Json>(doc: Json, value: any): T {
-  let v = value;
+export function deref<T = Json>(doc: Json, value: unknown): T {
+  let v = value as Json | undefined;
   for (let hops = 0; v && typeof v === 'object' && typeof v.$ref === 'string'; hops++) {
     if (hops > 20) throw new Error(`$ref loop at ${v.$ref}`);
     v = pointer(doc, v.$ref);
@@ -55,15 +57,16 @@ export function deref<T = Json>(doc: Json, value: any): T {
   return v as T;
 }
 
-export function pointer(doc: Json, ref: string): any {
+/** The node at a local `$ref`, read loosely like the document. */
+export function pointer(doc: Json, ref: string): Json {
   if (!ref.startsWith('#/')) throw new Error(`only local $refs are supported, got ${ref}`);
-  let v: any = doc;
+  let v: unknown = doc;
   for (const raw of ref.slice(2).split('/')) {
     const key = raw.replace(/~1/g, '/').replace(/~0/g, '~');
-    v = v?.[key];
+    v = (v as Json | undefined)?.[key];
     if (v === undefined) throw new Error(`cannot resolve ${ref}`);
   }
-  return v;
+  return v as Json;
 }
 
 export function listOperations(doc: Json): Operation[] {

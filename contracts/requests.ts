@@ -37,7 +37,10 @@ export function compileRequestChecks(doc: Json): RequestChecks {
     const op = operations.get(key);
     if (!op) return undefined;
     let c = compiled.get(key);
-    if (!c) compiled.set(key, (c = compileOperation(ajv, doc, op)));
+    if (!c) {
+      c = compileOperation(ajv, doc, op);
+      compiled.set(key, c);
+    }
     return forRoute(
       c,
       [...pattern.matchAll(/:(\w+)/g)].map((m) => m[1]),
@@ -174,7 +177,7 @@ export function faultsOf(errors: ErrorObject[], base: string, root: unknown): Re
 }
 
 function faultOf(e: ErrorObject, base: string, root: unknown): RequestFault | null {
-  const p = e.params as Record<string, any>;
+  const p = e.params as Json; // each keyword has its own params
   const at = (extra?: string | number) => pathOf(base, e.instancePath, root, extra);
   switch (e.keyword) {
     case 'anyOf':
@@ -208,7 +211,7 @@ const TYPE_WORDS: Record<string, string> = {
 };
 
 function messageOf(e: ErrorObject): string {
-  const p = e.params as Record<string, any>;
+  const p = e.params as Json; // each keyword has its own params
   switch (e.keyword) {
     case 'type':
       return `must be ${String(p.type)
@@ -248,8 +251,8 @@ function messageOf(e: ErrorObject): string {
 function pathOf(base: string, pointer: string, root: unknown, extra?: string | number): string {
   let path = base;
   let value: unknown = root;
-  const unescape = (s: string) => s.replace(/~1/g, '/').replace(/~0/g, '~');
-  const segments = pointer === '' ? [] : pointer.slice(1).split('/').map(unescape);
+  const unescapeSegment = (s: string) => s.replace(/~1/g, '/').replace(/~0/g, '~');
+  const segments = pointer === '' ? [] : pointer.slice(1).split('/').map(unescapeSegment);
   if (extra !== undefined) segments.push(String(extra));
   for (const s of segments) {
     path += Array.isArray(value) ? `[${s}]` : `.${s}`;

@@ -10,8 +10,10 @@ import type { ValidateFunction } from 'ajv';
 import type { Json } from './contract.ts';
 
 // ajv and ajv-formats are CommonJS with a `default` member; under NodeNext the default import is the module object.
-const Ajv2020 = ((Ajv2020Module as any).default ?? Ajv2020Module) as typeof import('ajv/dist/2020.js').default;
-const addFormats = ((addFormatsModule as any).default ?? addFormatsModule) as typeof import('ajv-formats').default;
+const Ajv2020 = ((Ajv2020Module as { default?: unknown }).default ??
+  Ajv2020Module) as typeof import('ajv/dist/2020.js').default;
+const addFormats = ((addFormatsModule as { default?: unknown }).default ??
+  addFormatsModule) as typeof import('ajv-formats').default;
 
 export const CONTRACT_ID = 'sluice-contract';
 
@@ -65,13 +67,13 @@ export class ContractSchemas {
 }
 
 /** A schema taken from the document, its `#/components/...` refs pointed at the contract held by the ajv. */
-export function rebase(value: any): any {
-  if (Array.isArray(value)) return value.map(rebase);
+export function rebase<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(rebase) as T;
   if (value && typeof value === 'object') {
     const out: Json = {};
     for (const [k, v] of Object.entries(value))
       out[k] = k === '$ref' && typeof v === 'string' && v.startsWith('#/') ? `${CONTRACT_ID}${v}` : rebase(v);
-    return out;
+    return out as T;
   }
   return value;
 }

@@ -3,7 +3,7 @@
  * whose keys are the same variable names). Parsed and validated once at start-up into a frozen
  * object; a bad value throws a ConfigError naming the variable.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, type Stats, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -140,7 +140,7 @@ function dirPath(env: Env, name: string, def: string): string {
   const raw = env[name];
   if (raw?.includes('\0')) throw new ConfigError(name, 'must be a directory path');
   const dir = resolve(raw || def);
-  let stat;
+  let stat: Stats | undefined;
   try {
     stat = statSync(dir, { throwIfNoEntry: false });
   } catch (err) {

@@ -50,7 +50,11 @@ export function findJsonFault(text: string, maxDepth = MAX_JSON_DEPTH): JsonFaul
     if (++depth > maxDepth) fail(`nested deeper than ${maxDepth} levels`);
     i++;
     ws();
-    if (text[i] === close) return void (i++, depth--);
+    if (text[i] === close) {
+      i++;
+      depth--;
+      return;
+    }
     for (let n = 0; ; n++) {
       member(n);
       ws();
@@ -58,16 +62,20 @@ export function findJsonFault(text: string, maxDepth = MAX_JSON_DEPTH): JsonFaul
         i++;
         continue;
       }
-      if (text[i] === close) return void (i++, depth--);
+      if (text[i] === close) {
+        i++;
+        depth--;
+        return;
+      }
       fail(text[i] === undefined ? 'unexpected end of input' : `expected ',' or '${close}' but found '${text[i]}'`);
     }
   };
   const value = (): void => {
     ws();
     const c = text[i];
-    if (c === undefined) return fail('unexpected end of input');
+    if (c === undefined) fail('unexpected end of input');
     if (c === '{') {
-      return members('}', () => {
+      members('}', () => {
         ws();
         const key = str();
         ws();
@@ -77,15 +85,20 @@ export function findJsonFault(text: string, maxDepth = MAX_JSON_DEPTH): JsonFaul
         value();
         path.pop();
       });
+      return;
     }
     if (c === '[') {
-      return members(']', (n) => {
+      members(']', (n) => {
         path.push(n);
         value();
         path.pop();
       });
+      return;
     }
-    if (c === '"') return void str();
+    if (c === '"') {
+      str();
+      return;
+    }
     const m = /^(?:-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)/.exec(text.slice(i, i + 400));
     if (!m) fail(`unexpected character '${c}'`);
     i += m![0].length;

@@ -384,7 +384,10 @@ export class Metrics {
 const STATUS = new Map<number, string>();
 function statusText(status: number): string {
   let s = STATUS.get(status);
-  if (s === undefined) STATUS.set(status, (s = String(status)));
+  if (s === undefined) {
+    s = String(status);
+    STATUS.set(status, s);
+  }
   return s;
 }
 

@@ -56,7 +56,10 @@ const NO_VALUES: Record<string, unknown> = Object.freeze({}) as Record<string, u
 const routeNames = new WeakMap<Route, string>();
 function routeName(route: Route): string {
   let n = routeNames.get(route);
-  if (n === undefined) routeNames.set(route, (n = `${route.method} ${route.pattern}`));
+  if (n === undefined) {
+    n = `${route.method} ${route.pattern}`;
+    routeNames.set(route, n);
+  }
   return n;
 }
 

@@ -160,7 +160,9 @@ const publisher = (async () => {
         else if (res.status === 503) refused += BATCH;
         else unexpected.set(res.status, (unexpected.get(res.status) ?? 0) + 1);
       },
-      () => void (refused += BATCH),
+      () => {
+        refused += BATCH;
+      },
     );
     inflight.add(p);
     void p.finally(() => inflight.delete(p));

@@ -24,6 +24,7 @@
  * Without `ctx.rotation` it reads the client's current rotation state (skipped before the first
  * rotation, which a Sluice on real time does 30 days after the client was created).
  */
+import type { Json } from '../contract.ts';
 import { api, register, startTarget } from './webhook-target.ts';
 import { issueToken, result, type LimitCheck, type LimitContext, type LimitResult } from './types.ts';
 
@@ -101,10 +102,10 @@ async function watch(
       const [jwks, secret] = await Promise.all([
         fetch(`${ctx.baseUrl}/v1/auth/jwks`).then(async (r) => ({
           status: r.status,
-          body: (await r.json().catch(() => null)) as any,
+          body: (await r.json().catch(() => null)) as Json,
         })),
         fetch(`${ctx.baseUrl}/v1/auth/clients/${encodeURIComponent(ctx.clientId)}/secret`, { headers: auth }).then(
-          async (r) => ({ status: r.status, body: (await r.json().catch(() => null)) as any }),
+          async (r) => ({ status: r.status, body: (await r.json().catch(() => null)) as Json }),
         ),
       ]);
       const at = performance.now();

@@ -10,6 +10,7 @@
  * (`timeScale` for the ladder, `revocable` for the revocation guard; without `rotation`, the
  * rotation guard before the client's first rotation). A skip is never a pass.
  */
+import type { Json } from '../contract.ts';
 
 export interface LimitContext {
   baseUrl: string;
@@ -56,7 +57,7 @@ export async function issueToken(
   baseUrl: string,
   clientId: string,
   clientSecret: string,
-): Promise<{ status: number; body: any }> {
+): Promise<{ status: number; body: Json }> {
   const res = await fetch(`${baseUrl}/v1/auth/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

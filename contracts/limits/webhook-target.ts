@@ -1,6 +1,7 @@
 /** A local webhook target for the delivery guards: answers the ping with 200 and the rest as told. */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Json } from '../contract.ts';
 import { issueToken } from './types.ts';
 import type { LimitContext } from './types.ts';
 
@@ -36,7 +37,7 @@ export async function api(
   method: string,
   path: string,
   body?: unknown,
-): Promise<{ status: number; body: any; ms: number }> {
+): Promise<{ status: number; body: Json; ms: number }> {
   const token = (await issueToken(ctx.baseUrl, ctx.clientId, ctx.clientSecret)).body.access_token;
   const started = performance.now();
   const res = await fetch(`${ctx.baseUrl}${path}`, {

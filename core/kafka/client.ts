@@ -295,7 +295,10 @@ export class BestEffortProducer {
   }
   /** Queues a record; it goes out with the others queued in the same turn of the event loop. */
   add(topic: string, record: OutRecord): void {
-    if (this.queue.length >= BestEffortProducer.MAX_QUEUED) return this.onDrop(1, null);
+    if (this.queue.length >= BestEffortProducer.MAX_QUEUED) {
+      this.onDrop(1, null);
+      return;
+    }
     this.queue.push({ topic, records: [record], bytes: recordBytes(record) });
     if (this.scheduled) return;
     this.scheduled = true;

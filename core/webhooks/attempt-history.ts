@@ -206,7 +206,10 @@ export class AttemptHistory implements StoredView {
     for (const a of list) {
       const minute = Math.floor(a.at / MINUTE_MS) * MINUTE_MS;
       let b = buckets.get(minute);
-      if (!b) buckets.set(minute, (b = this.minutes.get([tenant, endpoint, minute]) ?? empty()));
+      if (!b) {
+        b = this.minutes.get([tenant, endpoint, minute]) ?? empty();
+        buckets.set(minute, b);
+      }
       b.attempts++;
       if (a.ok) b.delivered++;
       else b.failed++;
@@ -279,15 +282,12 @@ export class AttemptHistory implements StoredView {
     const to = Math.floor(nowMs / MINUTE_MS) * MINUTE_MS;
     const from = to - (WINDOW_MINUTES - 1) * MINUTE_MS;
     const series = this.series(tenant, endpoint ?? TENANT_TOTAL, from, to);
-    const sum = series.reduce(
-      (acc, p) => ({
-        ...acc,
-        attempts: acc.attempts + p.attempts,
-        delivered: acc.delivered + p.delivered,
-        failed: acc.failed + p.failed,
-      }),
-      empty(),
-    );
+    const sum = series.reduce((acc, p) => {
+      acc.attempts += p.attempts;
+      acc.delivered += p.delivered;
+      acc.failed += p.failed;
+      return acc;
+    }, empty());
     const ids =
       endpoint !== undefined
         ? [endpoint]
@@ -295,15 +295,12 @@ export class AttemptHistory implements StoredView {
     const endpoints = ids.flatMap((id) => {
       const last = this.last.get([tenant, id]);
       if (!last) return [];
-      const b = this.series(tenant, id, from, to).reduce(
-        (acc, p) => ({
-          ...acc,
-          attempts: acc.attempts + p.attempts,
-          delivered: acc.delivered + p.delivered,
-          failed: acc.failed + p.failed,
-        }),
-        empty(),
-      );
+      const b = this.series(tenant, id, from, to).reduce((acc, p) => {
+        acc.attempts += p.attempts;
+        acc.delivered += p.delivered;
+        acc.failed += p.failed;
+        return acc;
+      }, empty());
       return [
         {
           endpoint_id: id,

@@ -159,7 +159,10 @@ interface Tenant {
 function indexKinds(t: Tenant, rec: EndpointRecord): void {
   for (const kind of rec.events) {
     let ids = t.byKind.get(kind);
-    if (!ids) t.byKind.set(kind, (ids = new Set()));
+    if (!ids) {
+      ids = new Set();
+      t.byKind.set(kind, ids);
+    }
     ids.add(rec.id);
   }
 }

@@ -130,8 +130,9 @@ async function signIn(ev) {
     $('signout').hidden = false;
     const hooks = [...session.scopes].filter((x) => x.startsWith('webhooks:'));
     const more = session.scopes.size - hooks.length;
+    const moreText = more > 0 ? ` (+${more} more scopes)` : '';
     $('who').textContent =
-      `tenant ${session.tenant} · ${form.client_id} · ${hooks.join(' ') || 'no webhooks scope'}${more > 0 ? ` (+${more} more scopes)` : ''}`;
+      `tenant ${session.tenant} · ${form.client_id} · ${hooks.join(' ') || 'no webhooks scope'}${moreText}`;
     show('endpoints');
   } catch (err) {
     $('signin-error').textContent = `Sign-in failed: ${err.message}`;
@@ -282,11 +283,10 @@ async function reverify(button) {
   const { data, headers } = await api('POST', `/v1/webhooks/endpoints/${encodeURIComponent(button.dataset.id)}/verify`);
   const result = headers.get('sluice-ping-result');
   const detail = [headers.get('sluice-ping-status'), headers.get('sluice-ping-error')].filter(Boolean).join(' ');
-  $('verify-result').textContent =
-    `Ping ${result === 'ok' ? 'answered 200' : `failed${detail ? ` (${detail})` : ''}`}: ${data.id} is now ${data.state}.`;
+  const outcome = result === 'ok' ? 'answered 200' : `failed${detail ? ` (${detail})` : ''}`;
+  $('verify-result').textContent = `Ping ${outcome}: ${data.id} is now ${data.state}.`;
   await renderEndpoints();
-  $('verify-result').textContent =
-    `Ping ${result === 'ok' ? 'answered 200' : `failed${detail ? ` (${detail})` : ''}`}: ${data.id} is now ${data.state}.`;
+  $('verify-result').textContent = `Ping ${outcome}: ${data.id} is now ${data.state}.`;
 }
 
 // ---- one endpoint: its deliveries' attempts on a timeline ----
@@ -401,7 +401,8 @@ function timeline(list) {
         s(
           'title',
           {},
-          `attempt ${a.attempt} at ${when(a.at)}: ${a.status ?? 'no answer'} in ${a.duration_ms} ms${a.error ? ` (${a.error})` : ''}`,
+          `attempt ${a.attempt} at ${when(a.at)}: ${a.status ?? 'no answer'} in ${a.duration_ms} ms` +
+            `${a.error ? ` (${a.error})` : ''}`,
         ),
       ),
     );
@@ -470,7 +471,8 @@ async function renderDlq() {
     h(
       'p',
       { class: 'subtle' },
-      'Deliveries that failed 17 times over 72 hours. An entry expires 7 days after it was dead-lettered; a replay delivers it again with a fresh attempt count.',
+      'Deliveries that failed 17 times over 72 hours. An entry expires 7 days after it was dead-lettered; ' +
+        'a replay delivers it again with a fresh attempt count.',
     ),
     h(
       'div',

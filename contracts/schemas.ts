@@ -41,10 +41,11 @@ export class ContractSchemas {
   errors(schema: string | Json, value: unknown): string[] {
     const validate = this.compile(schema);
     if (validate(value)) return [];
-    return (validate.errors ?? []).map(
-      (e) =>
-        `${e.instancePath || '(root)'} ${e.message}${e.params && 'additionalProperty' in e.params ? ` "${e.params.additionalProperty}"` : ''}${e.params && 'unevaluatedProperty' in e.params ? ` "${e.params.unevaluatedProperty}"` : ''}`,
-    );
+    return (validate.errors ?? []).map((e) => {
+      const extra = e.params && 'additionalProperty' in e.params ? ` "${e.params.additionalProperty}"` : '';
+      const unevaluated = e.params && 'unevaluatedProperty' in e.params ? ` "${e.params.unevaluatedProperty}"` : '';
+      return `${e.instancePath || '(root)'} ${e.message}${extra}${unevaluated}`;
+    });
   }
 
   private compile(schema: string | Json): ValidateFunction {

@@ -68,9 +68,15 @@ export interface Config {
   dispatchConcurrency: number;
   /** Deliveries in flight at once to one endpoint (also the keep-alive connections per origin). */
   dispatchPerEndpoint: number;
-  /** An attempt slower than this (or timed out) marks its endpoint slow: its queued deliveries go back through the first rung. */
+  /**
+   * An attempt slower than this (or timed out) marks its endpoint
+   * slow: its queued deliveries go back through the first rung.
+   */
   dispatchSlowMs: number;
-  /** Deliveries one dispatcher process holds in memory (queued or in flight) before it pauses the partitions that feed it. */
+  /**
+   * Deliveries one dispatcher process holds in memory (queued
+   * or in flight) before it pauses the partitions that feed it.
+   */
   dispatchBuffer: number;
   /** How often (before SLUICE_TIME_SCALE) a delivery held for a PENDING endpoint is re-checked. */
   dispatchHoldRecheckMs: number;
@@ -84,7 +90,9 @@ export interface Config {
   otlpEndpoint: string;
   /** An endpoint whose every attempt failed for this long (before SLUICE_TIME_SCALE) is DISABLED. */
   webhookDisableAfterMs: number;
-  /** After a secret rotation, how long the previous secret keeps signing (the default of the request's overlap_seconds). */
+  /**
+   * After a secret rotation, how long the previous secret keeps signing (the default of the request's overlap_seconds).
+   */
   webhookSecretOverlapSeconds: number;
 }
 

@@ -81,7 +81,8 @@ export function topicSpecs(prefix: string, partitions: number, timeScale = 1): T
     // The retry rungs and the hold rung.
     ...t.rungs.map((name) => ({ name, partitions, config: deleted(7 * DAY_MS) })),
     { name: t.dlq, partitions: 1, config: deleted(Math.max(60_000, Math.round(dlqRetentionMs))) },
-    // Read whole by every ingress node's attempt history (core/webhooks/attempt-history.ts), which keeps 7 days at most.
+    // Read whole by every ingress node's attempt history
+    // (core/webhooks/attempt-history.ts), which keeps 7 days at most.
     { name: t.attempts, partitions: 1, config: deleted(7 * DAY_MS) },
   ];
 }

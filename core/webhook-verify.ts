@@ -52,11 +52,17 @@ export class WebhookVerificationError extends SluiceBaseError<WebhookVerificatio
 export type WebhookHeaders = Record<string, string | string[] | undefined> | Headers;
 
 export interface VerifyWebhookOptions {
-  /** How far the timestamp may be from now, either way; default 300 (a retry hours later is signed afresh, so 300 s suffices). */
+  /**
+   * How far the timestamp may be from now, either way; default 300
+   * (a retry hours later is signed afresh, so 300 s suffices).
+   */
   toleranceSeconds?: number;
   /** The current time in milliseconds; default Date.now(). */
   now?: number;
-  /** Which signature to check: 'sluice' (X-Service-*), 'standard' (webhook-*), or 'auto' (default: Sluice's when present, else the standard one). */
+  /**
+   * Which signature to check: 'sluice' (X-Service-*), 'standard' (webhook-*),
+   * or 'auto' (default: Sluice's when present, else the standard one).
+   */
   scheme?: 'auto' | 'sluice' | 'standard';
 }
 

@@ -112,7 +112,9 @@ export class GroupConsumer {
     return this.restarting;
   }
 
-  /** Commits "next offset to read" per partition; a commit refused after a rebalance is harmless (the records repeat). */
+  /**
+   * Commits "next offset to read" per partition; a commit refused after a rebalance is harmless (the records repeat).
+   */
   async commit(offsets: Array<{ topic: string; partition: number; offset: string }>): Promise<void> {
     if (!this.consumer || offsets.length === 0) return;
     try {

@@ -1,7 +1,8 @@
 /**
  * Dead-lettering: the DLQ entry (DlqEntry in core/webhooks/records.ts), built from the delivery that
- * ran out of attempts (or was refused one: endpoint DISABLED, or PENDING for the whole retry span). Its id derives from the delivery id, so a dead-letter repeated after a crash is the
- * same entry (the DLQ view keeps one), while a replayed delivery (a new delivery id) gets a new one.
+ * ran out of attempts (or was refused one: endpoint DISABLED, or PENDING for the whole retry
+ * span). Its id derives from the delivery id, so a dead-letter repeated after a crash is the same
+ * entry (the DLQ view keeps one), while a replayed delivery (a new delivery id) gets a new one.
  */
 import { createHash } from 'node:crypto';
 import { DLQ_RETENTION_MS } from '../core/backoff.ts';

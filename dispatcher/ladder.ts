@@ -1,8 +1,8 @@
 /**
  * The retry ladder as values: what happens to a delivery after an attempt (or instead of one).
  * `delivered`, `retry` (to a rung, due at a time), `dead-letter` after the 17th consecutive
- * failure or on a 410 Gone (the endpoint is disabled); and, without an attempt: `held` (endpoint PENDING), `deferred` (its endpoint is slow
- * right now) or `dropped` (endpoint deleted, record unreadable). Nothing here touches Kafka.
+ * failure or on a 410 Gone (the endpoint is disabled); and, without an attempt: `held` (endpoint PENDING), `deferred`
+ * (its endpoint is slow right now) or `dropped` (endpoint deleted, record unreadable). Nothing here touches Kafka.
  */
 import { MAX_ATTEMPTS, RETRY_SPAN_MS, RUNGS, retryDelayMs, rungAfter, rungForDelay } from '../core/backoff.ts';
 import type { AttemptOutcome } from '../core/webhooks/attempt.ts';

@@ -1,7 +1,7 @@
 /**
  * What happens to one delivery record, as an Outcome value: dropped when its endpoint is gone,
- * held while it is PENDING, dead-lettered when it is DISABLED, else queued for its endpoint (scheduler.ts) and attempted (signed
- * afresh) and judged by the ladder, or diverted to a rung when its endpoint is slow or asked
+ * held while it is PENDING, dead-lettered when it is DISABLED, else queued for its endpoint (scheduler.ts) and
+ * attempted (signed afresh) and judged by the ladder, or diverted to a rung when its endpoint is slow or asked
  * for time. What an attempt says about its endpoint is acted on here too: a 410 Gone disables it,
  * and so does failing every attempt for SLUICE_WEBHOOK_DISABLE_AFTER_HOURS (scaled).
  *

@@ -5,8 +5,9 @@
  * retried until it succeeds or the dispatcher stops (the offset stays uncommitted meanwhile, so
  * nothing is lost either way). Every attempt is also reported on `sluice.attempts` for the
  * tenant's attempt history (noteAttempt), gathered the same way but never waited for: the
- * history is for people reading it, and a delivery's offset does not wait on it. A write Kafka refuses for good (too large) is never retried as it
- * is: the batch is split, and a single record that still cannot be written is logged, counted
+ * history is for people reading it, and a delivery's offset does not wait on it.
+ * A write Kafka refuses for good (too large) is never retried as it is: the batch
+ * is split, and a single record that still cannot be written is logged, counted
  * (`sluice_outcome_write_failures_total`) and let go rather than stall its partition.
  */
 import type { Context } from '../core/context.ts';

@@ -20,13 +20,14 @@ async function verify(rest: string[]): Promise<number> {
   if (values.json) say(JSON.stringify({ ok: r.broken === null, ...r }));
   else if (r.broken) {
     say(
-      `BROKEN: ${topic} offset ${r.broken.offset} (seq ${r.broken.seq ?? '?'}, id ${r.broken.id ?? '?'}): ${r.broken.problem}`,
+      `BROKEN: ${topic} offset ${r.broken.offset} ` +
+        `(seq ${r.broken.seq ?? '?'}, id ${r.broken.id ?? '?'}): ${r.broken.problem}`,
     );
     say(`${r.entries} records read; the chain holds only up to the record before offset ${r.broken.offset}.`);
-  } else
-    say(
-      `OK: ${r.entries} entries, chain verified${r.head ? ` up to seq ${r.head.seq}, head hash ${r.head.hash}` : ' (empty log)'}`,
-    );
+  } else {
+    const upTo = r.head ? ` up to seq ${r.head.seq}, head hash ${r.head.hash}` : ' (empty log)';
+    say(`OK: ${r.entries} entries, chain verified${upTo}`);
+  }
   return r.broken ? 1 : 0;
 }
 

@@ -55,7 +55,8 @@ async function run(action: 'list' | 'replay', rest: string[]): Promise<number> {
         } else {
           for (const e of entries)
             say(
-              `${e.id}  ${e.dead_lettered_at}  ${e.endpoint_id}  ${e.event_type.padEnd(22)} ${e.event_id}  attempts=${e.attempts}  last=${e.last_status ?? e.last_error ?? ''}`,
+              `${e.id}  ${e.dead_lettered_at}  ${e.endpoint_id}  ${e.event_type.padEnd(22)} ${e.event_id}  ` +
+                `attempts=${e.attempts}  last=${e.last_status ?? e.last_error ?? ''}`,
             );
           say(`${total} entr${total === 1 ? 'y' : 'ies'}`);
         }

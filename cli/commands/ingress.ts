@@ -40,10 +40,11 @@ export const ingress: Command = {
         index,
       ),
     });
-    if (index === 0)
-      say(
-        `ingress ready on port ${node.ingress!.port} (admin ${node.ingress!.adminPort}${workers > 1 ? ` … ${node.ingress!.adminPort + workers - 1}, ${workers} workers` : ''}), region ${config.region}`,
-      );
+    if (index === 0) {
+      const admin = node.ingress!.adminPort;
+      const more = workers > 1 ? ` … ${admin + workers - 1}, ${workers} workers` : '';
+      say(`ingress ready on port ${node.ingress!.port} (admin ${admin}${more}), region ${config.region}`);
+    }
     await stopped;
     await node.close();
     workerDone();

@@ -4,7 +4,9 @@ import { parse, UsageError } from '../args.ts';
 import { say, untilSignal } from '../runtime.ts';
 import type { Command } from '../command.ts';
 
-const USAGE = `usage: sluice kafka [--port 9092] [--controller-port P] [--brokers N] [--data-dir DIR] [--fresh] [--fetch-only]
+const USAGE =
+  'usage: sluice kafka [--port 9092] [--controller-port P] [--brokers N] [--data-dir DIR] [--fresh] [--fetch-only]' +
+  `
 
 Runs a real Apache Kafka cluster (KRaft; each broker also a controller) on 127.0.0.1 in the
 foreground. The jars come from Maven Central once into SLUICE_CACHE_DIR (default .cache/); later
@@ -63,7 +65,8 @@ export const kafka: Command = {
       log: say,
     });
     say(
-      `Kafka ${nodes > 1 ? `cluster of ${nodes} brokers` : 'broker'} ready at ${k.brokers.join(',')}  (KAFKA_BROKERS=${k.brokers.join(',')}); data in ${k.dataDir}; Ctrl-C stops it`,
+      `Kafka ${nodes > 1 ? `cluster of ${nodes} brokers` : 'broker'} ready at ${k.brokers.join(',')}  ` +
+        `(KAFKA_BROKERS=${k.brokers.join(',')}); data in ${k.dataDir}; Ctrl-C stops it`,
     );
     await untilSignal();
     say('stopping Kafka');

@@ -32,7 +32,8 @@ async function runNode(config: Readonly<Config>, brokers: string[], index: numbe
   const base = `http://127.0.0.1:${node.ingress!.port}`;
   if (index === 0) {
     say(
-      `Sluice is up: ${base}  (${workers} worker${workers > 1 ? 's' : ''}; admin: http://127.0.0.1:${node.ingress!.adminPort}/healthz, Kafka: ${brokers.join(',')})`,
+      `Sluice is up: ${base}  (${workers} worker${workers > 1 ? 's' : ''}; ` +
+        `admin: http://127.0.0.1:${node.ingress!.adminPort}/healthz, Kafka: ${brokers.join(',')})`,
     );
     if (node.ctx.clients.size === 0) {
       const c = await createClient(node.ctx, { tenant: 'local', role: 'admin', region: config.region });
@@ -42,11 +43,13 @@ async function runNode(config: Readonly<Config>, brokers: string[], index: numbe
       say(`  client_secret=${c.client_secret}`);
       say(`  curl -s ${base}/v1/auth/token -H 'content-type: application/json' \\`);
       say(
-        `    -d '{"grant_type":"client_credentials","client_id":"${c.client_id}","client_secret":"${c.client_secret}"}'`,
+        `    -d '{"grant_type":"client_credentials",` +
+          `"client_id":"${c.client_id}","client_secret":"${c.client_secret}"}'`,
       );
     } else {
       say(
-        `${node.ctx.clients.size} client(s) exist already (the bootstrap credential is printed only on the first start);`,
+        `${node.ctx.clients.size} client(s) exist already ` +
+          '(the bootstrap credential is printed only on the first start);',
       );
       say(
         `create another: KAFKA_BROKERS=${brokers.join(',')} npx sluice admin create-client --tenant local --role admin`,

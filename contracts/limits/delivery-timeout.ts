@@ -1,4 +1,7 @@
-/** Spec 6.4/8: a delivery fails after 10 s without a response: how long the dispatcher holds a silent target's connection. */
+/**
+ * Spec 6.4/8: a delivery fails after 10 s without a response:
+ * how long the dispatcher holds a silent target's connection.
+ */
 import { api, register, startTarget } from './webhook-target.ts';
 import { result, type LimitCheck } from './types.ts';
 

@@ -55,7 +55,8 @@ export function formatLimits(rows: LimitResult[]): string {
   const s = Math.max(...rows.map((r) => r.spec.length));
   const lines = rows.map(
     (r) =>
-      `${r.outcome.toUpperCase().padEnd(4)}  ${r.limit.padEnd(w)}  spec ${r.spec.padEnd(s)}  measured ${r.measured}${r.reason ? `  (${r.reason})` : ''}`,
+      `${r.outcome.toUpperCase().padEnd(4)}  ${r.limit.padEnd(w)}  spec ${r.spec.padEnd(s)}  ` +
+      `measured ${r.measured}${r.reason ? `  (${r.reason})` : ''}`,
   );
   const n = (o: LimitResult['outcome']) => rows.filter((r) => r.outcome === o).length;
   return [...lines, `${n('pass')} passed, ${n('fail')} failed, ${n('skip')} skipped`].join('\n');

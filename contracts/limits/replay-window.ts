@@ -87,7 +87,9 @@ export const replayWindow: LimitCheck = {
       };
       const atWindow = await replay(WINDOW_S);
       const past = await replay(WINDOW_S + 1);
-      const measured = `live delivery verified (signed ${lag} s before it arrived); the same bytes replayed ${WINDOW_S} s after signing: ${atWindow}, ${WINDOW_S + 1} s after: ${past}`;
+      const measured =
+        `live delivery verified (signed ${lag} s before it arrived); ` +
+        `the same bytes replayed ${WINDOW_S} s after signing: ${atWindow}, ${WINDOW_S + 1} s after: ${past}`;
       return result(this, atWindow === 'ok' && past === 'TIMESTAMP_OUT_OF_WINDOW' ? 'pass' : 'fail', measured);
     } finally {
       if (endpointId) await api(ctx, 'DELETE', `/v1/webhooks/endpoints/${endpointId}`).catch(() => {});

@@ -61,7 +61,10 @@ export async function measureLadder(ctx: LimitContext): Promise<LadderMeasuremen
       await new Promise((r) => setTimeout(r, 500));
     }
     return {
-      fail: `no DLQ entry appeared within ${Math.round((deadline - started) / 1000)} s (${received.get(published.body.id) ?? 0} attempts received; is a dispatcher running with the same SLUICE_TIME_SCALE?)`,
+      fail:
+        `no DLQ entry appeared within ${Math.round((deadline - started) / 1000)} s ` +
+        `(${received.get(published.body.id) ?? 0} attempts received; ` +
+        'is a dispatcher running with the same SLUICE_TIME_SCALE?)',
     };
   } finally {
     await target.close();

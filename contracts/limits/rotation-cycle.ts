@@ -61,7 +61,8 @@ async function current(check: LimitCheck, ctx: LimitContext): Promise<LimitResul
       check,
       'skip',
       '-',
-      'not asked: the client has not been rotated yet (the first rotation is 30 days after creation; run the guard with a rotation scale against a Sluice rotating in scaled time)',
+      'not asked: the client has not been rotated yet (the first rotation is 30 days after creation; ' +
+        'run the guard with a rotation scale against a Sluice rotating in scaled time)',
     );
   if (r.status === 403) return result(check, 'fail', '-', 'the client lacks credentials:read');
   if (r.status !== 200 || r.body.next_rotation_at === null) return result(check, 'fail', `answered ${r.status}`);
@@ -136,13 +137,15 @@ async function watch(
         check,
         'fail',
         '-',
-        `nothing rotated within ${waited}: start the Sluice with SLUICE_SECRET_ROTATION_DAYS and SLUICE_KEY_ROTATION_DAYS = ${30 / scale} and a SLUICE_ROTATION_CHECK_MS of ${checkMs}`,
+        `nothing rotated within ${waited}: start the Sluice with SLUICE_SECRET_ROTATION_DAYS and ` +
+          `SLUICE_KEY_ROTATION_DAYS = ${30 / scale} and a SLUICE_ROTATION_CHECK_MS of ${checkMs}`,
       );
     if (secrets.length < 2 || keysAppeared.length < 2)
       return result(
         check,
         'fail',
-        `within ${waited}: ${secrets.length} secret rotation(s), ${keysAppeared.length} new signing key(s); 2 of each expected`,
+        `within ${waited}: ${secrets.length} secret rotation(s), ` +
+          `${keysAppeared.length} new signing key(s); 2 of each expected`,
       );
     const [s1, s2] = secrets;
     const scheduled = secrets.map((s) => Date.parse(s.next_rotation_at) - Date.parse(s.rotated_at));
@@ -170,10 +173,13 @@ async function watch(
       failures.push(`second secret rotation ${late} ms after it was due (allowed 0 to ${budgetMs} ms real)`);
     if (Math.abs(keyPeriod - periodMs) > budgetMs + widestPollGap)
       failures.push(
-        `signing keys ${(keyPeriod / 1000).toFixed(2)} s apart (allowed ${(periodMs / 1000).toFixed(2)} ± ${((budgetMs + widestPollGap) / 1000).toFixed(2)} s real)`,
+        `signing keys ${(keyPeriod / 1000).toFixed(2)} s apart ` +
+          `(allowed ${(periodMs / 1000).toFixed(2)} ± ${((budgetMs + widestPollGap) / 1000).toFixed(2)} s real)`,
       );
     if (!eventsOk) failures.push('a secret rotation was not announced');
-    const measured = `secret every ${days(observed)} days (scheduled ${days(scheduled[0])}), signing key every ${days(keyPeriod)} days, ${events}; at scale ${scale}`;
+    const measured =
+      `secret every ${days(observed)} days (scheduled ${days(scheduled[0])}), ` +
+      `signing key every ${days(keyPeriod)} days, ${events}; at scale ${scale}`;
     return result(
       check,
       failures.length === 0 ? 'pass' : 'fail',

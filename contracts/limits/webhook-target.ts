@@ -62,7 +62,9 @@ export async function register(
   if (r.status === 404) return { fail: 'POST /v1/webhooks/endpoints answered 404 (not implemented?)' };
   if (r.status === 422 || r.status === 400)
     return {
-      fail: `a local target was refused (${r.status} ${r.body?.code ?? ''}); start Sluice with SLUICE_DEV_ALLOW_INSECURE_TARGETS=true`,
+      fail:
+        `a local target was refused (${r.status} ${r.body?.code ?? ''}); ` +
+        'start Sluice with SLUICE_DEV_ALLOW_INSECURE_TARGETS=true',
     };
   if (r.status !== 201) return { fail: `registration answered ${r.status}` };
   return { id: r.body.id, state: r.body.state, secret: r.body.secret, ms: r.ms };

@@ -1,7 +1,7 @@
 /**
  * msw (v2) handlers that behave like Sluice, built from the contract: token issuance, endpoint
- * registration and reads, publishing (single and batch), DLQ listing with paging, and the 401/403 problem bodies. Every answer
- * is validated against contracts/openapi.yaml before it is returned, so a mock cannot drift from
+ * registration and reads, publishing (single and batch), DLQ listing with paging, and the 401/403 problem bodies.
+ * Every answer is validated against contracts/openapi.yaml before it is returned, so a mock cannot drift from
  * the contract without a test noticing.
  *
  *   const sluice = new MockSluice();

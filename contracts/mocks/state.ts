@@ -25,7 +25,9 @@ export class MockSluice {
   /** A token whose scope set a test can also hand-craft (e.g. to provoke a 403). */
   mintToken(client: MockClient, scopes = client.scopes): string {
     const part = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
-    const token = `${part({ alg: 'ES256', typ: 'at+jwt', kid: 'mock' })}.${part({ client_id: client.clientId, tenant_id: client.tenantId, scope: scopes.join(' ') })}.${randomBytes(16).toString('base64url')}`;
+    const header = part({ alg: 'ES256', typ: 'at+jwt', kid: 'mock' });
+    const claims = part({ client_id: client.clientId, tenant_id: client.tenantId, scope: scopes.join(' ') });
+    const token = `${header}.${claims}.${randomBytes(16).toString('base64url')}`;
     this.tokens.set(token, { client, scopes });
     return token;
   }

@@ -48,7 +48,8 @@ export function formatTable(report: Report): string {
       const label = r.outcome === 'not-implemented' ? (report.allowUnimplemented ? 'TODO' : 'FAIL') : LABEL[r.outcome];
       const status = r.status === undefined ? '   ' : String(r.status);
       lines.push(
-        `  ${label}  ${r.check.padEnd(width)}  ${status}  ${String(r.ms).padStart(5)} ms${r.detail ? `  ${r.detail}` : ''}`,
+        `  ${label}  ${r.check.padEnd(width)}  ${status}  ${String(r.ms).padStart(5)} ms` +
+          `${r.detail ? `  ${r.detail}` : ''}`,
       );
     }
   }
@@ -56,7 +57,8 @@ export function formatTable(report: Report): string {
   const ops = groups(report.results).size;
   lines.push('');
   lines.push(
-    `${count('pass')} passed, ${failed(report).length} failed, ${count('skip')} skipped, ${count('not-implemented')} not implemented; ${ops} operations against ${report.baseUrl}`,
+    `${count('pass')} passed, ${failed(report).length} failed, ${count('skip')} skipped, ` +
+      `${count('not-implemented')} not implemented; ${ops} operations against ${report.baseUrl}`,
   );
   return lines.join('\n');
 }
@@ -75,8 +77,10 @@ export function formatJUnit(report: Report): string {
   for (const [op, rows] of groups(report.results)) {
     const cases = rows.map((r) => {
       const name = `<testcase classname="${xml(op)}" name="${xml(r.check)}" time="${(r.ms / 1000).toFixed(3)}"`;
-      if (isFailure(r, report.allowUnimplemented))
-        return `${name}><failure message="${xml(r.outcome === 'not-implemented' ? `not implemented: ${r.detail}` : r.detail)}" type="${r.outcome}"/></testcase>`;
+      if (isFailure(r, report.allowUnimplemented)) {
+        const message = r.outcome === 'not-implemented' ? `not implemented: ${r.detail}` : r.detail;
+        return `${name}><failure message="${xml(message)}" type="${r.outcome}"/></testcase>`;
+      }
       if (r.outcome === 'skip' || r.outcome === 'not-implemented')
         return `${name}><skipped message="${xml(r.detail)}"/></testcase>`;
       return `${name}/>`;
@@ -87,8 +91,13 @@ export function formatJUnit(report: Report): string {
     failures += f;
     skipped += s;
     suites.push(
-      `  <testsuite name="${xml(op)}" tests="${rows.length}" failures="${f}" skipped="${s}">\n    ${cases.join('\n    ')}\n  </testsuite>`,
+      `  <testsuite name="${xml(op)}" tests="${rows.length}" failures="${f}" skipped="${s}">\n` +
+        `    ${cases.join('\n    ')}\n  </testsuite>`,
     );
   }
-  return `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="sluice contract verify" tests="${total}" failures="${failures}" skipped="${skipped}">\n${suites.join('\n')}\n</testsuites>\n`;
+  return (
+    '<?xml version="1.0" encoding="UTF-8"?>\n' +
+    `<testsuites name="sluice contract verify" tests="${total}" failures="${failures}" skipped="${skipped}">\n` +
+    `${suites.join('\n')}\n</testsuites>\n`
+  );
 }

@@ -28,7 +28,8 @@ export function responseFaults(
     const media = content[ex.mediaType] ?? (types.includes('*/*') ? content['*/*'] : undefined);
     if (!media)
       faults.push(
-        `Content-Type "${ex.mediaType || '(none)'}" is not documented for ${ex.status} (documented: ${types.join(', ')})`,
+        `Content-Type "${ex.mediaType || '(none)'}" is not documented for ${ex.status} ` +
+          `(documented: ${types.join(', ')})`,
       );
     else if (media.schema && ex.mediaType.endsWith('json')) {
       if (!ex.isJson) faults.push(`body is not JSON: ${ex.text.slice(0, 120)}`);

@@ -52,7 +52,10 @@ export class AuditWriter {
 
   constructor(private readonly deps: AuditWriterDeps) {}
 
-  /** Appends one entry and resolves once this node's audit view shows it; concurrent calls in one process are serialised. */
+  /**
+   * Appends one entry and resolves once this node's audit view
+   * shows it; concurrent calls in one process are serialised.
+   */
   async append(input: AuditInput): Promise<AppendedEntry> {
     const { entry, visible } = await this.appendCommitted(input);
     await visible;

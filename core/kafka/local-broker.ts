@@ -329,7 +329,9 @@ function brokerNode(
   return node;
 }
 
-/** ": port P is already in use" when the broker's logs say it could not bind (taken between the check and the start). */
+/**
+ * ": port P is already in use" when the broker's logs say it could not bind (taken between the check and the start).
+ */
 function bindFailure(logDir: string): string {
   for (const f of ['stdout.log', 'server.log']) {
     const file = join(logDir, f);

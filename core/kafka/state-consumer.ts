@@ -32,7 +32,9 @@ export interface StateView {
   apply(record: StateRecord): void;
 }
 
-/** A view kept in a ViewStore: its records are applied inside store transactions and it resumes from the stored offsets. */
+/**
+ * A view kept in a ViewStore: its records are applied inside store transactions and it resumes from the stored offsets.
+ */
 export interface StoredView extends StateView {
   /** Called once, before any record, with the store the view keeps its data in. */
   attach(store: ViewStore): void;
@@ -257,7 +259,9 @@ export class StateConsumer {
     this.appliedCounts.set(topic, (this.appliedCounts.get(topic) ?? 0) + records.length);
   }
 
-  /** Inside a store transaction: the records not applied yet (a seek may come after a first fetch), and the next offset. */
+  /**
+   * Inside a store transaction: the records not applied yet (a seek may come after a first fetch), and the next offset.
+   */
   private applyStored(topic: string, partition: number, records: StateRecord[]): void {
     const next = this.store!.offset(topic, partition);
     const fresh = records.filter((r) => BigInt(r.offset) >= next);
@@ -266,7 +270,9 @@ export class StateConsumer {
     this.store!.setOffset(topic, partition, BigInt(fresh[fresh.length - 1].offset) + 1n);
   }
 
-  /** Records applied to the views of `topic` since start (a stored view resumed from its offset applies only the tail). */
+  /**
+   * Records applied to the views of `topic` since start (a stored view resumed from its offset applies only the tail).
+   */
   applied(topic: string): number {
     return this.appliedCounts.get(topic) ?? 0;
   }

@@ -277,7 +277,10 @@ export class AttemptHistory implements StoredView {
     return out;
   }
 
-  /** Rates and latencies of the last WINDOW_MINUTES minutes: the tenant's (or one endpoint's) series and each endpoint's rates. */
+  /**
+   * Rates and latencies of the last WINDOW_MINUTES minutes: the
+   * tenant's (or one endpoint's) series and each endpoint's rates.
+   */
   stats(tenant: string, nowMs: number, endpoint?: string): Stats {
     const to = Math.floor(nowMs / MINUTE_MS) * MINUTE_MS;
     const from = to - (WINDOW_MINUTES - 1) * MINUTE_MS;

@@ -9,7 +9,10 @@ import { createHash } from 'node:crypto';
 import { newId } from '../secrets.ts';
 import { KNOWN_EVENT_KINDS, type DeliveryRecord, type EventRecord } from './records.ts';
 
-/** A custom kind is `<word>.<word>` in lowercase; `ping` and `endpoint.disabled` are Sluice's own (never published by a tenant). */
+/**
+ * A custom kind is `<word>.<word>` in lowercase; `ping` and
+ * `endpoint.disabled` are Sluice's own (never published by a tenant).
+ */
 export const EVENT_TYPE_PATTERN = /^[a-z][a-z0-9_]{0,31}\.[a-z][a-z0-9_]{0,31}$/;
 export const EVENT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 export const MAX_EVENT_DATA_BYTES = 256 * 1024;

@@ -95,7 +95,10 @@ export class EndpointRegistry implements StateView {
     return rec && rec.tenant_id === tenantId ? rec : undefined;
   }
 
-  /** The tenant's endpoints, oldest first; reads only that tenant's records. The array is the registry's own, kept up to date: read it at once, do not keep it. */
+  /**
+   * The tenant's endpoints, oldest first; reads only that tenant's records. The
+   * array is the registry's own, kept up to date: read it at once, do not keep it.
+   */
   listTenant(tenantId: string): EndpointRecord[] {
     const t = this.tenants.get(tenantId);
     if (!t) return [];
@@ -134,7 +137,10 @@ export class EndpointRegistry implements StateView {
     return s;
   }
 
-  /** The secrets that sign a delivery at `nowMs`: the current one, and the previous one while a rotation's overlap lasts. */
+  /**
+   * The secrets that sign a delivery at `nowMs`: the current
+   * one, and the previous one while a rotation's overlap lasts.
+   */
   signingSecrets(id: string, nowMs: number): SigningSecrets | undefined {
     const current = this.secret(id);
     if (current === undefined) return undefined;

@@ -3,7 +3,9 @@
  * writes endpoints and events and reads the DLQ view) and the dispatcher (which delivers).
  */
 
-/** PENDING: not verified yet; ACTIVE: delivering; DISABLED: its receiver answered 410 or failed every attempt for days. */
+/**
+ * PENDING: not verified yet; ACTIVE: delivering; DISABLED: its receiver answered 410 or failed every attempt for days.
+ */
 export type EndpointState = 'PENDING' | 'ACTIVE' | 'DISABLED';
 
 /** `sluice.endpoints`, key = id (compacted; a tombstone deletes). */
@@ -14,7 +16,10 @@ export interface EndpointRecord {
   /** Event kinds, or ['*'] for all. */
   events: string[];
   metadata: Record<string, unknown> | null;
-  /** The per-endpoint HMAC secret, sealed with the master key (core/secrets.ts seal/unseal): the dispatcher needs it in clear to sign. */
+  /**
+   * The per-endpoint HMAC secret, sealed with the master key
+   * (core/secrets.ts seal/unseal): the dispatcher needs it in clear to sign.
+   */
   secret_sealed: string;
   state: EndpointState;
   created_at: number; // ms
@@ -60,7 +65,10 @@ export interface DeliveryRecord {
   last_status: number | null;
   last_error: string | null;
   last_attempt_at: number | null;
-  /** How far the fan-out's view had read `sluice.endpoints`: a lagging dispatcher waits for it before calling the endpoint gone. */
+  /**
+   * How far the fan-out's view had read `sluice.endpoints`: a lagging
+   * dispatcher waits for it before calling the endpoint gone.
+   */
   endpoints_at?: number;
 }
 
@@ -89,7 +97,10 @@ export interface DlqReplayMarker {
   replayed_at: string;
 }
 
-/** The JSON body every delivery carries; `timestamp` (unix seconds) equals the X-Service-Timestamp header, so the signature pins it. */
+/**
+ * The JSON body every delivery carries; `timestamp` (unix seconds)
+ * equals the X-Service-Timestamp header, so the signature pins it.
+ */
 export interface WebhookBody {
   id: string;
   type: string;

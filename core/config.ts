@@ -301,7 +301,8 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
   if (config.stateFetchWaitMs * 2 > config.kafkaStaleMs)
     throw new ConfigError(
       'SLUICE_STATE_FETCH_WAIT_MS',
-      `must be at most half of SLUICE_KAFKA_STALE_MS (${config.kafkaStaleMs}), or an idle node would fail closed between two fetches; got ${config.stateFetchWaitMs}`,
+      `must be at most half of SLUICE_KAFKA_STALE_MS (${config.kafkaStaleMs}), ` +
+        `or an idle node would fail closed between two fetches; got ${config.stateFetchWaitMs}`,
     );
   return Object.freeze(config);
 }

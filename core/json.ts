@@ -18,8 +18,9 @@ export function findJsonFault(text: string, maxDepth = MAX_JSON_DEPTH): JsonFaul
   let i = 0;
   let depth = 0;
   const path: (string | number)[] = [];
-  const render = () =>
-    `$${path.map((p) => (typeof p === 'number' ? `[${p}]` : /^[A-Za-z_][A-Za-z0-9_]*$/.test(p) ? `.${p}` : `[${JSON.stringify(p)}]`)).join('')}`;
+  const segment = (p: string | number) =>
+    typeof p === 'number' ? `[${p}]` : /^[A-Za-z_][A-Za-z0-9_]*$/.test(p) ? `.${p}` : `[${JSON.stringify(p)}]`;
+  const render = () => `$${path.map(segment).join('')}`;
   class Fault extends Error {}
   const fail = (message: string): never => {
     throw Object.assign(new Fault(message), { position: i });

@@ -187,7 +187,8 @@ export class Metrics {
 
     this.requests = new FastCounter(
       'sluice_http_requests_total',
-      'Requests answered by the edge, by route ("METHOD /pattern", or "unmatched"), status and tenant ("" without a bearer token or with SLUICE_METRICS_TENANT_LABEL=false).',
+      'Requests answered by the edge, by route ("METHOD /pattern", or "unmatched"), status and tenant ' +
+        '("" without a bearer token or with SLUICE_METRICS_TENANT_LABEL=false).',
       ['route', 'status', 'tenant'],
       this.registry,
     );
@@ -260,7 +261,9 @@ export class Metrics {
     );
     this.consumerLag = new Gauge({
       name: 'sluice_consumer_lag_records',
-      help: "Records behind the partition's end as of the last batch this process fetched, by consumer group, topic and partition.",
+      help:
+        "Records behind the partition's end as of the last batch this process fetched, " +
+        'by consumer group, topic and partition.',
       labelNames: ['group', 'topic', 'partition'],
       registers,
     });

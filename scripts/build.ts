@@ -55,6 +55,7 @@ const manifest = {
 writeFileSync(join(dist, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
 writeFileSync(
   join(dist, 'README.md'),
-  `# ${pkg.name}\n\n\`import { verifyWebhook } from '${pkg.name}/webhooks'\`: see docs/webhooks.md in the Sluice repository.\n`,
+  `# ${pkg.name}\n\n\`import { verifyWebhook } from '${pkg.name}/webhooks'\`: ` +
+    'see docs/webhooks.md in the Sluice repository.\n',
 );
 console.log(`built ${dist}`);

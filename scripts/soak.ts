@@ -203,7 +203,10 @@ async function report(phase: string) {
     .map(([name, c]) => `${name} ${rssMb(c.pid)}`)
     .join(', ');
   say(
-    `${((Date.now() - started) / 1000).toFixed(0).padStart(5)} s ${phase.padEnd(10)} in ${accepted.size}, refused ${refused}, delivered ${seen.size}, dead-lettered ${await deadLettered()}, duplicates ${receipts - seen.size}, p99 ${p99(window)} ms | RSS MB: ${rss}, receiver+publisher ${rssMb(process.pid)}`,
+    `${((Date.now() - started) / 1000).toFixed(0).padStart(5)} s ${phase.padEnd(10)} in ${accepted.size}, ` +
+      `refused ${refused}, delivered ${seen.size}, dead-lettered ${await deadLettered()}, ` +
+      `duplicates ${receipts - seen.size}, p99 ${p99(window)} ms | ` +
+      `RSS MB: ${rss}, receiver+publisher ${rssMb(process.pid)}`,
   );
   window = [];
 }
@@ -247,7 +250,9 @@ while (Date.now() < drainEnd && seen.size + dead < accepted.size) {
 await report('drained');
 const lost = [...accepted].filter((id) => !seen.has(id)).length - dead;
 say(
-  `\nsoak: ${MINUTES} min at ${RATE} events/s: events in ${accepted.size}, refused (503) ${refused}, delivered ${seen.size}, dead-lettered ${dead}, lost ${Math.max(0, lost)}, duplicates ${receipts - seen.size}${unexpected.size ? `, unexpected statuses ${JSON.stringify([...unexpected])}` : ''}`,
+  `\nsoak: ${MINUTES} min at ${RATE} events/s: events in ${accepted.size}, refused (503) ${refused}, ` +
+    `delivered ${seen.size}, dead-lettered ${dead}, lost ${Math.max(0, lost)}, duplicates ${receipts - seen.size}` +
+    `${unexpected.size ? `, unexpected statuses ${JSON.stringify([...unexpected])}` : ''}`,
 );
 
 clearInterval(tokenTimer);

@@ -105,8 +105,8 @@ export const ACTIONS: Record<string, (argv: string[]) => Promise<number>> = {
         if (values.json) say(JSON.stringify(out));
         else
           say(
-            `${created ? 'revoked' : 'already revoked'}: ${out.client_id} (tenant ${out.tenant_id}) at ${out.revoked_at}, ` +
-              `revocation ${out.revocation_id}, audit entry ${out.audit_entry_id}`,
+            `${created ? 'revoked' : 'already revoked'}: ${out.client_id} (tenant ${out.tenant_id}) ` +
+              `at ${out.revoked_at}, revocation ${out.revocation_id}, audit entry ${out.audit_entry_id}`,
           );
         return 0;
       },

@@ -21,7 +21,8 @@ export const verificationAck: LimitCheck = {
     const [inTime, late] = await Promise.all([stateWithPingDelay(ctx, 4000), stateWithPingDelay(ctx, 6000)]);
     if ('fail' in inTime) return result(this, 'fail', '-', inTime.fail);
     if ('fail' in late) return result(this, 'fail', '-', late.fail);
-    const measured = `4 s ping → ${inTime.state}; 6 s ping → ${late.state} (decided after ${(late.ms / 1000).toFixed(2)} s)`;
+    const decidedAfter = (late.ms / 1000).toFixed(2);
+    const measured = `4 s ping → ${inTime.state}; 6 s ping → ${late.state} (decided after ${decidedAfter} s)`;
     const ok = inTime.state === 'ACTIVE' && late.state === 'PENDING' && late.ms >= 4900 && late.ms < 6000;
     return result(this, ok ? 'pass' : 'fail', measured);
   },

@@ -2,7 +2,9 @@
  * The compliance log's one write operation, for every capability that must leave a trace
  * (revocations, re-enables, client creation, endpoints, DLQ replays, rotations):
  *
- *   const { id } = await appendAudit(ctx, { tenant_id, actor: auth.clientId, action: 'credential.revoked', subject: clientId, reason });
+ *   const { id } = await appendAudit(ctx, {
+ *     tenant_id, actor: auth.clientId, action: 'credential.revoked', subject: clientId, reason,
+ *   });
  *
  * Resolves once Kafka committed the entry and this node's audit view shows it. The writer and the
  * view are the context's (ctx.audit, ctx.auditView), built by openContext for view sets that keep the audit view.

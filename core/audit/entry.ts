@@ -54,7 +54,10 @@ export function checkLink(prev: AuditEntry | null, e: AuditEntry): string | null
   if (e.seq !== expectedSeq) return `seq is ${e.seq}, expected ${expectedSeq}`;
   const expectedPrev = prev ? prev.hash : GENESIS_HASH;
   if (e.prev_hash !== expectedPrev)
-    return `prev_hash ${e.prev_hash.slice(0, 16)}… does not match the previous entry's hash ${expectedPrev.slice(0, 16)}…`;
+    return (
+      `prev_hash ${e.prev_hash.slice(0, 16)}… does not match ` +
+      `the previous entry's hash ${expectedPrev.slice(0, 16)}…`
+    );
   const { hash, ...rest } = e;
   if (entryHash(rest) !== hash) return 'hash does not match the entry content';
   return null;

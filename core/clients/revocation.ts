@@ -82,7 +82,8 @@ export async function reenableClient(
   if (!input.force && ctx.clock.now() < safeAt) {
     throw new SluiceError(
       'CONFLICT',
-      `tokens issued before the revocation stay valid until ${new Date(safeAt).toISOString()}; re-enabling earlier would make them verify again (use --force to accept that)`,
+      `tokens issued before the revocation stay valid until ${new Date(safeAt).toISOString()}; ` +
+        're-enabling earlier would make them verify again (use --force to accept that)',
       { safe_at: new Date(safeAt).toISOString() },
     );
   }

@@ -377,7 +377,8 @@ export function reconcileTopicConfig(
   const want = desired['cleanup.policy'];
   if (want && existing['cleanup.policy'] && existing['cleanup.policy'] !== want) {
     throw new TopicSettingsError(
-      `topic ${topic} has cleanup.policy=${existing['cleanup.policy']}, Sluice needs ${want}; Sluice does not change it: fix it with Kafka's tools or use another SLUICE_TOPIC_PREFIX`,
+      `topic ${topic} has cleanup.policy=${existing['cleanup.policy']}, Sluice needs ${want}; ` +
+        "Sluice does not change it: fix it with Kafka's tools or use another SLUICE_TOPIC_PREFIX",
     );
   }
   for (const key of RETENTION_KEYS) {
@@ -387,7 +388,9 @@ export function reconcileTopicConfig(
     if (e === undefined || longer(d, e)) alter[key] = d;
     else if (longer(e, d) && strict) {
       throw new TopicSettingsError(
-        `topic ${topic} keeps data longer (${key}=${e}) than this scaled-time start expects (${d}): it looks like a real deployment's topic. Sluice never shortens it; start with SLUICE_TIME_SCALE=1 or use another SLUICE_TOPIC_PREFIX`,
+        `topic ${topic} keeps data longer (${key}=${e}) than this scaled-time start expects (${d}): ` +
+          "it looks like a real deployment's topic. " +
+          'Sluice never shortens it; start with SLUICE_TIME_SCALE=1 or use another SLUICE_TOPIC_PREFIX',
       );
     }
   }

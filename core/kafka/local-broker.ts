@@ -163,7 +163,8 @@ export async function startLocalKafka(opts: LocalKafkaOptions): Promise<LocalKaf
   if (!has('java', ['-version'])) {
     throw new LocalKafkaError(
       'JAVA_MISSING',
-      'Java is not installed: install a Java 17 runtime (apt-get install openjdk-17-jre-headless) or set KAFKA_BROKERS to an existing cluster',
+      'Java is not installed: install a Java 17 runtime (apt-get install openjdk-17-jre-headless) ' +
+        'or set KAFKA_BROKERS to an existing cluster',
     );
   }
   const libs = ensureKafkaJars(opts.cacheDir, log);
@@ -185,13 +186,15 @@ export async function startLocalKafka(opts: LocalKafkaOptions): Promise<LocalKaf
       [broker, `broker ${i + 1}'s port (--port)`],
       [
         controllerPorts[i],
-        `controller ${i + 1}'s port (--controller-port${opts.controllerPort === undefined ? `, default --port + ${2 * i + 1}` : ''})`,
+        `controller ${i + 1}'s port ` +
+          `(--controller-port${opts.controllerPort === undefined ? `, default --port + ${2 * i + 1}` : ''})`,
       ],
     ] as const) {
       if ((await portBusy(p)) || (await portOpen(p)))
         throw new LocalKafkaError(
           'START_FAILED',
-          `port ${p} on 127.0.0.1, ${what}, is already in use: stop what holds it, pick another port, or point KAFKA_BROKERS at a running cluster`,
+          `port ${p} on 127.0.0.1, ${what}, is already in use: ` +
+            'stop what holds it, pick another port, or point KAFKA_BROKERS at a running cluster',
         );
     }
   }
@@ -301,7 +304,8 @@ function brokerNode(
         if (child !== c)
           throw new LocalKafkaError(
             'START_FAILED',
-            `Kafka broker ${id} exited during start-up${bindFailure(logDir)}; see ${join(logDir, 'stdout.log')} and server.log`,
+            `Kafka broker ${id} exited during start-up${bindFailure(logDir)}; ` +
+              `see ${join(logDir, 'stdout.log')} and server.log`,
           );
         if (Date.now() > deadline) {
           c.kill('SIGKILL');

@@ -23,7 +23,9 @@ export async function rotateKeys(ctx: Context): Promise<{ created: string[]; ret
       actor: ROTATION_ACTOR,
       action: 'signing_key.created',
       subject: k.kid,
-      reason: `signs from ${new Date(k.signs_from).toISOString()} until ${new Date(k.signs_until).toISOString()}, published until ${new Date(k.published_until).toISOString()}`,
+      reason:
+        `signs from ${new Date(k.signs_from).toISOString()} until ${new Date(k.signs_until).toISOString()}, ` +
+        `published until ${new Date(k.published_until).toISOString()}`,
     });
     await writeState(
       ctx,

@@ -54,6 +54,8 @@ export async function agreeOnIssuer(
   if (cluster === config.issuer || config.issuerIsDefault) return cluster;
   throw new ConfigError(
     'SLUICE_ISSUER',
-    `this node's issuer is "${config.issuer}" but the cluster's (recorded in ${view.topic}) is "${cluster}": every node must mint and accept one issuer. Set SLUICE_ISSUER=${cluster} on this node, or leave it unset to adopt the cluster's`,
+    `this node's issuer is "${config.issuer}" but the cluster's (recorded in ${view.topic}) is "${cluster}": ` +
+      'every node must mint and accept one issuer. ' +
+      `Set SLUICE_ISSUER=${cluster} on this node, or leave it unset to adopt the cluster's`,
   );
 }

@@ -4,7 +4,9 @@
  * list on every node. Deliveries are written before markers, so a crash in between leaves the
  * entry listed (a second replay may deliver twice) but never loses it. Audited once per request.
  *
- *   const n = await replayDlq(ctx, 'acme', ctx.dlq.stream('acme', filter, now), ctx.dlq.count('acme', filter, now), { actor: clientId });
+ *   const n = await replayDlq(ctx, 'acme', ctx.dlq.stream('acme', filter, now), ctx.dlq.count('acme', filter, now), {
+ *     actor: clientId,
+ *   });
  */
 import { producing } from '../tracing.ts';
 import type { Context } from '../context.ts';

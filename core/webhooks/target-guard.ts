@@ -61,7 +61,8 @@ export function checkTargetUrl(url: string, opts: { allowInsecure: boolean }): U
   if (!schemes.includes(parsed.protocol)) {
     throw refuse(
       'scheme',
-      `the target URL must use ${opts.allowInsecure ? 'https or http' : 'https'}, got "${parsed.protocol.replace(/:$/, '')}"`,
+      `the target URL must use ${opts.allowInsecure ? 'https or http' : 'https'}, ` +
+        `got "${parsed.protocol.replace(/:$/, '')}"`,
     );
   }
   if (parsed.username !== '' || parsed.password !== '')
@@ -89,7 +90,8 @@ function checkAddress(hostname: string, address: string, allowInsecure: boolean)
   const via = hostname === address ? '' : ` (${hostname} resolves to it)`;
   throw refuse(
     blocked.blocked,
-    `the target address ${displayAddress(address)}${via} is a ${blocked.blocked} address (${blocked.range}); webhook targets must be public`,
+    `the target address ${displayAddress(address)}${via} is a ${blocked.blocked} address (${blocked.range}); ` +
+      'webhook targets must be public',
     {
       address,
       range: blocked.range,

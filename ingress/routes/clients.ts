@@ -43,14 +43,16 @@ export function clientRoutes(ctx: Context): Route[] {
             throw refuse(
               auth,
               READ_ANY_SECRET,
-              `reading another client's secret needs the scope "${READ_ANY_SECRET}"; a client reads its own with "credentials:read"`,
+              `reading another client's secret needs the scope "${READ_ANY_SECRET}"; ` +
+                'a client reads its own with "credentials:read"',
             );
           const stronger = c.scopes.find((s) => !auth.scopes.has(s));
           if (stronger)
             throw refuse(
               auth,
               stronger,
-              `client "${c.client_id}" holds the scope "${stronger}", which this token does not: its secret would grant more than the caller has`,
+              `client "${c.client_id}" holds the scope "${stronger}", which this token does not: ` +
+                'its secret would grant more than the caller has',
             );
         }
         const rotated = openRotatedSecret(ctx.config.masterKey, c);

@@ -456,7 +456,9 @@ async function main(): Promise<number> {
     const m = new Map<string, number[]>();
     if (kafkaPid) m.set('kafka (java)', [kafkaPid]);
     m.set(sluiceName, processTree(sluice.proc.pid!));
-    dispatchers.forEach((d, i) => m.set(`dispatcher-${i + 1}`, [d.pid!]));
+    dispatchers.forEach((d, i) => {
+      m.set(`dispatcher-${i + 1}`, [d.pid!]);
+    });
     m.set('receiver', [receiverProc.pid!]);
     m.set('load', [loadProc.pid!]);
     return m;

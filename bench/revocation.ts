@@ -179,11 +179,11 @@ latencies.forEach((xs, k) => {
 const all = latencies.flat();
 process.stdout.write(`  all nodes: p50 ${fmt(pct(all, 50))}  p99 ${fmt(pct(all, 99))}  max ${fmt(Math.max(...all))}\n`);
 process.stdout.write(`time from sending the POST until the node refuses the token (includes the audit append):\n`);
-fromSent.forEach((xs, k) =>
+fromSent.forEach((xs, k) => {
   process.stdout.write(
     `  node ${k + 1}: p50 ${fmt(pct(xs, 50))}  p99 ${fmt(pct(xs, 99))}  max ${fmt(Math.max(...xs))}\n`,
-  ),
-);
+  );
+});
 process.stdout.write(
   `POST /v1/auth/revocations until its 201: p50 ${fmt(pct(answer201, 50))}  p99 ${fmt(pct(answer201, 99))}  max ${fmt(Math.max(...answer201))}\n`,
 );

@@ -1842,7 +1842,10 @@ t.test('regressions', async (t) => {
     viaUndici.push(
       await http
         .request({ path: '/v1/auth/jwks', method: i === 1 ? 'HEAD' : 'GET', headersTimeout: 5000 })
-        .then(async (r) => (await r.body.text(), r.statusCode)),
+        .then(async (r) => {
+          await r.body.text();
+          return r.statusCode;
+        }),
     );
   t.same(viaUndici, [200, 200, 200], 'GET, HEAD, GET on a pooled keep-alive client');
   stats.cases += 1 + PROTO_KEYS.length + OBJECT_MEMBERS.length + 1 + 1 + 3 + 3 + 4 + 20 + 9;

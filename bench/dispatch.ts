@@ -104,7 +104,10 @@ const BATCH = Number(opt['batch-size']);
 const DISPATCHERS = Number(opt.dispatchers);
 const QUIET_MS = Number(opt['quiet-timeout']) * 1000;
 const PAD = 200;
-/** The Sluice checkout whose processes are measured (another one, e.g. a worktree of an older commit, for a baseline). */
+/**
+ * The Sluice checkout whose processes are measured (another one, e.g. a worktree of an older commit, for a
+ * baseline).
+ */
 const SLUICE_DIR = opt['sluice-dir'] ?? ROOT;
 const SLUICE = join(SLUICE_DIR, 'bin/sluice.js');
 if (!/^[a-z0-9-]{1,32}$/.test(opt.label!)) throw new Error('--label must be letters, digits and dashes');
@@ -456,7 +459,9 @@ async function main(): Promise<number> {
     const m = new Map<string, number[]>();
     if (kafkaPid) m.set('kafka (java)', [kafkaPid]);
     m.set(sluiceName, processTree(sluice.proc.pid!));
-    dispatchers.forEach((d, i) => m.set(`dispatcher-${i + 1}`, [d.pid!]));
+    dispatchers.forEach((d, i) => {
+      m.set(`dispatcher-${i + 1}`, [d.pid!]);
+    });
     m.set('receiver', [receiverProc.pid!]);
     m.set('load', [loadProc.pid!]);
     return m;
@@ -512,7 +517,9 @@ async function main(): Promise<number> {
       const rate = s.unique / ((s.last! - r.startedAt) / 1000);
       postCeiling.set(endpoints, rate);
       hops.push(
-        `| signed POST → receiver (hop-post.ts) | ${endpoints} endpoint(s) × ${connections} connections, ${fmt(posts)} POSTs${r.failed ? `, ${r.failed} failed` : ''} | ${fmt(rate)} deliveries/s |`,
+        `| signed POST → receiver (hop-post.ts) | ${endpoints} endpoint(s) × ${connections} ` +
+          `connections, ${fmt(posts)} POSTs${r.failed ? `, ${r.failed} failed` : ''} | ` +
+          `${fmt(rate)} deliveries/s |`,
       );
       say(hops[hops.length - 1]);
     }
@@ -527,14 +534,20 @@ async function main(): Promise<number> {
       partitions: 6,
     } satisfies HopKafkaSpec);
     hops.push(
-      `| Kafka produce (hop-kafka.ts) | ${fmt(records)} records of ~600 B, acks=-1, idempotent, 4 producers × batches of 500, 6 partitions | ${fmt(k.producePerSec)} records/s |`,
+      `| Kafka produce (hop-kafka.ts) | ${fmt(records)} records of ~600 B, acks=-1, ` +
+        `idempotent, 4 producers × batches of 500, 6 partitions | ` +
+        `${fmt(k.producePerSec)} records/s |`,
     );
     hops.push(
-      `| Kafka consume (hop-kafka.ts) | the same records, one consumer group, timed from run() (join + first fetch ${fmt(k.consumerJoinMs)} ms included) | ${fmt(k.consumePerSec)} records/s |`,
+      `| Kafka consume (hop-kafka.ts) | the same records, one consumer group, ` +
+        `timed from run() (join + first fetch ${fmt(k.consumerJoinMs)} ms included) | ` +
+        `${fmt(k.consumePerSec)} records/s |`,
     );
     for (const f of [1, 10])
       hops.push(
-        `| Kafka-bound delivery ceiling, fan-out ${f} | produce rate × ${f}/(1+${f}): each event is 1 event record + ${f} delivery record(s) | ≈ ${fmt((k.producePerSec * f) / (1 + f))} deliveries/s |`,
+        `| Kafka-bound delivery ceiling, fan-out ${f} | produce rate × ${f}/(1+${f}): ` +
+          `each event is 1 event record + ${f} delivery record(s) | ` +
+          `≈ ${fmt((k.producePerSec * f) / (1 + f))} deliveries/s |`,
       );
     say(hops.slice(-4).join('\n'));
   }
@@ -556,7 +569,9 @@ async function main(): Promise<number> {
       }
       sc.events = opt.events ? Number(opt.events) : Math.max(50, Math.round(rate * (quick ? 3 : 20)));
       notes.push(
-        `${sc.name}: open model at ${fmt(rate)} events/s (${opt.rate ? '--rate' : '50 % of the median f1-single accepted/s'}), ${fmt(sc.events)} events.`,
+        `${sc.name}: open model at ${fmt(rate)} events/s ` +
+          `(${opt.rate ? '--rate' : '50 % of the median f1-single accepted/s'}), ` +
+          `${fmt(sc.events)} events.`,
       );
     }
     for (let run = 1; run <= sc.runs; run++) {
@@ -570,16 +585,23 @@ async function main(): Promise<number> {
       const matchedOff = Object.keys(lr.matched).filter((k) => Number(k) !== sc.modes.length);
       if (matchedOff.length > 0)
         notes.push(
-          `${sc.name} run ${run}: matched_endpoints ≠ ${sc.modes.length} on some publishes: ${JSON.stringify(lr.matched)}.`,
+          `${sc.name} run ${run}: matched_endpoints ≠ ${sc.modes.length} on some publishes: ` +
+            `${JSON.stringify(lr.matched)}.`,
         );
       say(
-        `${sc.name} run ${run}/${sc.runs}: ${fmt(lr.accepted)} events accepted at ${fmt(lr.acceptedPerSec)}/s, ${fmt(stats.unique)}/${fmt(r.expected)} deliveries at ${fmt(r.deliveredPerSec)}/s, p50 ${fmt(stats.p50)} ms, p99 ${fmt(stats.p99)} ms, ${fmt(stats.duplicates)} duplicates${r.timedOut ? ', TIMED OUT' : ''}`,
+        `${sc.name} run ${run}/${sc.runs}: ${fmt(lr.accepted)} events accepted at ` +
+          `${fmt(lr.acceptedPerSec)}/s, ${fmt(stats.unique)}/${fmt(r.expected)} deliveries at ` +
+          `${fmt(r.deliveredPerSec)}/s, p50 ${fmt(stats.p50)} ms, p99 ${fmt(stats.p99)} ms, ` +
+          `${fmt(stats.duplicates)} duplicates${r.timedOut ? ', TIMED OUT' : ''}`,
       );
     }
   }
   await Promise.all(liveEndpoints.map((id) => api('DELETE', `/v1/webhooks/endpoints/${id}`)));
 
-  /** One run: fresh endpoints (the old ones deleted, so the fan-out stays right), publish, wait, read. Null: no batch route. */
+  /**
+   * One run: fresh endpoints (the old ones deleted, so the fan-out stays right), publish, wait, read. Null: no batch
+   * route.
+   */
   async function measure(sc: Scenario, run: number, rate: number): Promise<RunResult | null> {
     await Promise.all(liveEndpoints.map((id) => api('DELETE', `/v1/webhooks/endpoints/${id}`)));
     const ports = await listen(sc.modes);
@@ -681,11 +703,21 @@ async function main(): Promise<number> {
     const itemErrs = Object.entries(r.load.itemErrors).map(([k, v]) => `item ${k}×${v}`);
     const ceiling = ceilingFor(r.sc);
     const pct = r.sc.model === 'open' || ceiling === null ? '—' : `${fmt((100 * r.deliveredPerSec) / ceiling)} %`;
-    return `| ${r.sc.name} | ${r.run} | ${fmt(r.load.accepted)} × ${r.healthy} | ${fmt(r.load.acceptedPerSec)} | ${fmt(r.deliveredPerSec)} | ${pct} | ${fmt(r.stats.p50)} | ${fmt(r.stats.p99)} | ${fmt(r.lost)}${r.timedOut ? ' (quiet timeout)' : ''} | ${fmt(r.stats.duplicates)} | ${fmt(r.deferred)} | ${[...others.map(([k, v]) => `${k}×${v}`), ...itemErrs].join(', ') || '—'} |`;
+    return (
+      `| ${r.sc.name} | ${r.run} | ${fmt(r.load.accepted)} × ${r.healthy} | ` +
+      `${fmt(r.load.acceptedPerSec)} | ${fmt(r.deliveredPerSec)} | ${pct} | ` +
+      `${fmt(r.stats.p50)} | ${fmt(r.stats.p99)} | ` +
+      `${fmt(r.lost)}${r.timedOut ? ' (quiet timeout)' : ''} | ${fmt(r.stats.duplicates)} | ` +
+      `${fmt(r.deferred)} | ` +
+      `${[...others.map(([k, v]) => `${k}×${v}`), ...itemErrs].join(', ') || '—'} |`
+    );
   });
   const spreadRows = [...new Set(results.map((r) => r.sc))].map((sc) => {
     const xs = results.filter((r) => r.sc === sc).map((r) => r.deliveredPerSec);
-    return `| ${sc.name} | ${sc.title} | ${xs.length} | ${fmt(Math.min(...xs))} | ${fmt(median(xs))} | ${fmt(Math.max(...xs))} |`;
+    return (
+      `| ${sc.name} | ${sc.title} | ${xs.length} | ${fmt(Math.min(...xs))} | ` +
+      `${fmt(median(xs))} | ${fmt(Math.max(...xs))} |`
+    );
   });
   const unhealthy = results.find((r) => r.sc.name === 'unhealthy');
   const allHealthy = results.filter((r) => r.sc.name === 'f10-single');
@@ -693,7 +725,12 @@ async function main(): Promise<number> {
     const ref = median(allHealthy.map((r) => r.deliveredPerSec));
     const perPort = unhealthy.stats.ports.map((p: PortStats) => `${p.mode} ${fmt(p.received)}`).join(', ');
     notes.push(
-      `unhealthy: the ${unhealthy.healthy} healthy endpoints got ${fmt(unhealthy.deliveredPerSec)} deliveries/s (${fmt(unhealthy.deliveredPerSec / unhealthy.healthy)} per endpoint) vs ${fmt(ref)}/s (${fmt(ref / 10)} per endpoint) with 10 healthy (f10-single median): ${fmt((100 * unhealthy.deliveredPerSec) / unhealthy.healthy / (ref / 10))} % per endpoint. Received per port (repeats included): ${perPort}.`,
+      `unhealthy: the ${unhealthy.healthy} healthy endpoints got ` +
+        `${fmt(unhealthy.deliveredPerSec)} deliveries/s ` +
+        `(${fmt(unhealthy.deliveredPerSec / unhealthy.healthy)} per endpoint) vs ${fmt(ref)}/s ` +
+        `(${fmt(ref / 10)} per endpoint) with 10 healthy (f10-single median): ` +
+        `${fmt((100 * unhealthy.deliveredPerSec) / unhealthy.healthy / (ref / 10))} % per ` +
+        `endpoint. Received per port (repeats included): ${perPort}.`,
     );
   }
   const procNames = [...new Set(results.flatMap((r) => [...r.usage.keys()]))];
@@ -704,21 +741,39 @@ async function main(): Promise<number> {
       const us = rs.map((r) => r.usage.get(name)).filter((u): u is Usage => u !== undefined);
       if (us.length === 0) return '—';
       const cpu = us.reduce((n, u) => n + u.cpuSec, 0);
-      return `${fmt(Math.max(...us.map((u) => u.peakRssMb)))} MB · ${fmt(delivered ? (cpu * 1000) / delivered : null, 2)} s`;
+      return (
+        `${fmt(Math.max(...us.map((u) => u.peakRssMb)))} MB · ` +
+        `${fmt(delivered ? (cpu * 1000) / delivered : null, 2)} s`
+      );
     });
     return `| ${sc.name} | ${fmt(delivered)} | ${cells.join(' | ')} |`;
   });
 
   const args = process.argv.slice(2);
-  const command = `${externalKafka ? `KAFKA_BROKERS=${brokers.join(',')} ` : ''}npm run bench:dispatch${args.length ? ` -- ${args.join(' ')}` : ''}`;
+  const command =
+    `${externalKafka ? `KAFKA_BROKERS=${brokers.join(',')} ` : ''}npm run ` +
+    `bench:dispatch${args.length ? ` -- ${args.join(' ')}` : ''}`;
+  const kafkaHow = externalKafka ? `already running (${brokers.join(',')})` : 'started by the bench (`sluice kafka`)';
+  const inWorkers = sluiceWorkers > 0 ? ` in each of ${sluiceWorkers} cluster workers` : '';
+  const workersEnv = opt.workers ? `, SLUICE_WORKERS=${opt.workers}` : '';
+  const extraDispatchers = DISPATCHERS ? ` + ${DISPATCHERS} \`sluice dispatcher\`` : '';
   const section = [
     `### Run "${opt.label}": ${startedAt.toISOString().slice(0, 10)}`,
     '',
     `Command: \`${command}\``,
     '',
-    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ${fmt(totalmem() / 2 ** 30, 1)} GiB, ${type()} ${release()}, Node ${process.version}; Kafka ${KAFKA_VERSION} ${externalKafka ? `already running (${brokers.join(',')})` : 'started by the bench (`sluice kafka`)'}; ${startedAt.toISOString()}; 1-min load average at start ${fmt(load1, 2)}.`,
-    `Processes: Kafka, \`sluice start\` (ingress + dispatcher${sluiceWorkers > 0 ? ` in each of ${sluiceWorkers} cluster workers` : ''}${opt.workers ? `, SLUICE_WORKERS=${opt.workers}` : ''})${DISPATCHERS ? ` + ${DISPATCHERS} \`sluice dispatcher\`` : ''}, the receiver, the load generator (${CONCURRENCY} connections) and the hop probes, each its own OS process on this machine. Measured once the delivery consumer groups were Stable with every process in them and after a warm-up of ${fmt(warmUp)} unreported events.`,
-    'The load generator is a Node open/closed-model generator rather than k6: it counts every response by its exact status (and batch answers per item), and stamps each event with its publish time, carried in the event to the receiver, which measures publish→receipt per delivery.',
+    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ` +
+      `${fmt(totalmem() / 2 ** 30, 1)} GiB, ${type()} ${release()}, Node ${process.version}; ` +
+      `Kafka ${KAFKA_VERSION} ${kafkaHow}; ${startedAt.toISOString()}; 1-min load average at start ${fmt(load1, 2)}.`,
+    `Processes: Kafka, \`sluice start\` (ingress + dispatcher${inWorkers}${workersEnv})${extraDispatchers}, ` +
+      `the receiver, the load generator (${CONCURRENCY} connections) and the hop probes, ` +
+      'each its own OS process on this machine. ' +
+      'Measured once the delivery consumer groups were Stable with every process in them ' +
+      `and after a warm-up of ${fmt(warmUp)} unreported events.`,
+    'The load generator is a Node open/closed-model generator rather than k6: ' +
+      'it counts every response by its exact status (and batch answers per item), ' +
+      'and stamps each event with its publish time, carried in the event to the receiver, ' +
+      'which measures publish→receipt per delivery.',
     '',
     '#### Hop ceilings (same run, before the scenarios)',
     '',
@@ -730,12 +785,17 @@ async function main(): Promise<number> {
     '',
     ...(groupMembers > 1
       ? [
-          `The POST ceiling is one sending process; Sluice delivers from ${groupMembers} processes here, so it can pass 100 %.`,
+          `The POST ceiling is one sending process; Sluice delivers from ${groupMembers} processes ` +
+            `here, so it can pass 100 %.`,
         ]
       : []),
-    'events × healthy endpoints = expected deliveries. delivered/s: healthy deliveries from the first publish to the last first receipt. Latency: publish (request sent) → first receipt. lost: expected − unique received. deferred: `sluice_deliveries_total{outcome="deferred"}` delta over all Sluice processes.',
+    'events × healthy endpoints = expected deliveries. delivered/s: ' +
+      'healthy deliveries from the first publish to the last first receipt. Latency: ' +
+      'publish (request sent) → first receipt. lost: expected − unique received. deferred: ' +
+      '`sluice_deliveries_total{outcome="deferred"}` delta over all Sluice processes.',
     '',
-    '| scenario | run | events × endpoints | accepted/s | delivered/s | % of POST ceiling | p50 ms | p99 ms | lost | dup | deferred | other responses |',
+    '| scenario | run | events × endpoints | accepted/s | delivered/s | % of POST ceiling | ' +
+      'p50 ms | p99 ms | lost | dup | deferred | other responses |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
     ...scenarioRows,
     '',
@@ -747,7 +807,9 @@ async function main(): Promise<number> {
     ...(notes.length ? [''] : []),
     '#### Per-process resources',
     '',
-    "Each cell: peak RSS · CPU seconds (user + system, /proc, sampled every 500 ms) per 1,000 healthy deliveries, over the scenario's runs; a group of processes (cluster workers) counts as their sum.",
+    'Each cell: peak RSS · CPU seconds (user + system, /proc, ' +
+      "sampled every 500 ms) per 1,000 healthy deliveries, over the scenario's runs; " +
+      'a group of processes (cluster workers) counts as their sum.',
     '',
     `| scenario | deliveries | ${procNames.join(' | ')} |`,
     `|---|---:|${procNames.map(() => '---:').join('|')}|`,
@@ -765,7 +827,8 @@ async function main(): Promise<number> {
   const lossy = results.filter((r) => r.lost > 0);
   if (lossy.length > 0) {
     process.stderr.write(
-      `lost deliveries among healthy endpoints: ${lossy.map((r) => `${r.sc.name} run ${r.run}: ${r.lost}`).join(', ')}\n`,
+      `lost deliveries among healthy endpoints: ` +
+        `${lossy.map((r) => `${r.sc.name} run ${r.run}: ${r.lost}`).join(', ')}\n`,
     );
     return 1;
   }

@@ -28,7 +28,8 @@ const CONCURRENCY = arg('concurrency', 32);
 const brokersEnv = process.env.KAFKA_BROKERS;
 if (!brokersEnv) {
   console.error(
-    'KAFKA_BROKERS is not set: start one with `node bin/sluice.js kafka --port 9092` and pass KAFKA_BROKERS=127.0.0.1:9092',
+    'KAFKA_BROKERS is not set: start one with `node bin/sluice.js kafka --port 9092` and ' +
+      'pass KAFKA_BROKERS=127.0.0.1:9092',
   );
   process.exit(2);
 }
@@ -144,14 +145,21 @@ async function round(mode: Mode): Promise<string> {
     'no-id': 'Sluice: publish without id → Kafka → delivery',
     id: 'Sluice: publish with id (idempotent) → delivery',
   }[mode];
-  return `| ${label} | ${(EVENTS / (publishedIn / 1000)).toFixed(0)} | ${(EVENTS / (total / 1000)).toFixed(0)} | ${pct(50)} | ${pct(99)} | ${lat[lat.length - 1].toFixed(1)} |`;
+  return (
+    `| ${label} | ${(EVENTS / (publishedIn / 1000)).toFixed(0)} | ` +
+    `${(EVENTS / (total / 1000)).toFixed(0)} | ${pct(50)} | ${pct(99)} | ` +
+    `${lat[lat.length - 1].toFixed(1)} |`
+  );
 }
 
 console.log(
-  `command: KAFKA_BROKERS=${brokersEnv} node bin/run-ts.js bench/dispatcher.ts --events ${EVENTS} --concurrency ${CONCURRENCY}`,
+  `command: KAFKA_BROKERS=${brokersEnv} node bin/run-ts.js bench/dispatcher.ts --events ` +
+    `${EVENTS} --concurrency ${CONCURRENCY}`,
 );
 console.log(
-  `machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; one process runs ingress + dispatcher, Kafka on the same host`,
+  `machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ` +
+    `${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; ` +
+    `one process runs ingress + dispatcher, Kafka on the same host`,
 );
 console.log(
   `${EVENTS} events per round by ${CONCURRENCY} concurrent clients, 1 endpoint, node:http receiver answering 204\n`,

@@ -168,24 +168,27 @@ const pct = (xs: number[], p: number) => {
 };
 const fmt = (x: number) => (Number.isNaN(x) ? 'never' : `${x.toFixed(1)} ms`);
 process.stdout.write(
-  `\nrevocation propagation: ${N} revocations through node 1, ${NODES} ingress processes, ${cpus().length} cores, Kafka ${brokers.join(',')}\n`,
+  `\nrevocation propagation: ${N} revocations through node 1, ${NODES} ingress processes, ` +
+    `${cpus().length} cores, Kafka ${brokers.join(',')}\n`,
 );
 process.stdout.write("time from the 201 until the node refuses the revoked client's token (TOKEN_REVOKED):\n");
 latencies.forEach((xs, k) => {
   process.stdout.write(
-    `  node ${k + 1}${k === 0 ? ' (answered the 201)' : ''}: p50 ${fmt(pct(xs, 50))}  p99 ${fmt(pct(xs, 99))}  max ${fmt(Math.max(...xs))}\n`,
+    `  node ${k + 1}${k === 0 ? ' (answered the 201)' : ''}: ` +
+      `p50 ${fmt(pct(xs, 50))}  p99 ${fmt(pct(xs, 99))}  max ${fmt(Math.max(...xs))}\n`,
   );
 });
 const all = latencies.flat();
 process.stdout.write(`  all nodes: p50 ${fmt(pct(all, 50))}  p99 ${fmt(pct(all, 99))}  max ${fmt(Math.max(...all))}\n`);
 process.stdout.write(`time from sending the POST until the node refuses the token (includes the audit append):\n`);
-fromSent.forEach((xs, k) =>
+fromSent.forEach((xs, k) => {
   process.stdout.write(
     `  node ${k + 1}: p50 ${fmt(pct(xs, 50))}  p99 ${fmt(pct(xs, 99))}  max ${fmt(Math.max(...xs))}\n`,
-  ),
-);
+  );
+});
 process.stdout.write(
-  `POST /v1/auth/revocations until its 201: p50 ${fmt(pct(answer201, 50))}  p99 ${fmt(pct(answer201, 99))}  max ${fmt(Math.max(...answer201))}\n`,
+  `POST /v1/auth/revocations until its 201: p50 ${fmt(pct(answer201, 50))}  p99 ` +
+    `${fmt(pct(answer201, 99))}  max ${fmt(Math.max(...answer201))}\n`,
 );
 
 /** CPU time (user + system) of a process, in seconds. */
@@ -209,7 +212,9 @@ if (others.length > 0 && NODES > 1) {
     .sort((a, b) => b.ms - a.ms)
     .slice(0, 3);
   process.stdout.write(
-    `until every other node refuses, from sending the POST: p50 ${fmt(pct(others, 50))}  p99 ${fmt(pct(others, 99))}; slowest rounds: ${worst.map((w) => `#${w.i + 1} ${fmt(w.ms)}`).join(', ')}\n`,
+    `until every other node refuses, from sending the POST: ` +
+      `p50 ${fmt(pct(others, 50))}  p99 ${fmt(pct(others, 99))}; slowest rounds: ` +
+      `${worst.map((w) => `#${w.i + 1} ${fmt(w.ms)}`).join(', ')}\n`,
   );
 }
 if (values.json) {

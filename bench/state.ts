@@ -158,7 +158,8 @@ function row(group: Row['group'], query: string, ms: number[], target?: number):
 function progress(p: FillProgress): void {
   const s = (Date.now() - p.startedAt) / 1000;
   say(
-    `  ${p.what}: ${fmt(p.done)} / ${fmt(p.total)} (${fmt((100 * p.done) / p.total)} %), ${fmt(p.done / Math.max(s, 0.001))}/s, ${fmt(s, 0)} s`,
+    `  ${p.what}: ${fmt(p.done)} / ${fmt(p.total)} (${fmt((100 * p.done) / p.total)} %), ` +
+      `${fmt(p.done / Math.max(s, 0.001))}/s, ${fmt(s, 0)} s`,
   );
 }
 
@@ -300,7 +301,8 @@ async function main(): Promise<number> {
       const why = tail(sluice.log, 3).replace(/\s+/g, ' ').slice(0, 300);
       starts.push({ what, ms: null, rssMb, detail: `attempt ${attempt} exited after ${fmt(ms / 1000, 1)} s: ${why}` });
       notes.push(
-        `${what}, attempt ${attempt}: \`sluice start\` exited after ${fmt(ms / 1000, 1)} s without becoming ready: ${why}`,
+        `${what}, attempt ${attempt}: \`sluice start\` exited after ${fmt(ms / 1000, 1)} s ` +
+          `without becoming ready: ${why}`,
       );
       say(`  ${what}: attempt ${attempt} exited after ${fmt(ms / 1000, 1)} s: ${why}`);
     }
@@ -362,8 +364,10 @@ async function main(): Promise<number> {
   };
 
   const get = async (c: Caller, path: string) => (await c.expect('GET', path)).ms;
-  const dlqPath = (q: Record<string, string | number | null | undefined>) =>
-    `/v1/webhooks/dlq?${new URLSearchParams(Object.entries(q).flatMap(([k, v]) => (v === undefined || v === null ? [] : [[k, String(v)]])))}`;
+  const dlqPath = (q: Record<string, string | number | null | undefined>) => {
+    const set = Object.entries(q).flatMap(([k, v]) => (v === undefined || v === null ? [] : [[k, String(v)]]));
+    return `/v1/webhooks/dlq?${new URLSearchParams(set)}`;
+  };
   const rand = (n: number) => Math.floor(Math.random() * n);
   /** `n` timed GETs of `path(i)` after WARM_UP untimed ones. */
   const timeGets = async (c: Caller, path: (i: number) => string, n = N) => {
@@ -545,7 +549,8 @@ async function main(): Promise<number> {
     const first = await bigC.expect('GET', dlqPath({ limit: 100 }));
     if (first.json.data.length !== 100 || first.json.data[0].id !== bigDlqPosition(plan, 0).id)
       notes.push(
-        `big's first DLQ page is not the oldest 100 entries (got ${first.json.data.length}, first ${first.json.data[0]?.id}).`,
+        `big's first DLQ page is not the oldest 100 entries (got ${first.json.data.length}, ` +
+          `first ${first.json.data[0]?.id}).`,
       );
     row(
       'dlq',
@@ -654,7 +659,9 @@ async function main(): Promise<number> {
     );
     const v = stats(visibleAfter);
     notes.push(
-      `After each write burst of ${fmt(WRITE_BURST)} entries (${WRITE_ROUNDS} rounds), all of them were listed ${fmt(v.p50)} ms (median), ${fmt(v.max)} ms (max) after Kafka acknowledged the write.`,
+      `After each write burst of ${fmt(WRITE_BURST)} entries (${WRITE_ROUNDS} rounds), ` +
+        `all of them were listed ${fmt(v.p50)} ms (median), ` +
+        `${fmt(v.max)} ms (max) after Kafka acknowledged the write.`,
     );
   });
 
@@ -719,7 +726,9 @@ async function main(): Promise<number> {
   await stopSluice('restarted node, at the end');
 
   // report
-  const kafkaNote = `Kafka ${KAFKA_VERSION} ${externalKafka ? `already running (${brokers.join(',')})` : 'started by the bench (`sluice kafka`)'}`;
+  const kafkaNote =
+    `Kafka ${KAFKA_VERSION} ` +
+    `${externalKafka ? `already running (${brokers.join(',')})` : 'started by the bench (`sluice kafka`)'}`;
   const section = report({ startedAt, load1, plan, fills, baselinePublish, bursts, warmMs, kafkaNote });
   say('');
   say(section);
@@ -758,7 +767,9 @@ const RSS_LIMIT_MB = 256;
 
 function report(r: ReportInput): string {
   const args = process.argv.slice(2);
-  const command = `${externalKafka ? `KAFKA_BROKERS=${brokers.join(',')} ` : ''}npm run bench:state${args.length ? ` -- ${args.join(' ')}` : ''}`;
+  const command =
+    `${externalKafka ? `KAFKA_BROKERS=${brokers.join(',')} ` : ''}npm run ` +
+    `bench:state${args.length ? ` -- ${args.join(' ')}` : ''}`;
   const ms = (x: number) => fmt(x, x < 10 ? 2 : 1);
   const peak = (proc: string) => {
     let best: { mb: number; phase: string } = { mb: 0, phase: '—' };
@@ -788,18 +799,36 @@ function report(r: ReportInput): string {
   const targets = [
     '| target | measured | verdict |',
     '|---|---|---|',
-    `| \`sluice start\` < ${RSS_LIMIT_MB} MiB RSS | peak ${fmt(sluicePeak.mb)} MiB (${sluicePeak.phase}) | ${verdict(sluicePeak.mb || null, RSS_LIMIT_MB, 'MiB')} |`,
-    `| (for comparison) \`sluice start\` anonymous RSS only: heap and stacks, without the LMDB pages it maps | ${anonMax ? `${fmt(anonMax.anon)} MiB at the end of ${anonMax.phase}` : '—'} (read at phase ends, not sampled) | ${verdict(anonMax?.anon ?? null, RSS_LIMIT_MB, 'MiB')} |`,
-    `| \`sluice admin\` CLI < ${RSS_LIMIT_MB} MiB RSS | peak ${fmt(adminPeak.mb)} MiB (${adminPeak.phase}) | ${verdict(adminPeak.mb || null, RSS_LIMIT_MB, 'MiB')} |`,
-    `| DLQ list p99 < 10 ms at any depth and with filters | ${p99Line(dlqWorst)} | ${verdict(dlqWorst?.s.p99 ?? null, 10, 'ms')} |`,
-    `| DLQ list p99 < 10 ms right after writes | ${p99Line(writesWorst)} | ${verdict(writesWorst?.s.p99 ?? null, 10, 'ms')} |`,
-    `| endpoint list p99 < 10 ms | steady: ${p99Line(epSteady)}; all: ${p99Line(epWorst)} | steady ${verdict(epSteady?.s.p99 ?? null, 10, 'ms')}; all ${verdict(epWorst?.s.p99 ?? null, 10, 'ms')} |`,
-    `| restart to ready < 5 s | warm restart ${r.warmMs === null ? '—' : `${fmt(r.warmMs / 1000, 2)} s`} | ${verdict(r.warmMs === null ? null : r.warmMs / 1000, 5, 's')} |`,
-    `| publish latency independent of \`big\`'s endpoints (after-fill p50 and p99 within 1.5× + 1 ms of the baseline) | p50/p99 ${after ? `${ms(after.p50)}/${ms(after.p99)}` : '—'} ms vs baseline ${before ? `${ms(before.p50)}/${ms(before.p99)}` : '—'} ms | ${independent === null ? 'not measured' : independent ? 'met' : '**MISSED**'} |`,
+    `| \`sluice start\` < ${RSS_LIMIT_MB} MiB RSS | ` +
+      `peak ${fmt(sluicePeak.mb)} MiB (${sluicePeak.phase}) | ` +
+      `${verdict(sluicePeak.mb || null, RSS_LIMIT_MB, 'MiB')} |`,
+    `| (for comparison) \`sluice start\` anonymous RSS only: heap and stacks, ` +
+      `without the LMDB pages it maps | ` +
+      `${anonMax ? `${fmt(anonMax.anon)} MiB at the end of ${anonMax.phase}` : '—'} (read at ` +
+      `phase ends, not sampled) | ${verdict(anonMax?.anon ?? null, RSS_LIMIT_MB, 'MiB')} |`,
+    `| \`sluice admin\` CLI < ${RSS_LIMIT_MB} MiB RSS | ` +
+      `peak ${fmt(adminPeak.mb)} MiB (${adminPeak.phase}) | ` +
+      `${verdict(adminPeak.mb || null, RSS_LIMIT_MB, 'MiB')} |`,
+    `| DLQ list p99 < 10 ms at any depth and with filters | ${p99Line(dlqWorst)} | ` +
+      `${verdict(dlqWorst?.s.p99 ?? null, 10, 'ms')} |`,
+    `| DLQ list p99 < 10 ms right after writes | ${p99Line(writesWorst)} | ` +
+      `${verdict(writesWorst?.s.p99 ?? null, 10, 'ms')} |`,
+    `| endpoint list p99 < 10 ms | steady: ${p99Line(epSteady)}; all: ${p99Line(epWorst)} | ` +
+      `steady ${verdict(epSteady?.s.p99 ?? null, 10, 'ms')}; ` +
+      `all ${verdict(epWorst?.s.p99 ?? null, 10, 'ms')} |`,
+    `| restart to ready < 5 s | warm restart ` +
+      `${r.warmMs === null ? '—' : `${fmt(r.warmMs / 1000, 2)} s`} | ` +
+      `${verdict(r.warmMs === null ? null : r.warmMs / 1000, 5, 's')} |`,
+    `| publish latency independent of \`big\`'s endpoints (after-fill p50 and p99 within ` +
+      `1.5× + 1 ms of the baseline) | p50/p99 ` +
+      `${after ? `${ms(after.p50)}/${ms(after.p99)}` : '—'} ms vs baseline ` +
+      `${before ? `${ms(before.p50)}/${ms(before.p99)}` : '—'} ms | ` +
+      `${independent === null ? 'not measured' : independent ? 'met' : '**MISSED**'} |`,
   ];
   const startRows = starts.map(
     (x) =>
-      `| ${x.what} | ${x.ms === null ? 'not ready' : `${fmt(x.ms / 1000, 2)} s`} | ${fmt(x.rssMb)} MiB | ${x.detail || '—'} |`,
+      `| ${x.what} | ${x.ms === null ? 'not ready' : `${fmt(x.ms / 1000, 2)} s`} | ` +
+      `${fmt(x.rssMb)} MiB | ${x.detail || '—'} |`,
   );
   const latencyRows = rows.map((x) => {
     const v = x.target === undefined ? '—' : x.s.p99 < x.target ? 'met' : `**missed** (+${ms(x.s.p99 - x.target)} ms)`;
@@ -807,7 +836,10 @@ function report(r: ReportInput): string {
   });
   const burstRows = r.bursts.map(
     (b) =>
-      `| ${b.label} | ${fmt(b.writtenMs)} ms | ${b.listedMs === null ? 'not within 120 s' : `${fmt(b.listedMs)} ms`} | ${fmt(b.listed)} / ${fmt(b.count)} | ${ms(b.probe.p50)} / ${ms(b.probe.p99)} / ${ms(b.probe.max)} (n=${b.probe.n}) |`,
+      `| ${b.label} | ${fmt(b.writtenMs)} ms | ` +
+      `${b.listedMs === null ? 'not within 120 s' : `${fmt(b.listedMs)} ms`} | ` +
+      `${fmt(b.listed)} / ${fmt(b.count)} | ${ms(b.probe.p50)} / ${ms(b.probe.p99)} / ` +
+      `${ms(b.probe.max)} (n=${b.probe.n}) |`,
   );
   const phaseRows = phases.map((p) => {
     const cells = PROCS.map((name) => {
@@ -825,7 +857,10 @@ function report(r: ReportInput): string {
     const ours =
       ['Kafka (java)', 'sluice start'].reduce((n, name) => n + (p.usage.get(name)?.cpuSec ?? 0), p.selfCpuSec) /
       (p.ms / 1000);
-    return `| ${p.name} | ${fmt(p.ms / 1000, 1)} s | ${cells.join(' | ')} | ${parts} | ${fmt(p.busyCores, 2)} / ${fmt(Math.max(0, p.busyCores - ours), 2)} |`;
+    return (
+      `| ${p.name} | ${fmt(p.ms / 1000, 1)} s | ${cells.join(' | ')} | ${parts} | ` +
+      `${fmt(p.busyCores, 2)} / ${fmt(Math.max(0, p.busyCores - ours), 2)} |`
+    );
   });
   const { plan } = r;
   return [
@@ -833,11 +868,29 @@ function report(r: ReportInput): string {
     '',
     `Command: \`${command}\``,
     '',
-    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ${fmt(totalmem() / 2 ** 30, 1)} GiB, ${type()} ${release()}, Node ${process.version}; ${r.kafkaNote}; ${r.startedAt.toISOString()}; 1-min load average at start ${fmt(r.load1, 2)} (the machine is shared).`,
+    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ` +
+      `${fmt(totalmem() / 2 ** 30, 1)} GiB, ${type()} ${release()}, Node ${process.version}; ` +
+      `${r.kafkaNote}; ${r.startedAt.toISOString()}; ` +
+      `1-min load average at start ${fmt(r.load1, 2)} (the machine is shared).`,
     '',
-    `State, written straight into Kafka with \`DurableProducer\` (acks=all, idempotent; 3 producers side by side), not through the API: tenant \`big\` with ${fmt(plan.bigEndpoints)} endpoints and ${fmt(plan.dlq)} DLQ entries of ~${fmt(plan.entryBytes)} B (over ${plan.dlqEndpoints} endpoints × ${EVENT_TYPES.length} event types, dead-lettered evenly over the last 6 days); ${fmt(plan.smallTenants)} small tenants with 3 endpoints and ${plan.dlqPerSmall} DLQ entries each. Fill: ${r.fills.join('; ')}.`,
+    `State, written straight into Kafka with \`DurableProducer\` (acks=all, idempotent; ` +
+      `3 producers side by side), not through the API: ` +
+      `tenant \`big\` with ${fmt(plan.bigEndpoints)} endpoints and ${fmt(plan.dlq)} DLQ ` +
+      `entries of ~${fmt(plan.entryBytes)} B (over ${plan.dlqEndpoints} endpoints × ` +
+      `${EVENT_TYPES.length} event types, dead-lettered evenly over the last 6 days); ` +
+      `${fmt(plan.smallTenants)} small tenants with 3 endpoints and ${plan.dlqPerSmall} DLQ ` +
+      `entries each. Fill: ${r.fills.join('; ')}.`,
     '',
-    `Processes: Kafka, \`sluice start --workers 1\` (one process: ingress + dispatcher, its own SLUICE_DATA_DIR), \`sluice admin create-client\`, the dispatch bench's receiver (the endpoints' target), and for the bursts a writer process; this process fills Kafka and measures. Latency: sequential requests over one keep-alive connection, from sending to the last byte of the body; ${N} per row after ${WARM_UP} untimed warm-up requests unless n says otherwise. RSS: VmRSS from /proc every 500 ms (bench/dispatch/proc-stats.ts); for Sluice it includes the LMDB pages it has mapped (file-backed, shown apart in the resources table).`,
+    `Processes: Kafka, \`sluice start --workers 1\` (one process: ingress + dispatcher, ` +
+      `its own SLUICE_DATA_DIR), \`sluice admin create-client\`, ` +
+      `the dispatch bench's receiver (the endpoints' target), ` +
+      `and for the bursts a writer process; this process fills Kafka and measures. Latency: ` +
+      `sequential requests over one keep-alive connection, ` +
+      `from sending to the last byte of the body; ${N} per row after ${WARM_UP} untimed ` +
+      `warm-up requests unless n says otherwise. RSS: ` +
+      `VmRSS from /proc every 500 ms (bench/dispatch/proc-stats.ts); ` +
+      `for Sluice it includes the LMDB pages it has mapped (file-backed, ` +
+      `shown apart in the resources table).`,
     '',
     '#### Targets',
     '',
@@ -863,7 +916,12 @@ function report(r: ReportInput): string {
     '',
     '#### Dead-letter bursts',
     '',
-    `Written through the dispatcher's own path: \`deadLetterEntry\` builds each entry, and all of them are handed at once to \`OutcomeRecorder.record\` (dispatcher/record.ts), which gathers them into one \`DurableProducer.send\` to the DLQ topic; from a separate process. "Kafka ack": until every record() resolved. "All listed": until the DLQ list, filtered by the burst's endpoint and paged by 1,000, counted them all; meanwhile big's first DLQ page was requested back to back.`,
+    `Written through the dispatcher's own path: \`deadLetterEntry\` builds each entry, ` +
+      `and all of them are handed at once to \`OutcomeRecorder.record\` ` +
+      `(dispatcher/record.ts), which gathers them into one \`DurableProducer.send\` to the DLQ ` +
+      `topic; from a separate process. "Kafka ack": until every record() resolved. ` +
+      `"All listed": until the DLQ list, filtered by the burst's endpoint and paged by 1,000, ` +
+      `counted them all; meanwhile big's first DLQ page was requested back to back.`,
     '',
     '| burst | Kafka ack | all listed after | listed / written | first page during it: p50 / p99 / max ms |',
     '|---|---:|---:|---:|---:|',
@@ -871,7 +929,12 @@ function report(r: ReportInput): string {
     '',
     '#### Resources per phase',
     '',
-    `Each cell: peak RSS · CPU seconds (user + system) in the phase (the CLI: peak RSS only). "sluice anon + file": \`sluice start\`'s RSS at the end of the phase, anonymous (heap, stacks) + file-backed (LMDB map, code). "machine busy": cores busy on average over the phase (/proc/stat, of ${cpus().length}) / of which not Kafka, \`sluice start\` or this orchestrator (other users of the machine, the CLI and the bench helpers).`,
+    `Each cell: peak RSS · CPU seconds (user + system) in the phase (the CLI: ` +
+      `peak RSS only). "sluice anon + file": \`sluice start\`'s RSS at the end of the phase, ` +
+      `anonymous (heap, stacks) + file-backed (LMDB map, code). "machine busy": ` +
+      `cores busy on average over the phase (/proc/stat, ` +
+      `of ${cpus().length}) / of which not Kafka, \`sluice start\` or this orchestrator (other ` +
+      `users of the machine, the CLI and the bench helpers).`,
     '',
     `| phase | duration | ${PROCS.join(' | ')} | sluice anon + file | machine busy / others |`,
     `|---|---:|${PROCS.map(() => '---:').join('|')}|---:|---:|`,

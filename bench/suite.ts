@@ -110,7 +110,10 @@ const commit = (() => {
     return 'unknown';
   }
 })();
-const machine = `${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB, Linux ${release()}, Node ${process.version}, ${k6Version}, Kafka ${KAFKA_VERSION}, Sluice ${commit}`;
+const machine =
+  `${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB, ` +
+  `Linux ${release()}, Node ${process.version}, ${k6Version}, Kafka ${KAFKA_VERSION}, ` +
+  `Sluice ${commit}`;
 say(`# bench suite${quick ? ' (--quick)' : ''}: ${only.join(', ')}; ${machine}; load average ${load()}`);
 
 if (!external && (only.includes('edge') || only.includes('revocation'))) {
@@ -415,44 +418,67 @@ function renderReport(): string {
   lines.push(`## The suite (\`npm run bench${quick ? ' -- --quick' : ''}\`)`, '');
   lines.push(`Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC on ${machine}.`);
   lines.push(
-    `Load average (1, 5, 15 min) at the start: ${startedLoad}; at the end: ${load()}.${quick ? ' **--quick: a smoke run, short cases: not a measurement.**' : ''}`,
+    `Load average (1, 5, 15 min) at the start: ${startedLoad}; at the end: ` +
+      `${load()}.${quick ? ' **--quick: a smoke run, short cases: not a measurement.**' : ''}`,
     '',
   );
   if (edgeReport) {
     lines.push(`### Edge (k6, one case per run, ${VUS} VUs, ${DURATION} s each)`, '');
     lines.push(
-      `Every server runs on ${WORKERS} processes sharing one port (Sluice: \`sluice ingress --workers ${WORKERS}\`; the baselines: node:cluster), k6 on the same machine. The hot-token and 403 cases use ${edgeReport.clients} clients (one token per VU), so no client reaches the default per-client rate limit (10,000/s): the limiter is on, as deployed, and never refuses. Token issuance uses the same ${edgeReport.clients} clients. A row counts only the expected status; any other status fails the case and is listed.`,
+      `Every server runs on ${WORKERS} processes sharing one port (Sluice: ` +
+        `\`sluice ingress --workers ${WORKERS}\`; the baselines: node:cluster), ` +
+        `k6 on the same machine. The hot-token and 403 cases use ${edgeReport.clients} clients ` +
+        `(one token per VU), so no client reaches the default per-client rate limit (10,000/s): ` +
+        `the limiter is on, as deployed, and never refuses. ` +
+        `Token issuance uses the same ${edgeReport.clients} clients. ` +
+        `A row counts only the expected status; any other status fails the case and is listed.`,
       '',
     );
     lines.push(
       '| case | expected | req/s | p50 ms | p99 ms | other statuses | load avg after |',
       '|---|---:|---:|---:|---:|---|---|',
     );
-    for (const c of edgeReport.cases)
+    for (const c of edgeReport.cases) {
+      const otherStatuses =
+        c.unexpected.length === 0 ? 'none' : `**${c.unexpected.map(([s, n]) => `${s}: ${n}`).join(', ')}**`;
+      const notSent = c.notSent ? ` (${f(c.notSent)} not sent: behind the rate)` : '';
       lines.push(
-        `| ${c.label} | ${c.expect} | ${f(c.rps)} | ${f(c.p50, 2)} | ${f(c.p99, 2)} | ${c.unexpected.length === 0 ? 'none' : `**${c.unexpected.map(([s, n]) => `${s}: ${n}`).join(', ')}**`}${c.notSent ? ` (${f(c.notSent)} not sent: behind the rate)` : ''} | ${c.load} |`,
+        `| ${c.label} | ${c.expect} | ${f(c.rps)} | ${f(c.p50, 2)} | ${f(c.p99, 2)} | ` +
+          `${otherStatuses}${notSent} | ${c.load} |`,
       );
+    }
     lines.push('');
   }
   if (revocations.length > 0) {
     lines.push('### Revocation across 3 `sluice ingress` processes, and idle CPU', '');
     lines.push(
-      "`bench/revocation.ts`: revocations one at a time through node 1; each node polled back to back from before the POST. \"Every other node\" = per revocation, the later of nodes 2 and 3 to refuse the token, timed from sending the POST (audit append, revocation record, node 1's view, then the others' fetch). Idle CPU: each node's user + system time over the idle window (/proc), no requests.",
+      '`bench/revocation.ts`: revocations one at a time through node 1; ' +
+        'each node polled back to back from before the POST. ' +
+        '"Every other node" = per revocation, the later of nodes 2 and 3 to refuse the token, ' +
+        "timed from sending the POST (audit append, revocation record, node 1's view, " +
+        "then the others' fetch). Idle CPU: each node's user + system time over the idle window " +
+        '(/proc), no requests.',
       '',
     );
     lines.push(
-      '| fetch wait | revocations | every other node refuses (from the POST) p50 / p99 / max ms | POST → 201 p50 / p99 ms | idle CPU per node (% of a core) | load avg after |',
+      '| fetch wait | revocations | every other node refuses (from the POST) p50 / p99 / max ' +
+        'ms | POST → 201 p50 / p99 ms | idle CPU per node (% of a core) | load avg after |',
       '|---:|---:|---|---|---|---|',
     );
     for (const r of revocations)
       lines.push(
-        `| ${r.fetchWaitMs} ms | ${r.revocations} | ${f(r.othersFromSent.p50, 1)} / ${f(r.othersFromSent.p99, 1)} / ${f(r.othersFromSent.max, 1)} | ${f(r.post201.p50, 1)} / ${f(r.post201.p99, 1)} | ${r.idleCpuPct.map((x) => f(x, 2)).join(', ')} (${r.idleSeconds} s) | ${r.load} |`,
+        `| ${r.fetchWaitMs} ms | ${r.revocations} | ${f(r.othersFromSent.p50, 1)} / ` +
+          `${f(r.othersFromSent.p99, 1)} / ${f(r.othersFromSent.max, 1)} | ` +
+          `${f(r.post201.p50, 1)} / ${f(r.post201.p99, 1)} | ` +
+          `${r.idleCpuPct.map((x) => f(x, 2)).join(', ')} (${r.idleSeconds} s) | ${r.load} |`,
       );
     lines.push('');
   }
   for (const o of others)
     lines.push(
-      `${o.name}: \`bench/${o.name}.ts${quick ? ' --quick' : ''}\` exited ${o.code}; its figures are in its own section${RESULTS ? '' : ' (not written: --quick)'} (load average after: ${o.load}).`,
+      `${o.name}: \`bench/${o.name}.ts${quick ? ' --quick' : ''}\` exited ${o.code}; ` +
+        `its figures are in its own section${RESULTS ? '' : ' (not written: --quick)'} (load ` +
+        `average after: ${o.load}).`,
     );
   if (others.length > 0) lines.push('');
   if (verdicts.length > 0) {

@@ -88,7 +88,8 @@ for (const [bench, args, env] of BENCHES) {
       .join(' ');
     const out = await run(args, { ...env, ...traceEnv });
     console.log(
-      `\n## ${bench}, tracing ${mode} (load average before: ${load}; OTLP exports: ${exports - before.exports}, ${Math.round((bytes - before.bytes) / 1024)} KiB)\n`,
+      `\n## ${bench}, tracing ${mode} (load average before: ${load}; OTLP exports: ` +
+        `${exports - before.exports}, ${Math.round((bytes - before.bytes) / 1024)} KiB)\n`,
     );
     console.log(
       out

@@ -33,7 +33,10 @@ export interface CaseResult {
   p99: number;
   /** [status, count] of every other status (0: no response), and a failed k6. */
   unexpected: [string, number][];
-  /** Open model: requests k6 never sent for want of a free VU (the server fell behind the rate): shown, and the p99 target judges it. */
+  /**
+   * Open model: requests k6 never sent for want of a free VU (the server fell behind the rate): shown, and the p99
+   * target judges it.
+   */
   notSent: number;
   load: string;
 }
@@ -85,8 +88,13 @@ export async function runCase(
       .map((x) => x.toFixed(2))
       .join(' '),
   };
+  const notSent = result.notSent ? `; ${result.notSent} not sent (no free VU: the server fell behind the rate)` : '';
+  const failed = unexpected.length
+    ? `; FAILED, other statuses: ${unexpected.map(([s, n]) => `${s}: ${n}`).join(', ')}`
+    : '';
   say(
-    `${spec.label}: ${Math.round(result.rps)} ${spec.expect}/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms${result.notSent ? `; ${result.notSent} not sent (no free VU: the server fell behind the rate)` : ''}${unexpected.length ? `; FAILED, other statuses: ${unexpected.map(([s, n]) => `${s}: ${n}`).join(', ')}` : ''} (load ${result.load})`,
+    `${spec.label}: ${Math.round(result.rps)} ${spec.expect}/s, ` +
+      `p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms${notSent}${failed} (load ${result.load})`,
   );
   return result;
 }

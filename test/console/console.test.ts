@@ -128,7 +128,8 @@ async function run(executablePath: string): Promise<void> {
       await row.locator('button.open').click();
       await page.waitForSelector('.delivery', { timeout: 5000 }).catch(async (e) => {
         throw new Error(
-          `${e.message}; notice: ${await page.locator('#notice').innerText()}; ${violations.join(' | ')}; ${(await page.locator('#view-endpoint').evaluate((el) => el.outerHTML)).slice(0, 3000)}`,
+          `${e.message}; notice: ${await page.locator('#notice').innerText()}; ${violations.join(' | ')}; ` +
+            (await page.locator('#view-endpoint').evaluate((el) => el.outerHTML)).slice(0, 3000),
         );
       });
       const card = page.locator('.delivery', { hasText: events[0] });
@@ -181,7 +182,8 @@ async function run(executablePath: string): Promise<void> {
     await page.click('button[data-view="dlq"]');
     await page.waitForSelector('tr.dlq-entry', { timeout: 5000 }).catch(async (e) => {
       throw new Error(
-        `${e.message}; notice: ${await page.locator('#notice').innerText()}; ${violations.join(' | ')}; ${(await page.locator('#view-dlq').evaluate((el) => el.outerHTML)).slice(0, 3000)}`,
+        `${e.message}; notice: ${await page.locator('#notice').innerText()}; ${violations.join(' | ')}; ` +
+          (await page.locator('#view-dlq').evaluate((el) => el.outerHTML)).slice(0, 3000),
       );
     });
     const replay = page.locator('tr.dlq-entry button.replay-one').first();

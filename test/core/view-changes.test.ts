@@ -7,7 +7,10 @@ t.test('a waiter re-checks on each announcement and resolves once its check hold
   const changes = new ViewChanges();
   let applied = 0;
   let checks = 0;
-  const waiting = changes.until(() => (checks++, applied >= 2), 10_000);
+  const waiting = changes.until(() => {
+    checks++;
+    return applied >= 2;
+  }, 10_000);
   t.equal(changes.waiting, 1);
   applied = 1;
   changes.announce();

@@ -128,7 +128,8 @@ t.test(
     t.equal(attempts.length, 2, 'attempted twice');
     t.ok(
       attempts[1] - attempts[0] >= 2000,
-      `the second attempt came ${attempts[1] - attempts[0]} ms later (Retry-After: 2; the scaled backoff alone is 50 ms)`,
+      `the second attempt came ${attempts[1] - attempts[0]} ms later ` +
+        '(Retry-After: 2; the scaled backoff alone is 50 ms)',
     );
     t.same(attemptHeaders, ['1', '2'], 'the 503 counted as a failed attempt: the next one is attempt 2');
   },

@@ -57,12 +57,12 @@ t.test(
     );
     const gaps = mine.slice(1).map((h, i) => h.at - mine[i].at);
     // Never before its due time: each gap is at least the rung's nominal delay (jitter only lengthens).
-    gaps.forEach((g, i) =>
+    gaps.forEach((g, i) => {
       t.ok(
         g * SCALE >= rungAfter(i + 1).delayMs * 0.99,
         `gap ${i + 1}: ${((g * SCALE) / 60_000).toFixed(1)} min scaled >= ${rungAfter(i + 1).label}`,
-      ),
-    );
+      );
+    });
     // Where the delay dwarfs the rung's polling latency (>= 1 h scaled), the spacing never shrinks.
     for (let i = 8; i < gaps.length; i++)
       t.ok(gaps[i] >= gaps[i - 1] * 0.9, `gap ${i + 1} (${gaps[i]} ms) >= gap ${i} (${gaps[i - 1]} ms)`);

@@ -65,7 +65,8 @@ t.test(`a ${OUTAGE_MS / 1000} s broker outage under load: 503 while down, nothin
   );
   const hits = r.events().length;
   t.comment(
-    `accepted ${pub.stats.accepted.size}, refused ${pub.stats.refused}, deliveries received ${hits}, duplicates ${hits - received().size}`,
+    `accepted ${pub.stats.accepted.size}, refused ${pub.stats.refused}, ` +
+      `deliveries received ${hits}, duplicates ${hits - received().size}`,
   );
   let ready = 0;
   for (let i = 0; i < 60 && ready !== 200; i++) {

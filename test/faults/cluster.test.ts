@@ -61,6 +61,7 @@ t.test('one broker killed under load and brought back: nothing lost, nothing sto
   if (lost.length) t.comment(`missing: ${await whereAre(node.ctx.kafka, node.config.topicPrefix, lost.slice(0, 10))}`);
   const hits = r.events().length;
   t.comment(
-    `accepted ${pub.stats.accepted.size}, refused ${pub.stats.refused}, received ${hits}, duplicates ${hits - received().size}`,
+    `accepted ${pub.stats.accepted.size}, refused ${pub.stats.refused}, ` +
+      `received ${hits}, duplicates ${hits - received().size}`,
   );
 });

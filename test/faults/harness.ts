@@ -154,8 +154,10 @@ export async function whereAre(kafka: import('kafkajs').Kafka, prefix: string, i
         last = Date.now();
         const v = message.value?.toString() ?? '';
         for (const id of want)
-          if (v.includes(`"${id}"`))
-            (found[id] ??= []).push(`${topic.split('.').pop()}[${partition}@${message.offset}]`);
+          if (v.includes(`"${id}"`)) {
+            found[id] ??= [];
+            found[id].push(`${topic.split('.').pop()}[${partition}@${message.offset}]`);
+          }
       },
     });
     while (Date.now() - last < 3000) await new Promise((r) => setTimeout(r, 500));

@@ -63,7 +63,8 @@ const receiver = createServer({ maxHeaderSize: 1 << 20 }, (req, res) => {
 });
 receiver.on('clientError', (_err, socket) =>
   socket.end(
-    'HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\nx-fuzz-upstream: 1\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}',
+    'HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\nx-fuzz-upstream: 1\r\n' +
+      'content-length: 2\r\nconnection: close\r\n\r\n{}',
   ),
 );
 await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
@@ -794,7 +795,8 @@ const segment: fc.Arbitrary<string> = fc.oneof(
   { weight: 2, arbitrary: fc.string({ minLength: 1, maxLength: 20 }).map(pctEncode) },
   { weight: 3, arbitrary: fc.constantFrom(...SEGMENT_TRAPS) },
   { weight: 2, arbitrary: edgeString.map(pctEncode) },
-  { weight: 1, arbitrary: edgeString.filter((s) => !/[\u0000-\u0020\u007f/?]/.test(s)) }, // raw: unicode in the request line
+  // raw: unicode in the request line
+  { weight: 1, arbitrary: edgeString.filter((s) => !/[\u0000-\u0020\u007f/?]/.test(s)) },
   { weight: 1, arbitrary: fc.constantFrom(...PROTO_KEYS, ...OBJECT_MEMBERS) },
   { weight: 1, arbitrary: fc.integer({ min: 200, max: 9000 }).map((n) => 'a'.repeat(n)) },
 );
@@ -1332,7 +1334,10 @@ async function sendRaw(c: Case): Promise<Response | string> {
   );
   const answer = parseRaw(res.text, c.method);
   if (!answer)
-    return `no answer (${res.closed ? 'connection closed' : 'silence for 10 s'}); got ${JSON.stringify(res.text.slice(0, 200))}`;
+    return (
+      `no answer (${res.closed ? 'connection closed' : 'silence for 10 s'}); ` +
+      `got ${JSON.stringify(res.text.slice(0, 200))}`
+    );
   // Asked for `Connection: close`: an answer on a connection left open is a client left waiting.
   if (!res.closed)
     return `${answer.status} answered, but the connection stayed open for 10 s after it (Connection: close)`;
@@ -1411,7 +1416,8 @@ function violation(c: Case, r: Response | string): string | null {
   if (r.status >= 500) {
     const path = json?.instance ?? routedPath(c);
     const unconfigured = /^\/v1\/(inference|pipelines)(\/|$)/.test(path);
-    if (c.method === 'HEAD' && unconfigured && (r.status === 502 || r.status === 504)) return null; // no body to read the code from
+    // no body to read the code from
+    if (c.method === 'HEAD' && unconfigured && (r.status === 502 || r.status === 504)) return null;
     if (r.status === 503 && json?.code === 'UNAVAILABLE') return null;
     if (r.status === 503 && isTokenRoute(c) && json?.error === 'temporarily_unavailable') return null;
     if (r.status === 502 && json?.code === 'UPSTREAM_UNAVAILABLE' && unconfigured) return null;
@@ -1443,7 +1449,10 @@ function violation(c: Case, r: Response | string): string | null {
       typeof json.error_description === 'string'
     )
       return null;
-    return `${r.status}: neither problem+json nor (on the token route) the RFC 6749 shape: ${ct} ${r.body.slice(0, 300)}`;
+    return (
+      `${r.status}: neither problem+json nor (on the token route) the RFC 6749 shape: ` +
+      `${ct} ${r.body.slice(0, 300)}`
+    );
   }
   return null;
 }
@@ -1460,12 +1469,14 @@ const stats = {
 
 function describe(c: Case): string {
   const body = c.body
-    ? `${c.body.kind}${c.body.chunked ? ' chunked' : ''}, ${c.body.bytes.length} bytes: ${JSON.stringify(c.body.bytes.subarray(0, 300).toString('utf8'))}`
+    ? `${c.body.kind}${c.body.chunked ? ' chunked' : ''}, ${c.body.bytes.length} bytes: ` +
+      JSON.stringify(c.body.bytes.subarray(0, 300).toString('utf8'))
     : 'no body';
   const headers = c.headers
     .map(([k, v]) => `${k}: ${v.length > 120 ? `${v.slice(0, 120)}…(${v.length})` : v}`)
     .join(' | ');
-  return `${c.method} ${c.path.slice(0, 300)}${c.query ? `?${c.query.slice(0, 200)}` : ''} (${c.raw ? 'raw' : 'undici'}) [${headers}] ${body}`;
+  const query = c.query ? `?${c.query.slice(0, 200)}` : '';
+  return `${c.method} ${c.path.slice(0, 300)}${query} (${c.raw ? 'raw' : 'undici'}) [${headers}] ${body}`;
 }
 
 async function check(c: Case): Promise<void> {
@@ -1483,14 +1494,16 @@ async function check(c: Case): Promise<void> {
   if (!v) return;
   if (COLLECT)
     return void collected.push(
-      `${v.slice(0, 200)}\n  request: ${describe(c).slice(0, 600)}\n  after: ${previous.map((p) => describe(p).slice(0, 400)).join('\n  after: ')}`,
+      `${v.slice(0, 200)}\n  request: ${describe(c).slice(0, 600)}\n  after: ` +
+        previous.map((p) => describe(p).slice(0, 400)).join('\n  after: '),
     );
   throw new Error(`${v}\n  request: ${describe(c)}`);
 }
 
 function snapshotPrototypes(): string {
   const names = (o: object) => Reflect.ownKeys(o).map(String).sort().join(',');
-  return `${[Object.prototype, Array.prototype, Function.prototype, String.prototype].map(names).join('|')}|${Object.getPrototypeOf({}) === Object.prototype}`;
+  const prototypes = [Object.prototype, Array.prototype, Function.prototype, String.prototype];
+  return `${prototypes.map(names).join('|')}|${Object.getPrototypeOf({}) === Object.prototype}`;
 }
 
 const started = Date.now();
@@ -1508,17 +1521,15 @@ t.test('wrong types for every field of every JSON body: 400, never 5xx', async (
       typeof r.template_body === 'object' &&
       Object.keys(r.template_body as object).length > 0,
   );
-  const arb = fc
-    .constantFrom(...bodies)
-    .chain((route) =>
-      fc.record({
-        route: fc.constant(route),
-        field: fc.constantFrom(...Object.keys(route.template_body as object)),
-        value: wrongValue,
-        nested: fc.boolean(),
-        pick: fc.nat(),
-      }),
-    );
+  const arb = fc.constantFrom(...bodies).chain((route) =>
+    fc.record({
+      route: fc.constant(route),
+      field: fc.constantFrom(...Object.keys(route.template_body as object)),
+      value: wrongValue,
+      nested: fc.boolean(),
+      pick: fc.nat(),
+    }),
+  );
   await fc.assert(
     fc.asyncProperty(arb, async ({ route, field, value, nested, pick }) => {
       const tpl = route.template_body as Record<string, unknown>;
@@ -1592,10 +1603,10 @@ t.test('prototype keys never change behaviour', async (t) => {
         const entries = front ? [...keys, ...base] : [...base, ...keys];
         const body = form
           ? entries
-              .map(
-                ([k, v]) =>
-                  `${pctEncode(k)}=${pctEncode(typeof v === 'string' ? (v.startsWith('"') ? JSON.parse(v) : v) : emit(v))}`,
-              )
+              .map(([k, v]) => {
+                const value = typeof v === 'string' ? (v.startsWith('"') ? JSON.parse(v) : v) : emit(v);
+                return `${pctEncode(k)}=${pctEncode(value)}`;
+              })
               .join('&')
           : emit({ o: entries });
         const res = await call(node.base, 'POST', '/v1/auth/token', {
@@ -1725,7 +1736,8 @@ t.test('regressions', async (t) => {
       raw: s,
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
     });
-  const creds = `grant_type=client_credentials&client_id=${adminClient.client_id}&client_secret=${adminClient.client_secret}`;
+  const creds =
+    `grant_type=client_credentials&client_id=${adminClient.client_id}` + `&client_secret=${adminClient.client_secret}`;
   for (const k of [...PROTO_KEYS, ...OBJECT_MEMBERS]) {
     const res = await form(`${creds}&${k}=1`);
     t.equal(res.status, 200, `a form parameter named ${k} is ignored like any other unknown one`);
@@ -1750,7 +1762,8 @@ t.test('regressions', async (t) => {
   ]) {
     const keepAlive = await rawHttp(
       port,
-      `HEAD ${path} HTTP/1.1\r\nhost: x\r\n${auth}\r\nGET /v1/auth/jwks HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n`,
+      `HEAD ${path} HTTP/1.1\r\nhost: x\r\n${auth}\r\n` +
+        'GET /v1/auth/jwks HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n',
       5000,
     );
     t.equal(
@@ -1768,7 +1781,8 @@ t.test('regressions', async (t) => {
     rawHttp(
       port,
       Buffer.from(
-        `PUT /v1/telemetry/regression HTTP/1.1\r\nhost: x\r\n${auth}content-type: application/json\r\n${extra}content-length: 2\r\nconnection: ${connection}\r\n\r\n{}`,
+        `PUT /v1/telemetry/regression HTTP/1.1\r\nhost: x\r\n${auth}content-type: application/json\r\n` +
+          `${extra}content-length: 2\r\nconnection: ${connection}\r\n\r\n{}`,
         'utf8',
       ),
       connection === 'close' ? 5000 : 500,
@@ -1842,7 +1856,10 @@ t.test('regressions', async (t) => {
     viaUndici.push(
       await http
         .request({ path: '/v1/auth/jwks', method: i === 1 ? 'HEAD' : 'GET', headersTimeout: 5000 })
-        .then(async (r) => (await r.body.text(), r.statusCode)),
+        .then(async (r) => {
+          await r.body.text();
+          return r.statusCode;
+        }),
     );
   t.same(viaUndici, [200, 200, 200], 'GET, HEAD, GET on a pooled keep-alive client');
   stats.cases += 1 + PROTO_KEYS.length + OBJECT_MEMBERS.length + 1 + 1 + 3 + 3 + 4 + 20 + 9;
@@ -1871,7 +1888,9 @@ t.test('the node still answers plain requests', async (t) => {
     .map(([s, n]) => `${s}×${n}`)
     .join(' ');
   t.comment(
-    `fuzz: ${stats.cases} cases in ${seconds} s (seed ${SEED}); ${stats.routes.size} routes; upstream saw ${upstreamSeen.length}; raw fallbacks ${stats.fallbacks}; heads over 4 KiB dropped by uWS ${stats.longHeadsDropped}`,
+    `fuzz: ${stats.cases} cases in ${seconds} s (seed ${SEED}); ${stats.routes.size} routes; ` +
+      `upstream saw ${upstreamSeen.length}; raw fallbacks ${stats.fallbacks}; ` +
+      `heads over 4 KiB dropped by uWS ${stats.longHeadsDropped}`,
   );
   if (COLLECT)
     t.comment(

@@ -46,7 +46,8 @@ t.test('conflicting framing is a 400 that closes the connection: the smuggled re
   const cases: [string, string][] = [
     [
       'two Content-Length',
-      `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}content-length: 5\r\ncontent-length: ${5 + smuggled.length}\r\n\r\nhello${smuggled}`,
+      `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}content-length: 5\r\n` +
+        `content-length: ${5 + smuggled.length}\r\n\r\nhello${smuggled}`,
     ],
     [
       'Transfer-Encoding gzip',
@@ -54,7 +55,8 @@ t.test('conflicting framing is a 400 that closes the connection: the smuggled re
     ],
     [
       'Content-Length with chunked',
-      `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}transfer-encoding: chunked\r\ncontent-length: 3\r\n\r\n0\r\n\r\n${smuggled}`,
+      `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}transfer-encoding: chunked\r\n` +
+        `content-length: 3\r\n\r\n0\r\n\r\n${smuggled}`,
     ],
     [
       'a signed Content-Length',
@@ -88,7 +90,8 @@ t.test('conflicting framing is a 400 that closes the connection: the smuggled re
   t.same(plain.statuses, [200], 'one Content-Length is fine');
   const chunked = await rawHttp(
     port,
-    `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`,
+    `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}content-type: application/json\r\n` +
+      'transfer-encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n',
   );
   t.same(chunked.statuses, [200], 'chunked alone is fine');
 });
@@ -156,7 +159,8 @@ t.test('an upload abandoned mid-body leaves no body read pending', async (t) => 
     await new Promise<void>((resolve) => {
       const s = connect(port, '127.0.0.1', () => {
         s.write(
-          `POST /v1/webhooks/events HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${token}\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"type":"inference.`,
+          `POST /v1/webhooks/events HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${token}\r\n` +
+            'content-type: application/json\r\ncontent-length: 1000\r\n\r\n{"type":"inference.',
         );
         setTimeout(() => {
           s.destroy();

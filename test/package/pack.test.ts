@@ -78,7 +78,9 @@ import * as main from 'sluice';
 const d = JSON.parse(readFileSync('delivery.json', 'utf8'));
 const out = {};
 for (const scheme of ['sluice', 'standard']) {
-  for (const secret of ['current', 'previous']) out[scheme + ':' + secret] = verifyWebhook(d.rawBody, d.headers, d[secret], { scheme }).id;
+  for (const secret of ['current', 'previous']) {
+    out[scheme + ':' + secret] = verifyWebhook(d.rawBody, d.headers, d[secret], { scheme }).id;
+  }
   try {
     verifyWebhook(d.rawBody.replace('"ok":true', '"ok":tru3'), d.headers, d.current, { scheme });
     out[scheme + ':tampered'] = 'accepted';
@@ -104,7 +106,9 @@ console.log(JSON.stringify(out));
     // The declarations work for a TypeScript consumer (strict, NodeNext, no .ts-extension imports).
     writeFileSync(
       join(app, 'consumer.ts'),
-      `import { verifyWebhook, type WebhookBody } from 'sluice/webhooks';\nexport const check = (b: Buffer, h: Record<string, string>, s: string): WebhookBody => verifyWebhook(b, h, [s], { scheme: 'standard' });\n`,
+      "import { verifyWebhook, type WebhookBody } from 'sluice/webhooks';\n" +
+        'export const check = (b: Buffer, h: Record<string, string>, s: string): WebhookBody =>' +
+        " verifyWebhook(b, h, [s], { scheme: 'standard' });\n",
     );
     writeFileSync(
       join(app, 'tsconfig.json'),

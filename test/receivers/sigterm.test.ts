@@ -197,7 +197,8 @@ t.test('SIGTERM with deliveries in flight: exit 0 within 15 s, nothing lost', as
       if (q.status === 200) requestsPer.set(`${q.eventId}@${i}`, (requestsPer.get(`${q.eventId}@${i}`) ?? 0) + 1);
   const duplicates = [...requestsPer.values()].reduce((n, c) => n + c - 1, 0);
   t.comment(
-    `${total} deliveries; ${inFlight.length} in flight and ${deliveredAtSignal} delivered at the signal; exit after ${exit.ms} ms; ${duplicates} repeated 200 deliveries`,
+    `${total} deliveries; ${inFlight.length} in flight and ${deliveredAtSignal} delivered at the signal; ` +
+      `exit after ${exit.ms} ms; ${duplicates} repeated 200 deliveries`,
   );
   const second = await sigterm(first);
   t.equal(second.code, 0, `the second dispatcher stops cleanly too (${second.ms} ms)`);

@@ -110,7 +110,10 @@ async function write(records: Array<DlqEntry | DlqReplayMarker>, inReference = t
   if (inReference) records.forEach(refApply);
 }
 
-/** `n` entries per tenant over a minute from startMs (three per millisecond value: ties broken by id), with replays and repeats. */
+/**
+ * `n` entries per tenant over a minute from startMs (three per millisecond value: ties broken by id), with replays
+ * and repeats.
+ */
 function batch(n: number, startMs: number): Array<DlqEntry | DlqReplayMarker> {
   const out: Array<DlqEntry | DlqReplayMarker> = [];
   for (const tenant of TENANTS) {

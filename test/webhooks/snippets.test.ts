@@ -106,7 +106,8 @@ out = {}
 for c in json.load(open(sys.argv[1])):
     verify = verify_webhook if c["scheme"] == "sluice" else verify_standard_webhook
     try:
-        body = verify(base64.b64decode(c["body"]), Headers({k.lower(): v for k, v in c["headers"].items()}), c["secret"])
+        headers = Headers({k.lower(): v for k, v in c["headers"].items()})
+        body = verify(base64.b64decode(c["body"]), headers, c["secret"])
         out[c["name"]] = "ok" if body["id"] == c["headers"]["x-service-event-id"] else "wrong body"
     except ValueError as e:
         out[c["name"]] = str(e)

@@ -108,7 +108,8 @@ t.test('a Retry-After beyond the retry span is capped at what is left of it', as
 });
 
 t.test(
-  '410 Gone: DISABLED, queued deliveries to the DLQ with the reason, endpoint.disabled to the others, audited; verify re-enables',
+  '410 Gone: DISABLED, queued deliveries to the DLQ with the reason, endpoint.disabled to the others, audited; ' +
+    'verify re-enables',
   async (t) => {
     const { token, r, ep } = await setUp('steer-410', 500);
     const watcher = await receiver(200);

@@ -136,7 +136,10 @@ t.test('assertPublicAddress: IP literals and names are checked after resolution,
   const lookupCalls: string[] = [];
   await assertPublicAddress(new URL('https://Hooks.Example.COM./x'), {
     allowInsecure: false,
-    lookup: async (h) => (lookupCalls.push(h), [{ address: '1.1.1.1', family: 4 }]),
+    lookup: async (h) => {
+      lookupCalls.push(h);
+      return [{ address: '1.1.1.1', family: 4 }];
+    },
   });
   t.same(lookupCalls, ['hooks.example.com'], 'the name is normalized before the lookup');
 });

@@ -749,23 +749,25 @@ function rateChart(series) {
   const { svg, x, y, W, L, R } = frame(series, max, '');
   const w = Math.max(2, ((W - L - R) / series.length) * 0.7);
   series.forEach((p, i) => {
-    if (p.attempts === 0) return;
-    svg.append(
-      s(
-        'rect',
-        { x: x(i) - w / 2, y: y(p.delivered), width: w, height: y(0) - y(p.delivered), fill: '#1a7f4b' },
-        s('title', {}, `${p.minute.slice(11, 16)}: ${p.delivered} delivered, ${p.failed} failed`),
-      ),
-    );
-    svg.append(
-      s('rect', {
-        x: x(i) - w / 2,
-        y: y(p.attempts),
-        width: w,
-        height: y(p.delivered) - y(p.attempts),
-        fill: '#c0392b',
-      }),
-    );
+    // Only bars with a height: a zero-height rect is an element no one can see or point at.
+    if (p.delivered > 0) {
+      svg.append(
+        s(
+          'rect',
+          { x: x(i) - w / 2, y: y(p.delivered), width: w, height: y(0) - y(p.delivered), fill: '#1a7f4b' },
+          s('title', {}, `${p.minute.slice(11, 16)}: ${p.delivered} delivered, ${p.failed} failed`),
+        ),
+      );
+    }
+    if (p.attempts > p.delivered) {
+      svg.append(
+        s(
+          'rect',
+          { x: x(i) - w / 2, y: y(p.attempts), width: w, height: y(p.delivered) - y(p.attempts), fill: '#c0392b' },
+          s('title', {}, `${p.minute.slice(11, 16)}: ${p.delivered} delivered, ${p.failed} failed`),
+        ),
+      );
+    }
   });
   svg.setAttribute('aria-label', 'attempts per minute, delivered and failed');
   svg.id = 'rate-chart';

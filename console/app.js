@@ -284,7 +284,7 @@ async function reverify(button) {
   const result = headers.get('sluice-ping-result');
   const detail = [headers.get('sluice-ping-status'), headers.get('sluice-ping-error')].filter(Boolean).join(' ');
   const outcome = result === 'ok' ? 'answered 200' : `failed${detail ? ` (${detail})` : ''}`;
-  $('verify-result').textContent = `Ping ${outcome}: ${data.id} is now ${data.state}.`;
+  // The outcome is shown once the table shows it too (the re-render replaces this status line).
   await renderEndpoints();
   $('verify-result').textContent = `Ping ${outcome}: ${data.id} is now ${data.state}.`;
 }

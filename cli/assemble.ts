@@ -6,7 +6,7 @@
 import type { Config } from '../core/config.ts';
 import type { Clock } from '../core/clock.ts';
 import { join } from 'node:path';
-import { setFlagsFromString } from 'node:v8';
+import { applyHeapGrowth, heapGrowthFor } from './heap.ts';
 import { StateConsumer } from '../core/kafka/state-consumer.ts';
 import { ViewStore } from '../core/store/view-store.ts';
 import { openContext, waitFor, type Context } from '../core/context.ts';
@@ -116,7 +116,7 @@ async function startHistory(ctx: Context, attempts: AttemptHistory): Promise<voi
 export async function startNode(config: Readonly<Config>, opts: NodeOptions): Promise<SluiceNode> {
   const roles = { ingress: opts.ingress !== false, dispatcher: opts.dispatcher === true };
   const component = roles.ingress ? 'ingress' : 'dispatcher';
-  applyHeapGrowth(config.heapGrowthPercent);
+  applyHeapGrowth(heapGrowthFor(config, roles));
   // Tracing first, so nothing the node does is left out (a no-op when SLUICE_TRACE_EXPORTER=none).
   const tracing = await startTracing({
     serviceName: `sluice-${component}`,
@@ -166,14 +166,4 @@ export async function startNode(config: Readonly<Config>, opts: NodeOptions): Pr
       await tracing.stop();
     },
   };
-}
-
-/**
- * A node's live heap is mostly its endpoint view; V8 by default lets the old generation grow to
- * several times the live heap before a full collection, so a 100 MiB view showed as 400 MiB of
- * RSS. A smaller growth factor collects sooner (measured in bench/RESULTS.md, state section).
- * The flag is read at every collection, so setting it at run time takes effect.
- */
-function applyHeapGrowth(percent: number): void {
-  if (percent > 0) setFlagsFromString(`--heap-growing-percent=${percent}`);
 }

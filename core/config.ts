@@ -50,8 +50,11 @@ export interface Config {
   kafkaStaleMs: number;
   /** The state consumer's fetch wait (a fetch still returns as soon as a record arrives). */
   stateFetchWaitMs: number;
-  /** V8's heap growth after a full collection, in percent of the live heap (0: V8's own factor). */
-  heapGrowthPercent: number;
+  /**
+   * V8's heap growth after a full collection, in percent of the live heap (0: V8's own factor);
+   * null: chosen by the node's roles (cli/heap.ts).
+   */
+  heapGrowthPercent: number | null;
   keyRotationDays: number;
   secretRotationDays: number;
   secretGraceDays: number;
@@ -276,7 +279,7 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
     dataDir: dirPath(env, 'SLUICE_DATA_DIR', join(cacheDir, 'state')),
     kafkaStaleMs: int(env, 'SLUICE_KAFKA_STALE_MS', 10_000, 100, 600_000),
     stateFetchWaitMs: int(env, 'SLUICE_STATE_FETCH_WAIT_MS', 20, 1, 10_000),
-    heapGrowthPercent: int(env, 'SLUICE_HEAP_GROWTH_PERCENT', 25, 0, 400),
+    heapGrowthPercent: env.SLUICE_HEAP_GROWTH_PERCENT ? int(env, 'SLUICE_HEAP_GROWTH_PERCENT', 0, 0, 400) : null,
     keyRotationDays: num(env, 'SLUICE_KEY_ROTATION_DAYS', 30, 0.0001, 365),
     secretRotationDays: num(env, 'SLUICE_SECRET_ROTATION_DAYS', 30, 0.0001, 365),
     secretGraceDays: num(env, 'SLUICE_SECRET_GRACE_DAYS', 7, 0, 365),

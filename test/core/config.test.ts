@@ -1,17 +1,26 @@
 import t from 'tap';
+import { heapGrowthFor } from '../../cli/heap.ts';
 import { loadConfig } from '../../core/config.ts';
 import { ConfigError } from '../../core/errors.ts';
 
 t.test('defaults are the real values', async (t) => {
   const c = loadConfig({});
-  t.equal(c.heapGrowthPercent, 25);
+  t.equal(c.heapGrowthPercent, null, 'heap growth: chosen by role');
   t.equal(c.stateFetchWaitMs, 20);
   t.equal(c.timeScale, 1);
 });
 
-t.test('SLUICE_HEAP_GROWTH_PERCENT: 0 keeps V8 default, out of range is refused by name', async (t) => {
-  t.equal(loadConfig({ SLUICE_HEAP_GROWTH_PERCENT: '0' }).heapGrowthPercent, 0);
-  t.equal(loadConfig({ SLUICE_HEAP_GROWTH_PERCENT: '100' }).heapGrowthPercent, 100);
+t.test('heap growth: 25 % for an ingress-only node, 100 % where the dispatcher runs, unless set', async (t) => {
+  const auto = loadConfig({});
+  t.equal(heapGrowthFor(auto, { dispatcher: false }), 25);
+  t.equal(heapGrowthFor(auto, { dispatcher: true }), 100);
+  const set = loadConfig({ SLUICE_HEAP_GROWTH_PERCENT: '40' });
+  t.equal(heapGrowthFor(set, { dispatcher: false }), 40);
+  t.equal(heapGrowthFor(set, { dispatcher: true }), 40);
+  t.equal(heapGrowthFor(loadConfig({ SLUICE_HEAP_GROWTH_PERCENT: '0' }), { dispatcher: true }), 0, "0: V8's own");
+});
+
+t.test('SLUICE_HEAP_GROWTH_PERCENT out of range is refused by name', async (t) => {
   for (const bad of ['-1', '401', 'lots', '2.5']) {
     let caught: unknown = null;
     try {

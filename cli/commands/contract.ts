@@ -16,14 +16,16 @@ actions:
   limits --base-url URL --client-id ID --client-secret SECRET [--time-scale N]
          [--revocable-client-id ID --revocable-client-secret S]
          [--rotation-scale N --rotation-check-ms M] [--skip LIMIT,LIMIT...]
-      measures every limit of the spec (section 8, 6.2, 6.4) against a live Sluice and prints
-      measured next to spec; a guard that fails is FAIL (exit 1), one skips only when --skip
+      measures every limit the service promises (e.g. access token lifetime, revocation propagation,
+      credential rotation cycle, verification acknowledgement, delivery timeout, 17 failures over
+      the 72 h retry span, DLQ retention, replay window) against a live Sluice and prints measured
+      next to promised; a guard that fails is FAIL (exit 1), one skips only when --skip
       names it or its input was not given (no --time-scale, no revocable client). --time-scale must equal
       the SLUICE_TIME_SCALE of the Sluice (e.g. 4320 runs the 72 h ladder in a minute);
       --rotation-scale N: the Sluice rotates every 30/N days (SLUICE_KEY_ROTATION_DAYS and
       SLUICE_SECRET_ROTATION_DAYS), checked every M ms (SLUICE_ROTATION_CHECK_MS)
   receiver --port P --secret S [--host H] [--tolerance 300]
-      a webhook receiver that checks every delivery against the contract and spec 6.2
+      a webhook receiver that checks every delivery against the contract and the signing rules
       (signature, timestamp window, headers, body schema), answers 200 to good ones and 400 to
       bad ones, and prints a line per delivery; Ctrl-C prints a summary`;
 

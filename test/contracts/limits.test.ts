@@ -30,7 +30,7 @@ t.test('every limit of the spec is measured against a live Sluice, and every one
     rotation: ROTATION,
   });
   t.comment(`\n${formatLimits(rows)}`);
-  t.same(rows.map((r) => r.limit).sort(), [...LIMIT_NAMES].sort(), 'one row per limit of spec section 8');
+  t.same(rows.map((r) => r.limit).sort(), [...LIMIT_NAMES].sort(), 'one row per limit the service promises');
   t.equal(rows.length, 9);
   // Nothing was asked to skip, so a skip is as much a failure as a fail.
   t.same(

@@ -49,7 +49,7 @@ t.test('a conformant delivery has no violations', async (t) => {
   t.same(delivery(), []);
 });
 
-t.test('each rule of spec 6.2 and of the contract is enforced', async (t) => {
+t.test('each signing rule and each rule of the contract is enforced', async (t) => {
   t.match(delivery({ secret: 'another-secret' }).join(), /signature does not match/);
   t.match(delivery({ headers: { 'x-service-signature-256': 'sha1=abc' } }).join(), /not sha256=<64 hex>/);
   t.match(delivery({ headers: { 'x-service-signature-256': undefined } }).join(), /Signature-256 is missing/);

@@ -10,10 +10,10 @@ t.test('defaults are the real values', async (t) => {
   t.equal(c.timeScale, 1);
 });
 
-t.test('heap growth: 25 % for an ingress-only node, 100 % where the dispatcher runs, unless set', async (t) => {
+t.test('heap growth: 25 % for an ingress-only node, 50 % where the dispatcher runs, unless set', async (t) => {
   const auto = loadConfig({});
   t.equal(heapGrowthFor(auto, { dispatcher: false }), 25);
-  t.equal(heapGrowthFor(auto, { dispatcher: true }), 100);
+  t.equal(heapGrowthFor(auto, { dispatcher: true }), 50);
   const set = loadConfig({ SLUICE_HEAP_GROWTH_PERCENT: '40' });
   t.equal(heapGrowthFor(set, { dispatcher: false }), 40);
   t.equal(heapGrowthFor(set, { dispatcher: true }), 40);

@@ -27,7 +27,7 @@ import { buildViews, notOpened, type ViewSet } from './views.ts';
 import { SingleFlight } from './single-flight.ts';
 import { createLogger, type Logger } from './log.ts';
 import { Metrics } from './metrics.ts';
-import { ConfigError, SluiceError } from './errors.ts';
+import { ConfigError, unavailable } from './errors.ts';
 import { ViewStore } from './store/view-store.ts';
 import { claimStoreDir, storeName, type StoreDir } from './store/location.ts';
 
@@ -218,14 +218,8 @@ export async function waitFor(
   timeoutMs = 10_000,
   what = 'state',
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) {
-      const late = `${what} did not become visible in this node's view within ${timeoutMs} ms`;
-      throw new SluiceError('UNAVAILABLE', late, {}, { retryAfterSeconds: 1 });
-    }
-    await changes.until(check, deadline + 1 - Date.now());
-  }
+  if (!(await changes.until(check, timeoutMs)))
+    throw unavailable(`${what} did not become visible in this node's view within ${timeoutMs} ms`);
 }
 
 /** Writes a state record (null: a tombstone) and answers only once this node's view shows it. */

@@ -48,6 +48,9 @@ export interface Admitted {
   params: Record<string, string>;
   auth: VerifiedToken | null;
   queryValues: Record<string, unknown>;
+  /** The route's contract check, if it has one, and the largest body it takes (0: it reads none). */
+  check: RequestCheck | undefined;
+  maxBody: number;
 }
 
 const NO_VALUES: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
@@ -96,27 +99,26 @@ export class Pipeline {
         refuseFaults(query.faults);
         queryValues = query.values;
       }
+      let maxBody = 0;
       if (route.body !== 'none' && BODY_METHODS.has(req.method)) {
-        const max = bodyLimit(check, this.deps.ctx.config.maxBodyBytes);
-        if (Number(req.headers['content-length'] ?? '0') > max) throw tooLarge(max);
+        maxBody = bodyLimit(check, this.deps.ctx.config.maxBodyBytes);
+        if (Number(req.headers['content-length'] ?? '0') > maxBody) throw tooLarge(maxBody);
         checkContentType(route, req);
       }
-      return { route, params, auth, queryValues };
+      return { route, params, auth, queryValues, check, maxBody };
     } catch (err) {
       return { reply: this.errorReply(err, req, matched) };
     }
   }
 
   async back(req: IncomingRequest, admitted: Admitted, readBody: BodyReader): Promise<Reply> {
-    const { route, params, auth, queryValues } = admitted;
+    const { route, params, auth, queryValues, check, maxBody } = admitted;
     try {
       let rawBody: Buffer = Buffer.alloc(0);
       let body: unknown;
       if (route.body !== 'none' && BODY_METHODS.has(req.method)) {
         rawBody = await readBody();
-        const check = this.deps.checks.get(route);
-        const max = bodyLimit(check, this.deps.ctx.config.maxBodyBytes);
-        if (rawBody.length > max) throw tooLarge(max);
+        if (rawBody.length > maxBody) throw tooLarge(maxBody);
         if (route.body !== 'raw') body = parseBody(rawBody, req.headers['content-type'] ?? '');
         if (check) refuseFaults(check.body(body));
       }

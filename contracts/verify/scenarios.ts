@@ -41,6 +41,19 @@ export function validBody(s: Session, operationId: string): Json | undefined {
   }
 }
 
+/** The operation on an endpoint id that does not exist: 404. */
+const probeUnknownEndpoint = async (s: Session, op: Operation, what: string) =>
+  s.probe(
+    op,
+    what,
+    {
+      method: op.method,
+      path: concretePath(op, s, { endpoint_id: 'ep_contract_probe_missing' }),
+      headers: await tokenFor(s, op),
+    },
+    { status: [404] },
+  );
+
 const pagingChecks = (s: Session, op: Operation): Promise<unknown> =>
   Promise.all([
     tokenFor(s, op).then((h) =>
@@ -262,16 +275,7 @@ export const SCENARIOS: Record<string, Scenario> = {
         },
       );
     }
-    await s.probe(
-      op,
-      'unknown id → 404',
-      {
-        method: 'GET',
-        path: concretePath(op, s, { endpoint_id: 'ep_contract_probe_missing' }),
-        headers: await tokenFor(s, op),
-      },
-      { status: [404] },
-    );
+    await probeUnknownEndpoint(s, op, 'unknown id → 404');
   },
 
   async verifyEndpoint(s, op) {
@@ -283,16 +287,7 @@ export const SCENARIOS: Record<string, Scenario> = {
         { method: 'POST', path: concretePath(op, s), headers: await tokenFor(s, op) },
         { status: [200] },
       );
-    await s.probe(
-      op,
-      'unknown id → 404',
-      {
-        method: 'POST',
-        path: concretePath(op, s, { endpoint_id: 'ep_contract_probe_missing' }),
-        headers: await tokenFor(s, op),
-      },
-      { status: [404] },
-    );
+    await probeUnknownEndpoint(s, op, 'unknown id → 404');
   },
 
   async listEndpointAttempts(s, op) {
@@ -325,16 +320,7 @@ export const SCENARIOS: Record<string, Scenario> = {
         );
       }
     }
-    await s.probe(
-      op,
-      'unknown endpoint → 404',
-      {
-        method: 'GET',
-        path: concretePath(op, s, { endpoint_id: 'ep_contract_probe_missing' }),
-        headers: await tokenFor(s, op),
-      },
-      { status: [404] },
-    );
+    await probeUnknownEndpoint(s, op, 'unknown endpoint → 404');
   },
 
   async getWebhookStats(s, op) {
@@ -398,16 +384,7 @@ export const SCENARIOS: Record<string, Scenario> = {
       { method: 'POST', path: concretePath(op, s), ...(await json(s, op, { overlap_seconds: -1 })) },
       { status: [400, 404] },
     );
-    await s.probe(
-      op,
-      'unknown id → 404',
-      {
-        method: 'POST',
-        path: concretePath(op, s, { endpoint_id: 'ep_contract_probe_missing' }),
-        headers: await tokenFor(s, op),
-      },
-      { status: [404] },
-    );
+    await probeUnknownEndpoint(s, op, 'unknown id → 404');
   },
 
   async publishEvent(s, op) {

@@ -23,14 +23,13 @@
 import { execFile, fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { availableParallelism, cpus, loadavg, release, totalmem, type } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
 import { createKafka } from '../core/kafka/client.ts';
-import { freePort } from '../scripts/free-port.ts';
+import { freePort, freePorts } from '../scripts/free-port.ts';
 import {
   rpc,
   type HopKafkaResult,
@@ -53,23 +52,6 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RUN_TS = join(ROOT, 'bin/run-ts.js');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const say = (line = '') => process.stdout.write(`${line}\n`);
-const canListen = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const s = createServer();
-    s.once('error', () => resolve(false));
-    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
-  });
-/** A port p with p … p+n-1 free (`sluice start` worker i serves its admin port on p + i). */
-async function freePorts(n: number): Promise<number> {
-  for (;;) {
-    const p = await freePort();
-    if (
-      p + n <= 65535 &&
-      (await Promise.all(Array.from({ length: n - 1 }, (_, i) => canListen(p + 1 + i)))).every(Boolean)
-    )
-      return p;
-  }
-}
 
 const { values: opt } = parseArgs({
   options: {
@@ -371,7 +353,7 @@ async function main(): Promise<number> {
     brokers = process.env.KAFKA_BROKERS.split(',');
     externalKafka = true;
   } else {
-    const port = await freePort();
+    const port = await freePorts(2); // the broker's port and its controller's, port + 1
     say(`starting Kafka on 127.0.0.1:${port} (sluice kafka)...`);
     const k = launch(
       'kafka',

@@ -111,6 +111,7 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
     changes,
     maxWaitMs: config.stateFetchWaitMs,
     onError: (err) => log.error('state view error', { error: err.message }),
+    onRebuilt: () => log.info('state views reconnected: a new consumer replaced the one kafkajs gave up'),
     onProgress: (left, total) =>
       log.info('catching up the state views', { records_left: Number(left), records_total: Number(total) }),
     store,

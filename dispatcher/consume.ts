@@ -1,21 +1,16 @@
 /**
  * Consumer plumbing shared by the fan-out, the delivery consumer and the rung consumer:
  *
- * - `GroupConsumer`: one kafkajs consumer group member (autoCommit off, eachBatch) that is
- *   rebuilt when kafkajs reports a crash it will not recover from itself (a broker restart can
- *   surface as a retries-exceeded crash with `restart: false`).
+ * - `GroupConsumer`: one consumer group member (autoCommit off, eachBatch), rebuilt when kafkajs
+ *   gives it up (core/kafka/member.ts).
  * - `OffsetTracker`: deliveries finish out of order; the committed offset of a partition is the
  *   lowest one whose outcome is not yet durable, so a crash repeats deliveries and never loses one.
  */
 import type { Kafka } from 'kafkajs';
 import type { EachBatchPayload } from 'kafkajs';
-import { consumer as newConsumer, type Consumer } from '../core/kafka/client.ts';
+import { Member } from '../core/kafka/member.ts';
 import type { Logger } from '../core/log.ts';
 import type { Metrics } from '../core/metrics.ts';
-import { doubling, retry } from '../core/retry.ts';
-
-/** The wait before a dead member's first restart; later ones double up to 10 s. */
-const FIRST_RESTART_MS = 500;
 
 export interface GroupConsumerOptions {
   groupId: string;
@@ -32,110 +27,80 @@ export interface GroupConsumerOptions {
 }
 
 export class GroupConsumer {
-  private consumer: Consumer | null = null;
-  private stopped = false;
-  private restarting: Promise<void> | null = null;
-  restarts = 0;
+  private readonly member: Member;
 
   constructor(
-    private readonly kafka: Kafka,
+    kafka: Kafka,
     private readonly log: Logger,
     readonly opts: GroupConsumerOptions,
-  ) {}
-
-  async start(): Promise<void> {
-    const c = newConsumer(this.kafka, {
-      groupId: this.opts.groupId,
-      maxWaitTimeInMs: this.opts.maxWaitTimeInMs ?? 100,
-      sessionTimeout: 30_000,
-      heartbeatInterval: 3000,
-      retry: { retries: 10, initialRetryTime: 200, maxRetryTime: 5000 },
-    });
-    c.on(c.events.CRASH, (e) => {
-      if (this.stopped) return;
-      this.log.error('consumer crashed', {
-        group: this.opts.groupId,
-        error: e.payload.error?.message,
-        kafkajs_restarts: e.payload.restart,
-      });
-      // kafkajs restarts by itself after a retriable crash; otherwise the member is dead: rebuild it.
-      if (!e.payload.restart) void this.restart(c);
-    });
-    c.on(c.events.REBALANCING, () => this.opts.onRebalancing?.());
-    c.on(c.events.GROUP_JOIN, (e) => this.opts.onAssignment?.(e.payload.memberAssignment));
-    this.consumer = c;
-    await c.connect();
-    await c.subscribe({ topics: this.opts.topics, fromBeginning: true });
-    await c.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      partitionsConsumedConcurrently: this.opts.partitionsConsumedConcurrently ?? 1,
-      eachBatch: (payload) => {
-        const { batch } = payload;
-        this.opts.metrics?.consumerLag.set(
-          { group: this.opts.groupId, topic: batch.topic, partition: String(batch.partition) },
-          Number(batch.offsetLag()),
-        );
-        return this.opts.eachBatch(payload, this);
+  ) {
+    const group = opts.groupId;
+    this.member = new Member(kafka, {
+      config: {
+        groupId: group,
+        maxWaitTimeInMs: opts.maxWaitTimeInMs ?? 100,
+        sessionTimeout: 30_000,
+        heartbeatInterval: 3000,
+        retry: { retries: 10, initialRetryTime: 200, maxRetryTime: 5000 },
       },
+      topics: opts.topics,
+      fromBeginning: true,
+      listen: (c) => {
+        c.on(c.events.REBALANCING, () => opts.onRebalancing?.());
+        c.on(c.events.GROUP_JOIN, (e) => opts.onAssignment?.(e.payload.memberAssignment));
+      },
+      run: {
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        partitionsConsumedConcurrently: opts.partitionsConsumedConcurrently ?? 1,
+        eachBatch: (payload) => {
+          const { batch } = payload;
+          opts.metrics?.consumerLag.set(
+            { group, topic: batch.topic, partition: String(batch.partition) },
+            Number(batch.offsetLag()),
+          );
+          return opts.eachBatch(payload, this);
+        },
+      },
+      onCrash: (err, kafkajsRestarts) =>
+        log.error('consumer crashed', { group, error: err?.message, kafkajs_restarts: kafkajsRestarts }),
+      onRebuildFailed: (err) => log.error('consumer restart failed', { group, error: err.message }),
+      onRebuilt: () => log.info('consumer restarted', { group }),
     });
   }
 
-  private restart(dead: Consumer): Promise<void> {
-    if (this.restarting || this.consumer !== dead) return this.restarting ?? Promise.resolve();
-    this.restarting = (async () => {
-      this.restarts++;
-      await dead.disconnect().catch(() => {});
-      await new Promise((r) => setTimeout(r, FIRST_RESTART_MS));
-      if (this.stopped) return;
-      const group = this.opts.groupId;
-      // kafkajs gave this member up: whatever failed, a new one is tried until one starts or we stop.
-      await retry(
-        () =>
-          this.start().catch(async (err) => {
-            await this.consumer?.disconnect().catch(() => {});
-            throw err;
-          }),
-        {
-          backoff: doubling(2 * FIRST_RESTART_MS, 10_000),
-          isRetriable: () => true,
-          stopped: () => this.stopped,
-          onRetry: (err) => this.log.error('consumer restart failed', { group, error: (err as Error).message }),
-        },
-      ).then(
-        () => this.log.info('consumer restarted', { group }),
-        () => {}, // gave up: stopped
-      );
-    })().finally(() => {
-      this.restarting = null;
-    });
-    return this.restarting;
+  /** Dead members replaced so far. */
+  get restarts(): number {
+    return this.member.rebuilds;
+  }
+
+  start(): Promise<void> {
+    return this.member.start();
   }
 
   /**
    * Commits "next offset to read" per partition; a commit refused after a rebalance is harmless (the records repeat).
    */
   async commit(offsets: Array<{ topic: string; partition: number; offset: string }>): Promise<void> {
-    if (!this.consumer || offsets.length === 0) return;
+    const c = this.member.consumer;
+    if (!c || offsets.length === 0) return;
     try {
-      await this.consumer.commitOffsets(offsets);
+      await c.commitOffsets(offsets);
     } catch (err) {
       this.log.debug('offset commit refused', { group: this.opts.groupId, error: (err as Error).message });
     }
   }
 
   resume(topic: string, partition: number): void {
-    this.consumer?.resume([{ topic, partitions: [partition] }]);
+    this.member.consumer?.resume([{ topic, partitions: [partition] }]);
   }
 
   pauseAll(): void {
-    if (this.consumer) this.consumer.pause(this.opts.topics.map((topic) => ({ topic })));
+    this.member.consumer?.pause(this.opts.topics.map((topic) => ({ topic })));
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    await this.restarting?.catch(() => {});
-    await this.consumer?.disconnect().catch(() => {});
+    await this.member.stop();
   }
 }
 

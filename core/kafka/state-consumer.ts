@@ -11,8 +11,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { Kafka, IHeaders } from 'kafkajs';
-import { consumer, endOffsets, retryAdmin, type Consumer } from './client.ts';
+import type { Batch, Kafka, IHeaders } from 'kafkajs';
+import { endOffsets, retryAdmin, type Consumer } from './client.ts';
+import { Member } from './member.ts';
 import { ViewStore } from '../store/view-store.ts';
 import { ViewChanges } from './view-changes.ts';
 import { unavailable } from '../errors.ts';
@@ -59,6 +60,8 @@ export interface StateConsumerOptions {
    * readable after stop() and vanishes with the process (for one-off readers such as `sluice audit verify`).
    */
   store?: ViewStore;
+  /** A consumer kafkajs gave up on was replaced by a new one (see core/kafka/member.ts). */
+  onRebuilt?: () => void;
   /** Where this consumer announces applied batches (default: its own); share one to wait on several consumers. */
   changes?: ViewChanges;
 }
@@ -68,7 +71,7 @@ const STORED_SLICE = 100;
 const PROGRESS_EVERY_MS = 5000;
 
 export class StateConsumer {
-  private readonly consumer: Consumer;
+  private readonly member: Member;
   private readonly views = new Map<string, StateView[]>();
   private pending = new Map<string, bigint>(); // "topic:partition" -> end offset still to reach
   private readyResolve: (() => void) | null = null;
@@ -103,30 +106,48 @@ export class StateConsumer {
       this.storedTopics.add(v.topic);
       v.attach(this.store!);
     }
-    this.consumer = consumer(kafka, {
-      groupId: `${opts.groupPrefix}-view-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
-      maxWaitTimeInMs: opts.maxWaitMs ?? 20,
-      minBytes: opts.minBytes ?? 1,
-      sessionTimeout: 10_000,
-      heartbeatInterval: 1000,
-      retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 100, maxRetryTime: 2000 },
+    this.member = new Member(kafka, {
+      config: {
+        groupId: `${opts.groupPrefix}-view-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
+        maxWaitTimeInMs: opts.maxWaitMs ?? 20,
+        minBytes: opts.minBytes ?? 1,
+        sessionTimeout: 10_000,
+        heartbeatInterval: 1000,
+        retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 100, maxRetryTime: 2000 },
+      },
+      topics: [...this.views.keys()],
+      fromBeginning: true,
+      run: { autoCommit: false, eachBatchAutoResolve: true, eachBatch: ({ batch }) => this.eachBatch(batch) },
+      listen: (c) => this.listen(c),
+      onCrash: (err) => {
+        if (!this.stopped) opts.onError?.(err);
+      },
+      onRebuildFailed: (err) => opts.onError?.(err),
+      onRebuilt: () => opts.onRebuilt?.(),
     });
-    this.consumer.on(this.consumer.events.FETCH, () => {
+  }
+
+  private listen(c: Consumer): void {
+    c.on(c.events.FETCH, () => {
       this.lastContactAt = Date.now();
     });
     // END_BATCH_PROCESS also fires for batches of only transaction markers, which eachBatch never sees.
-    this.consumer.on(this.consumer.events.END_BATCH_PROCESS, (e) => {
+    c.on(c.events.END_BATCH_PROCESS, (e) => {
       const { topic, partition, lastOffset } = e.payload;
       if (this.advance(`${topic}:${partition}`, BigInt(lastOffset) + 1n)) this.changes.announce();
     });
-    this.consumer.on(this.consumer.events.CRASH, (e) => {
-      if (!this.stopped) opts.onError?.(e.payload.error);
-    });
-    // Joins come before the first fetch of an assignment; without this a rejoin would reset to the beginning.
-    this.consumer.on(this.consumer.events.GROUP_JOIN, () => {
+    // A join comes before the first fetch of an assignment. Without these seeks a rejoin, or a
+    // consumer rebuilt after a crash, would read every partition from the beginning again (no
+    // offsets are committed): stored views resume from their stored offsets, the others from
+    // where this node had read.
+    c.on(c.events.GROUP_JOIN, () => {
       for (const { topic, partition, from } of this.resumeAt.values()) {
         const next = this.store!.offset(topic, partition);
-        this.consumer.seek({ topic, partition, offset: String(next > from ? next : from) });
+        c.seek({ topic, partition, offset: String(next > from ? next : from) });
+      }
+      for (const [key, next] of this.positions) {
+        const [topic, partition] = splitKey(key);
+        if (!this.storedTopics.has(topic) && next > 0n) c.seek({ topic, partition, offset: String(next) });
       }
     });
   }
@@ -147,43 +168,40 @@ export class StateConsumer {
       this.readyResolve = resolve;
     });
     this.checkReady();
-    await this.consumer.connect();
-    for (const topic of topics) await this.consumer.subscribe({ topic, fromBeginning: true });
-    await this.consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: true,
-      eachBatch: async ({ batch }) => {
-        const records: StateRecord[] = batch.messages.map((m) => ({
-          topic: batch.topic,
-          partition: batch.partition,
-          offset: m.offset,
-          key: m.key?.toString() ?? '',
-          value: m.value,
-          headers: m.headers ?? {},
-          timestamp: Number(m.timestamp),
-        }));
-        if (!this.storedTopics.has(batch.topic)) this.applyAll(batch.topic, records);
-        else {
-          // Once serving, a big batch is applied in slices, each its own transaction: one slice
-          // holds the event loop ~1-1.5 ms instead of a whole batch's ~15-30 ms (the requests
-          // waiting behind it). While catching up at start, whole batches (fewer commits) are faster.
-          const slice = this.ready ? STORED_SLICE : records.length;
-          for (let i = 0; i < records.length; i += slice) {
-            const part = records.slice(i, i + slice);
-            await this.store!.transaction(() => this.applyStored(batch.topic, batch.partition, part));
-          }
-        }
-        const key = `${batch.topic}:${batch.partition}`;
-        if (batch.messages.length > 0) this.advance(key, BigInt(batch.messages[batch.messages.length - 1].offset) + 1n);
-        const end = this.pending.get(key);
-        if (end !== undefined && BigInt(batch.highWatermark) >= end && BigInt(batch.lastOffset()) + 1n >= end) {
-          this.pending.delete(key);
-          this.checkReady();
-        }
-        this.changes.announce();
-      },
-    });
+    await this.member.start();
     await this.untilCaughtUp(readyPromise);
+  }
+
+  private async eachBatch(batch: Batch): Promise<void> {
+    const records: StateRecord[] = batch.messages.map((m) => ({
+      topic: batch.topic,
+      partition: batch.partition,
+      offset: m.offset,
+      key: m.key?.toString() ?? '',
+      value: m.value,
+      headers: m.headers ?? {},
+      timestamp: Number(m.timestamp),
+    }));
+    if (!this.storedTopics.has(batch.topic)) this.applyAll(batch.topic, records);
+    else {
+      // Once serving, a big batch is applied in slices, each its own transaction: one slice
+      // holds the event loop ~1-1.5 ms instead of a whole batch's ~15-30 ms (the requests
+      // waiting behind it). While catching up at start, whole batches (fewer commits) are faster.
+      // A failed transaction fails the batch: the consumer is rebuilt and resumes at the stored offset.
+      const slice = this.ready ? STORED_SLICE : records.length;
+      for (let i = 0; i < records.length; i += slice) {
+        const part = records.slice(i, i + slice);
+        await this.store!.transaction(() => this.applyStored(batch.topic, batch.partition, part));
+      }
+    }
+    const key = `${batch.topic}:${batch.partition}`;
+    if (batch.messages.length > 0) this.advance(key, BigInt(batch.messages[batch.messages.length - 1].offset) + 1n);
+    const end = this.pending.get(key);
+    if (end !== undefined && BigInt(batch.highWatermark) >= end && BigInt(batch.lastOffset()) + 1n >= end) {
+      this.pending.delete(key);
+      this.checkReady();
+    }
+    this.changes.announce();
   }
 
   /**
@@ -317,9 +335,14 @@ export class StateConsumer {
     }
   }
 
+  /** Consumers rebuilt after kafkajs gave one up. */
+  get rebuilds(): number {
+    return this.member.rebuilds;
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
-    await this.consumer.disconnect();
+    await this.member.stop();
   }
 }
 
@@ -336,6 +359,11 @@ async function earliestOffsets(kafka: Kafka, topics: string[]): Promise<Map<stri
       await admin.disconnect();
     }
   });
+}
+
+function splitKey(key: string): [string, number] {
+  const at = key.lastIndexOf(':');
+  return [key.slice(0, at), Number(key.slice(at + 1))];
 }
 
 export function parseJson<T>(value: Buffer | null): T | null {

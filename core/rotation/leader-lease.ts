@@ -5,48 +5,50 @@
  * second store; `isLeader` drops the moment a rebalance starts.
  */
 import type { Kafka } from 'kafkajs';
-import { consumer, type Consumer } from '../kafka/client.ts';
+import { Member } from '../kafka/member.ts';
 
 export class LeaderLease {
-  private readonly consumer: Consumer;
+  private readonly member: Member;
   private leading = false;
-  constructor(
-    kafka: Kafka,
-    private readonly topic: string,
-    groupId: string,
-  ) {
-    this.consumer = consumer(kafka, {
-      groupId,
-      sessionTimeout: 10_000,
-      rebalanceTimeout: 10_000,
-      heartbeatInterval: 1000,
-      maxWaitTimeInMs: 500,
-      retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 200, maxRetryTime: 2000 },
-    });
-    this.consumer.on(this.consumer.events.GROUP_JOIN, (e) => {
-      this.leading = (e.payload.memberAssignment[this.topic] ?? []).includes(0);
-    });
+  constructor(kafka: Kafka, topic: string, groupId: string) {
     const lose = () => {
       this.leading = false;
     };
-    this.consumer.on(this.consumer.events.REBALANCING, lose);
-    this.consumer.on(this.consumer.events.CRASH, lose);
-    this.consumer.on(this.consumer.events.DISCONNECT, lose);
-    this.consumer.on(this.consumer.events.STOP, lose);
+    this.member = new Member(kafka, {
+      config: {
+        groupId,
+        sessionTimeout: 10_000,
+        rebalanceTimeout: 10_000,
+        heartbeatInterval: 1000,
+        maxWaitTimeInMs: 500,
+        retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 200, maxRetryTime: 2000 },
+      },
+      topics: [topic],
+      fromBeginning: false,
+      run: { autoCommit: false, eachMessage: async () => {} },
+      // A dead lease consumer is rebuilt: without that a broker restart could leave no leader anywhere.
+      listen: (c) => {
+        c.on(c.events.GROUP_JOIN, (e) => {
+          this.leading = (e.payload.memberAssignment[topic] ?? []).includes(0);
+        });
+        c.on(c.events.REBALANCING, lose);
+        c.on(c.events.CRASH, lose);
+        c.on(c.events.DISCONNECT, lose);
+        c.on(c.events.STOP, lose);
+      },
+    });
   }
 
   get isLeader(): boolean {
     return this.leading;
   }
 
-  async start(): Promise<void> {
-    await this.consumer.connect();
-    await this.consumer.subscribe({ topic: this.topic, fromBeginning: false });
-    await this.consumer.run({ autoCommit: false, eachMessage: async () => {} });
+  start(): Promise<void> {
+    return this.member.start();
   }
 
   async stop(): Promise<void> {
     this.leading = false;
-    await this.consumer.disconnect().catch(() => {});
+    await this.member.stop();
   }
 }

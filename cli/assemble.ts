@@ -6,7 +6,7 @@
 import type { Config } from '../core/config.ts';
 import type { Clock } from '../core/clock.ts';
 import { join } from 'node:path';
-import { applyHeapGrowth, heapGrowthFor } from './heap.ts';
+import { applyHeapSettings, heapGrowthFor } from './heap.ts';
 import { StateConsumer } from '../core/kafka/state-consumer.ts';
 import { ViewStore } from '../core/store/view-store.ts';
 import { openContext, waitFor, type Context } from '../core/context.ts';
@@ -116,7 +116,7 @@ async function startHistory(ctx: Context, attempts: AttemptHistory): Promise<voi
 export async function startNode(config: Readonly<Config>, opts: NodeOptions): Promise<SluiceNode> {
   const roles = { ingress: opts.ingress !== false, dispatcher: opts.dispatcher === true };
   const component = roles.ingress ? 'ingress' : 'dispatcher';
-  applyHeapGrowth(heapGrowthFor(config, roles));
+  applyHeapSettings(heapGrowthFor(config, roles));
   // Tracing first, so nothing the node does is left out (a no-op when SLUICE_TRACE_EXPORTER=none).
   const tracing = await startTracing({
     serviceName: `sluice-${component}`,

@@ -27,8 +27,11 @@ interface Pending {
   resolve(): void;
 }
 
-/** Attempt reports per record on the attempts topic (~250 B each: well under a record's limit). */
-const REPORTS_PER_RECORD = 500;
+/**
+ * Attempt reports per record on the attempts topic (~250 B each: well under a record's limit).
+ * A node applies a record in one go, ~6 µs a report: 100 hold its event loop ~0.6 ms (500 did ~3 ms).
+ */
+const REPORTS_PER_RECORD = 100;
 /**
  * How long reports wait to be sent together. Sent every turn of the event loop, they were a small
  * produce request each (hundreds a second), which cost as much CPU as the deliveries themselves.

@@ -111,6 +111,9 @@ export class StateConsumer {
         groupId: `${opts.groupPrefix}-view-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
         maxWaitTimeInMs: opts.maxWaitMs ?? 20,
         minBytes: opts.minBytes ?? 1,
+        // kafkajs decodes a whole fetch at once: 1 MB (its default) of DLQ records held the event
+        // loop ~5 ms, and the decoded batch outlived young collections while applied in slices.
+        maxBytesPerPartition: 512 * 1024,
         sessionTimeout: 10_000,
         heartbeatInterval: 1000,
         retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 100, maxRetryTime: 2000 },

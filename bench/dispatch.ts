@@ -46,6 +46,7 @@ import {
 } from './dispatch/ipc.ts';
 import { ProcSampler, childPid, listenerPid, processTree, type Usage } from './dispatch/proc-stats.ts';
 import { writeSection } from './dispatch/results.ts';
+import { benchCommand } from './results-section.ts';
 import { dropBenchTopics, Scratch, tail, waitForLine } from './children.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -731,10 +732,7 @@ async function main(): Promise<number> {
     return `| ${sc.name} | ${fmt(delivered)} | ${cells.join(' | ')} |`;
   });
 
-  const args = process.argv.slice(2);
-  const command =
-    `${externalKafka ? `KAFKA_BROKERS=${brokers.join(',')} ` : ''}npm run ` +
-    `bench:dispatch${args.length ? ` -- ${args.join(' ')}` : ''}`;
+  const command = benchCommand('bench:dispatch', ROOT, externalKafka ? brokers : null);
   const kafkaHow = externalKafka ? `already running (${brokers.join(',')})` : 'started by the bench (`sluice kafka`)';
   const inWorkers = sluiceWorkers > 0 ? ` in each of ${sluiceWorkers} cluster workers` : '';
   const workersEnv = opt.workers ? `, SLUICE_WORKERS=${opt.workers}` : '';

@@ -5,6 +5,7 @@
  * labelled blocks inside its own markers (bench/dispatch/results.ts).
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { isAbsolute, relative } from 'node:path';
 
 export function writeMarkedSection(
   file: string,
@@ -23,4 +24,24 @@ export function writeMarkedSection(
   else if (intro >= 0) text = `${text.slice(0, intro + 1)}${block}\n\n${text.slice(intro + 1)}`;
   else text = `${text.trimEnd()}\n\n${block}\n`;
   writeFileSync(file, text);
+}
+
+/**
+ * The command that ran a bench, for its section: `npm run <script> -- <args>`, with the brokers
+ * when Kafka was the caller's. A path argument names no place of this machine: one inside this
+ * checkout is relative to it, any other is `<path>` (a baseline worktree, a results file in /tmp).
+ */
+export function benchCommand(script: string, root: string, externalBrokers: string[] | null): string {
+  const args = process.argv.slice(2).map((arg) => portableArg(arg, root));
+  const kafka = externalBrokers ? `KAFKA_BROKERS=${externalBrokers.join(',')} ` : '';
+  return `${kafka}npm run ${script}${args.length ? ` -- ${args.join(' ')}` : ''}`;
+}
+
+function portableArg(arg: string, root: string): string {
+  const eq = arg.startsWith('--') ? arg.indexOf('=') : -1;
+  const value = eq >= 0 ? arg.slice(eq + 1) : arg;
+  if (!isAbsolute(value)) return arg;
+  const inside = relative(root, value);
+  const portable = inside.startsWith('..') || isAbsolute(inside) ? '<path>' : inside || '.';
+  return eq >= 0 ? `${arg.slice(0, eq + 1)}${portable}` : portable;
 }

@@ -35,6 +35,7 @@ import { freePort, freePorts } from '../scripts/free-port.ts';
 import { rpc, type ReceiverRequest } from './dispatch/ipc.ts';
 import { ProcSampler, childPid, listenerPid, processTree, type Usage } from './dispatch/proc-stats.ts';
 import { Children, dropBenchTopics, Scratch, stop, tail, waitForLine, type Launched } from './children.ts';
+import { benchCommand } from './results-section.ts';
 import {
   BIG,
   EVENT_TYPES,
@@ -766,10 +767,7 @@ const PROCS = ['Kafka (java)', 'sluice start', 'sluice admin (CLI)'];
 const RSS_LIMIT_MB = 256;
 
 function report(r: ReportInput): string {
-  const args = process.argv.slice(2);
-  const command =
-    `${externalKafka ? `KAFKA_BROKERS=${brokers.join(',')} ` : ''}npm run ` +
-    `bench:state${args.length ? ` -- ${args.join(' ')}` : ''}`;
+  const command = benchCommand('bench:state', ROOT, externalKafka ? brokers : null);
   const ms = (x: number) => fmt(x, x < 10 ? 2 : 1);
   const peak = (proc: string) => {
     let best: { mb: number; phase: string } = { mb: 0, phase: '—' };

@@ -1,0 +1,49 @@
+/** A bench's recorded command names no path of the machine it ran on. */
+import t from 'tap';
+import { benchCommand } from '../../bench/results-section.ts';
+
+const ROOT = '/home/ci/sluice';
+
+function commandFor(args: string[], brokers: string[] | null = null): string {
+  const saved = process.argv;
+  process.argv = ['node', 'bench.ts', ...args];
+  try {
+    return benchCommand('bench:state', ROOT, brokers);
+  } finally {
+    process.argv = saved;
+  }
+}
+
+t.equal(commandFor([]), 'npm run bench:state', 'no arguments');
+t.equal(
+  commandFor(['--results', '/tmp/run-1.md', '--sluice-dir', '/srv/baseline', '--quick']),
+  'npm run bench:state -- --results <path> --sluice-dir <path> --quick',
+  'paths outside the checkout become <path>',
+);
+t.equal(
+  commandFor(['--sluice-dir', ROOT, '--results=/home/ci/sluice/bench/out.md']),
+  'npm run bench:state -- --sluice-dir . --results=bench/out.md',
+  'paths inside the checkout are relative to it, in either option form',
+);
+t.equal(
+  commandFor(['--only', 'f10-batch'], ['127.0.0.1:9092']),
+  'KAFKA_BROKERS=127.0.0.1:9092 npm run bench:state -- --only f10-batch',
+  "the caller's brokers",
+);
+
+t.test('no tracked file names where this checkout lives', async (t) => {
+  const { execFileSync } = await import('node:child_process');
+  const { readFileSync } = await import('node:fs');
+  const { fileURLToPath } = await import('node:url');
+  const root = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
+  const files = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' }).split('\0').filter(Boolean);
+  const naming = files.filter((f) => {
+    try {
+      return readFileSync(`${root}/${f}`, 'utf8').includes(root);
+    } catch {
+      return false; // listed but removed in the working tree
+    }
+  });
+  t.ok(files.length > 100, `${files.length} tracked files read`);
+  t.same(naming, [], `no tracked file contains ${root}`);
+});

@@ -18,6 +18,7 @@ import { createClient } from '../core/clients/provisioning.ts';
 import { startNode } from '../cli/assemble.ts';
 import { Scratch } from './children.ts';
 import { signDelivery } from '../core/webhooks/signing.ts';
+import { fetchToken } from '../test/helpers/sluice.ts';
 
 const arg = (name: string, def: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -69,16 +70,7 @@ const node = await startNode(config, { brokers, ingress: true, dispatcher: true 
 scratch.onSignal(() => node.close());
 const base = `http://127.0.0.1:${node.ingress!.port}`;
 const client = await createClient(node.ctx, { tenant: 'bench', role: 'admin' });
-const tokenRes = await fetch(`${base}/v1/auth/token`, {
-  method: 'POST',
-  headers: { 'content-type': 'application/json' },
-  body: JSON.stringify({
-    grant_type: 'client_credentials',
-    client_id: client.client_id,
-    client_secret: client.client_secret,
-  }),
-});
-const token = ((await tokenRes.json()) as { access_token: string }).access_token;
+const token = await fetchToken(base, client);
 const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
 const reg = await fetch(`${base}/v1/webhooks/endpoints`, {
   method: 'POST',

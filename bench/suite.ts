@@ -36,6 +36,7 @@ import { ROUTE } from './suite/route.ts';
 import { runCase, type CaseResult, type CaseSpec } from './suite/k6.ts';
 import { judge, type Verdict } from './suite/targets.ts';
 import { writeSuiteSection } from './suite/results.ts';
+import { fetchToken } from '../test/helpers/sluice.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RUN_TS = join(ROOT, 'bin/run-ts.js');
@@ -203,19 +204,7 @@ async function edge(): Promise<EdgeReport> {
   // Enough clients that none meets the per-client rate limit (default 10,000/s): one per VU.
   const config = loadConfig(env);
   const ctx = await openContext(config, { brokers, component: 'bench-suite' });
-  const grant = async (c: { client_id: string; client_secret: string }) => {
-    const res = await fetch(`${base}/v1/auth/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        grant_type: 'client_credentials',
-        client_id: c.client_id,
-        client_secret: c.client_secret,
-      }),
-    });
-    if (res.status !== 200) throw new Error(`token request answered ${res.status}: ${await res.text()}`);
-    return ((await res.json()) as { access_token: string }).access_token;
-  };
+  const grant = (c: { client_id: string; client_secret: string }) => fetchToken(base, c);
   const wide = [];
   const narrow = [];
   for (let i = 0; i < VUS; i++) {

@@ -114,6 +114,15 @@ async function readJson(request: Request): Promise<Json | undefined> {
   }
 }
 
+type MockEndpoint = NonNullable<ReturnType<MockSluice['endpoints']['get']>>;
+
+/** The tenant's endpoint, or the 404 for an id that is not one (another tenant's included). */
+function tenantEndpoint(sluice: MockSluice, request: Request, id: string, tenantId: string): MockEndpoint | Response {
+  const e = sluice.endpoints.get(id);
+  if (e && e.tenant_id === tenantId) return e;
+  return problem(404, 'NOT_FOUND', 'Not found', `no webhook endpoint ${id}`, new URL(request.url).pathname);
+}
+
 /** The answer to one accepted publish: the caller's id or a new one, and the endpoints it matches. */
 function published(sluice: MockSluice, tenantId: string, event: Json): { id: string; matched_endpoints: number } {
   const matched = [...sluice.endpoints.values()].filter(
@@ -300,15 +309,8 @@ export function sluiceHandlers(sluice: MockSluice, opts: HandlerOptions) {
     http.get(`${base}/v1/webhooks/endpoints/:id`, ({ request, params }) => {
       const auth = authorize(sluice, request, 'webhooks:read');
       if (auth instanceof Response) return auth;
-      const e = sluice.endpoints.get(String(params.id));
-      if (!e || e.tenant_id !== auth.tenantId)
-        return problem(
-          404,
-          'NOT_FOUND',
-          'Not found',
-          `no webhook endpoint ${params.id}`,
-          new URL(request.url).pathname,
-        );
+      const e = tenantEndpoint(sluice, request, String(params.id), auth.tenantId);
+      if (e instanceof Response) return e;
       const { tenant_id: _, ...view } = e;
       return reply('#/components/schemas/Endpoint', 200, view);
     }),
@@ -316,15 +318,8 @@ export function sluiceHandlers(sluice: MockSluice, opts: HandlerOptions) {
     http.delete(`${base}/v1/webhooks/endpoints/:id`, ({ request, params }) => {
       const auth = authorize(sluice, request, 'webhooks:write');
       if (auth instanceof Response) return auth;
-      const e = sluice.endpoints.get(String(params.id));
-      if (!e || e.tenant_id !== auth.tenantId)
-        return problem(
-          404,
-          'NOT_FOUND',
-          'Not found',
-          `no webhook endpoint ${params.id}`,
-          new URL(request.url).pathname,
-        );
+      const e = tenantEndpoint(sluice, request, String(params.id), auth.tenantId);
+      if (e instanceof Response) return e;
       sluice.endpoints.delete(e.id);
       return new HttpResponse(null, { status: 204 });
     }),

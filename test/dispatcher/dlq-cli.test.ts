@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { Kafka, logLevel } from 'kafkajs';
-import { startTestNode, call, brokers } from '../helpers/sluice.ts';
+import { startTestNode, call, brokers, until } from '../helpers/sluice.ts';
 import { cliEnv, runCli } from '../helpers/cli.ts';
 import { receiver, registerEndpoint, type TestReceiver } from './receiver.ts';
 import type { DlqEntry } from '../../core/webhooks/records.ts';
@@ -24,16 +24,6 @@ t.teardown(async () => {
 
 const token = await node.token(await node.client('admin', TENANT));
 const otherToken = await node.token(await node.client('admin', OTHER));
-
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 /** Every entry of the caller's tenant through the API, following the cursor. */
 async function listAll(tok: string): Promise<DlqEntry[]> {

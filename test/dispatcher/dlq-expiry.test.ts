@@ -1,5 +1,5 @@
 import t from 'tap';
-import { startTestNode, call } from '../helpers/sluice.ts';
+import { startTestNode, call, until } from '../helpers/sluice.ts';
 import { receiver, registerEndpoint, publish, type TestReceiver } from './receiver.ts';
 
 // 60480: 7 days run in 10 s, the 72-hour span in about 4.3 s.
@@ -15,15 +15,6 @@ t.teardown(async () => {
 });
 const token = await node.token(await node.client('admin', 'acme'));
 
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`${what} within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 const list = async () =>
   (await call(node.base, 'GET', '/v1/webhooks/dlq', { token })).json.data as Array<Record<string, any>>;
 

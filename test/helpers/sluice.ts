@@ -63,21 +63,49 @@ export async function startTestNode(
     admin: `http://127.0.0.1:${node.ingress!.adminPort}`,
     client: (role = 'admin', tenant = 'acme', region = config.region) =>
       createClient(node.ctx, { tenant, role, region }),
-    async token(c, scope) {
-      const res = await fetch(`${base}/v1/auth/token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          grant_type: 'client_credentials',
-          client_id: c.client_id,
-          client_secret: c.client_secret,
-          ...(scope ? { scope } : {}),
-        }),
-      });
-      if (res.status !== 200) throw new Error(`token request failed: ${res.status} ${await res.text()}`);
-      return ((await res.json()) as { access_token: string }).access_token;
-    },
+    token: (c, scope) => fetchToken(base, c, scope),
   };
+}
+
+/**
+ * Reads until `ok` holds and returns that value; past `timeoutMs` throws, naming `what` and the
+ * last value read. For waits on work that happens elsewhere (a view, a receiver), not for timing.
+ */
+export async function until<T>(
+  read: () => T | Promise<T>,
+  ok: (v: T) => boolean,
+  timeoutMs: number,
+  what: string,
+  everyMs = 100,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await read();
+    if (ok(v)) return v;
+    if (Date.now() > deadline)
+      throw new Error(`${what}: not within ${timeoutMs} ms (last: ${JSON.stringify(v)?.slice(0, 400)})`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** A client-credentials token from the node at `base` (fails on anything but 200). */
+export async function fetchToken(
+  base: string,
+  c: { client_id: string; client_secret: string },
+  scope?: string,
+): Promise<string> {
+  const res = await fetch(`${base}/v1/auth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      grant_type: 'client_credentials',
+      client_id: c.client_id,
+      client_secret: c.client_secret,
+      ...(scope ? { scope } : {}),
+    }),
+  });
+  if (res.status !== 200) throw new Error(`token request failed: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { access_token: string }).access_token;
 }
 
 export async function call(

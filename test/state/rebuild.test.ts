@@ -8,7 +8,7 @@
  */
 import t from 'tap';
 import kafkajs from 'kafkajs';
-import { brokers, uniquePrefix } from '../helpers/sluice.ts';
+import { brokers, uniquePrefix, until } from '../helpers/sluice.ts';
 import { Member } from '../../core/kafka/member.ts';
 import { StateConsumer, type StateRecord, type StateView, type StoredView } from '../../core/kafka/state-consumer.ts';
 import { ViewStore } from '../../core/store/view-store.ts';
@@ -36,14 +36,6 @@ const send = (topic: string, from: number, n: number) =>
     messages: Array.from({ length: n }, (_, i) => ({ key: String(from + i), value: String(from + i) })),
   });
 
-async function until(check: () => boolean, what: string, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 t.test('a member whose consumer kafkajs gives up is rebuilt and reads on', async (t) => {
   const topic = await newTopic('member');
   await send(topic, 0, 10);
@@ -68,12 +60,18 @@ t.test('a member whose consumer kafkajs gives up is rebuilt and reads on', async
   t.teardown(() => member.stop());
   await member.start();
   const first = member.consumer;
-  await until(() => seen.length >= 10, 'the first 10 records after the rebuild');
+  await until(
+    () => seen.length,
+    (n) => n >= 10,
+    30_000,
+    'the first 10 records after the rebuild',
+    50,
+  );
   t.same(crashes, [false], 'kafkajs reported one crash it would not restart from');
   t.equal(member.rebuilds, 1, 'the member was rebuilt once');
   t.not(member.consumer, first, 'a new consumer runs in place of the dead one');
   await send(topic, 10, 5);
-  await until(() => seen.includes(14), 'records written after the rebuild');
+  await until(() => seen.includes(14), Boolean, 30_000, 'records written after the rebuild', 50);
   t.same(
     [...new Set(seen)].sort((a, b) => a - b),
     Array.from({ length: 15 }, (_, i) => i),
@@ -137,7 +135,13 @@ t.test('a state consumer whose store write fails is rebuilt and resumes where it
     return Promise.reject(new KafkaJSNonRetriableError('no space left on device'));
   };
   await send(storedTopic, 20, 10);
-  await until(() => rebuilt === 1 && stored.keys().length === 30, 'the rebuilt consumer to apply the new records');
+  await until(
+    () => rebuilt === 1 && stored.keys().length === 30,
+    Boolean,
+    30_000,
+    'the rebuilt consumer to apply the new records',
+    50,
+  );
   t.ok(failed, 'the store write failed once');
   t.ok(
     errors.some((m) => m.includes('no space left on device')),
@@ -146,7 +150,13 @@ t.test('a state consumer whose store write fails is rebuilt and resumes where it
   t.equal(state.rebuilds, 1, 'one consumer was rebuilt');
 
   await send(memTopic, 20, 5);
-  await until(() => mem.seen.size === 25, 'new records on the in-memory topic');
+  await until(
+    () => mem.seen.size,
+    (n) => n === 25,
+    30_000,
+    'new records on the in-memory topic',
+    50,
+  );
   t.same(
     [...mem.seen.values()].filter((n) => n !== 1),
     [],

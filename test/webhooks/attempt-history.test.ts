@@ -4,7 +4,7 @@
  * answer from it, scope-checked and per tenant. The view itself stays bounded per endpoint.
  */
 import t from 'tap';
-import { startTestNode, call } from '../helpers/sluice.ts';
+import { startTestNode, call, until } from '../helpers/sluice.ts';
 import { receiver, registerEndpoint, publish, type TestReceiver } from '../dispatcher/receiver.ts';
 import {
   AttemptHistory,
@@ -29,17 +29,6 @@ const token = await node.token(admin);
 const readOnly = await node.token(admin, 'webhooks:read');
 const publishOnly = await node.token(admin, 'events:publish');
 const otherToken = await node.token(await node.client('admin', 'globex'));
-
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (ok(v)) return v;
-    if (Date.now() > deadline)
-      throw new Error(`${what}: not within ${timeoutMs} ms (last: ${JSON.stringify(v).slice(0, 400)})`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 t.test('a delivery that fails twice then succeeds shows three attempts, newest first, and its rates', async (t) => {
   const r = await receiver(500);

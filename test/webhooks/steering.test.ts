@@ -6,7 +6,7 @@
  * 5-day disable (scaled), and re-enabling with POST .../verify.
  */
 import t from 'tap';
-import { call, startTestNode } from '../helpers/sluice.ts';
+import { call, startTestNode, until } from '../helpers/sluice.ts';
 import { publish, receiver, registerEndpoint, sleep, type TestReceiver } from '../dispatcher/receiver.ts';
 
 // 43200: the 72-hour retry span runs in 6 s, the 5-day disable in 10 s, the first retry after 0.7 ms.
@@ -31,17 +31,6 @@ async function setUp(tenant: string, answer: number, events = ['pipeline.failed'
 
 async function endpoint(token: string, id: string) {
   return (await call(node.base, 'GET', `/v1/webhooks/endpoints/${id}`, { token })).json;
-}
-
-async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (ok(v)) return v;
-    if (Date.now() > deadline)
-      throw new Error(`${what}: not within ${timeoutMs} ms (last: ${JSON.stringify(v).slice(0, 300)})`);
-    await sleep(100);
-  }
 }
 
 async function auditActions(
@@ -123,17 +112,19 @@ t.test(
     const e2 = (await publish(node, token, { type: 'pipeline.failed', data: { n: 2 } })).json;
 
     const disabled = await until(
-      'DISABLED',
       () => endpoint(token, ep.id),
       (e) => e.state === 'DISABLED',
+      60_000,
+      'DISABLED',
     );
     t.match(disabled.disabled_reason, /410 Gone/);
     t.type(disabled.disabled_at, 'string');
 
     const entries = await until(
-      'both events in the DLQ',
       () => dlq(token),
       (d) => [e1.id, e2.id].every((id) => d.some((x) => x.event_id === id)),
+      60_000,
+      'both events in the DLQ',
     );
     const gone = entries.find((x) => x.event_id === e2.id)!;
     t.equal(gone.last_status, 410);
@@ -197,9 +188,10 @@ t.test('a failed verify leaves a DISABLED endpoint DISABLED', async (t) => {
   const { token, r, ep } = await setUp('steer-still-gone', 410);
   await publish(node, token, { type: 'pipeline.failed', data: { n: 1 } });
   await until(
-    'DISABLED',
     () => endpoint(token, ep.id),
     (e) => e.state === 'DISABLED',
+    60_000,
+    'DISABLED',
   );
   r.pingStatus = 410;
   const res = await call(node.base, 'POST', `/v1/webhooks/endpoints/${ep.id}/verify`, { token });

@@ -68,7 +68,7 @@ export class Member {
    * Drops the current consumer and builds new ones until one runs or the member stops; joins a
    * rebuild already under way.
    */
-  rebuild(): Promise<void> {
+  private rebuild(): Promise<void> {
     if (this.rebuilding) return this.rebuilding;
     const dead = this.current;
     this.rebuilding = (async () => {

@@ -140,28 +140,52 @@ export async function missing(
   }
 }
 
-/** Where the lost ids are: on the events topic? as deliveries? (printed when a fault test loses any). */
+/**
+ * Where the lost ids are (printed when a fault test loses any): on the events topic, as
+ * deliveries, on a retry rung, held, or dead-lettered. Every topic of the prefix is read to the
+ * end offsets it had when the search began, so a slow group join cannot cut the search short.
+ */
 export async function whereAre(kafka: import('kafkajs').Kafka, prefix: string, ids: string[]): Promise<string> {
   const want = new Set(ids);
   const found: Record<string, string[]> = {};
-  for (const topic of [`${prefix}.events`, `${prefix}.deliveries`]) {
-    const c = kafka.consumer({ groupId: `diag-${Date.now()}-${Math.random()}` });
-    await c.connect();
-    await c.subscribe({ topics: [topic], fromBeginning: true });
-    let last = Date.now();
-    await c.run({
-      eachMessage: async ({ message, partition }) => {
-        last = Date.now();
-        const v = message.value?.toString() ?? '';
-        for (const id of want)
-          if (v.includes(`"${id}"`)) {
+  const admin = kafka.admin();
+  await admin.connect();
+  const topics = (await admin.listTopics()).filter((name) => name.startsWith(`${prefix}.`));
+  const left = new Map<string, bigint>();
+  for (const topic of topics)
+    for (const o of await admin.fetchTopicOffsets(topic))
+      if (BigInt(o.high) > BigInt(o.low)) left.set(`${topic}:${o.partition}`, BigInt(o.high));
+  await admin.disconnect();
+  const c = kafka.consumer({ groupId: `diag-${Date.now()}-${Math.random()}` });
+  await c.connect();
+  await c.subscribe({ topics, fromBeginning: true });
+  const done = new Promise<void>((resolve) => {
+    if (left.size === 0) resolve();
+    void c.run({
+      // eachBatch: a partition ending in transaction markers (the audit log) is done at its last offset.
+      eachBatch: async ({ batch }) => {
+        const where = batch.topic.slice(prefix.length + 1);
+        for (const message of batch.messages) {
+          const v = message.value?.toString() ?? '';
+          for (const id of want) {
+            if (!v.includes(`"${id}"`)) continue;
             found[id] ??= [];
-            found[id].push(`${topic.split('.').pop()}[${partition}@${message.offset}]`);
+            found[id].push(`${where}[${batch.partition}@${message.offset}]`);
           }
+        }
+        const key = `${batch.topic}:${batch.partition}`;
+        if (BigInt(batch.lastOffset()) + 1n >= (left.get(key) ?? 0n)) left.delete(key);
+        if (left.size === 0) resolve();
       },
     });
-    while (Date.now() - last < 3000) await new Promise((r) => setTimeout(r, 500));
-    await c.disconnect();
-  }
-  return ids.map((id) => `${id}: ${(found[id] ?? ['nowhere']).join(' ')}`).join('; ');
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((r) => {
+    timer = setTimeout(r, 60_000, true);
+  });
+  const gaveUp = await Promise.race([done.then(() => false), timeout]);
+  clearTimeout(timer);
+  await c.disconnect();
+  const tail = gaveUp ? ` (search stopped after 60 s, ${left.size} partitions unread)` : '';
+  return ids.map((id) => `${id}: ${(found[id] ?? ['nowhere']).join(' ')}`).join('; ') + tail;
 }

@@ -19,13 +19,29 @@ export interface Exchange {
   isJson: boolean;
 }
 
+/** How a connection fails when the server closed it, idle, just as a request went out on it. */
+const CLOSED_BY_PEER = new Set(['UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'ECONNRESET', 'EPIPE']);
+
+function closedByPeer(err: unknown): boolean {
+  const code = ((err as { cause?: { code?: unknown } }).cause?.code ?? '') as string;
+  return err instanceof TypeError && CLOSED_BY_PEER.has(code);
+}
+
 export async function send(baseUrl: string, req: ExchangeRequest, timeoutMs = 30_000): Promise<Exchange> {
-  const res = await fetch(`${baseUrl}${req.path}`, {
-    method: req.method,
-    headers: req.headers,
-    body: req.body as BodyInit | undefined,
-    redirect: 'manual',
-    signal: AbortSignal.timeout(timeoutMs),
+  const attempt = () =>
+    fetch(`${baseUrl}${req.path}`, {
+      method: req.method,
+      headers: req.headers,
+      body: req.body as BodyInit | undefined,
+      redirect: 'manual',
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+  // A keep-alive connection the server closed for idleness as this request was sent on it fails
+  // before any answer; fetch retries only idempotent methods, so the verifier sends again once
+  // (on a new connection) rather than report a contract failure the server never made.
+  const res = await attempt().catch((err: unknown) => {
+    if (closedByPeer(err)) return attempt();
+    throw err;
   });
   const text = await res.text();
   let json: unknown;

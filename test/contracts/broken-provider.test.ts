@@ -82,12 +82,11 @@ t.test('the verifier catches a schema violation, an undocumented status and a 5x
   );
   t.match(of('listAuditEntries'), /status 418 is not documented/, 'undocumented status');
   t.match(of('listDlq'), /answered 500/, '5xx');
+  const expected = ['getAuthorizationServerMetadata', 'listAuditEntries', 'listDlq'];
   const failedOps = new Set(fails.map((f) => f.operationId));
-  t.same(
-    [...failedOps].sort(),
-    ['getAuthorizationServerMetadata', 'listAuditEntries', 'listDlq'],
-    'nothing else fails',
-  );
+  const others = fails.filter((f) => !expected.includes(f.operationId));
+  t.same([...failedOps].sort(), expected, 'nothing else fails');
+  for (const f of others) t.comment(`unexpected failure: ${JSON.stringify(f)}`);
 });
 
 t.test('`sluice contract verify` exits 1 and writes the failures to the JUnit report', async (t) => {

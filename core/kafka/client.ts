@@ -1,5 +1,5 @@
 /**
- * The one place that knows kafkajs: a client factory, an idempotent producer, topic creation.
+ * The one place that knows kafkajs: a client factory, a durable producer, topic creation.
  * Keeping it small lets another client replace kafkajs, whose last release (2.2.4) dates from 2023.
  */
 import kafkajs, { Kafka, logLevel } from 'kafkajs';
@@ -154,22 +154,32 @@ function takeRequest<T extends Queued>(
 }
 
 /**
- * A producer whose `send` resolves only once Kafka acknowledged the write (acks=all, idempotent).
- * The idempotent producer allows one request in flight, so sends that arrive while one is in
- * flight are queued and go out together as the next request: one round trip for many callers,
- * in arrival order (so per-key order holds).
+ * A producer whose `send` resolves only once Kafka acknowledged the write (acks=all). One request
+ * is in flight, so sends that arrive while one is in flight are queued and go out together as the
+ * next request: one round trip for many callers, in arrival order (so per-key order holds).
+ *
+ * A failed request is sent again whole, by this class, never by kafkajs, and kafkajs's idempotent
+ * mode is off: both lose acknowledged records (docs/decisions.md). kafkajs's own retry re-sends
+ * only to the brokers that had not answered, so records whose partition moved to a broker that
+ * had answered are acknowledged unsent; its idempotent producer rewinds its sequence numbers when
+ * it gives up on a request the broker did write, and the next request of the same size is then
+ * acknowledged as that one's duplicate, unwritten (or, of another size, refused as out of order
+ * for good). Sending again whole writes some records twice, which at-least-once allows.
  */
 export class DurableProducer {
   private readonly producer: Producer;
   private connected = false;
   private readonly queue: PendingSend[] = [];
   private flushing = false;
-  constructor(kafka: Kafka) {
+  private readonly retryForMs: number;
+  /** `retryForMs`: how long a failed request is sent again (with doubling waits) before its callers fail. */
+  constructor(kafka: Kafka, options: { retryForMs?: number } = {}) {
+    this.retryForMs = options.retryForMs ?? 25_000;
     this.producer = kafka.producer({
-      idempotent: true,
       maxInFlightRequests: 1,
       allowAutoTopicCreation: false,
-      retry: { retries: 10, initialRetryTime: 100 },
+      // No kafkajs retry: `flush` sends a failed request again, to every partition.
+      retry: { retries: 0 },
     });
   }
   async connect(): Promise<void> {
@@ -236,7 +246,12 @@ export class DurableProducer {
       while (this.queue.length > 0) {
         const { taken: batch, topicMessages } = takeRequest(this.queue);
         try {
-          await this.producer.sendBatch({ acks: -1, topicMessages });
+          await retry(() => this.producer.sendBatch({ acks: -1, topicMessages }), {
+            timeoutMs: this.retryForMs,
+            backoff: doubling(100, 5000),
+            isRetriable: (err) => !isPermanentWriteError(err) && isTransientKafkaError(err),
+            stopped: () => !this.connected,
+          });
           for (const b of batch) b.resolve();
         } catch (err) {
           const message = (err as Error).message;

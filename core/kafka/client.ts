@@ -248,7 +248,7 @@ export class DurableProducer {
         try {
           await retry(() => this.producer.sendBatch({ acks: -1, topicMessages }), {
             timeoutMs: this.retryForMs,
-            backoff: doubling(100, 5000),
+            backoff: doubling(100, 1000),
             isRetriable: (err) => !isPermanentWriteError(err) && isTransientKafkaError(err),
             stopped: () => !this.connected,
           });

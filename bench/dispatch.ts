@@ -518,7 +518,7 @@ async function main(): Promise<number> {
     } satisfies HopKafkaSpec);
     hops.push(
       `| Kafka produce (hop-kafka.ts) | ${fmt(records)} records of ~600 B, acks=-1, ` +
-        `idempotent, 4 producers × batches of 500, 6 partitions | ` +
+        `one request in flight, 4 producers × batches of 500, 6 partitions | ` +
         `${fmt(k.producePerSec)} records/s |`,
     );
     hops.push(

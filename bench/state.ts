@@ -871,7 +871,7 @@ function report(r: ReportInput): string {
       `${r.kafkaNote}; ${r.startedAt.toISOString()}; ` +
       `1-min load average at start ${fmt(r.load1, 2)} (the machine is shared).`,
     '',
-    `State, written straight into Kafka with \`DurableProducer\` (acks=all, idempotent; ` +
+    `State, written straight into Kafka with \`DurableProducer\` (acks=all; ` +
       `3 producers side by side), not through the API: ` +
       `tenant \`big\` with ${fmt(plan.bigEndpoints)} endpoints and ${fmt(plan.dlq)} DLQ ` +
       `entries of ~${fmt(plan.entryBytes)} B (over ${plan.dlqEndpoints} endpoints × ` +

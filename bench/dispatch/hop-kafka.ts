@@ -1,7 +1,7 @@
 /**
  * Hop ceiling 2 of the dispatch bench, its own process: kafkajs against the same broker, with the
- * settings Sluice writes with (acks=-1, idempotent). An idempotent kafkajs producer allows one
- * request in flight, so several producers send batches of `batch` records side by side. Then one
+ * settings Sluice writes with (acks=-1, one request in flight: core/kafka/client.ts), so several
+ * producers send batches of `batch` records side by side. Then one
  * consumer group reads them all back. Creates its own topic and deletes it at the end.
  *
  *   spec (argv[2], JSON): HopKafkaSpec; answers one HopKafkaResult over IPC and exits.
@@ -22,7 +22,7 @@ await admin.createTopics({
 const filler = 'x'.repeat(Math.max(0, spec.recordBytes - 80));
 const batches = Math.ceil(spec.records / spec.batch);
 const producers = Array.from({ length: spec.producers }, () =>
-  kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false }),
+  kafka.producer({ maxInFlightRequests: 1, allowAutoTopicCreation: false }),
 );
 await Promise.all(producers.map((p) => p.connect()));
 let next = 0;

@@ -1,6 +1,6 @@
 /**
- * Writes generated records straight into a topic through DurableProducers (acks=all, idempotent:
- * the producer Sluice itself uses), one chunk per send, one send in flight per producer.
+ * Writes generated records straight into a topic through DurableProducers (acks=all: the
+ * producer Sluice itself uses), one chunk per send, one send in flight per producer.
  */
 import type { DurableProducer, OutRecord } from '../../core/kafka/client.ts';
 

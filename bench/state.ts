@@ -128,7 +128,7 @@ for (const [signal, code] of [
 
 interface Row {
   /** dlq-writes: DLQ lists right after (or while) entries are written. */
-  group: 'dlq' | 'dlq-writes' | 'endpoints' | 'publish';
+  group: 'dlq' | 'dlq-writes' | 'endpoints' | 'publish' | 'metrics';
   query: string;
   s: Stats;
   /** p99 bound of the issue's targets, when this row counts for one. */
@@ -616,6 +616,16 @@ async function main(): Promise<number> {
       10,
     );
     row('publish', `after the fill: POST /v1/webhooks/events, ${smallName} (3 endpoints)`, await publish(small));
+    row(
+      'metrics',
+      `GET /metrics on the admin port (a Prometheus scrape: the DLQ gauge over ${fmt(plan.dlq)} entries)`,
+      await repeat(quick ? 5 : 20, async () => {
+        const t0 = performance.now();
+        const res = await fetch(`http://127.0.0.1:${adminPort}/metrics`);
+        if (!(await res.text()).includes('sluice_dlq_entries')) throw new Error('/metrics has no sluice_dlq_entries');
+        return performance.now() - t0;
+      }),
+    );
 
     // Right after writes: a burst straight into Kafka, then list at once (oldest page and any depth, alternating).
     const afterWrites: number[] = [];

@@ -8,30 +8,140 @@
  *   const store = await ViewStore.open(dir);
  *   const entries = store.db<Buffer>('dlq.entries', 'binary');
  *   await store.transaction(() => { entries.put(key, value); store.setOffset(topic, 0, 42n); });
+ *
+ * LMDB reads through a memory map, and every page a process has read stays mapped, counted in its
+ * RSS, until the map is closed: a node that lists a large DLQ would come to map the whole file. So
+ * the store closes and reopens its environment (a new, empty map; a few ms) once the process's
+ * mapped file pages grew by MAP_BUDGET_BYTES, at a moment when no transaction is pending and no
+ * reader holds an iterator across turns of the event loop (`hold`). Views keep `Table`s, which
+ * follow the reopened environment.
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { open, type Database, type Key, type RootDatabase } from 'lmdb';
+import { readFileSync } from 'node:fs';
+import { open, type Database as LmdbDatabase, type Key, type RangeOptions, type RootDatabase } from 'lmdb';
 
-export type { Database, Key };
+export type { Key };
+
+/** How far the process's mapped file pages may grow before the stores reopen their maps. */
+export const MAP_BUDGET_BYTES = 32 * 2 ** 20;
+/** How often the mapped size is read: every so many reads, and on a timer for write-only stores. */
+const CHECK_EVERY_READS = 256;
+const CHECK_EVERY_MS = 250;
+const PAGE_BYTES = 4096;
+
+/** The process's resident file-backed (and shared) pages, in bytes: /proc/self/statm's third field. */
+function mappedBytes(): number | null {
+  try {
+    return Number(readFileSync('/proc/self/statm', 'latin1').split(' ')[2]) * PAGE_BYTES;
+  } catch {
+    return null; // not Linux: nothing to bound
+  }
+}
+
+/**
+ * A named database of a store, the methods the views use. It follows the store's environment
+ * across reopens, so a view keeps it for good.
+ */
+export class Table<V, K extends Key = Key> {
+  /** @internal the database in the store's current environment */
+  current: LmdbDatabase<V, K>;
+  constructor(
+    private readonly store: ViewStore,
+    readonly name: string,
+    readonly encoding: 'msgpack' | 'binary',
+    current: LmdbDatabase<V, K>,
+  ) {
+    this.current = current;
+  }
+  get(key: K): V | undefined {
+    this.store.read();
+    return this.current.get(key);
+  }
+  doesExist(key: K): boolean {
+    this.store.read();
+    return this.current.doesExist(key);
+  }
+  /** Iterate at once, or inside a `store.hold()`: an iterator must not outlive a reopen. */
+  getRange(options?: RangeOptions): Iterable<{ key: K; value: V }> {
+    this.store.read();
+    return this.current.getRange(options);
+  }
+  getKeys(options?: RangeOptions): Iterable<K> {
+    this.store.read();
+    return this.current.getKeys(options);
+  }
+  put(key: K, value: V): Promise<boolean> {
+    return this.current.put(key, value);
+  }
+  remove(key: K): Promise<boolean> {
+    return this.current.remove(key);
+  }
+  clearSync(): void {
+    this.current.clearSync();
+  }
+}
+
+/** The stores open in this process: the mapped size is the process's, so they are bounded together. */
+const openStores = new Set<ViewStore>();
+let baseline: number | null = null;
+let reads = 0;
+let timer: NodeJS.Timeout | null = null;
+
+function checkMapped(): void {
+  const now = mappedBytes();
+  if (now === null) return;
+  if (baseline === null || now < baseline) baseline = now;
+  if (now - baseline <= MAP_BUDGET_BYTES) return;
+  baseline = null; // measured again once the stores have reopened
+  for (const s of openStores) s.reopenWhenIdle();
+}
+
+function watch(store: ViewStore): void {
+  openStores.add(store);
+  if (!timer) {
+    timer = setInterval(checkMapped, CHECK_EVERY_MS);
+    timer.unref();
+  }
+}
+
+function unwatch(store: ViewStore): void {
+  openStores.delete(store);
+  if (openStores.size === 0 && timer) {
+    clearInterval(timer);
+    timer = null;
+    baseline = null;
+  }
+}
 
 /** Bumped when the layout of any stored view changes: an older store is emptied and rebuilt. */
-const FORMAT = 1;
+const FORMAT = 2;
 /** Named databases one store can hold (LMDB fixes the number when it opens). */
 const MAX_DBS = 64;
 
 export class ViewStore {
-  private readonly dbs: Database<unknown, Key>[] = [];
-  private readonly offsets: Database<string, [string, number]>;
+  private readonly tables: Table<unknown, Key>[] = [];
+  private readonly offsets: Table<string, [string, number]>;
+  /** Write transactions not yet committed, and readers holding an iterator across turns. */
+  private pending = 0;
+  private holds = 0;
+  /** Set while the environment is being reopened: transactions wait for it. */
+  private reopening: Promise<void> | null = null;
+  private reopenWanted = false;
+  private closed = false;
+  /** How many times the map was reopened (for tests and the operator's curiosity). */
+  reopens = 0;
 
   private constructor(
-    private readonly root: RootDatabase,
+    private root: RootDatabase,
     /** The directory ('' for a temporary store). */
     readonly path: string,
+    private readonly options: Parameters<typeof open>[0] | null,
   ) {
     this.offsets = this.db<string, [string, number]>('offsets');
+    if (options) watch(this);
   }
 
   /** The store in `dir` (created when missing; emptied when an older Sluice wrote it). */
@@ -48,7 +158,7 @@ export class ViewStore {
       root = open(options);
     }
     if (format !== FORMAT) await root.put('format', FORMAT);
-    return new ViewStore(root, dir);
+    return new ViewStore(root, dir, options);
   }
 
   /**
@@ -59,14 +169,15 @@ export class ViewStore {
     const file = join(tmpdir(), `sluice-views-${process.pid}-${randomBytes(4).toString('hex')}.mdb`);
     const root = open({ path: file, noSync: true, maxDbs: MAX_DBS });
     for (const f of [file, `${file}-lock`]) rmSync(f, { force: true });
-    return new ViewStore(root, '');
+    // Its files are already unlinked: it cannot be reopened, and a one-off reader does not need to.
+    return new ViewStore(root, '', null);
   }
 
   /** A named database of this store; `binary` values are stored as given (raw record bytes). */
-  db<V, K extends Key = Key>(name: string, encoding: 'msgpack' | 'binary' = 'msgpack'): Database<V, K> {
-    const db = this.root.openDB<V, K>(name, { encoding });
-    this.dbs.push(db as Database<unknown, Key>);
-    return db;
+  db<V, K extends Key = Key>(name: string, encoding: 'msgpack' | 'binary' = 'msgpack'): Table<V, K> {
+    const table = new Table<V, K>(this, name, encoding, this.root.openDB<V, K>(name, { encoding }));
+    this.tables.push(table as unknown as Table<unknown, Key>);
+    return table;
   }
 
   /**
@@ -74,8 +185,65 @@ export class ViewStore {
    * its own writes; a throw does not undo the writes made before it. The commit is asynchronous
    * (LMDB flushes to disk after it, off the main thread).
    */
-  transaction<T>(fn: () => T): Promise<T> {
-    return this.root.transaction(fn);
+  async transaction<T>(fn: () => T): Promise<T> {
+    // A wanted reopen goes first, or a steady stream of transactions would put it off for ever.
+    while (this.reopening) await this.reopening;
+    this.pending++;
+    try {
+      return await this.root.transaction(fn);
+    } finally {
+      this.pending--;
+      if (this.reopenWanted) this.reopenWhenIdle();
+    }
+  }
+
+  /**
+   * For a reader that iterates across turns of the event loop (a replay walking the DLQ): the map
+   * is not reopened until the returned function is called.
+   */
+  hold(): () => void {
+    this.holds++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.holds--;
+      if (this.reopenWanted) this.reopenWhenIdle();
+    };
+  }
+
+  /** @internal counts a read; every CHECK_EVERY_READS reads the mapped size is checked. */
+  read(): void {
+    if (++reads % CHECK_EVERY_READS === 0) setImmediate(checkMapped);
+  }
+
+  /**
+   * @internal reopens the environment once the pending transactions committed (new ones wait for
+   * the reopen) and no reader holds it (a held reader does not stop writes: the reopen waits).
+   */
+  reopenWhenIdle(): void {
+    if (!this.options || this.closed) return;
+    this.reopenWanted = true;
+    if (this.reopening || this.holds > 0) return;
+    this.reopenWanted = false;
+    this.reopening = this.reopen().finally(() => {
+      this.reopening = null;
+    });
+  }
+
+  private async reopen(): Promise<void> {
+    while (this.pending > 0) await this.root.committed;
+    // Once every write is on disk, closing takes only promise callbacks, no turn of the event loop:
+    // no request runs between the close and the open, so no read meets a closed environment.
+    await this.root.flushed;
+    if (this.closed || this.holds > 0) {
+      this.reopenWanted = !this.closed;
+      return;
+    }
+    await this.root.close();
+    this.root = open(this.options!);
+    for (const t of this.tables) t.current = this.root.openDB(t.name, { encoding: t.encoding });
+    this.reopens++;
   }
 
   /** The next offset to apply on a partition (0n: nothing applied yet). */
@@ -90,10 +258,13 @@ export class ViewStore {
 
   /** Drops every view's data and every offset: the views then read their topics from the beginning. */
   clear(): void {
-    for (const db of this.dbs) db.clearSync();
+    for (const t of this.tables) t.clearSync();
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    unwatch(this);
+    while (this.reopening) await this.reopening;
     await this.root.close();
   }
 }

@@ -19,7 +19,7 @@
  * records arrive, so a store that nobody lists (a dispatcher's) does not grow for ever.
  */
 import type { StateRecord, StoredView } from '../kafka/state-consumer.ts';
-import type { Database, ViewStore } from '../store/view-store.ts';
+import type { Table, ViewStore } from '../store/view-store.ts';
 import type { DlqEntry, DlqReplayMarker } from './records.ts';
 import { pageOf, type Position } from '../paging.ts';
 import { systemClock, type Clock } from '../clock.ts';
@@ -41,12 +41,14 @@ type ExpiryKey = [number, 'e', string, string] | [number, 'r', string];
 
 export class DlqView implements StoredView {
   private store!: ViewStore;
-  private entries!: Database<Buffer, [string, string]>;
+  private entries!: Table<Buffer, [string, string]>;
   /** Index key → the entry's expiry (ms). */
-  private index!: Database<number, IndexKey>;
+  private index!: Table<number, IndexKey>;
   /** Replayed entry id → until when the mark holds (ms). */
-  private replayed!: Database<number, string>;
-  private expiry!: Database<number, ExpiryKey>;
+  private replayed!: Table<number, string>;
+  private expiry!: Table<number, ExpiryKey>;
+  /** Tenant → its entries in the store (expired ones not yet swept included): the gauge reads it. */
+  private counts!: Table<number, string>;
   private sweeping = false;
 
   constructor(
@@ -60,6 +62,7 @@ export class DlqView implements StoredView {
     this.index = store.db('dlq.index');
     this.replayed = store.db('dlq.replayed');
     this.expiry = store.db('dlq.expiry');
+    this.counts = store.db('dlq.counts');
   }
 
   /** Runs inside the state consumer's store transaction. */
@@ -89,19 +92,33 @@ export class DlqView implements StoredView {
     // Replayed, or the same dead-letter repeated after a crash.
     if (this.replayed.get(e.id) !== undefined || this.entries.doesExist([e.tenant_id, e.id])) return;
     void this.entries.put([e.tenant_id, e.id], r.value);
+    this.countFor(e.tenant_id, 1);
     for (const key of indexKeys(e, deadMs)) void this.index.put(key, expiresMs);
     void this.expiry.put([expiresMs, 'e', e.tenant_id, e.id], 0);
   }
 
-  /** Live entries per tenant, for the operator's gauge (reads the whole 'all' index: one key per entry). */
+  /**
+   * Live entries per tenant, for the operator's gauge: the stored counts less the entries expired
+   * and not yet swept (read from the expiry index, oldest first: few, as sweeps keep up). It reads
+   * one key per tenant, not one per entry: a scrape of a DLQ of millions costs what one of ten does.
+   */
   sizes(nowMs: number): Map<string, number> {
     const out = new Map<string, number>();
-    for (const { key, value } of this.index.getRange({})) {
-      if (key[1] !== 'all' || value <= nowMs) continue;
-      const tenant = String(key[0]);
-      out.set(tenant, (out.get(tenant) ?? 0) + 1);
+    for (const { key, value } of this.counts.getRange({})) if (value > 0) out.set(key, value);
+    for (const key of this.expiry.getKeys({ end: [nowMs, 'f'] })) {
+      if (key[1] !== 'e') continue;
+      const n = out.get(key[2]);
+      if (n !== undefined) out.set(key[2], n - 1);
     }
+    this.sweep(nowMs);
     return out;
+  }
+
+  /** Inside a write transaction: the tenant's stored entries change by `delta`. */
+  private countFor(tenantId: string, delta: number): void {
+    const n = (this.counts.get(tenantId) ?? 0) + delta;
+    if (n > 0) void this.counts.put(tenantId, n);
+    else void this.counts.remove(tenantId);
   }
 
   private read(tenantId: string, id: string): DlqEntry | undefined {
@@ -111,6 +128,8 @@ export class DlqView implements StoredView {
 
   private remove(e: DlqEntry): void {
     void this.entries.remove([e.tenant_id, e.id]);
+    void this.expiry.remove([Date.parse(e.expires_at), 'e', e.tenant_id, e.id]);
+    this.countFor(e.tenant_id, -1);
     for (const key of indexKeys(e, Date.parse(e.dead_lettered_at))) void this.index.remove(key);
   }
 
@@ -123,9 +142,15 @@ export class DlqView implements StoredView {
   /** Every listed entry of the tenant that passes the filter, oldest first, read one at a time. */
   *stream(tenantId: string, filter: DlqFilter, nowMs: number): Generator<DlqEntry> {
     this.sweep(nowMs);
-    for (const p of this.listed(tenantId, filter, null, nowMs)) {
-      const e = this.read(tenantId, p.id);
-      if (e) yield e;
+    // Its reader (a replay) waits between entries: the store keeps its map until the walk ends.
+    const release = this.store.hold();
+    try {
+      for (const p of this.listed(tenantId, filter, null, nowMs)) {
+        const e = this.read(tenantId, p.id);
+        if (e) yield e;
+      }
+    } finally {
+      release();
     }
   }
 

@@ -196,6 +196,12 @@ function checkAll(t: Test, now: number, what: string): void {
     0,
     `${what}: ${lists} paged lists and ${TENANTS.length * filters.length} all() agree with the reference`,
   );
+  const sizes = node.ctx.dlq.sizes(now);
+  t.same(
+    TENANTS.map((tenant) => sizes.get(tenant) ?? 0),
+    TENANTS.map((tenant) => expected(tenant, {}, now).length),
+    `${what}: the gauge's live entries per tenant agree with the reference`,
+  );
 }
 
 const start = Date.now() - 60_000;

@@ -99,7 +99,7 @@ function storedView(topic: string): StoredView & { keys: () => string[] } {
       db = store.db(`rebuild-${topic}`);
     },
     apply(r: StateRecord) {
-      db.putSync(r.key, true);
+      void db.put(r.key, true);
     },
     keys: () => [...db.getKeys()].map(String),
   };

@@ -16,11 +16,10 @@
  * reader holds an iterator across turns of the event loop (`hold`). Views keep `Table`s, which
  * follow the reopened environment.
  */
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { open, type Database as LmdbDatabase, type Key, type RangeOptions, type RootDatabase } from 'lmdb';
 
 export type { Key };

@@ -16,7 +16,7 @@
  * reader holds an iterator across turns of the event loop (`hold`). Views keep `Table`s, which
  * follow the reopened environment.
  */
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { randomBytes } from 'node:crypto';
@@ -115,6 +115,16 @@ function unwatch(store: ViewStore): void {
   }
 }
 
+/** The store's data file as `<device>:<inode>` (null when missing). */
+function dataFile(dir: string): string | null {
+  try {
+    const st = statSync(join(dir, 'data.mdb'));
+    return `${st.dev}:${st.ino}`;
+  } catch {
+    return null;
+  }
+}
+
 /** Bumped when the layout of any stored view changes: an older store is emptied and rebuilt. */
 const FORMAT = 2;
 /** Named databases one store can hold (LMDB fixes the number when it opens). */
@@ -129,6 +139,10 @@ export class ViewStore {
   /** Set while the environment is being reopened: transactions wait for it. */
   private reopening: Promise<void> | null = null;
   private reopenWanted = false;
+  /** Set between closing the environment and opening it again (a failed open leaves it set). */
+  private mapClosed = false;
+  /** The data file the environment has open (device and inode), to notice it replaced or removed. */
+  private file: string | null;
   private closed = false;
   /** How many times the map was reopened (for tests and the operator's curiosity). */
   reopens = 0;
@@ -140,6 +154,7 @@ export class ViewStore {
     private readonly options: Parameters<typeof open>[0] | null,
   ) {
     this.offsets = this.db<string, [string, number]>('offsets');
+    this.file = options ? dataFile(path) : null;
     if (options) watch(this);
   }
 
@@ -225,22 +240,35 @@ export class ViewStore {
     this.reopenWanted = true;
     if (this.reopening || this.holds > 0) return;
     this.reopenWanted = false;
-    this.reopening = this.reopen().finally(() => {
-      this.reopening = null;
-    });
+    this.reopening = this.reopen()
+      .catch(() => {
+        // The environment could not be opened again (its directory gone, a full disk): try once
+        // more at the next check; meanwhile reads and transactions fail with lmdb's own error.
+        this.reopenWanted = true;
+      })
+      .finally(() => {
+        this.reopening = null;
+      });
   }
 
   private async reopen(): Promise<void> {
-    while (this.pending > 0) await this.root.committed;
-    // Once every write is on disk, closing takes only promise callbacks, no turn of the event loop:
-    // no request runs between the close and the open, so no read meets a closed environment.
-    await this.root.flushed;
-    if (this.closed || this.holds > 0) {
-      this.reopenWanted = !this.closed;
-      return;
+    if (!this.mapClosed) {
+      while (this.pending > 0) await this.root.committed;
+      // Once every write is on disk, closing takes only promise callbacks, no turn of the event
+      // loop: no request runs between the close and the open, so no read meets a closed environment.
+      await this.root.flushed;
+      if (this.closed || this.holds > 0) {
+        this.reopenWanted = !this.closed;
+        return;
+      }
+      // The directory was removed or replaced under the running process: the open environment
+      // still works on its files, a new one would be empty and the views would lose their data.
+      if (dataFile(this.path) !== this.file) return;
+      this.mapClosed = true;
+      await this.root.close();
     }
-    await this.root.close();
     this.root = open(this.options!);
+    this.mapClosed = false;
     for (const t of this.tables) t.current = this.root.openDB(t.name, { encoding: t.encoding });
     this.reopens++;
   }

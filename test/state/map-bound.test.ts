@@ -117,3 +117,22 @@ t.test('reads and writes running throughout reopens all succeed', async (t) => {
   for (let i = 0; i < written; i++) if (table.get(i) === i) present++;
   t.equal(present, written, `every one of the ${written} writes is there`);
 });
+
+t.test('a store whose directory was removed under it goes on with its open files, never a new empty map', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-map-bound-'));
+  const store = await ViewStore.open(dir);
+  t.teardown(async () => {
+    await store.close().catch(() => {});
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const table = store.db<number, number>('counts');
+  await store.transaction(() => void table.put(1, 1));
+  rmSync(dir, { recursive: true, force: true });
+  const reopens = store.reopens;
+  store.reopenWhenIdle();
+  await settle();
+  t.equal(store.reopens, reopens, 'no reopen (it would open an empty store)');
+  t.equal(table.get(1), 1, 'what it held is still read');
+  await store.transaction(() => void table.put(2, 2));
+  t.equal(table.get(2), 2, 'and written');
+});

@@ -95,7 +95,7 @@ function checkMapped(): void {
   if (baseline === null || now < baseline) baseline = now;
   if (now - baseline <= MAP_BUDGET_BYTES) return;
   baseline = null; // measured again once the stores have reopened
-  for (const s of openStores) s.reopenWhenIdle();
+  for (const s of openStores) void s.reopenWhenIdle();
 }
 
 function watch(store: ViewStore): void {
@@ -207,7 +207,7 @@ export class ViewStore {
       return await this.root.transaction(fn);
     } finally {
       this.pending--;
-      if (this.reopenWanted) this.reopenWhenIdle();
+      if (this.reopenWanted) void this.reopenWhenIdle();
     }
   }
 
@@ -222,7 +222,7 @@ export class ViewStore {
       if (released) return;
       released = true;
       this.holds--;
-      if (this.reopenWanted) this.reopenWhenIdle();
+      if (this.reopenWanted) void this.reopenWhenIdle();
     };
   }
 
@@ -234,11 +234,13 @@ export class ViewStore {
   /**
    * @internal reopens the environment once the pending transactions committed (new ones wait for
    * the reopen) and no reader holds it (a held reader does not stop writes: the reopen waits).
+   * Resolves once this reopen, or one already under way, has ended (at once while a reader holds).
    */
-  reopenWhenIdle(): void {
-    if (!this.options || this.closed) return;
+  reopenWhenIdle(): Promise<void> {
+    if (!this.options || this.closed) return Promise.resolve();
     this.reopenWanted = true;
-    if (this.reopening || this.holds > 0) return;
+    if (this.reopening) return this.reopening;
+    if (this.holds > 0) return Promise.resolve(); // the reader's release() reopens
     this.reopenWanted = false;
     this.reopening = this.reopen()
       .catch(() => {
@@ -249,6 +251,7 @@ export class ViewStore {
       .finally(() => {
         this.reopening = null;
       });
+    return this.reopening;
   }
 
   private async reopen(): Promise<void> {

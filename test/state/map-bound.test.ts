@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import type { Test } from 'tap';
 import { MAP_BUDGET_BYTES, ViewStore } from '../../core/store/view-store.ts';
+import { until } from '../helpers/sluice.ts';
 
 const mapped = () => Number(readFileSync('/proc/self/statm', 'latin1').split(' ')[2]) * 4096;
 const MiB = 2 ** 20;
@@ -32,20 +33,25 @@ async function fill(store: ViewStore, table: ReturnType<ViewStore['db']>, count:
     });
 }
 
-const settle = () => new Promise((resolve) => setTimeout(resolve, 400));
-
 t.test('reading a store larger than the budget reopens its map, and the pages go with it', async (t) => {
   const store = await freshStore(t);
   const table = store.db<Buffer, number>('data', 'binary');
   await fill(store, table, 150_000); // ~150 MiB of values: several budgets
-  await settle();
+  await store.reopenWhenIdle(); // the scan starts from an empty map
+  const reopensBefore = store.reopens;
   const before = mapped();
   let readBack = 0;
   for (const { value } of table.getRange({})) readBack += value.length === 1024 ? 1 : 0;
   t.equal(readBack, 150_000, 'every value read back');
   const afterRead = mapped();
-  await settle();
-  t.ok(store.reopens >= 1, `the store reopened (${store.reopens} times)`);
+  const reopens = await until(
+    () => store.reopens,
+    (n) => n > reopensBefore,
+    30_000,
+    'a reopen after the scan',
+    20,
+  );
+  t.ok(reopens > reopensBefore, `the store reopened by itself after the scan (${reopens - reopensBefore} times)`);
   const afterReopen = mapped();
   t.ok(
     afterReopen - before < MAP_BUDGET_BYTES * 2,
@@ -66,15 +72,14 @@ t.test('a held reader keeps the map until it lets go; a transaction meanwhile wa
   const iterator = table.getRange({})[Symbol.iterator]();
   t.equal(iterator.next().value?.key, 0, 'the held walk starts');
   const reopensBefore = store.reopens;
-  store.reopenWhenIdle();
-  await settle();
+  await store.reopenWhenIdle();
   t.equal(store.reopens, reopensBefore, 'no reopen while the walk is held');
   await store.transaction(() => void table.put(99_999, Buffer.from('meanwhile')));
   let n = 1;
   for (let r = iterator.next(); !r.done; r = iterator.next()) n++;
   t.equal(n, 20_000, 'the held walk, across turns and a transaction, reads every entry');
   release();
-  await settle();
+  await store.reopenWhenIdle(); // joins the reopen the release started
   t.equal(store.reopens, reopensBefore + 1, 'the reopen wanted meanwhile happens once the walk lets go');
   t.equal(table.get(99_999)?.toString(), 'meanwhile', 'the transaction made meanwhile is there');
 });
@@ -106,7 +111,7 @@ t.test('reads and writes running throughout reopens all succeed', async (t) => {
   })();
   const reopensBefore = store.reopens;
   for (let i = 0; i < 20; i++) {
-    store.reopenWhenIdle();
+    void store.reopenWhenIdle();
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
   stop = true;
@@ -129,8 +134,7 @@ t.test('a store whose directory was removed under it goes on with its open files
   await store.transaction(() => void table.put(1, 1));
   rmSync(dir, { recursive: true, force: true });
   const reopens = store.reopens;
-  store.reopenWhenIdle();
-  await settle();
+  await store.reopenWhenIdle();
   t.equal(store.reopens, reopens, 'no reopen (it would open an empty store)');
   t.equal(table.get(1), 1, 'what it held is still read');
   await store.transaction(() => void table.put(2, 2));

@@ -69,11 +69,6 @@ export class GroupConsumer {
     });
   }
 
-  /** Dead members replaced so far. */
-  get restarts(): number {
-    return this.member.rebuilds;
-  }
-
   start(): Promise<void> {
     return this.member.start();
   }

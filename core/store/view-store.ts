@@ -94,7 +94,7 @@ function checkMapped(): void {
   if (now === null) return;
   if (baseline === null || now < baseline) baseline = now;
   if (now - baseline <= MAP_BUDGET_BYTES) return;
-  baseline = null; // measured again once the stores have reopened
+  // Until a reopen has dropped the pages (it then measures again), each check asks once more.
   for (const s of openStores) void s.reopenWhenIdle();
 }
 
@@ -274,6 +274,8 @@ export class ViewStore {
     this.mapClosed = false;
     for (const t of this.tables) t.current = this.root.openDB(t.name, { encoding: t.encoding });
     this.reopens++;
+    // Measured here, not at the next check: reads made before that check must count as growth.
+    baseline = mappedBytes();
   }
 
   /** The next offset to apply on a partition (0n: nothing applied yet). */

@@ -62,6 +62,19 @@ t.test('reading a store larger than the budget reopens its map, and the pages go
   await store.transaction(() => void table.put(150_000, Buffer.from('after')));
   t.equal(table.get(150_000)?.toString(), 'after', 'and writes through it');
   t.equal(store.offset('topic', 0), 0n, 'the offsets table follows too');
+
+  // At once after that reopen (before the next timed check), another scan: it counts as growth too.
+  let again = 0;
+  for (const _ of table.getRange({})) again++;
+  t.equal(again, 150_001, 'a second scan right after the reopen');
+  const afterSecond = await until(
+    () => store.reopens,
+    (n) => n > reopens,
+    30_000,
+    'a reopen after the second scan',
+    20,
+  );
+  t.ok(afterSecond > reopens, 'the store reopened by itself after the second scan too');
 });
 
 t.test('a held reader keeps the map until it lets go; a transaction meanwhile waits for nothing', async (t) => {

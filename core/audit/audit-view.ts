@@ -8,7 +8,7 @@
  * three small records (tail, first broken link, records read).
  */
 import type { StateRecord, StoredView } from '../kafka/state-consumer.ts';
-import type { Table, ViewStore } from '../store/view-store.ts';
+import type { Database, ViewStore } from '../store/view-store.ts';
 import { checkLink, parseEntry, type AuditEntry } from './entry.ts';
 
 export interface BrokenLink {
@@ -21,9 +21,9 @@ export interface BrokenLink {
 type EntryKey = [string, number, number];
 
 export class AuditView implements StoredView {
-  private entries!: Table<Buffer, EntryKey>;
-  private ids!: Table<EntryKey, string>;
-  private meta!: Table<unknown, string>;
+  private entries!: Database<Buffer, EntryKey>;
+  private ids!: Database<EntryKey, string>;
+  private meta!: Database<unknown, string>;
 
   constructor(readonly topic: string) {}
 

@@ -16,7 +16,7 @@
  *   history.stats('acme', now)                                 // series and per-endpoint rates of the last hour
  */
 import type { StateRecord, StoredView } from '../kafka/state-consumer.ts';
-import type { Table, ViewStore } from '../store/view-store.ts';
+import type { Database, ViewStore } from '../store/view-store.ts';
 import { systemClock, type Clock } from '../clock.ts';
 
 /** One attempt, as the dispatcher reports it. */
@@ -112,11 +112,11 @@ export function isAttemptRecord(v: unknown): v is AttemptRecord {
 }
 
 export class AttemptHistory implements StoredView {
-  private log!: Table<AttemptRecord, LogKey>;
-  private count!: Table<number, [string, string]>;
-  private last!: Table<Last, [string, string]>;
-  private minutes!: Table<Bucket, [string, string, number]>;
-  private age!: Table<number, AgeKey>;
+  private log!: Database<AttemptRecord, LogKey>;
+  private count!: Database<number, [string, string]>;
+  private last!: Database<Last, [string, string]>;
+  private minutes!: Database<Bucket, [string, string, number]>;
+  private age!: Database<number, AgeKey>;
 
   constructor(
     readonly topic: string,

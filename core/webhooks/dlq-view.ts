@@ -19,7 +19,7 @@
  * records arrive, so a store that nobody lists (a dispatcher's) does not grow for ever.
  */
 import type { StateRecord, StoredView } from '../kafka/state-consumer.ts';
-import type { Table, ViewStore } from '../store/view-store.ts';
+import type { Database, ViewStore } from '../store/view-store.ts';
 import type { DlqEntry, DlqReplayMarker } from './records.ts';
 import { pageOf, type Position } from '../paging.ts';
 import { systemClock, type Clock } from '../clock.ts';
@@ -41,14 +41,14 @@ type ExpiryKey = [number, 'e', string, string] | [number, 'r', string];
 
 export class DlqView implements StoredView {
   private store!: ViewStore;
-  private entries!: Table<Buffer, [string, string]>;
+  private entries!: Database<Buffer, [string, string]>;
   /** Index key → the entry's expiry (ms). */
-  private index!: Table<number, IndexKey>;
+  private index!: Database<number, IndexKey>;
   /** Replayed entry id → until when the mark holds (ms). */
-  private replayed!: Table<number, string>;
-  private expiry!: Table<number, ExpiryKey>;
+  private replayed!: Database<number, string>;
+  private expiry!: Database<number, ExpiryKey>;
   /** Tenant → its entries in the store (expired ones not yet swept included): the gauge reads it. */
-  private counts!: Table<number, string>;
+  private counts!: Database<number, string>;
   private sweeping = false;
 
   constructor(
@@ -142,15 +142,9 @@ export class DlqView implements StoredView {
   /** Every listed entry of the tenant that passes the filter, oldest first, read one at a time. */
   *stream(tenantId: string, filter: DlqFilter, nowMs: number): Generator<DlqEntry> {
     this.sweep(nowMs);
-    // Its reader (a replay) waits between entries: the store keeps its map until the walk ends.
-    const release = this.store.hold();
-    try {
-      for (const p of this.listed(tenantId, filter, null, nowMs)) {
-        const e = this.read(tenantId, p.id);
-        if (e) yield e;
-      }
-    } finally {
-      release();
+    for (const p of this.listed(tenantId, filter, null, nowMs)) {
+      const e = this.read(tenantId, p.id);
+      if (e) yield e;
     }
   }
 

@@ -96,7 +96,7 @@ async function startWorkers(
  * state topics, which doubled the CPU a delivery costs. The history is for people; 0.5 s is fresh.
  */
 async function startHistory(ctx: Context, attempts: AttemptHistory): Promise<void> {
-  // Its own LMDB environment beside the node's: a store is emptied whole when a topic it follows
+  // Its own store beside the node's: a store is emptied whole when a topic it follows
   // was re-created, which must not take the DLQ and the audit views with it.
   const store = await ViewStore.open(join(ctx.store.path, 'history'));
   ctx.closers.push(() => store.close());

@@ -8,7 +8,7 @@
  * three small records (tail, first broken link, records read).
  */
 import type { StateRecord, StoredView } from '../kafka/state-consumer.ts';
-import type { Database, ViewStore } from '../store/view-store.ts';
+import type { Table, ViewStore } from '../store/view-store.ts';
 import { checkLink, parseEntry, type AuditEntry } from './entry.ts';
 
 export interface BrokenLink {
@@ -21,37 +21,37 @@ export interface BrokenLink {
 type EntryKey = [string, number, number];
 
 export class AuditView implements StoredView {
-  private entries!: Database<Buffer, EntryKey>;
-  private ids!: Database<EntryKey, string>;
-  private meta!: Database<unknown, string>;
+  private entries!: Table<Buffer, EntryKey>;
+  private ids!: Table<EntryKey, string>;
+  private meta!: Table<unknown, string>;
 
   constructor(readonly topic: string) {}
 
   attach(store: ViewStore): void {
-    this.entries = store.db('audit.entries', 'binary');
-    this.ids = store.db('audit.ids');
-    this.meta = store.db('audit.meta');
+    this.entries = store.table('audit.entries', 'binary');
+    this.ids = store.table('audit.ids');
+    this.meta = store.table('audit.meta');
   }
 
   /** Runs inside the state consumer's store transaction. */
   apply(r: StateRecord): void {
-    void this.meta.put('count', this.count + 1);
+    this.meta.put('count', this.count + 1);
     const e = parseEntry(r.value);
     const problem = e === null ? 'not JSON' : checkLink(this.tail(), e);
     if (problem && !this.firstBroken)
-      void this.meta.put('broken', {
+      this.meta.put('broken', {
         offset: r.offset,
         seq: e?.seq ?? null,
         id: e?.id ?? null,
         problem,
       } satisfies BrokenLink);
     if (e === null || typeof e.hash !== 'string' || !Number.isInteger(e.seq)) return;
-    void this.meta.put('tail', e);
+    this.meta.put('tail', e);
     // A malformed entry still becomes the tail (as it would in memory) but is not listed.
     if (typeof e.tenant_id !== 'string' || typeof e.id !== 'string') return;
     const key: EntryKey = [e.tenant_id, e.seq, Number(r.offset)];
-    void this.entries.put(key, r.value!);
-    void this.ids.put(e.id, key);
+    this.entries.put(key, r.value!);
+    this.ids.put(e.id, key);
   }
 
   /** Records read, well-formed or not. */

@@ -1,81 +1,110 @@
 /**
- * The on-disk home of the views too large for the heap (DLQ, audit log): one LMDB environment per
- * process (core/store/location.ts picks its directory). Each view keeps its data in named
- * databases; beside them the store keeps the next offset applied per topic-partition, written in
- * the same transaction as the data, so a restarted process resumes where it stopped. Kafka stays
- * the source of truth: an emptied store is rebuilt from the topics.
+ * The on-disk home of the views too large for the heap (DLQ, audit log, attempt history): one
+ * SQLite file per process (core/store/location.ts picks its directory), read through SQLite's own
+ * bounded page cache (node-sqlite3-wasm: SQLite compiled to WebAssembly, its file reads plain
+ * pread calls). Nothing of the file is mapped into the process, so its RSS does not grow with the
+ * data read (see docs/decisions.md). Each view keeps its data in named tables; beside them the
+ * store keeps the next offset applied per topic-partition, written in the same transaction as the
+ * data, so a restarted process resumes where it stopped. Kafka stays the source of truth: an
+ * emptied or unreadable store is rebuilt from the topics.
  *
  *   const store = await ViewStore.open(dir);
- *   const entries = store.db<Buffer>('dlq.entries', 'binary');
+ *   const entries = store.table<Buffer>('dlq.entries', 'binary');
  *   await store.transaction(() => { entries.put(key, value); store.setOffset(topic, 0, 42n); });
  */
-import { rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { open, type Database, type Key, type RootDatabase } from 'lmdb';
+import sqlite from 'node-sqlite3-wasm';
+import { Statements, Table, type Key } from './table.ts';
 
-export type { Database, Key };
+export { Table, type Key };
 
 /** Bumped when the layout of any stored view changes: an older store is emptied and rebuilt. */
-const FORMAT = 2;
-/** Named databases one store can hold (LMDB fixes the number when it opens). */
-const MAX_DBS = 64;
+const FORMAT = 3;
+const FILE = 'views.sqlite';
+/** SQLite's page cache per store (KiB): the most of the file a process holds in memory. */
+const CACHE_KIB = 8192;
 
 export class ViewStore {
-  private readonly dbs: Database<unknown, Key>[] = [];
-  private readonly offsets: Database<string, [string, number]>;
+  private readonly tables: Table<unknown, Key>[] = [];
+  private readonly offsets: Table<string, [string, number]>;
 
   private constructor(
-    private readonly root: RootDatabase,
+    private readonly stmts: Statements,
     /** The directory ('' for a temporary store). */
     readonly path: string,
   ) {
-    this.offsets = this.db<string, [string, number]>('offsets');
+    this.offsets = this.table<string, [string, number]>('offsets');
   }
 
-  /** The store in `dir` (created when missing; emptied when an older Sluice wrote it). */
+  /** The store in `dir` (created when missing; emptied when an older Sluice wrote it or it cannot be read). */
   static async open(dir: string): Promise<ViewStore> {
-    // noSubdir: false, or lmdb takes a path with a dot in its last part for a file name. The map
-    // (address space only; LMDB grows it further when full) starts large: growing it from 128 KB
-    // remaps it again and again, and each old mapping's pages stay counted in the RSS.
-    const options = { path: dir, noSubdir: false, maxDbs: MAX_DBS, mapSize: 2 ** 34 };
-    let root = open(options);
-    const format = root.get('format');
-    if (format !== undefined && format !== FORMAT) {
-      await root.close();
-      for (const file of ['data.mdb', 'lock.mdb']) rmSync(join(dir, file), { force: true });
-      root = open(options);
+    mkdirSync(dir, { recursive: true });
+    for (const file of ['data.mdb', 'lock.mdb']) rmSync(join(dir, file), { force: true }); // an LMDB store (format 2)
+    const file = join(dir, FILE);
+    // The directory is this process's (core/store/location.ts): a lock left there is a dead holder's.
+    rmSync(`${file}.lock`, { recursive: true, force: true });
+    let conn = connectOrNull(file);
+    if (!conn || storedFormat(conn) !== FORMAT) {
+      conn?.close();
+      for (const f of [file, `${file}-journal`]) rmSync(f, { force: true });
+      rmSync(`${file}.lock`, { recursive: true, force: true });
+      conn = connect(file, 'TRUNCATE');
+      conn.exec(`PRAGMA user_version = ${FORMAT}`);
     }
-    if (format !== FORMAT) await root.put('format', FORMAT);
-    return new ViewStore(root, dir);
+    return new ViewStore(new Statements(conn), dir);
   }
 
   /**
-   * A store for a one-off reader (`sluice audit verify`): its files in the system's temporary
-   * directory are unlinked at once, so whatever happens it vanishes with the process (or with close()).
+   * A store for a one-off reader (`sluice audit verify`) or a view nobody gave a store: its file in
+   * the system's temporary directory is unlinked once open, so it vanishes with the process.
    */
   static temporary(): ViewStore {
-    const file = join(tmpdir(), `sluice-views-${process.pid}-${randomBytes(4).toString('hex')}.mdb`);
-    const root = open({ path: file, noSync: true, maxDbs: MAX_DBS });
-    for (const f of [file, `${file}-lock`]) rmSync(f, { force: true });
-    return new ViewStore(root, '');
+    const file = join(tmpdir(), `sluice-views-${process.pid}-${randomBytes(4).toString('hex')}.sqlite`);
+    const conn = connect(file, 'MEMORY');
+    const store = new ViewStore(new Statements(conn), '');
+    // Creating the offsets table took the exclusive lock (held until close): SQLite opens nothing
+    // by name from now on, so the names can go.
+    rmSync(file, { force: true });
+    rmSync(`${file}.lock`, { recursive: true, force: true });
+    return store;
   }
 
-  /** A named database of this store; `binary` values are stored as given (raw record bytes). */
-  db<V, K extends Key = Key>(name: string, encoding: 'msgpack' | 'binary' = 'msgpack'): Database<V, K> {
-    const db = this.root.openDB<V, K>(name, { encoding });
-    this.dbs.push(db as Database<unknown, Key>);
-    return db;
+  /** A named table of this store; `binary` values are stored as given (raw record bytes), others as JSON. */
+  table<V, K extends Key = Key>(name: string, encoding: 'json' | 'binary' = 'json'): Table<V, K> {
+    const t = new Table<V, K>(this.stmts, name, encoding === 'binary');
+    this.tables.push(t as unknown as Table<unknown, Key>);
+    return t;
   }
 
   /**
-   * Runs `fn` in one write transaction, committed when the promise resolves. Reads inside `fn` see
-   * its own writes; a throw does not undo the writes made before it. The commit is asynchronous
-   * (LMDB flushes to disk after it, off the main thread).
+   * Runs `fn` in one write transaction: committed when it returns, rolled back when it throws (the
+   * promise then rejects). Reads inside `fn` see its own writes. Called inside a transaction, `fn`
+   * joins it. Commits are not synced to disk: a process killed mid-write leaves a journal SQLite
+   * replays at the next open; a host crash can tear the file, and the next open rebuilds it.
    */
   transaction<T>(fn: () => T): Promise<T> {
-    return this.root.transaction(fn);
+    try {
+      return Promise.resolve(this.inTransaction(fn));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  private inTransaction<T>(fn: () => T): T {
+    const conn = this.stmts.conn;
+    if (conn.inTransaction) return fn();
+    conn.exec('BEGIN');
+    try {
+      const result = fn();
+      conn.exec('COMMIT');
+      return result;
+    } catch (err) {
+      conn.exec('ROLLBACK');
+      throw err;
+    }
   }
 
   /** The next offset to apply on a partition (0n: nothing applied yet). */
@@ -85,15 +114,57 @@ export class ViewStore {
 
   /** Inside a transaction: the records before `next` are applied. */
   setOffset(topic: string, partition: number, next: bigint): void {
-    void this.offsets.put([topic, partition], next.toString());
+    this.offsets.put([topic, partition], next.toString());
   }
 
   /** Drops every view's data and every offset: the views then read their topics from the beginning. */
   clear(): void {
-    for (const db of this.dbs) db.clearSync();
+    this.inTransaction(() => {
+      for (const t of this.tables) t.clear();
+    });
   }
 
   async close(): Promise<void> {
-    await this.root.close();
+    const conn = this.stmts.conn;
+    if (!conn.isOpen) return;
+    this.stmts.finalizeAll();
+    conn.close();
   }
+}
+
+/** A connection to `file`, or null when it is not a database (pragmas fail on it). */
+function connectOrNull(file: string): sqlite.Database | null {
+  try {
+    return connect(file, 'TRUNCATE');
+  } catch {
+    return null;
+  }
+}
+
+/** The layout version the file was written with (0: a new file; null: not a readable database). */
+function storedFormat(conn: sqlite.Database): number | null {
+  try {
+    conn.get('SELECT count(*) FROM sqlite_schema');
+    return Number(conn.get('PRAGMA user_version')?.user_version ?? 0);
+  } catch {
+    return null; // not a database, or a torn one (a host crash: writes are not synced)
+  }
+}
+
+/**
+ * A connection holding its file's lock until it closes (no lock taken and dropped per statement),
+ * with writes left to the OS to flush: Kafka, not this file, is what survives a host crash.
+ */
+function connect(file: string, journal: 'TRUNCATE' | 'MEMORY'): sqlite.Database {
+  const conn = new sqlite.Database(file);
+  try {
+    conn.exec(
+      'PRAGMA page_size = 8192; PRAGMA locking_mode = EXCLUSIVE; ' +
+        `PRAGMA journal_mode = ${journal}; PRAGMA synchronous = OFF; PRAGMA cache_size = -${CACHE_KIB};`,
+    );
+  } catch (err) {
+    conn.close();
+    throw err;
+  }
+  return conn;
 }

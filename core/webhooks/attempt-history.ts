@@ -16,7 +16,7 @@
  *   history.stats('acme', now)                                 // series and per-endpoint rates of the last hour
  */
 import type { StateRecord, StoredView } from '../kafka/state-consumer.ts';
-import type { Database, ViewStore } from '../store/view-store.ts';
+import type { Table, ViewStore } from '../store/view-store.ts';
 import { systemClock, type Clock } from '../clock.ts';
 
 /** One attempt, as the dispatcher reports it. */
@@ -112,11 +112,11 @@ export function isAttemptRecord(v: unknown): v is AttemptRecord {
 }
 
 export class AttemptHistory implements StoredView {
-  private log!: Database<AttemptRecord, LogKey>;
-  private count!: Database<number, [string, string]>;
-  private last!: Database<Last, [string, string]>;
-  private minutes!: Database<Bucket, [string, string, number]>;
-  private age!: Database<number, AgeKey>;
+  private log!: Table<AttemptRecord, LogKey>;
+  private count!: Table<number, [string, string]>;
+  private last!: Table<Last, [string, string]>;
+  private minutes!: Table<Bucket, [string, string, number]>;
+  private age!: Table<number, AgeKey>;
 
   constructor(
     readonly topic: string,
@@ -124,11 +124,11 @@ export class AttemptHistory implements StoredView {
   ) {}
 
   attach(store: ViewStore): void {
-    this.log = store.db('attempts.log');
-    this.count = store.db('attempts.count');
-    this.last = store.db('attempts.last');
-    this.minutes = store.db('attempts.minutes');
-    this.age = store.db('attempts.age');
+    this.log = store.table('attempts.log');
+    this.count = store.table('attempts.count');
+    this.last = store.table('attempts.last');
+    this.minutes = store.table('attempts.minutes');
+    this.age = store.table('attempts.age');
   }
 
   /**
@@ -179,18 +179,18 @@ export class AttemptHistory implements StoredView {
     // Older ones would be trimmed at once: they count in the minutes and the last error only.
     const logged = fresh.slice(-HISTORY_PER_ENDPOINT);
     for (const a of logged) {
-      void this.log.put(logKey(a), a);
-      void this.age.put([a.at, tenant, endpoint, a.delivery_id, a.attempt], 0);
+      this.log.put(logKey(a), a);
+      this.age.put([a.at, tenant, endpoint, a.delivery_id, a.attempt], 0);
     }
     const n = (this.count.get([tenant, endpoint]) ?? 0) + logged.length;
-    void this.count.put([tenant, endpoint], n);
+    this.count.put([tenant, endpoint], n);
     if (n > HISTORY_PER_ENDPOINT) this.trimOldest(tenant, endpoint, n - HISTORY_PER_ENDPOINT);
     const newest = fresh[fresh.length - 1];
     const prev = this.last.get([tenant, endpoint]);
     if (!prev || prev.at <= newest.at) {
       const failed = fresh.filter((a) => !a.ok).pop();
       const failure = failed ? { at: failed.at, status: failed.status, error: failed.error } : (prev?.failure ?? null);
-      void this.last.put([tenant, endpoint], {
+      this.last.put([tenant, endpoint], {
         at: newest.at,
         ok: newest.ok,
         status: newest.status,
@@ -216,11 +216,11 @@ export class AttemptHistory implements StoredView {
       b.latency_sum_ms += a.duration_ms;
       b.latency_max_ms = Math.max(b.latency_max_ms, a.duration_ms);
     }
-    for (const [minute, b] of buckets) void this.minutes.put([tenant, endpoint, minute], b);
+    for (const [minute, b] of buckets) this.minutes.put([tenant, endpoint, minute], b);
     // Buckets that left the window: usually none, one a minute at most.
     const cut = Math.max(...buckets.keys()) - WINDOW_MINUTES * MINUTE_MS;
     for (const k of this.minutes.getKeys({ start: [tenant, endpoint, 0], end: [tenant, endpoint, cut] }))
-      void this.minutes.remove(k);
+      this.minutes.remove(k);
   }
 
   private trimOldest(tenant: string, endpoint: string, count: number): void {
@@ -235,15 +235,18 @@ export class AttemptHistory implements StoredView {
   }
 
   private forget(k: LogKey): void {
-    void this.log.remove(k);
-    void this.age.remove([k[2], k[0], k[1], k[3], k[4]]);
+    this.log.remove(k);
+    this.age.remove([k[2], k[0], k[1], k[3], k[4]]);
     const n = (this.count.get([k[0], k[1]]) ?? 1) - 1;
-    if (n > 0) return void this.count.put([k[0], k[1]], n);
+    if (n > 0) {
+      this.count.put([k[0], k[1]], n);
+      return;
+    }
     // Nothing left of this endpoint (deleted, or quiet for 7 days): forget it entirely.
-    void this.count.remove([k[0], k[1]]);
-    void this.last.remove([k[0], k[1]]);
+    this.count.remove([k[0], k[1]]);
+    this.last.remove([k[0], k[1]]);
     for (const m of this.minutes.getKeys({ start: [k[0], k[1], 0], end: [k[0], k[1], Infinity] }))
-      void this.minutes.remove(m);
+      this.minutes.remove(m);
   }
 
   /** Inside a write transaction: forgets up to `max` attempts older than `before`. */
@@ -256,7 +259,7 @@ export class AttemptHistory implements StoredView {
     for (const k of due) {
       const logKey: LogKey = [k[1], k[2], k[0], k[3], k[4]];
       if (this.log.doesExist(logKey)) this.forget(logKey);
-      else void this.age.remove(k);
+      else this.age.remove(k);
     }
   }
 

@@ -19,7 +19,7 @@
  * records arrive, so a store that nobody lists (a dispatcher's) does not grow for ever.
  */
 import type { StateRecord, StoredView } from '../kafka/state-consumer.ts';
-import type { Database, ViewStore } from '../store/view-store.ts';
+import type { Table, ViewStore } from '../store/view-store.ts';
 import type { DlqEntry, DlqReplayMarker } from './records.ts';
 import { pageOf, type Position } from '../paging.ts';
 import { systemClock, type Clock } from '../clock.ts';
@@ -41,14 +41,14 @@ type ExpiryKey = [number, 'e', string, string] | [number, 'r', string];
 
 export class DlqView implements StoredView {
   private store!: ViewStore;
-  private entries!: Database<Buffer, [string, string]>;
+  private entries!: Table<Buffer, [string, string]>;
   /** Index key → the entry's expiry (ms). */
-  private index!: Database<number, IndexKey>;
+  private index!: Table<number, IndexKey>;
   /** Replayed entry id → until when the mark holds (ms). */
-  private replayed!: Database<number, string>;
-  private expiry!: Database<number, ExpiryKey>;
+  private replayed!: Table<number, string>;
+  private expiry!: Table<number, ExpiryKey>;
   /** Tenant → its entries in the store (expired ones not yet swept included): the gauge reads it. */
-  private counts!: Database<number, string>;
+  private counts!: Table<number, string>;
   private sweeping = false;
 
   constructor(
@@ -58,11 +58,11 @@ export class DlqView implements StoredView {
 
   attach(store: ViewStore): void {
     this.store = store;
-    this.entries = store.db('dlq.entries', 'binary');
-    this.index = store.db('dlq.index');
-    this.replayed = store.db('dlq.replayed');
-    this.expiry = store.db('dlq.expiry');
-    this.counts = store.db('dlq.counts');
+    this.entries = store.table('dlq.entries', 'binary');
+    this.index = store.table('dlq.index');
+    this.replayed = store.table('dlq.replayed');
+    this.expiry = store.table('dlq.expiry');
+    this.counts = store.table('dlq.counts');
   }
 
   /** Runs inside the state consumer's store transaction. */
@@ -79,8 +79,8 @@ export class DlqView implements StoredView {
       const m = v as DlqReplayMarker;
       const held = this.read(m.tenant_id, m.id);
       const until = held ? Date.parse(held.expires_at) : Date.parse(m.replayed_at) + REPLAYED_UNKNOWN_MS;
-      void this.replayed.put(m.id, until);
-      void this.expiry.put([until, 'r', m.id], 0);
+      this.replayed.put(m.id, until);
+      this.expiry.put([until, 'r', m.id], 0);
       if (held) this.remove(held);
       return;
     }
@@ -91,10 +91,10 @@ export class DlqView implements StoredView {
     if (!Number.isFinite(deadMs) || !Number.isFinite(expiresMs)) return;
     // Replayed, or the same dead-letter repeated after a crash.
     if (this.replayed.get(e.id) !== undefined || this.entries.doesExist([e.tenant_id, e.id])) return;
-    void this.entries.put([e.tenant_id, e.id], r.value);
+    this.entries.put([e.tenant_id, e.id], r.value);
     this.countFor(e.tenant_id, 1);
-    for (const key of indexKeys(e, deadMs)) void this.index.put(key, expiresMs);
-    void this.expiry.put([expiresMs, 'e', e.tenant_id, e.id], 0);
+    for (const key of indexKeys(e, deadMs)) this.index.put(key, expiresMs);
+    this.expiry.put([expiresMs, 'e', e.tenant_id, e.id], 0);
   }
 
   /**
@@ -117,8 +117,8 @@ export class DlqView implements StoredView {
   /** Inside a write transaction: the tenant's stored entries change by `delta`. */
   private countFor(tenantId: string, delta: number): void {
     const n = (this.counts.get(tenantId) ?? 0) + delta;
-    if (n > 0) void this.counts.put(tenantId, n);
-    else void this.counts.remove(tenantId);
+    if (n > 0) this.counts.put(tenantId, n);
+    else this.counts.remove(tenantId);
   }
 
   private read(tenantId: string, id: string): DlqEntry | undefined {
@@ -127,10 +127,10 @@ export class DlqView implements StoredView {
   }
 
   private remove(e: DlqEntry): void {
-    void this.entries.remove([e.tenant_id, e.id]);
-    void this.expiry.remove([Date.parse(e.expires_at), 'e', e.tenant_id, e.id]);
+    this.entries.remove([e.tenant_id, e.id]);
+    this.expiry.remove([Date.parse(e.expires_at), 'e', e.tenant_id, e.id]);
     this.countFor(e.tenant_id, -1);
-    for (const key of indexKeys(e, Date.parse(e.dead_lettered_at))) void this.index.remove(key);
+    for (const key of indexKeys(e, Date.parse(e.dead_lettered_at))) this.index.remove(key);
   }
 
   /** The entry when it belongs to `tenantId` and is still listed. */
@@ -200,9 +200,9 @@ export class DlqView implements StoredView {
   }
 
   private forget(key: ExpiryKey): void {
-    void this.expiry.remove(key);
+    this.expiry.remove(key);
     if (key[1] === 'r') {
-      if (this.replayed.get(key[2]) === key[0]) void this.replayed.remove(key[2]);
+      if (this.replayed.get(key[2]) === key[0]) this.replayed.remove(key[2]);
       return;
     }
     const e = this.read(key[2], key[3]);

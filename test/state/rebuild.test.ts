@@ -92,11 +92,11 @@ function countingView(topic: string): StateView & { seen: Map<string, number> } 
 
 /** A stored view that keeps each key it saw in the store. */
 function storedView(topic: string): StoredView & { keys: () => string[] } {
-  let db: ReturnType<ViewStore['db']>;
+  let db: ReturnType<ViewStore['table']>;
   return {
     topic,
     attach(store: ViewStore) {
-      db = store.db(`rebuild-${topic}`);
+      db = store.table(`rebuild-${topic}`);
     },
     apply(r: StateRecord) {
       void db.put(r.key, true);

@@ -11,6 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import { setImmediate } from 'node:timers/promises';
 import type { Batch, Kafka, IHeaders } from 'kafkajs';
 import { endOffsets, retryAdmin, type Consumer } from './client.ts';
 import { Member } from './member.ts';
@@ -188,14 +189,17 @@ export class StateConsumer {
     if (!this.storedTopics.has(batch.topic)) this.applyAll(batch.topic, records);
     else {
       // Once serving, a batch is applied in slices of about STORED_SLICE_MS, each its own
-      // transaction, so the requests waiting behind it are served between slices. Records differ
-      // in cost (a DLQ entry ~25 µs, a record of attempt reports far more): a count would not
-      // bound the time. While catching up at start, whole batches (fewer commits) are faster.
+      // transaction, and the event loop turns between slices (the store commits synchronously),
+      // so the requests waiting behind a batch are served between its slices. Records differ in
+      // cost (a DLQ entry ~25 µs, a record of attempt reports far more): a count would not bound
+      // the time. While catching up at start, whole batches (fewer commits) are faster.
       // A failed transaction fails the batch: the consumer is rebuilt and resumes at the stored offset.
       for (let i = 0; i < records.length; ) {
-        const until = this.ready ? performance.now() + STORED_SLICE_MS : Number.POSITIVE_INFINITY;
+        const serving = this.ready;
+        const until = serving ? performance.now() + STORED_SLICE_MS : Number.POSITIVE_INFINITY;
         const from = i;
         i = await this.store!.transaction(() => this.applyStored(batch.topic, batch.partition, records, from, until));
+        if (serving && i < records.length) await setImmediate();
       }
     }
     const key = `${batch.topic}:${batch.partition}`;

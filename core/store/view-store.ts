@@ -12,8 +12,8 @@
  *   const entries = store.table<Buffer>('dlq.entries', 'binary');
  *   await store.transaction(() => { entries.put(key, value); store.setOffset(topic, 0, 42n); });
  */
-import { mkdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import sqlite from 'node-sqlite3-wasm';
@@ -30,6 +30,8 @@ const CACHE_KIB = 8192;
 export class ViewStore {
   private readonly tables: Table<unknown, Key>[] = [];
   private readonly offsets: Table<string, [string, number]>;
+  /** The host boot the store was last opened in, and whether it was closed (and synced) since. */
+  private readonly life: Table<{ boot: string; clean: boolean }, string>;
 
   private constructor(
     private readonly stmts: Statements,
@@ -37,24 +39,44 @@ export class ViewStore {
     readonly path: string,
   ) {
     this.offsets = this.table<string, [string, number]>('offsets');
+    this.life = new Table(stmts, 'life', false);
   }
 
-  /** The store in `dir` (created when missing; emptied when an older Sluice wrote it or it cannot be read). */
+  /** Whether the file can be trusted: closed cleanly, or last open in this boot of the host (a process crash tears nothing). */
+  private survived(boot: string): boolean {
+    try {
+      const life = this.life.get('host');
+      return life !== undefined && (life.clean || life.boot === boot);
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * The store in `dir` (created when missing). It is emptied, to be rebuilt from Kafka, when an
+   * older Sluice wrote it, when it cannot be read, and when the host went down while it was open:
+   * commits are not synced to disk (only a clean close syncs), so only then can the file be torn.
+   */
   static async open(dir: string): Promise<ViewStore> {
     mkdirSync(dir, { recursive: true });
     for (const file of ['data.mdb', 'lock.mdb']) rmSync(join(dir, file), { force: true }); // an LMDB store (format 2)
     const file = join(dir, FILE);
     // The directory is this process's (core/store/location.ts): a lock left there is a dead holder's.
     rmSync(`${file}.lock`, { recursive: true, force: true });
+    const boot = bootId();
     let conn = connectOrNull(file);
-    if (!conn || storedFormat(conn) !== FORMAT) {
-      conn?.close();
+    let store = conn && storedFormat(conn) === FORMAT ? new ViewStore(new Statements(conn), dir) : null;
+    if (!store?.survived(boot)) {
+      if (store) await store.close();
+      else conn?.close();
       for (const f of [file, `${file}-journal`]) rmSync(f, { force: true });
       rmSync(`${file}.lock`, { recursive: true, force: true });
       conn = connect(file, 'TRUNCATE');
       conn.exec(`PRAGMA user_version = ${FORMAT}`);
+      store = new ViewStore(new Statements(conn), dir);
     }
-    return new ViewStore(new Statements(conn), dir);
+    store.life.put('host', { boot, clean: false });
+    return store;
   }
 
   /**
@@ -124,11 +146,41 @@ export class ViewStore {
     });
   }
 
+  /** Closes the store; a store on disk is synced first and marked clean. */
   async close(): Promise<void> {
     const conn = this.stmts.conn;
     if (!conn.isOpen) return;
+    const onDisk = this.path !== '';
+    if (onDisk) this.inTransaction(() => this.life.put('host', { boot: bootId(), clean: true }));
     this.stmts.finalizeAll();
     conn.close();
+    if (onDisk) syncClosed(join(this.path, FILE));
+  }
+}
+
+/** This boot of the host ('' where the system does not say). */
+function bootId(): string {
+  try {
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+  } catch {
+    return '';
+  }
+}
+
+/** Puts a closed store's file on disk and drops its (empty) journal, so no stale journal is replayed after a reboot. */
+function syncClosed(file: string): void {
+  const fd = openSync(file, 'r+');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  rmSync(`${file}-journal`, { force: true });
+  const dir = openSync(dirname(file), 'r');
+  try {
+    fsyncSync(dir);
+  } finally {
+    closeSync(dir);
   }
 }
 

@@ -149,6 +149,36 @@ t.test(
   },
 );
 
+t.test('a store left open when the host went down is rebuilt; one left by a crashed process is kept', async (t) => {
+  type Life = { boot: string; clean: boolean };
+  const dir = freshDir();
+  const crashed = async (boot: string) => {
+    const store = await ViewStore.open(dir);
+    await store.transaction(() => {
+      store.setOffset('dlq', 0, 99n);
+      store.table<Life, string>('life').put('host', { boot, clean: false });
+    });
+    // Never closed: the process died with it open (its lock directory stays behind).
+  };
+  const bootNow = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+  await crashed(bootNow);
+  let store = await ViewStore.open(dir);
+  t.equal(store.offset('dlq', 0), 99n, 'same boot: only the process died, the file is whole');
+  await store.close();
+  await crashed('a boot before the host crashed');
+  store = await ViewStore.open(dir);
+  t.equal(store.offset('dlq', 0), 0n, 'another boot and not closed: unsynced writes may be torn, so it is rebuilt');
+  await store.transaction(() => store.setOffset('dlq', 0, 7n));
+  await store.close();
+  store = await ViewStore.open(dir);
+  t.same(
+    [store.offset('dlq', 0), store.table<Life, string>('life').get('host')],
+    [7n, { boot: bootNow, clean: false }],
+    'a clean close kept it, and the open marks it in use',
+  );
+  await store.close();
+});
+
 t.test('reading the store does not map its file: the RSS stays flat while 64 MiB are read', async (t) => {
   const store = await ViewStore.open(freshDir());
   const tbl = store.table<Buffer, [string, number]>('big', 'binary');

@@ -40,6 +40,11 @@ export interface StateView {
 export interface StoredView extends StateView {
   /** Called once, before any record, with the store the view keeps its data in. */
   attach(store: ViewStore): void;
+  /**
+   * Its topic is compacted: a delete there is a tombstone that compaction drops one day later
+   * (Kafka's delete.retention.ms), so a store that stopped reading longer ago may have missed one.
+   */
+  readonly compacted?: boolean;
 }
 
 export function isStored(v: StateView): v is StoredView {
@@ -69,6 +74,11 @@ export interface StateConsumerOptions {
 
 /** How long one store transaction may hold the event loop once the node serves (see eachBatch). */
 const STORED_SLICE_MS = 1;
+/**
+ * A store not written for this long is rebuilt when it holds a compacted topic's view: half of
+ * Kafka's default delete.retention.ms (24 h), the least time a tombstone is kept once compacted.
+ */
+export const COMPACTED_STORE_FRESH_MS = 12 * 3600_000;
 const PROGRESS_EVERY_MS = 5000;
 
 export class StateConsumer {
@@ -252,17 +262,21 @@ export class StateConsumer {
 
   /**
    * Where each stored partition resumes: its stored offset, or the earliest offset when retention
-   * removed records since. A store ahead of a topic's end belongs to an older topic of that name
-   * (deleted and created again): it is emptied and every view rebuilt.
+   * removed records since. The store is emptied and every view rebuilt when it is ahead of a
+   * topic's end (it belongs to an older topic of that name, deleted and created again), or when it
+   * holds a compacted topic's view and was last written longer ago than COMPACTED_STORE_FRESH_MS.
    */
   private async planResume(ends: Map<string, Map<number, bigint>>): Promise<void> {
     if (this.storedTopics.size === 0) return;
     const earliest = await earliestOffsets(this.kafka, [...this.storedTopics]);
     const stored = (topic: string, p: number) => this.store!.offset(topic, p);
-    const stale = [...this.storedTopics].some((topic) =>
+    const recreated = [...this.storedTopics].some((topic) =>
       [...(ends.get(topic) ?? [])].some(([p, end]) => stored(topic, p) > end),
     );
-    if (stale) this.store!.clear();
+    const writtenAt = this.store!.writtenAt();
+    const compacted = [...this.views.values()].some((vs) => vs.some((v) => isStored(v) && v.compacted));
+    const tooOld = compacted && writtenAt !== null && Date.now() - writtenAt > COMPACTED_STORE_FRESH_MS;
+    if (recreated || tooOld) this.store!.clear();
     for (const topic of this.storedTopics) {
       for (const [partition, low] of earliest.get(topic) ?? []) {
         const next = stored(topic, partition);

@@ -30,6 +30,7 @@ const CACHE_KIB = 8192;
 export class ViewStore {
   private readonly tables: Table<unknown, Key>[] = [];
   private readonly offsets: Table<string, [string, number]>;
+  private readonly written: Table<number, string>;
   /** The host boot the store was last opened in, and whether it was closed (and synced) since. */
   private readonly life: Table<{ boot: string; clean: boolean }, string>;
 
@@ -39,10 +40,14 @@ export class ViewStore {
     readonly path: string,
   ) {
     this.offsets = this.table<string, [string, number]>('offsets');
+    this.written = this.table<number, string>('offsets.written');
     this.life = new Table(stmts, 'life', false);
   }
 
-  /** Whether the file can be trusted: closed cleanly, or last open in this boot of the host (a process crash tears nothing). */
+  /**
+   * Whether the file can be trusted: closed cleanly, or last open in this boot of the host (a
+   * process that crashed tears nothing).
+   */
   private survived(boot: string): boolean {
     try {
       const life = this.life.get('host');
@@ -137,6 +142,12 @@ export class ViewStore {
   /** Inside a transaction: the records before `next` are applied. */
   setOffset(topic: string, partition: number, next: bigint): void {
     this.offsets.put([topic, partition], next.toString());
+    this.written.put('at', Date.now());
+  }
+
+  /** When an offset was last stored (wall clock, ms; null: never). */
+  writtenAt(): number | null {
+    return this.written.get('at') ?? null;
   }
 
   /** Drops every view's data and every offset: the views then read their topics from the beginning. */

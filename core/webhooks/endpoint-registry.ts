@@ -1,20 +1,40 @@
-/** Webhook endpoints, materialized from the compacted `sluice.endpoints` topic. */
-import type { StateRecord, StateView } from '../kafka/state-consumer.ts';
+/**
+ * Webhook endpoints, materialized from the compacted `sluice.endpoints` topic into the process's
+ * view store (core/store), not the heap: a tenant may hold 100,000 endpoints, and every process
+ * holds every tenant's. Tables:
+ *
+ *   records  id → the record                  order  [tenant, created_at, id] (list order)
+ *   kinds    [tenant, kind, id] ('*' too)     states state → how many (the operator's gauge)
+ *
+ * so a list page, a publish's match and a fan-out read only the tenant's matching endpoints. The
+ * records the dispatcher signs with are read per delivery; the most recent few thousand stay
+ * parsed in a bounded cache, with their unsealed secrets.
+ */
+import type { StateRecord, StoredView } from '../kafka/state-consumer.ts';
 import { parseJson } from '../kafka/state-consumer.ts';
+import type { Table, ViewStore } from '../store/view-store.ts';
+import type { Position } from '../paging.ts';
 import { unseal } from '../secrets.ts';
 import type { EndpointRecord } from './records.ts';
 import type { SigningSecrets } from './signing.ts';
 
-export class EndpointRegistry implements StateView {
-  private readonly endpoints = new Map<string, EndpointRecord>();
-  private readonly secrets = new Map<string, string>();
-  private readonly previousSecrets = new Map<string, string>();
-  /**
-   * Per tenant: its endpoints by id, the ids by event kind ('*' included), and a sorted list made on
-   * demand and then kept up to date (a change moves one entry: a tenant of 100,000 endpoints is not
-   * sorted again after every change).
-   */
-  private readonly tenants = new Map<string, Tenant>();
+/** Parsed records (and their secrets) kept in the heap: the endpoints deliveries are going to now. */
+const CACHED = 4096;
+
+interface Cached {
+  rec: EndpointRecord;
+  secret?: string;
+  previous?: string;
+}
+
+export class EndpointRegistry implements StoredView {
+  private records!: Table<EndpointRecord, string>;
+  private order!: Table<0, [string, number, string]>;
+  private kinds!: Table<0, [string, string, string]>;
+  private states!: Table<number, string>;
+  readonly compacted = true;
+  /** Least recently used first. */
+  private readonly cache = new Map<string, Cached>();
   /** Endpoint records read by list and match calls: what a call costs, for tests and metrics. */
   touched = 0;
   /** Called after every change (the dispatcher releases held deliveries when one turns ACTIVE). */
@@ -25,98 +45,88 @@ export class EndpointRegistry implements StateView {
     private readonly masterKey: Buffer,
   ) {}
 
+  attach(store: ViewStore): void {
+    this.records = store.table('endpoints.records');
+    this.order = store.table('endpoints.order');
+    this.kinds = store.table('endpoints.kinds');
+    this.states = store.table('endpoints.states');
+  }
+
+  /** Runs inside the state consumer's store transaction. */
   apply(r: StateRecord): void {
     const rec = parseJson<EndpointRecord>(r.value);
-    const old = this.endpoints.get(r.key);
-    if (old && rec && old.tenant_id === rec.tenant_id && old.created_at === rec.created_at && old.id === rec.id)
-      this.replace(old, rec);
-    else {
-      if (old) this.unindex(old);
-      if (rec) this.index(rec);
-    }
-    if (rec === null) this.endpoints.delete(r.key);
-    else this.endpoints.set(r.key, rec);
-    this.secrets.delete(r.key);
-    this.previousSecrets.delete(r.key);
+    const old = this.records.get(r.key);
+    if (old) this.unindex(old);
+    if (rec) {
+      this.index(rec);
+      this.records.put(r.key, rec);
+    } else if (old) this.records.remove(r.key);
+    this.cache.delete(r.key);
     for (const l of this.listeners) l(r.key, rec);
   }
 
   private index(rec: EndpointRecord): void {
-    let t = this.tenants.get(rec.tenant_id);
-    if (!t) {
-      t = { byId: new Map(), byKind: new Map(), sorted: null };
-      this.tenants.set(rec.tenant_id, t);
-    }
-    t.byId.set(rec.id, rec);
-    indexKinds(t, rec);
-    if (t.sorted) t.sorted.splice(place(t.sorted, rec), 0, rec);
+    this.order.put([rec.tenant_id, rec.created_at, rec.id], 0);
+    for (const kind of rec.events) this.kinds.put([rec.tenant_id, kind, rec.id], 0);
+    this.states.put(rec.state, (this.states.get(rec.state) ?? 0) + 1);
   }
 
   private unindex(rec: EndpointRecord): void {
-    const t = this.tenants.get(rec.tenant_id);
-    if (!t) return;
-    t.byId.delete(rec.id);
-    for (const kind of rec.events) t.byKind.get(kind)?.delete(rec.id);
-    if (t.sorted) {
-      const i = place(t.sorted, rec);
-      if (t.sorted[i] === rec) t.sorted.splice(i, 1);
-      else t.sorted = null; // not where it belongs: sorted again on demand
-    }
-    if (t.byId.size === 0) this.tenants.delete(rec.tenant_id);
-  }
-
-  /** An update that keeps the endpoint's place in its tenant's list (same tenant, same created_at). */
-  private replace(old: EndpointRecord, rec: EndpointRecord): void {
-    const t = this.tenants.get(rec.tenant_id)!;
-    for (const kind of old.events) t.byKind.get(kind)?.delete(old.id);
-    t.byId.set(rec.id, rec);
-    indexKinds(t, rec);
-    if (t.sorted) {
-      const i = place(t.sorted, old);
-      if (t.sorted[i] === old) t.sorted[i] = rec;
-      else t.sorted = null;
-    }
+    this.order.remove([rec.tenant_id, rec.created_at, rec.id]);
+    for (const kind of rec.events) this.kinds.remove([rec.tenant_id, kind, rec.id]);
+    const n = (this.states.get(rec.state) ?? 1) - 1;
+    if (n > 0) this.states.put(rec.state, n);
+    else this.states.remove(rec.state);
   }
 
   /** How many endpoints are in each state (the operator's gauge). */
   countByState(): Record<string, number> {
     const out: Record<string, number> = {};
-    for (const rec of this.endpoints.values()) out[rec.state] = (out[rec.state] ?? 0) + 1;
+    for (const { key, value } of this.states.getRange()) out[key] = value;
     return out;
   }
 
   get(id: string): EndpointRecord | undefined {
-    return this.endpoints.get(id);
+    return this.cached(id)?.rec;
+  }
+
+  private cached(id: string): Cached | undefined {
+    let c = this.cache.get(id);
+    if (c) {
+      this.cache.delete(id); // to the most recent end
+    } else {
+      const rec = this.records.get(id);
+      if (!rec) return undefined;
+      c = { rec };
+      if (this.cache.size >= CACHED) this.cache.delete(this.cache.keys().next().value!);
+    }
+    this.cache.set(id, c);
+    return c;
   }
 
   /** The endpoint only when it belongs to `tenantId` (another tenant's endpoint does not exist for the caller). */
   forTenant(id: string, tenantId: string): EndpointRecord | undefined {
-    const rec = this.endpoints.get(id);
+    const rec = this.get(id);
     return rec && rec.tenant_id === tenantId ? rec : undefined;
   }
 
-  /**
-   * The tenant's endpoints, oldest first; reads only that tenant's records. The
-   * array is the registry's own, kept up to date: read it at once, do not keep it.
-   */
-  listTenant(tenantId: string): EndpointRecord[] {
-    const t = this.tenants.get(tenantId);
-    if (!t) return [];
-    if (!t.sorted) {
-      t.sorted = [...t.byId.values()].sort((a, b) => (before(a, b) ? -1 : 1));
-      this.touched += t.sorted.length;
+  /** The tenant's endpoints, oldest first (created_at, then id), from `after` on; reads only those it yields. */
+  *listTenant(tenantId: string, after: Position | null = null): Generator<EndpointRecord> {
+    const start = after ? [tenantId, after.key, after.id] : [tenantId];
+    for (const key of this.order.getKeys({ start, end: [tenantId, Number.POSITIVE_INFINITY] })) {
+      const rec = this.records.get(key[2]);
+      this.touched++;
+      if (rec) yield rec;
     }
-    return t.sorted;
   }
 
   /** Endpoints of the tenant whose filter takes this event kind, DISABLED ones left out; reads only those. */
   matching(tenantId: string, eventType: string): EndpointRecord[] {
-    const t = this.tenants.get(tenantId);
-    if (!t) return [];
     const out: EndpointRecord[] = [];
     for (const kind of [eventType, '*']) {
-      for (const id of t.byKind.get(kind) ?? []) {
-        const rec = t.byId.get(id)!;
+      for (const key of this.kinds.getKeys({ start: [tenantId, kind], end: [tenantId, kind, '\uffff'] })) {
+        const rec = this.get(key[2]);
+        if (!rec) continue;
         if (kind === '*' && rec.events.includes(eventType)) continue; // already taken by kind
         if (rec.state === 'DISABLED') continue; // receives nothing until verified again
         out.push(rec);
@@ -126,15 +136,12 @@ export class EndpointRegistry implements StateView {
     return out;
   }
 
-  /** The signing secret in clear, unsealed once and kept in memory. */
+  /** The signing secret in clear, unsealed once and kept while the record is cached. */
   secret(id: string): string | undefined {
-    const cached = this.secrets.get(id);
-    if (cached) return cached;
-    const rec = this.endpoints.get(id);
-    if (!rec) return undefined;
-    const s = unseal(this.masterKey, rec.secret_sealed);
-    this.secrets.set(id, s);
-    return s;
+    const c = this.cached(id);
+    if (!c) return undefined;
+    c.secret ??= unseal(this.masterKey, c.rec.secret_sealed);
+    return c.secret;
   }
 
   /**
@@ -144,48 +151,10 @@ export class EndpointRegistry implements StateView {
   signingSecrets(id: string, nowMs: number): SigningSecrets | undefined {
     const current = this.secret(id);
     if (current === undefined) return undefined;
-    const rec = this.endpoints.get(id)!;
+    const c = this.cache.get(id)!;
+    const rec = c.rec;
     if (!rec.previous_secret_sealed || (rec.previous_secret_until ?? 0) <= nowMs) return { current, previous: null };
-    let previous = this.previousSecrets.get(id);
-    if (previous === undefined) {
-      previous = unseal(this.masterKey, rec.previous_secret_sealed);
-      this.previousSecrets.set(id, previous);
-    }
-    return { current, previous };
+    c.previous ??= unseal(this.masterKey, rec.previous_secret_sealed);
+    return { current, previous: c.previous };
   }
-}
-
-interface Tenant {
-  byId: Map<string, EndpointRecord>;
-  byKind: Map<string, Set<string>>;
-  /** Oldest first (created_at, then id); null until a list asks for it. */
-  sorted: EndpointRecord[] | null;
-}
-
-function indexKinds(t: Tenant, rec: EndpointRecord): void {
-  for (const kind of rec.events) {
-    let ids = t.byKind.get(kind);
-    if (!ids) {
-      ids = new Set();
-      t.byKind.set(kind, ids);
-    }
-    ids.add(rec.id);
-  }
-}
-
-/** List order: created_at, then id. */
-function before(a: EndpointRecord, b: EndpointRecord): boolean {
-  return a.created_at < b.created_at || (a.created_at === b.created_at && a.id < b.id);
-}
-
-/** Where `rec` is, or goes, in a sorted list (binary search). */
-function place(sorted: EndpointRecord[], rec: EndpointRecord): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (before(sorted[mid], rec)) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }

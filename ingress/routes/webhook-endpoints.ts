@@ -67,7 +67,8 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
   const list = (req: AppRequest): Reply => {
     const limit = req.queryValues.limit as number;
     const position = (e: EndpointRecord) => ({ key: e.created_at, id: e.id });
-    const page = pageOf(ctx.endpoints.listTenant(req.auth!.claims.tenant_id), position, readCursor(req.query), limit);
+    const after = readCursor(req.query);
+    const page = pageOf(ctx.endpoints.listTenant(req.auth!.claims.tenant_id, after), position, after, limit);
     return json(200, { data: page.data.map(view), next_cursor: page.next_cursor });
   };
 

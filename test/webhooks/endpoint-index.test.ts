@@ -1,8 +1,12 @@
 import t from 'tap';
 import { EndpointRegistry } from '../../core/webhooks/endpoint-registry.ts';
 import type { EndpointRecord } from '../../core/webhooks/records.ts';
+import { ViewStore } from '../../core/store/view-store.ts';
 
 const reg = new EndpointRegistry('t', Buffer.alloc(32));
+const store = ViewStore.temporary();
+reg.attach(store);
+t.teardown(() => store.close());
 let offset = 0;
 const put = (id: string, tenant: string, events: string[], at = offset) => {
   const rec: EndpointRecord = {
@@ -30,15 +34,17 @@ const put = (id: string, tenant: string, events: string[], at = offset) => {
 const del = (id: string) =>
   reg.apply({ topic: 't', partition: 0, offset: String(offset++), key: id, value: null, headers: {}, timestamp: 0 });
 
-for (let i = 0; i < 10_000; i++) put(`ep_a${i}`, 'big', i % 2 ? ['inference.completed'] : ['*']);
-put('ep_b1', 'small', ['inference.completed']);
-put('ep_b2', 'small', ['pipeline.failed', 'inference.completed']);
-put('ep_b3', 'small', ['*']);
+await store.transaction(() => {
+  for (let i = 0; i < 10_000; i++) put(`ep_a${i}`, 'big', i % 2 ? ['inference.completed'] : ['*']);
+  put('ep_b1', 'small', ['inference.completed']);
+  put('ep_b2', 'small', ['pipeline.failed', 'inference.completed']);
+  put('ep_b3', 'small', ['*']);
+});
 
 t.test("tenant B's list and match read only B's endpoints, whatever A holds", async (t) => {
   reg.touched = 0;
   t.same(
-    reg.listTenant('small').map((e) => e.id),
+    [...reg.listTenant('small')].map((e) => e.id),
     ['ep_b1', 'ep_b2', 'ep_b3'],
     'oldest first',
   );
@@ -82,7 +88,7 @@ t.test('the indexes follow updates and deletes', async (t) => {
   );
   del('ep_b2');
   t.same(
-    reg.listTenant('small').map((e) => e.id),
+    [...reg.listTenant('small')].map((e) => e.id),
     ['ep_b1', 'ep_b3'],
   );
   t.same(
@@ -94,6 +100,15 @@ t.test('the indexes follow updates and deletes', async (t) => {
   );
   del('ep_b1');
   del('ep_b3');
-  t.same(reg.listTenant('small'), [], 'a tenant with no endpoints left');
+  t.same([...reg.listTenant('small')], [], 'a tenant with no endpoints left');
   t.same(reg.matching('nobody', 'x.y'), []);
+});
+
+t.test('a page from a cursor reads from the cursor on, not the tenant from its start', async (t) => {
+  reg.touched = 0;
+  const it = reg.listTenant('big', { key: 5000, id: 'ep_a5000' });
+  const ids = [0, 1, 2].map(() => it.next().value?.id);
+  t.same(ids, ['ep_a5000', 'ep_a5001', 'ep_a5002'], 'from the cursor position, in order');
+  t.equal(reg.touched, 3, 'three records read for three yielded');
+  t.same(reg.countByState(), { ACTIVE: 10_000 }, 'the gauge counts what is left, by state');
 });

@@ -291,7 +291,7 @@ t.test('invalid registrations are 400 INVALID_REQUEST with the JSON path of ever
   t.equal(malformed.status, 400);
   t.equal(r.received.length, 0, 'no ping for a refused registration');
   t.same(
-    node.ctx.endpoints.listTenant('acme').filter((e) => e.url === r.url),
+    [...node.ctx.endpoints.listTenant('acme')].filter((e) => e.url === r.url),
     [],
     'nothing written',
   );

@@ -6,9 +6,11 @@
  *
  *   ctx.dlq.list('acme', { endpoint_id, event_type, limit: 100, after }, now) // { data, next_cursor }
  *
- * It lives in the process's on-disk store (core/store), not in the heap: entries by (tenant, id)
- * as the record's JSON, and one index per way of listing, keyed so that every list is a range read
- * in (dead_lettered_at, id) order that starts at the cursor:
+ * It lives in the process's on-disk store (core/store), not in the heap: entries by (tenant,
+ * dead_lettered_at, id) as the record's JSON, so the entries of a page sit side by side in the file
+ * (a page of 100 reads a few dozen file pages, not 100), their times by (tenant, id), and one index
+ * per way of listing, keyed so that every list is a range read in (dead_lettered_at, id) order that
+ * starts at the cursor:
  *
  *   [tenant, 'all', deadMs, id]                 [tenant, 'ep', endpoint_id, deadMs, id]
  *   [tenant, 'type', event_type, deadMs, id]    [tenant, 'ep+type', endpoint_id, event_type, deadMs, id]
@@ -44,7 +46,9 @@ type ExpiryKey = [number, 'e', string, string] | [number, 'r', string];
 
 export class DlqView implements StoredView {
   private store!: ViewStore;
-  private entries!: Table<Buffer, [string, string]>;
+  private entries!: Table<Buffer, [string, number, string]>;
+  /** [tenant, id] → dead_lettered_at (ms): where the entry is in `entries`. */
+  private ids!: Table<number, [string, string]>;
   /** Index key → the entry's expiry (ms). */
   private index!: Table<number, IndexKey>;
   /** Replayed entry id → until when the mark holds (ms). */
@@ -62,6 +66,7 @@ export class DlqView implements StoredView {
   attach(store: ViewStore): void {
     this.store = store;
     this.entries = store.table('dlq.entries', 'binary');
+    this.ids = store.table('dlq.ids');
     this.index = store.table('dlq.index');
     this.replayed = store.table('dlq.replayed');
     this.expiry = store.table('dlq.expiry');
@@ -93,8 +98,9 @@ export class DlqView implements StoredView {
     const expiresMs = Date.parse(e.expires_at);
     if (!Number.isFinite(deadMs) || !Number.isFinite(expiresMs)) return;
     // Replayed, or the same dead-letter repeated after a crash.
-    if (this.replayed.get(e.id) !== undefined || this.entries.doesExist([e.tenant_id, e.id])) return;
-    this.entries.put([e.tenant_id, e.id], r.value);
+    if (this.replayed.get(e.id) !== undefined || this.ids.doesExist([e.tenant_id, e.id])) return;
+    this.entries.put([e.tenant_id, deadMs, e.id], r.value);
+    this.ids.put([e.tenant_id, e.id], deadMs);
     this.countFor(e.tenant_id, 1);
     for (const key of indexKeys(e, deadMs)) this.index.put(key, expiresMs);
     this.expiry.put([expiresMs, 'e', e.tenant_id, e.id], 0);
@@ -125,12 +131,19 @@ export class DlqView implements StoredView {
   }
 
   private read(tenantId: string, id: string): DlqEntry | undefined {
-    const raw = this.entries.get([tenantId, id]);
+    const deadMs = this.ids.get([tenantId, id]);
+    return deadMs === undefined ? undefined : this.readAt(tenantId, { key: deadMs, id });
+  }
+
+  /** The entry at a listed position (its dead_lettered_at and id). */
+  private readAt(tenantId: string, p: Position): DlqEntry | undefined {
+    const raw = this.entries.get([tenantId, p.key, p.id]);
     return raw === undefined ? undefined : (JSON.parse(raw.toString('utf8')) as DlqEntry);
   }
 
   private remove(e: DlqEntry): void {
-    this.entries.remove([e.tenant_id, e.id]);
+    this.entries.remove([e.tenant_id, Date.parse(e.dead_lettered_at), e.id]);
+    this.ids.remove([e.tenant_id, e.id]);
     this.expiry.remove([Date.parse(e.expires_at), 'e', e.tenant_id, e.id]);
     this.countFor(e.tenant_id, -1);
     for (const key of indexKeys(e, Date.parse(e.dead_lettered_at))) this.index.remove(key);
@@ -146,7 +159,7 @@ export class DlqView implements StoredView {
   *stream(tenantId: string, filter: DlqFilter, nowMs: number): Generator<DlqEntry> {
     this.sweep(nowMs);
     for (const p of this.listed(tenantId, filter, null, nowMs)) {
-      const e = this.read(tenantId, p.id);
+      const e = this.readAt(tenantId, p);
       if (e) yield e;
     }
   }
@@ -165,7 +178,7 @@ export class DlqView implements StoredView {
   ): { data: DlqEntry[]; next_cursor: string | null } {
     this.sweep(nowMs);
     const page = pageOf(this.listed(tenantId, q, q.after, nowMs), (p) => p, q.after, q.limit);
-    return { data: page.data.map((p) => this.read(tenantId, p.id)!), next_cursor: page.next_cursor };
+    return { data: page.data.map((p) => this.readAt(tenantId, p)!), next_cursor: page.next_cursor };
   }
 
   /** Positions of the listed entries from `after` on (lazily, from the one index the filter needs). */

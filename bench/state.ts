@@ -810,8 +810,8 @@ function report(r: ReportInput): string {
     `| \`sluice start\` < ${RSS_LIMIT_MB} MiB RSS | ` +
       `peak ${fmt(sluicePeak.mb)} MiB (${sluicePeak.phase}) | ` +
       `${verdict(sluicePeak.mb || null, RSS_LIMIT_MB, 'MiB')} |`,
-    `| (for comparison) \`sluice start\` anonymous RSS only: heap and stacks, ` +
-      `without the LMDB pages it maps | ` +
+    `| (for comparison) \`sluice start\` anonymous RSS only: heap, stacks ` +
+      `and SQLite's cache, without file-backed pages (code) | ` +
       `${anonMax ? `${fmt(anonMax.anon)} MiB at the end of ${anonMax.phase}` : '—'} (read at ` +
       `phase ends, not sampled) | ${verdict(anonMax?.anon ?? null, RSS_LIMIT_MB, 'MiB')} |`,
     `| \`sluice admin\` CLI < ${RSS_LIMIT_MB} MiB RSS | ` +
@@ -897,8 +897,8 @@ function report(r: ReportInput): string {
       `from sending to the last byte of the body; ${N} per row after ${WARM_UP} untimed ` +
       `warm-up requests unless n says otherwise. RSS: ` +
       `VmRSS from /proc every 500 ms (bench/dispatch/proc-stats.ts); ` +
-      `for Sluice it includes the LMDB pages it has mapped (file-backed, ` +
-      `shown apart in the resources table).`,
+      `for Sluice it includes its file-backed pages (code: the view store is read with pread, ` +
+      `not mapped), shown apart in the resources table.`,
     '',
     '#### Targets',
     '',
@@ -939,7 +939,7 @@ function report(r: ReportInput): string {
     '',
     `Each cell: peak RSS · CPU seconds (user + system) in the phase (the CLI: ` +
       `peak RSS only). "sluice anon + file": \`sluice start\`'s RSS at the end of the phase, ` +
-      `anonymous (heap, stacks) + file-backed (LMDB map, code). "machine busy": ` +
+      `anonymous (heap, stacks, SQLite's cache) + file-backed (code). "machine busy": ` +
       `cores busy on average over the phase (/proc/stat, ` +
       `of ${cpus().length}) / of which not Kafka, \`sluice start\` or this orchestrator (other ` +
       `users of the machine, the CLI and the bench helpers).`,

@@ -22,7 +22,7 @@ export function verdict(value: number | null, limit: number, unit: string): stri
     : `**MISSED** (${d(value - limit)} ${unit} over, ${fmt(value / limit, 1)}×)`;
 }
 
-/** Resident memory of a process by kind (/proc/<pid>/status), in MiB: heap and stacks vs mapped files (LMDB). */
+/** Resident memory of a process by kind (/proc/<pid>/status), in MiB: heap and stacks vs mapped files (code). */
 export function rssParts(pid: number | undefined): { anon: number; file: number } | null {
   if (pid === undefined) return null;
   try {

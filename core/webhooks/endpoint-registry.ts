@@ -20,6 +20,8 @@ import type { SigningSecrets } from './signing.ts';
 
 /** Parsed records (and their secrets) kept in the heap: the endpoints deliveries are going to now. */
 const CACHED = 4096;
+/** (tenant, event kind) pairs whose matching endpoint ids are kept: the kinds events are published to now. */
+const MATCHES_CACHED = 1024;
 
 interface Cached {
   rec: EndpointRecord;
@@ -35,6 +37,8 @@ export class EndpointRegistry implements StoredView {
   readonly compacted = true;
   /** Least recently used first. */
   private readonly cache = new Map<string, Cached>();
+  /** "tenant kind" → the ids `matching` returns; emptied by any change (changes are rare, events are not). */
+  private readonly matches = new Map<string, string[]>();
   /** Endpoint records read by list and match calls: what a call costs, for tests and metrics. */
   touched = 0;
   /** Called after every change (the dispatcher releases held deliveries when one turns ACTIVE). */
@@ -62,6 +66,7 @@ export class EndpointRegistry implements StoredView {
       this.records.put(r.key, rec);
     } else if (old) this.records.remove(r.key);
     this.cache.delete(r.key);
+    this.matches.clear();
     for (const l of this.listeners) l(r.key, rec);
   }
 
@@ -122,17 +127,35 @@ export class EndpointRegistry implements StoredView {
 
   /** Endpoints of the tenant whose filter takes this event kind, DISABLED ones left out; reads only those. */
   matching(tenantId: string, eventType: string): EndpointRecord[] {
+    const key = `${tenantId} ${eventType}`;
+    let ids = this.matches.get(key);
+    if (ids)
+      this.matches.delete(key); // to the most recent end
+    else {
+      ids = this.matchingIds(tenantId, eventType);
+      if (this.matches.size >= MATCHES_CACHED) this.matches.delete(this.matches.keys().next().value!);
+    }
+    this.matches.set(key, ids);
     const out: EndpointRecord[] = [];
+    for (const id of ids) {
+      const rec = this.get(id);
+      if (rec) out.push(rec);
+    }
+    this.touched += out.length;
+    return out;
+  }
+
+  private matchingIds(tenantId: string, eventType: string): string[] {
+    const out: string[] = [];
     for (const kind of [eventType, '*']) {
       for (const key of this.kinds.getKeys({ start: [tenantId, kind], end: [tenantId, kind, '\uffff'] })) {
         const rec = this.get(key[2]);
         if (!rec) continue;
         if (kind === '*' && rec.events.includes(eventType)) continue; // already taken by kind
         if (rec.state === 'DISABLED') continue; // receives nothing until verified again
-        out.push(rec);
+        out.push(rec.id);
       }
     }
-    this.touched += out.length;
     return out;
   }
 

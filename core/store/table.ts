@@ -80,6 +80,27 @@ export class Table<V, K extends Key = Key> {
     this.stmts.get(`DELETE FROM ${this.name} WHERE k = ?`).run([encodeKey(key)]);
   }
 
+  /** Writes the value unless the key is there already; true when it wrote. */
+  putNew(key: K, value: V): boolean {
+    const v = this.binary ? (value as Uint8Array) : JSON.stringify(value);
+    return (
+      this.stmts.get(`INSERT OR IGNORE INTO ${this.name} (k, v) VALUES (?, ?)`).run([encodeKey(key), v]).changes > 0
+    );
+  }
+
+  /** Removes every key from `start` (inclusive) to `end` (exclusive); returns how many. */
+  removeRange(start: K | readonly KeyPart[], end: K | readonly KeyPart[]): number {
+    const sql = `DELETE FROM ${this.name} WHERE k >= ? AND k < ?`;
+    return this.stmts.get(sql).run([encodeKey(start), encodeKey(end)]).changes;
+  }
+
+  /** Removes the first `n` keys from `start` (inclusive) to `end` (exclusive); returns how many. */
+  removeFirst(start: K | readonly KeyPart[], end: K | readonly KeyPart[], n: number): number {
+    const first = `SELECT k FROM ${this.name} WHERE k >= ? AND k < ? ORDER BY k LIMIT ?`;
+    const sql = `DELETE FROM ${this.name} WHERE k IN (${first})`;
+    return this.stmts.get(sql).run([encodeKey(start), encodeKey(end), n]).changes;
+  }
+
   *getRange(range: Range<K> = {}): Generator<{ key: K; value: V }> {
     for (const row of this.rows(range, 'k, v')) yield { key: decodeKey(row.k) as K, value: this.decode(row.v) };
   }

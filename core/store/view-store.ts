@@ -22,7 +22,7 @@ import { Statements, Table, type Key } from './table.ts';
 export { Table, type Key };
 
 /** Bumped when the layout of any stored view changes: an older store is emptied and rebuilt. */
-const FORMAT = 4;
+const FORMAT = 5;
 const FILE = 'views.sqlite';
 /** SQLite's page cache per store (KiB): the most of the file a process holds in memory. */
 const CACHE_KIB = 16_384;

@@ -63,7 +63,6 @@ const SWEEP_PER_RECORD = 4;
 const TENANT_TOTAL = '';
 
 type LogKey = [string, string, number, string, number];
-type AgeKey = [number, string, string, string, number];
 
 export interface AttemptFilter {
   limit: number;
@@ -116,7 +115,8 @@ export class AttemptHistory implements StoredView {
   private count!: Table<number, [string, string]>;
   private last!: Table<Last, [string, string]>;
   private minutes!: Table<Bucket, [string, string, number]>;
-  private age!: Table<number, AgeKey>;
+  /** [newest attempt's at, tenant, endpoint]: the endpoints to forget once quiet for 7 days. */
+  private quiet!: Table<0, [number, string, string]>;
 
   constructor(
     readonly topic: string,
@@ -128,7 +128,7 @@ export class AttemptHistory implements StoredView {
     this.count = store.table('attempts.count');
     this.last = store.table('attempts.last');
     this.minutes = store.table('attempts.minutes');
-    this.age = store.table('attempts.age');
+    this.quiet = store.table('attempts.quiet');
   }
 
   /**
@@ -165,26 +165,33 @@ export class AttemptHistory implements StoredView {
 
   private applyEndpoint(list: AttemptRecord[]): void {
     const { tenant_id: tenant, endpoint_id: endpoint } = list[0];
-    // The same report twice: in this record, or one the log still holds.
+    // The same report twice: in this record, or one the log still holds. Only the newest 100 reach
+    // the log (older ones would be trimmed at once): they count in the minutes and the last error.
     const seen = new Set<string>();
-    const fresh = list
+    const unique = list
       .filter((a) => {
         const id = `${a.delivery_id}\u0000${a.attempt}`;
         if (seen.has(id)) return false;
         seen.add(id);
-        return !this.log.doesExist(logKey(a));
+        return true;
       })
       .sort((x, y) => x.at - y.at);
+    const logFrom = unique.length - HISTORY_PER_ENDPOINT;
+    let logged = 0;
+    const fresh = unique.filter((a, i) => {
+      if (i < logFrom) return !this.log.doesExist(logKey(a));
+      const wrote = this.log.putNew(logKey(a), a);
+      if (wrote) logged++;
+      return wrote;
+    });
     if (fresh.length === 0) return;
-    // Older ones would be trimmed at once: they count in the minutes and the last error only.
-    const logged = fresh.slice(-HISTORY_PER_ENDPOINT);
-    for (const a of logged) {
-      this.log.put(logKey(a), a);
-      this.age.put([a.at, tenant, endpoint, a.delivery_id, a.attempt], 0);
-    }
-    const n = (this.count.get([tenant, endpoint]) ?? 0) + logged.length;
-    this.count.put([tenant, endpoint], n);
-    if (n > HISTORY_PER_ENDPOINT) this.trimOldest(tenant, endpoint, n - HISTORY_PER_ENDPOINT);
+    // Trimmed by range, not key by key: what is older than 7 days, then the oldest past 100.
+    const cut = this.clock.now() - HISTORY_MAX_AGE_MS;
+    let n = (this.count.get([tenant, endpoint]) ?? 0) + logged;
+    n -= this.log.removeRange([tenant, endpoint, 0], [tenant, endpoint, cut]);
+    if (n > HISTORY_PER_ENDPOINT)
+      n -= this.log.removeFirst([tenant, endpoint, 0], [tenant, endpoint, Infinity], n - HISTORY_PER_ENDPOINT);
+    this.count.put([tenant, endpoint], Math.max(n, 0));
     const newest = fresh[fresh.length - 1];
     const prev = this.last.get([tenant, endpoint]);
     if (!prev || prev.at <= newest.at) {
@@ -197,6 +204,8 @@ export class AttemptHistory implements StoredView {
         error: newest.error,
         failure,
       });
+      if (prev) this.quiet.remove([prev.at, tenant, endpoint]);
+      this.quiet.put([newest.at, tenant, endpoint], 0);
     }
     for (const ep of [endpoint, TENANT_TOTAL]) this.addToMinutes(tenant, ep, fresh);
   }
@@ -219,47 +228,21 @@ export class AttemptHistory implements StoredView {
     for (const [minute, b] of buckets) this.minutes.put([tenant, endpoint, minute], b);
     // Buckets that left the window: usually none, one a minute at most.
     const cut = Math.max(...buckets.keys()) - WINDOW_MINUTES * MINUTE_MS;
-    for (const k of this.minutes.getKeys({ start: [tenant, endpoint, 0], end: [tenant, endpoint, cut] }))
-      this.minutes.remove(k);
+    this.minutes.removeRange([tenant, endpoint, 0], [tenant, endpoint, cut]);
   }
 
-  private trimOldest(tenant: string, endpoint: string, count: number): void {
-    const oldest = [
-      ...this.log.getKeys({
-        start: [tenant, endpoint, 0] as unknown as LogKey,
-        end: [tenant, endpoint, Infinity] as unknown as LogKey,
-        limit: count,
-      }),
-    ];
-    for (const k of oldest) this.forget(k);
-  }
-
-  private forget(k: LogKey): void {
-    this.log.remove(k);
-    this.age.remove([k[2], k[0], k[1], k[3], k[4]]);
-    const n = (this.count.get([k[0], k[1]]) ?? 1) - 1;
-    if (n > 0) {
-      this.count.put([k[0], k[1]], n);
-      return;
-    }
-    // Nothing left of this endpoint (deleted, or quiet for 7 days): forget it entirely.
-    this.count.remove([k[0], k[1]]);
-    this.last.remove([k[0], k[1]]);
-    for (const m of this.minutes.getKeys({ start: [k[0], k[1], 0], end: [k[0], k[1], Infinity] }))
-      this.minutes.remove(m);
-  }
-
-  /** Inside a write transaction: forgets up to `max` attempts older than `before`. */
+  /**
+   * Inside a write transaction: forgets up to `max` endpoints whose newest attempt is older than
+   * `before` (deleted, or quiet for 7 days), with everything held of them.
+   */
   private sweep(before: number, max: number): void {
-    const due: AgeKey[] = [];
-    for (const k of this.age.getKeys({ limit: max })) {
-      if (k[0] >= before) break;
-      due.push(k);
-    }
-    for (const k of due) {
-      const logKey: LogKey = [k[1], k[2], k[0], k[3], k[4]];
-      if (this.log.doesExist(logKey)) this.forget(logKey);
-      else this.age.remove(k);
+    for (const [, tenant, endpoint] of [...this.quiet.getKeys({ end: [before], limit: max })]) {
+      const last = this.last.get([tenant, endpoint]);
+      if (last) this.quiet.remove([last.at, tenant, endpoint]);
+      this.log.removeRange([tenant, endpoint, 0], [tenant, endpoint, Infinity]);
+      this.minutes.removeRange([tenant, endpoint, 0], [tenant, endpoint, Infinity]);
+      this.count.remove([tenant, endpoint]);
+      this.last.remove([tenant, endpoint]);
     }
   }
 
@@ -271,7 +254,9 @@ export class AttemptHistory implements StoredView {
       end: [tenant, endpoint] as unknown as LogKey,
       reverse: true,
     };
+    const cut = this.clock.now() - HISTORY_MAX_AGE_MS;
     for (const { value } of this.log.getRange(range)) {
+      if (value.at < cut) break; // older than 7 days: removed at the endpoint's next report, or with it
       if (f.delivery_id !== undefined && value.delivery_id !== f.delivery_id) continue;
       if (f.event_id !== undefined && value.event_id !== f.event_id) continue;
       out.push(value);

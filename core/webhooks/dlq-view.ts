@@ -7,13 +7,12 @@
  *   ctx.dlq.list('acme', { endpoint_id, event_type, limit: 100, after }, now) // { data, next_cursor }
  *
  * It lives in the process's on-disk store (core/store), not in the heap: entries by (tenant,
- * dead_lettered_at, id) as the record's JSON, so the entries of a page sit side by side in the file
- * (a page of 100 reads a few dozen file pages, not 100), their times by (tenant, id), and one index
- * per way of listing, keyed so that every list is a range read in (dead_lettered_at, id) order that
- * starts at the cursor:
+ * dead_lettered_at, id) as the record's JSON, so an unfiltered list is one range read of the entries
+ * themselves from the cursor on; their times by (tenant, id); and one index per filter, keyed so that
+ * every filtered list is a range read in (dead_lettered_at, id) order that starts at the cursor:
  *
- *   [tenant, 'all', deadMs, id]                 [tenant, 'ep', endpoint_id, deadMs, id]
- *   [tenant, 'type', event_type, deadMs, id]    [tenant, 'ep+type', endpoint_id, event_type, deadMs, id]
+ *   [tenant, 'ep', endpoint_id, deadMs, id]     [tenant, 'type', event_type, deadMs, id]
+ *   [tenant, 'ep+type', endpoint_id, event_type, deadMs, id]
  *
  * each holding the entry's expiry, so expired entries are skipped without reading them. Replayed
  * ids are kept (until the entry would have expired) so a repeated dead-letter of one stays gone.
@@ -159,13 +158,14 @@ export class DlqView implements StoredView {
   *stream(tenantId: string, filter: DlqFilter, nowMs: number): Generator<DlqEntry> {
     this.sweep(nowMs);
     for (const p of this.listed(tenantId, filter, null, nowMs)) {
-      const e = this.readAt(tenantId, p);
+      const e = p.entry ?? this.readAt(tenantId, p);
       if (e) yield e;
     }
   }
 
-  /** How many entries `stream` would give, from the index alone. */
+  /** How many entries `stream` would give: from the tenant's count, or a filter's index alone. */
   count(tenantId: string, filter: DlqFilter, nowMs: number): number {
+    if (unfiltered(filter)) return this.sizes(nowMs).get(tenantId) ?? 0;
     let n = 0;
     for (const _ of this.listed(tenantId, filter, null, nowMs)) n++;
     return n;
@@ -178,11 +178,22 @@ export class DlqView implements StoredView {
   ): { data: DlqEntry[]; next_cursor: string | null } {
     this.sweep(nowMs);
     const page = pageOf(this.listed(tenantId, q, q.after, nowMs), (p) => p, q.after, q.limit);
-    return { data: page.data.map((p) => this.readAt(tenantId, p)!), next_cursor: page.next_cursor };
+    return { data: page.data.map((p) => p.entry ?? this.readAt(tenantId, p)!), next_cursor: page.next_cursor };
   }
 
-  /** Positions of the listed entries from `after` on (lazily, from the one index the filter needs). */
-  private *listed(tenantId: string, f: DlqFilter, after: Position | null, nowMs: number): Generator<Position> {
+  /**
+   * Positions of the listed entries from `after` on, lazily: unfiltered, the entries themselves
+   * (read on the way); filtered, from the one index the filter needs.
+   */
+  private *listed(tenantId: string, f: DlqFilter, after: Position | null, nowMs: number): Generator<Listed> {
+    if (unfiltered(f)) {
+      const start = after ? [tenantId, after.key, after.id] : [tenantId];
+      for (const { key, value } of this.entries.getRange({ start, end: [tenantId, Number.POSITIVE_INFINITY] })) {
+        const entry = JSON.parse(value.toString('utf8')) as DlqEntry;
+        if (Date.parse(entry.expires_at) > nowMs) yield { key: key[1], id: key[2], entry };
+      }
+      return;
+    }
     const prefix = indexPrefix(tenantId, f);
     const start = after ? [...prefix, after.key, after.id] : prefix;
     for (const { key, value } of this.index.getRange({ start, end: [...prefix, Infinity] })) {
@@ -228,17 +239,24 @@ export class DlqView implements StoredView {
   }
 }
 
+/** A listed position, with the entry when the list read it on the way. */
+type Listed = Position & { entry?: DlqEntry };
+
+function unfiltered(f: DlqFilter): boolean {
+  return f.endpoint_id === undefined && f.event_type === undefined;
+}
+
+/** The index a filter reads (never called unfiltered: those lists read the entries). */
 function indexPrefix(tenantId: string, f: DlqFilter): IndexKey {
   if (f.endpoint_id !== undefined && f.event_type !== undefined)
     return [tenantId, 'ep+type', f.endpoint_id, f.event_type];
   if (f.endpoint_id !== undefined) return [tenantId, 'ep', f.endpoint_id];
-  if (f.event_type !== undefined) return [tenantId, 'type', f.event_type];
-  return [tenantId, 'all'];
+  return [tenantId, 'type', f.event_type!];
 }
 
-/** The entry's key in each of the four indexes. */
+/** The entry's key in each of the three indexes. */
 function indexKeys(e: DlqEntry, deadMs: number): IndexKey[] {
-  return [{}, { endpoint_id: e.endpoint_id }, { event_type: e.event_type }, e].map((f) => [
+  return [{ endpoint_id: e.endpoint_id }, { event_type: e.event_type }, e].map((f) => [
     ...indexPrefix(e.tenant_id, f),
     deadMs,
     e.id,

@@ -87,6 +87,28 @@ t.test('a range longer than a batch is read whole, in order, and stops at its li
   await store.close();
 });
 
+t.test('putNew writes only new keys; ranged removes take what they say and count it', async (t) => {
+  const store = ViewStore.temporary();
+  const tbl = store.table<number, [string, number]>('ranged');
+  await store.transaction(() => {
+    for (let n = 0; n < 50; n++) tbl.put(['a', n], n);
+    tbl.put(['b', 0], -1);
+  });
+  t.equal(tbl.putNew(['a', 3], 999), false, 'a key that is there is not written');
+  t.equal(tbl.get(['a', 3]), 3, 'and keeps its value');
+  t.equal(tbl.putNew(['a', 50], 50), true, 'a new key is');
+  t.equal(tbl.removeRange(['a', 0], ['a', 10]), 10, 'from start to end, end excluded');
+  t.equal(tbl.removeFirst(['a', 0], ['a', Number.POSITIVE_INFINITY], 5), 5, 'the first 5 of the rest');
+  t.same(
+    [...tbl.getKeys({ start: ['a'], end: ['a', Number.POSITIVE_INFINITY] })].map((k) => k[1]),
+    Array.from({ length: 36 }, (_, i) => 15 + i),
+    'what is left of a, in order',
+  );
+  t.equal(tbl.get(['b', 0]), -1, "another prefix's keys untouched");
+  t.equal(tbl.removeRange(['c'], ['c', Number.POSITIVE_INFINITY]), 0, 'an empty range removes nothing');
+  await store.close();
+});
+
 t.test('a transaction commits whole or, when it throws, not at all', async (t) => {
   const store = ViewStore.temporary();
   const tbl = store.table<string, string>('tx');

@@ -56,6 +56,8 @@ interface Last {
 }
 
 export const HISTORY_PER_ENDPOINT = 100;
+/** The log of an endpoint is trimmed back to 100 once it holds this many more (one ranged delete per 50 reports). */
+const TRIM_SLACK = 50;
 export const HISTORY_MAX_AGE_MS = 7 * 24 * 3600_000;
 export const MINUTE_MS = 60_000;
 export const WINDOW_MINUTES = 60;
@@ -189,7 +191,7 @@ export class AttemptHistory implements StoredView {
     const cut = this.clock.now() - HISTORY_MAX_AGE_MS;
     let n = (this.count.get([tenant, endpoint]) ?? 0) + logged;
     n -= this.log.removeRange([tenant, endpoint, 0], [tenant, endpoint, cut]);
-    if (n > HISTORY_PER_ENDPOINT)
+    if (n > HISTORY_PER_ENDPOINT + TRIM_SLACK)
       n -= this.log.removeFirst([tenant, endpoint, 0], [tenant, endpoint, Infinity], n - HISTORY_PER_ENDPOINT);
     this.count.put([tenant, endpoint], Math.max(n, 0));
     const newest = fresh[fresh.length - 1];
@@ -212,11 +214,14 @@ export class AttemptHistory implements StoredView {
 
   private addToMinutes(tenant: string, endpoint: string, list: AttemptRecord[]): void {
     const buckets = new Map<number, Bucket>();
+    let opened = false;
     for (const a of list) {
       const minute = Math.floor(a.at / MINUTE_MS) * MINUTE_MS;
       let b = buckets.get(minute);
       if (!b) {
-        b = this.minutes.get([tenant, endpoint, minute]) ?? empty();
+        const held = this.minutes.get([tenant, endpoint, minute]);
+        opened ||= held === undefined;
+        b = held ?? empty();
         buckets.set(minute, b);
       }
       b.attempts++;
@@ -226,7 +231,8 @@ export class AttemptHistory implements StoredView {
       b.latency_max_ms = Math.max(b.latency_max_ms, a.duration_ms);
     }
     for (const [minute, b] of buckets) this.minutes.put([tenant, endpoint, minute], b);
-    // Buckets that left the window: usually none, one a minute at most.
+    // Buckets that left the window: one at most when a new minute's bucket opened, else none.
+    if (!opened) return;
     const cut = Math.max(...buckets.keys()) - WINDOW_MINUTES * MINUTE_MS;
     this.minutes.removeRange([tenant, endpoint, 0], [tenant, endpoint, cut]);
   }
@@ -255,8 +261,10 @@ export class AttemptHistory implements StoredView {
       reverse: true,
     };
     const cut = this.clock.now() - HISTORY_MAX_AGE_MS;
+    let read = 0;
     for (const { value } of this.log.getRange(range)) {
       if (value.at < cut) break; // older than 7 days: removed at the endpoint's next report, or with it
+      if (++read > HISTORY_PER_ENDPOINT) break; // past the newest 100: waiting to be trimmed
       if (f.delivery_id !== undefined && value.delivery_id !== f.delivery_id) continue;
       if (f.event_id !== undefined && value.event_id !== f.event_id) continue;
       out.push(value);

@@ -72,7 +72,8 @@ export class ViewStore {
     let conn = connectOrNull(file);
     let store = conn && storedFormat(conn) === FORMAT ? new ViewStore(new Statements(conn), dir) : null;
     if (!store?.survived(boot)) {
-      if (store) await store.close();
+      if (store)
+        store.discard(); // not close(): that would write to a file that may be torn
       else conn?.close();
       for (const f of [file, `${file}-journal`]) rmSync(f, { force: true });
       rmSync(`${file}.lock`, { recursive: true, force: true });
@@ -155,6 +156,12 @@ export class ViewStore {
     this.inTransaction(() => {
       for (const t of this.tables) t.clear();
     });
+  }
+
+  /** Closes the connection without marking or syncing anything. */
+  private discard(): void {
+    this.stmts.finalizeAll();
+    this.stmts.conn.close();
   }
 
   /** Closes the store; a store on disk is synced first and marked clean. */

@@ -2,16 +2,21 @@
  * Token buckets keyed by a string (a client id, an address). In memory, per node: a node limits
  * what reaches it, so a cluster-wide limit is roughly the per-node limit times the nodes.
  */
+import { LruMap } from './lru.ts';
+
 export class RateLimiter {
-  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+  /** The least recently used key's bucket goes first when `maxKeys` are held. */
+  private readonly buckets: LruMap<string, { tokens: number; at: number }>;
 
   /** `ratePerSec` 0 disables the limiter. */
   constructor(
     private readonly ratePerSec: number,
     private readonly burst: number,
-    private readonly maxKeys = 100_000,
+    maxKeys = 100_000,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.buckets = new LruMap(maxKeys);
+  }
 
   get enabled(): boolean {
     return this.ratePerSec > 0;
@@ -37,19 +42,10 @@ export class RateLimiter {
   }
 
   private refill(key: string, now: number): { tokens: number; at: number } {
-    let b = this.buckets.get(key);
-    if (!b) {
-      b = { tokens: this.burst, at: now };
-      if (this.buckets.size >= this.maxKeys) {
-        const oldest = this.buckets.keys().next();
-        if (!oldest.done) this.buckets.delete(oldest.value);
-      }
-    } else {
-      b.tokens = Math.min(this.burst, b.tokens + ((now - b.at) / 1000) * this.ratePerSec);
-      b.at = now;
-      this.buckets.delete(key); // re-inserted below: the map's order is least recently used first
-    }
-    this.buckets.set(key, b);
+    const b = this.buckets.get(key);
+    if (!b) return this.buckets.set(key, { tokens: this.burst, at: now });
+    b.tokens = Math.min(this.burst, b.tokens + ((now - b.at) / 1000) * this.ratePerSec);
+    b.at = now;
     return b;
   }
 }

@@ -90,7 +90,7 @@ export class Pipeline {
       req.route = routeName(route);
       const auth = route.scope === null ? null : this.authorize(req, route);
       // The path parameters are bounded by the contract (1 to 128 characters), so no handler hands
-      // a longer one to a store (the LMDB store of old held keys of at most 1,978 bytes: a 500).
+      // an unbounded one to a store as a key (a 2,000-character DLQ id once reached it: a 500).
       const check = this.deps.checks.get(route);
       let queryValues = NO_VALUES;
       if (check) {

@@ -72,8 +72,9 @@ export class Table<V, K extends Key = Key> {
   }
 
   put(key: K, value: V): void {
-    const v = this.binary ? (value as Uint8Array) : JSON.stringify(value);
-    this.stmts.get(`INSERT OR REPLACE INTO ${this.name} (k, v) VALUES (?, ?)`).run([encodeKey(key), v]);
+    this.stmts
+      .get(`INSERT OR REPLACE INTO ${this.name} (k, v) VALUES (?, ?)`)
+      .run([encodeKey(key), this.encode(value)]);
   }
 
   remove(key: K): void {
@@ -82,10 +83,8 @@ export class Table<V, K extends Key = Key> {
 
   /** Writes the value unless the key is there already; true when it wrote. */
   putNew(key: K, value: V): boolean {
-    const v = this.binary ? (value as Uint8Array) : JSON.stringify(value);
-    return (
-      this.stmts.get(`INSERT OR IGNORE INTO ${this.name} (k, v) VALUES (?, ?)`).run([encodeKey(key), v]).changes > 0
-    );
+    const sql = `INSERT OR IGNORE INTO ${this.name} (k, v) VALUES (?, ?)`;
+    return this.stmts.get(sql).run([encodeKey(key), this.encode(value)]).changes > 0;
   }
 
   /** Removes every key from `start` (inclusive) to `end` (exclusive); returns how many. */
@@ -145,11 +144,26 @@ export class Table<V, K extends Key = Key> {
     }
   }
 
+  private encode(value: V): Uint8Array | string {
+    return this.binary ? (value as Uint8Array) : JSON.stringify(value);
+  }
+
   private decode(v: unknown): V {
     if (!this.binary) return JSON.parse(v as string) as V;
     const bytes = v as Uint8Array; // a copy out of SQLite's memory: a Buffer over it copies nothing
     return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) as V;
   }
+}
+
+/**
+ * Adds `delta` to a count kept in `table` (a missing key counts 0) and returns the new count; a count
+ * that falls to 0 or below is removed rather than kept.
+ */
+export function addToCount<K extends Key>(table: Table<number, K>, key: K, delta: number): number {
+  const n = (table.get(key) ?? 0) + delta;
+  if (n > 0) table.put(key, n);
+  else table.remove(key);
+  return n;
 }
 
 /** The key's ordered bytes (a slice ordered-binary never writes over again). */

@@ -17,9 +17,9 @@ import { dirname, join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import sqlite from 'node-sqlite3-wasm';
-import { Statements, Table, type Key } from './table.ts';
+import { Statements, Table, addToCount, type Key } from './table.ts';
 
-export { Table, type Key };
+export { Table, addToCount, type Key };
 
 /** Bumped when the layout of any stored view changes: an older store is emptied and rebuilt. */
 const FORMAT = 5;
@@ -187,18 +187,17 @@ function bootId(): string {
 
 /** Puts a closed store's file on disk and drops its (empty) journal, so no stale journal is replayed after a reboot. */
 function syncClosed(file: string): void {
-  const fd = openSync(file, 'r+');
+  fsyncPath(file);
+  rmSync(`${file}-journal`, { force: true });
+  fsyncPath(dirname(file));
+}
+
+function fsyncPath(path: string): void {
+  const fd = openSync(path, 'r');
   try {
     fsyncSync(fd);
   } finally {
     closeSync(fd);
-  }
-  rmSync(`${file}-journal`, { force: true });
-  const dir = openSync(dirname(file), 'r');
-  try {
-    fsyncSync(dir);
-  } finally {
-    closeSync(dir);
   }
 }
 

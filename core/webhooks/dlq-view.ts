@@ -20,7 +20,7 @@
  * records arrive, so a store that nobody lists (a dispatcher's) does not grow for ever.
  */
 import type { StateRecord, StoredView } from '../kafka/state-consumer.ts';
-import type { Table, ViewStore } from '../store/view-store.ts';
+import { addToCount, type Table, type ViewStore } from '../store/view-store.ts';
 import type { DlqEntry, DlqReplayMarker } from './records.ts';
 import { pageOf, type Position } from '../paging.ts';
 import { systemClock, type Clock } from '../clock.ts';
@@ -100,7 +100,7 @@ export class DlqView implements StoredView {
     if (this.replayed.get(e.id) !== undefined || this.ids.doesExist([e.tenant_id, e.id])) return;
     this.entries.put([e.tenant_id, deadMs, e.id], r.value);
     this.ids.put([e.tenant_id, e.id], deadMs);
-    this.countFor(e.tenant_id, 1);
+    addToCount(this.counts, e.tenant_id, 1);
     for (const key of indexKeys(e, deadMs)) this.index.put(key, expiresMs);
     this.expiry.put([expiresMs, 'e', e.tenant_id, e.id], 0);
   }
@@ -112,21 +112,18 @@ export class DlqView implements StoredView {
    */
   sizes(nowMs: number): Map<string, number> {
     const out = new Map<string, number>();
-    for (const { key, value } of this.counts.getRange({})) if (value > 0) out.set(key, value);
-    for (const key of this.expiry.getKeys({ end: [nowMs, 'f'] })) {
-      if (key[1] !== 'e') continue;
-      const n = out.get(key[2]);
-      if (n !== undefined) out.set(key[2], n - 1);
+    for (const { key, value } of this.counts.getRange({})) out.set(key, value);
+    for (const tenant of this.expiredUnswept(nowMs)) {
+      const n = out.get(tenant);
+      if (n !== undefined) out.set(tenant, n - 1);
     }
     this.sweep(nowMs);
     return out;
   }
 
-  /** Inside a write transaction: the tenant's stored entries change by `delta`. */
-  private countFor(tenantId: string, delta: number): void {
-    const n = (this.counts.get(tenantId) ?? 0) + delta;
-    if (n > 0) this.counts.put(tenantId, n);
-    else this.counts.remove(tenantId);
+  /** The tenant of each entry expired by `nowMs` and not swept yet (few: sweeps keep up). */
+  private *expiredUnswept(nowMs: number): Generator<string> {
+    for (const key of this.expiry.getKeys({ end: [nowMs, 'f'] })) if (key[1] === 'e') yield key[2];
   }
 
   private read(tenantId: string, id: string): DlqEntry | undefined {
@@ -144,7 +141,7 @@ export class DlqView implements StoredView {
     this.entries.remove([e.tenant_id, Date.parse(e.dead_lettered_at), e.id]);
     this.ids.remove([e.tenant_id, e.id]);
     this.expiry.remove([Date.parse(e.expires_at), 'e', e.tenant_id, e.id]);
-    this.countFor(e.tenant_id, -1);
+    addToCount(this.counts, e.tenant_id, -1);
     for (const key of indexKeys(e, Date.parse(e.dead_lettered_at))) this.index.remove(key);
   }
 
@@ -165,7 +162,11 @@ export class DlqView implements StoredView {
 
   /** How many entries `stream` would give: from the tenant's count, or a filter's index alone. */
   count(tenantId: string, filter: DlqFilter, nowMs: number): number {
-    if (unfiltered(filter)) return this.sizes(nowMs).get(tenantId) ?? 0;
+    if (unfiltered(filter)) {
+      let n = this.counts.get(tenantId) ?? 0;
+      for (const tenant of this.expiredUnswept(nowMs)) if (tenant === tenantId) n--;
+      return n;
+    }
     let n = 0;
     for (const _ of this.listed(tenantId, filter, null, nowMs)) n++;
     return n;

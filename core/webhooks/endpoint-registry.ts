@@ -12,8 +12,9 @@
  */
 import type { StateRecord, StoredView } from '../kafka/state-consumer.ts';
 import { parseJson } from '../kafka/state-consumer.ts';
-import type { Table, ViewStore } from '../store/view-store.ts';
+import { addToCount, type Table, type ViewStore } from '../store/view-store.ts';
 import type { Position } from '../paging.ts';
+import { LruMap } from '../lru.ts';
 import { unseal } from '../secrets.ts';
 import type { EndpointRecord } from './records.ts';
 import type { SigningSecrets } from './signing.ts';
@@ -35,10 +36,9 @@ export class EndpointRegistry implements StoredView {
   private kinds!: Table<0, [string, string, string]>;
   private states!: Table<number, string>;
   readonly compacted = true;
-  /** Least recently used first. */
-  private readonly cache = new Map<string, Cached>();
+  private readonly cache = new LruMap<string, Cached>(CACHED);
   /** "tenant kind" → the ids `matching` returns; emptied by any change (changes are rare, events are not). */
-  private readonly matches = new Map<string, string[]>();
+  private readonly matches = new LruMap<string, string[]>(MATCHES_CACHED);
   /** Endpoint records read by list and match calls: what a call costs, for tests and metrics. */
   touched = 0;
   /** Called after every change (the dispatcher releases held deliveries when one turns ACTIVE). */
@@ -73,15 +73,13 @@ export class EndpointRegistry implements StoredView {
   private index(rec: EndpointRecord): void {
     this.order.put([rec.tenant_id, rec.created_at, rec.id], 0);
     for (const kind of rec.events) this.kinds.put([rec.tenant_id, kind, rec.id], 0);
-    this.states.put(rec.state, (this.states.get(rec.state) ?? 0) + 1);
+    addToCount(this.states, rec.state, 1);
   }
 
   private unindex(rec: EndpointRecord): void {
     this.order.remove([rec.tenant_id, rec.created_at, rec.id]);
     for (const kind of rec.events) this.kinds.remove([rec.tenant_id, kind, rec.id]);
-    const n = (this.states.get(rec.state) ?? 1) - 1;
-    if (n > 0) this.states.put(rec.state, n);
-    else this.states.remove(rec.state);
+    addToCount(this.states, rec.state, -1);
   }
 
   /** How many endpoints are in each state (the operator's gauge). */
@@ -96,17 +94,10 @@ export class EndpointRegistry implements StoredView {
   }
 
   private cached(id: string): Cached | undefined {
-    let c = this.cache.get(id);
-    if (c) {
-      this.cache.delete(id); // to the most recent end
-    } else {
-      const rec = this.records.get(id);
-      if (!rec) return undefined;
-      c = { rec };
-      if (this.cache.size >= CACHED) this.cache.delete(this.cache.keys().next().value!);
-    }
-    this.cache.set(id, c);
-    return c;
+    const c = this.cache.get(id);
+    if (c) return c;
+    const rec = this.records.get(id);
+    return rec ? this.cache.set(id, { rec }) : undefined;
   }
 
   /** The endpoint only when it belongs to `tenantId` (another tenant's endpoint does not exist for the caller). */
@@ -128,14 +119,7 @@ export class EndpointRegistry implements StoredView {
   /** Endpoints of the tenant whose filter takes this event kind, DISABLED ones left out; reads only those. */
   matching(tenantId: string, eventType: string): EndpointRecord[] {
     const key = `${tenantId} ${eventType}`;
-    let ids = this.matches.get(key);
-    if (ids)
-      this.matches.delete(key); // to the most recent end
-    else {
-      ids = this.matchingIds(tenantId, eventType);
-      if (this.matches.size >= MATCHES_CACHED) this.matches.delete(this.matches.keys().next().value!);
-    }
-    this.matches.set(key, ids);
+    const ids = this.matches.get(key) ?? this.matches.set(key, this.matchingIds(tenantId, eventType));
     const out: EndpointRecord[] = [];
     for (const id of ids) {
       const rec = this.get(id);
@@ -162,9 +146,7 @@ export class EndpointRegistry implements StoredView {
   /** The signing secret in clear, unsealed once and kept while the record is cached. */
   secret(id: string): string | undefined {
     const c = this.cached(id);
-    if (!c) return undefined;
-    c.secret ??= unseal(this.masterKey, c.rec.secret_sealed);
-    return c.secret;
+    return c && currentSecret(c, this.masterKey);
   }
 
   /**
@@ -172,12 +154,17 @@ export class EndpointRegistry implements StoredView {
    * one, and the previous one while a rotation's overlap lasts.
    */
   signingSecrets(id: string, nowMs: number): SigningSecrets | undefined {
-    const current = this.secret(id);
-    if (current === undefined) return undefined;
-    const c = this.cache.get(id)!;
-    const rec = c.rec;
-    if (!rec.previous_secret_sealed || (rec.previous_secret_until ?? 0) <= nowMs) return { current, previous: null };
-    c.previous ??= unseal(this.masterKey, rec.previous_secret_sealed);
+    const c = this.cached(id);
+    if (!c) return undefined;
+    const current = currentSecret(c, this.masterKey);
+    const { previous_secret_sealed: sealed, previous_secret_until: until } = c.rec;
+    if (!sealed || (until ?? 0) <= nowMs) return { current, previous: null };
+    c.previous ??= unseal(this.masterKey, sealed);
     return { current, previous: c.previous };
   }
+}
+
+function currentSecret(c: Cached, masterKey: Buffer): string {
+  c.secret ??= unseal(masterKey, c.rec.secret_sealed);
+  return c.secret;
 }

@@ -2,9 +2,15 @@
  * The one canonical form of a request path. Routing, the scope decision and the proxied URL all
  * use it, so no later normalisation (ours, undici's or an upstream's) can turn a path the scope
  * check saw into a different one. Forms an upstream might read differently are refused outright:
- * dot segments (plain or percent-encoded), empty segments, encoded slashes and backslashes, raw
- * backslashes, NUL and anything outside RFC 3986's path characters. Percent-encoded unreserved
- * characters are decoded (`%65xport` is `export`), other escapes are kept with upper-case hex.
+ * - dot segments (plain or percent-encoded), empty segments, encoded slashes and backslashes, raw
+ *   backslashes, NUL and anything outside RFC 3986's path characters;
+ * - `;` path parameters, raw or encoded (Tomcat and Spring strip them: `/export;x` is `/export`);
+ * - an encoded percent, `%25` (an upstream that decodes twice reads `%2565xport` as `export`);
+ * - encoded control characters, and a segment ending in `.` or a space (Windows and some servers
+ *   drop them: `/export.` and `/export%20` are `/export`).
+ * Percent-encoded unreserved characters are decoded (`%65xport` is `export`), other escapes are
+ * kept with upper-case hex. Case is kept: what an upstream matches without regard to case, the
+ * scope decision compares without regard to case too (see `segmentKey`).
  */
 import { invalidRequest } from '../core/errors.ts';
 
@@ -23,17 +29,33 @@ export function canonicalPath(raw: string): string {
       throw refuse(
         seg.includes('\\') ? 'backslashes are not allowed' : 'it holds characters that must be percent-encoded',
       );
+    if (seg.includes(';')) throw refuse('";" path parameters are not allowed');
     const canonical = seg.replace(/%(..)?/g, (_m, hex: string | undefined) => {
       if (hex === undefined || !/^[0-9A-Fa-f]{2}$/.test(hex)) throw refuse('a "%" is not followed by two hex digits');
-      const c = String.fromCharCode(parseInt(hex, 16));
+      const code = parseInt(hex, 16);
+      const c = String.fromCharCode(code);
       if (c === '/' || c === '\\') throw refuse('encoded slashes and backslashes are not allowed');
-      if (c === '\0') throw refuse('an encoded NUL is not allowed');
+      if (c === '%') throw refuse('an encoded "%" (%25) is not allowed');
+      if (c === ';') throw refuse('";" path parameters are not allowed, encoded or not');
+      if (code < 0x20 || code === 0x7f) throw refuse('encoded control characters are not allowed');
       return UNRESERVED.test(c) ? c : `%${hex.toUpperCase()}`;
     });
     if (canonical === '.' || canonical === '..') throw refuse('dot segments ("." and "..") are not allowed');
+    if (canonical.endsWith('.') || canonical.endsWith('%20')) throw refuse('a segment must not end in "." or a space');
     // One trailing slash is allowed (`/v1/webhooks/endpoints/`); an empty segment elsewhere is not.
     if (canonical === '' && i !== segments.length - 1) throw refuse('empty segments ("//") are not allowed');
     out.push(canonical);
   }
   return `/${out.join('/')}`;
+}
+
+/**
+ * What any upstream could take a canonical segment to name, for decisions made on it: lower-cased
+ * (Express and path-to-regexp match without regard to case) and cut at the first character that is
+ * not a letter, digit, `-` or `_` (Spring's suffix match reads `/export.csv` as `/export`, and a
+ * server that decodes twice may end the path at an encoded `?` or `#`).
+ */
+export function segmentKey(segment: string): string {
+  const m = /^[A-Za-z0-9_-]*/.exec(segment)!;
+  return m[0].toLowerCase();
 }

@@ -6,6 +6,7 @@
 import { request } from 'undici';
 import type { Context } from '../../core/context.ts';
 import { SluiceError, invalidRequest } from '../../core/errors.ts';
+import { segmentKey } from '../canonical-path.ts';
 import type { AppRequest, IncomingRequest, Reply, Route } from '../types.ts';
 
 /** Never forwarded: hop-by-hop (RFC 9110 §7.6.1; `expect` was answered at the edge), or the client's own. */
@@ -75,20 +76,31 @@ interface Family {
   prefix: string;
   resource: string;
   upstream: keyof Context['config']['upstreams'];
+  /** Sub-resources (the segment after the prefix) that need a scope of their own, whatever the method. */
+  scoped?: Record<string, string>;
 }
 
 const FAMILIES: Family[] = [
   { prefix: '/v1/inference', resource: 'inference', upstream: 'inference' },
   { prefix: '/v1/pipelines', resource: 'pipeline', upstream: 'pipelines' },
-  { prefix: '/v1/telemetry', resource: 'telemetry', upstream: 'telemetry' },
+  { prefix: '/v1/telemetry', resource: 'telemetry', upstream: 'telemetry', scoped: { export: 'telemetry:export' } },
 ];
 
 /**
- * GET/HEAD read, other methods write; `/v1/telemetry/export` and below need `telemetry:export`.
- * `req.path` is canonical (see canonical-path.ts), so segment 2 is what the upstream will see.
+ * GET/HEAD read, other methods write; a scoped sub-resource (`/v1/telemetry/export` and below)
+ * needs its own scope. `req.path` is canonical (see canonical-path.ts) and is what the upstream
+ * gets; the sub-resource is compared on `segmentKey`, a form at least as broad as any upstream's
+ * (`/EXPORT`, `/Export`, `/export.csv` all need `telemetry:export`).
  */
 export function dataPlaneScope(family: Family, req: IncomingRequest): string {
-  if (family.resource === 'telemetry' && req.path.split('/')[3] === 'export') return 'telemetry:export';
+  if (family.scoped) {
+    const depth = family.prefix.split('/').length;
+    const segment = req.path.split('/')[depth];
+    if (segment !== undefined) {
+      const key = segmentKey(segment);
+      if (Object.hasOwn(family.scoped, key)) return family.scoped[key];
+    }
+  }
   return req.method === 'GET' || req.method === 'HEAD' ? `${family.resource}:read` : `${family.resource}:write`;
 }
 

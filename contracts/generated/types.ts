@@ -835,7 +835,7 @@ export interface components {
             next_cursor: components["schemas"]["NextCursor"];
         };
         EventPublish: {
-            type: components["schemas"]["EventType"] & unknown;
+            type: unknown & components["schemas"]["EventType"];
             /** @description any JSON value, delivered as the body's `data`; over 256 KiB as JSON: 413 */
             data: unknown;
             /** @description the publisher's own id; a repeat within 24 h is accepted once; null: none */

@@ -9,19 +9,28 @@ import { createHash } from 'node:crypto';
 import { newId } from '../secrets.ts';
 import { KNOWN_EVENT_KINDS, type DeliveryRecord, type EventRecord } from './records.ts';
 
-/**
- * A custom kind is `<word>.<word>` in lowercase; `ping` and
- * `endpoint.disabled` are Sluice's own (never published by a tenant).
- */
+/** A custom kind is `<word>.<word>` in lowercase. */
 export const EVENT_TYPE_PATTERN = /^[a-z][a-z0-9_]{0,31}\.[a-z][a-z0-9_]{0,31}$/;
 export const EVENT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 export const MAX_EVENT_DATA_BYTES = 256 * 1024;
-const RESERVED_KINDS = new Set(['ping', 'endpoint.disabled']);
+
+/**
+ * Kinds only Sluice sends: `ping` and the families `credential.*`, `endpoint.*` and `sluice.*`
+ * (every kind Sluice emits now or adds later lives in one of them). A receiver trusts these as
+ * Sluice's own word (a `credential.rotated` names the URL to fetch a new secret from), so no
+ * tenant may publish them; the contract's EventPublish refuses the same set.
+ */
+const RESERVED_FAMILIES = ['credential', 'endpoint', 'sluice'];
+export function isReservedKind(type: string): boolean {
+  return type === 'ping' || RESERVED_FAMILIES.includes(type.slice(0, type.indexOf('.')));
+}
+
+/** Sluice's own kinds that travel on `sluice.events` (written there by Sluice, never by a publish). */
+const SLUICE_EVENT_KINDS = new Set(['credential.rotated', 'credential.revoked', 'endpoint.disabled']);
 
 export function isPublishableType(type: string): boolean {
   return (
-    !RESERVED_KINDS.has(type) &&
-    ((KNOWN_EVENT_KINDS as readonly string[]).includes(type) || EVENT_TYPE_PATTERN.test(type))
+    !isReservedKind(type) && ((KNOWN_EVENT_KINDS as readonly string[]).includes(type) || EVENT_TYPE_PATTERN.test(type))
   );
 }
 
@@ -69,7 +78,7 @@ export function parseEventRecord(value: Buffer | null): EventRecord | null {
   if (typeof e !== 'object' || e === null) return null;
   if (typeof e.id !== 'string' || !EVENT_ID_PATTERN.test(e.id)) return null;
   if (typeof e.tenant_id !== 'string' || e.tenant_id === '') return null;
-  if (typeof e.type !== 'string' || !(isPublishableType(e.type) || e.type === 'endpoint.disabled')) return null;
+  if (typeof e.type !== 'string' || !(isPublishableType(e.type) || SLUICE_EVENT_KINDS.has(e.type))) return null;
   if (typeof e.created_at !== 'number' || !Number.isFinite(e.created_at)) return null;
   return {
     id: e.id,

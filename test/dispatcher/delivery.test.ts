@@ -138,13 +138,13 @@ t.test('3xx, 4xx, 5xx, a reset connection and a hang past 10 s each count as a f
   rs[0].redirectTo = elsewhere.url;
   const healthy = await rcv();
   await Promise.all(rs.map((r) => registerEndpoint(node, acme, r.url, ['telemetry.exported'])));
-  await registerEndpoint(node, acme, healthy.url, ['credential.rotated']);
+  await registerEndpoint(node, acme, healthy.url, ['pipeline.failed']);
   const pub = await publish(node, acme, { type: 'telemetry.exported', data: { batch: 1 } });
   t.equal(pub.json.matched_endpoints, 5);
   const hangR = rs[4];
   await hangR.until((e) => e.length >= 1, 10_000, 'first attempt at the hanging receiver');
   // While that attempt hangs, other endpoints are served.
-  await publish(node, acme, { type: 'credential.rotated', data: {} });
+  await publish(node, acme, { type: 'pipeline.failed', data: {} });
   await healthy.until((e) => e.length >= 1, 8_000, 'a healthy endpoint during the hang');
   t.equal(hangR.events().length, 1, 'the healthy delivery went out while the hanging attempt was still open');
   for (const [i, r] of rs.entries()) {

@@ -56,13 +56,13 @@ export function deliveryConsumer(
     const rung = mode === 'main' ? null : topic.slice(topic.lastIndexOf('.') + 1);
     for (let i = 0; i < take; i++) {
       if (!p.isRunning() || p.isStale()) return;
-      if (stage.scheduler.room === 0) {
+      const { m, rec, heldSince } = items[i];
+      if (!stage.scheduler.mayTake(rec?.tenant_id ?? '')) {
         // Backpressure: the rest of this batch is fetched again once the buffer has drained.
         stage.scheduler.whenRoom(p.pause());
         metrics.backpressurePauses.inc({ topic: mode });
         return;
       }
-      const { m, rec, heldSince } = items[i];
       if (tracker.accept(topic, partition, m.offset)) {
         if (rung !== null && rec !== null) metrics.rungLate(rung, Math.max(0, now - rec.due_at) / 1000);
         void handle(ctx, stage, recorder, rec, heldSince, `${topic}\0${partition}`, topic, m.headers).then(() =>

@@ -144,6 +144,7 @@ export async function processDelivery(
   return new Promise<Outcome>((resolve) => {
     s.scheduler.submit({
       endpointId: rec.endpoint_id,
+      tenantId: rec.tenant_id,
       origin,
       run: () => attempt(s, rec, heldSince, trace),
       divert: (_reason, until) => ({ outcome: defer(rec, clockOf(s.ctx), until), ...HEALTHY }),

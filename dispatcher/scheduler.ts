@@ -1,16 +1,23 @@
 /**
  * Which delivery goes next. Every delivery a consumer hands over waits in its endpoint's queue in
- * memory; endpoints with work are served round-robin, at most `perEndpoint` attempts each and
- * `concurrency` in all, so a tenant's backlog shares the process fairly with everyone else's.
+ * memory; endpoints with work are served round-robin, `concurrency` attempts in all. Fairness holds
+ * at two levels, so one tenant's slow receivers cannot take the process from everyone else:
+ * - **a tenant** has at most `concurrency / (n + 1)` attempts in flight, n being the tenants with
+ *   deliveries here: whoever arrives next always finds room (one tenant alone: half the slots);
+ * - **an endpoint** has at most its own limit in flight: `perEndpoint` while its attempts are
+ *   fast, halved by every slow one (down to 1) and grown back by one with every fast one.
  *
  * Load is not failure: a busy endpoint's deliveries simply wait their turn. The buffer is bounded
- * (`maxBuffered` deliveries queued or in flight); when it is full the consumers pause the
- * partitions that feed it and resume them once it has drained below the low-water mark.
+ * (`maxBuffered` deliveries queued or in flight). When it is full of one tenant's deliveries the
+ * consumers pause the partitions that feed it and resume them once it has drained below the
+ * low-water mark; when other tenants have deliveries here too, a tenant over its share of the full
+ * buffer (`maxBuffered / n`) has its new deliveries sent back through the first rung instead, so a
+ * paused partition never holds another tenant's delivery behind one tenant's backlog.
  *
- * Only two kinds of endpoint are diverted to a rung instead of waiting here: one that is slow
- * (its last attempt timed out or took `slowMs` or more: it keeps `perEndpoint` attempts in flight
- * and the rest of its queue goes back through the ladder), and one that asked for time
- * (429/503 with Retry-After: nothing is sent to it before then).
+ * Otherwise only two kinds of endpoint are diverted to a rung instead of waiting here: one that is
+ * slow (its last attempt timed out or took `slowMs` or more: it keeps its limit in flight and the
+ * rest of its queue goes back through the ladder), and one that asked for time (429/503 with
+ * Retry-After: nothing is sent to it before then).
  */
 
 export interface SchedulerOptions {
@@ -20,14 +27,17 @@ export interface SchedulerOptions {
   now: () => number;
 }
 
+export type DivertReason = 'slow' | 'retry-after' | 'tenant-share';
+
 export interface Job<T> {
   endpointId: string;
+  tenantId: string;
   /** Where the record came from (`topic\0partition`): a partition taken away drops its queued jobs. */
   origin?: string;
   /** Runs the attempt; the scheduler holds a slot for the endpoint until it settles. */
   run(): Promise<T>;
-  /** Called instead of run() when the endpoint is diverted (slow, or asked to wait until `until`). */
-  divert(reason: 'slow' | 'retry-after', until: number | null): T;
+  /** Called instead of run() when the delivery is diverted (slow, asked to wait until `until`, or over its tenant's share). */
+  divert(reason: DivertReason, until: number | null): T;
   resolve(value: T): void;
 }
 
@@ -38,6 +48,14 @@ export interface EndpointSignal {
   notBefore: number | null;
 }
 
+/** One tenant's use of the process. */
+class TenantShare<T> {
+  active = 0;
+  buffered = 0;
+  /** Its endpoints with work, held back while the tenant is at its in-flight cap. */
+  parked: EndpointQueue<T>[] = [];
+}
+
 class EndpointQueue<T> {
   readonly jobs: Job<T>[] = [];
   head = 0;
@@ -45,7 +63,13 @@ class EndpointQueue<T> {
   slow = false;
   notBefore = 0;
   inRing = false;
-  constructor(readonly id: string) {}
+  parked = false;
+  constructor(
+    readonly id: string,
+    readonly tenantId: string,
+    /** Attempts it may have in flight: perEndpoint while fast, halved by each slow attempt. */
+    public limit: number,
+  ) {}
   get queued(): number {
     return this.jobs.length - this.head;
   }
@@ -70,6 +94,7 @@ class EndpointQueue<T> {
 
 export class DeliveryScheduler<T> {
   private readonly queues = new Map<string, EndpointQueue<T>>();
+  private readonly tenants = new Map<string, TenantShare<T>>();
   /** Endpoints with queued work and a free slot, served in turn. */
   private ring: EndpointQueue<T>[] = [];
   private ringHead = 0;
@@ -104,39 +129,79 @@ export class DeliveryScheduler<T> {
     this.roomWaiters.push(resume);
   }
 
+  /**
+   * False when the consumer must pause before handing over a delivery of `tenantId`: the buffer is
+   * full and holds nobody's deliveries but this tenant's (with others' in it, submit diverts the
+   * tenant's excess instead, so the partition keeps flowing for them).
+   */
+  mayTake(tenantId: string): boolean {
+    if (this.bufferedCount < this.opts.maxBuffered) return true;
+    const mine = this.tenants.get(tenantId)?.buffered ?? 0;
+    return mine < this.bufferedCount;
+  }
+
+  /** Tenants with deliveries queued or in flight here. */
+  get busyTenants(): number {
+    return this.tenants.size;
+  }
+
   submit(job: Job<T>): void {
     let q = this.queues.get(job.endpointId);
     if (!q) {
-      q = new EndpointQueue<T>(job.endpointId);
+      q = new EndpointQueue<T>(job.endpointId, job.tenantId, this.opts.perEndpoint);
       this.queues.set(job.endpointId, q);
     }
-    if (this.mustDivert(q)) {
+    let tenant = this.tenants.get(job.tenantId);
+    const reason = this.divertReason(q, tenant);
+    if (reason !== null) {
       this.diverted++;
-      job.resolve(
-        job.divert(
-          q.notBefore > this.opts.now() ? 'retry-after' : 'slow',
-          q.notBefore > this.opts.now() ? q.notBefore : null,
-        ),
-      );
+      job.resolve(job.divert(reason, reason === 'retry-after' ? q.notBefore : null));
       this.forgetIfIdle(q);
       return;
     }
+    if (!tenant) {
+      tenant = new TenantShare<T>();
+      this.tenants.set(job.tenantId, tenant);
+    }
     q.jobs.push(job);
     this.bufferedCount++;
+    tenant.buffered++;
     this.enlist(q);
     this.pump();
   }
 
-  /** True when a new delivery for this endpoint must not wait here. */
-  private mustDivert(q: EndpointQueue<T>): boolean {
-    if (q.notBefore > this.opts.now()) return true;
-    return q.slow && q.active + q.queued >= this.opts.perEndpoint;
+  /** Why a new delivery for this endpoint must not wait here, or null. */
+  private divertReason(q: EndpointQueue<T>, tenant: TenantShare<T> | undefined): DivertReason | null {
+    if (q.notBefore > this.opts.now()) return 'retry-after';
+    if (q.slow && q.active + q.queued >= q.limit) return 'slow';
+    if (this.bufferedCount >= this.opts.maxBuffered) {
+      const mine = tenant?.buffered ?? 0;
+      const busy = this.tenants.size + (tenant ? 0 : 1);
+      if (mine < this.bufferedCount && mine >= this.opts.maxBuffered / busy) return 'tenant-share';
+    }
+    return null;
+  }
+
+  /** The most attempts one tenant may have in flight now. */
+  private tenantCap(): number {
+    return Math.max(1, Math.floor(this.opts.concurrency / (this.tenants.size + 1)));
   }
 
   private enlist(q: EndpointQueue<T>): void {
-    if (!q.inRing && q.queued > 0 && q.active < this.opts.perEndpoint) {
+    if (!q.inRing && !q.parked && q.queued > 0 && q.active < q.limit) {
       q.inRing = true;
       this.ring.push(q);
+    }
+  }
+
+  /** Puts a tenant's parked endpoints back in the ring (it has a free slot, or the caps changed). */
+  private unpark(tenant: TenantShare<T>): void {
+    if (tenant.parked.length === 0) return;
+    const parked = tenant.parked;
+    tenant.parked = [];
+    for (const q of parked) {
+      q.parked = false;
+      this.enlist(q);
     }
   }
 
@@ -158,6 +223,12 @@ export class DeliveryScheduler<T> {
     while (this.inFlight < this.opts.concurrency && this.ringHead < this.ring.length) {
       const q = this.ring[this.ringHead++];
       q.inRing = false;
+      const tenant = this.tenants.get(q.tenantId);
+      if (tenant && tenant.active >= this.tenantCap()) {
+        q.parked = true;
+        tenant.parked.push(q);
+        continue;
+      }
       const job = q.shift();
       if (job) this.start(q, job);
       this.enlist(q);
@@ -171,6 +242,7 @@ export class DeliveryScheduler<T> {
   private start(q: EndpointQueue<T>, job: Job<T>): void {
     q.active++;
     this.inFlight++;
+    this.tenants.get(q.tenantId)!.active++;
     job.run().then(
       (value) => this.settle(q, job, value),
       // run() reports failures as values; a throw here is a bug, and the job must still settle.
@@ -182,11 +254,17 @@ export class DeliveryScheduler<T> {
     q.active--;
     this.inFlight--;
     this.bufferedCount--;
+    const tenant = this.tenants.get(q.tenantId)!;
+    tenant.active--;
+    tenant.buffered--;
     const signal = this.observe(job, value);
     q.slow = signal.slow;
+    // Additive increase, multiplicative decrease: a slow receiver is sent less at once.
+    q.limit = signal.slow ? Math.max(1, q.limit >> 1) : Math.min(this.opts.perEndpoint, q.limit + 1);
     if (signal.notBefore !== null) q.notBefore = Math.max(q.notBefore, signal.notBefore);
     job.resolve(value);
     if (q.notBefore > this.opts.now() || (q.slow && q.queued > 0)) this.divertQueued(q);
+    this.unpark(tenant);
     this.enlist(q);
     this.forgetIfIdle(q);
     this.pump();
@@ -202,8 +280,10 @@ export class DeliveryScheduler<T> {
     for (const q of this.queues.values()) {
       const rest = q.drain();
       for (const job of rest) {
-        if (job.origin !== undefined && origins.has(job.origin)) dropped++;
-        else q.jobs.push(job);
+        if (job.origin !== undefined && origins.has(job.origin)) {
+          dropped++;
+          this.tenants.get(q.tenantId)!.buffered--;
+        } else q.jobs.push(job);
       }
       this.forgetIfIdle(q);
     }
@@ -214,7 +294,7 @@ export class DeliveryScheduler<T> {
 
   /** Sends an endpoint's waiting deliveries back through the ladder (it is slow or asked for time). */
   private divertQueued(q: EndpointQueue<T>): void {
-    const keep = q.notBefore > this.opts.now() ? 0 : Math.max(0, this.opts.perEndpoint - q.active);
+    const keep = q.notBefore > this.opts.now() ? 0 : Math.max(0, q.limit - q.active);
     const rest = q.drain();
     const until = q.notBefore > this.opts.now() ? q.notBefore : null;
     for (let i = 0; i < rest.length; i++) {
@@ -223,13 +303,22 @@ export class DeliveryScheduler<T> {
         continue;
       }
       this.bufferedCount--;
+      this.tenants.get(q.tenantId)!.buffered--;
       this.diverted++;
       rest[i].resolve(rest[i].divert(until === null ? 'slow' : 'retry-after', until));
     }
   }
 
   private forgetIfIdle(q: EndpointQueue<T>): void {
-    if (q.active === 0 && q.queued === 0 && !q.slow && q.notBefore <= this.opts.now()) this.queues.delete(q.id);
+    // An endpoint still below its full limit is remembered, so a slow one is not sent a full burst again.
+    const idle = q.active === 0 && q.queued === 0 && !q.slow && q.limit === this.opts.perEndpoint;
+    if (idle && q.notBefore <= this.opts.now()) this.queues.delete(q.id);
+    const tenant = this.tenants.get(q.tenantId);
+    if (tenant && tenant.buffered === 0) {
+      this.tenants.delete(q.tenantId);
+      // One tenant fewer: every other tenant's cap grew.
+      for (const other of this.tenants.values()) this.unpark(other);
+    }
   }
 
   private wakeIfRoom(): void {

@@ -21,9 +21,10 @@ function setup(opts: { concurrency?: number; perEndpoint?: number; maxBuffered?:
     },
     (_j, v) => v,
   );
-  const submit = (ep: string, n: number) =>
+  const submit = (ep: string, n: number, tenant = 't') =>
     s.submit({
       endpointId: ep,
+      tenantId: tenant,
       run: () =>
         new Promise<R>((resolve) => {
           started.push(`${ep}${n}`);
@@ -97,7 +98,7 @@ t.test('the buffer is bounded: room reaches 0 and whenRoom fires at half', async
   t.equal(resumed, 1, 'resumed once the buffer is down to half');
 });
 
-t.test('a slow endpoint keeps perEndpoint in flight and sends the rest back through the ladder', async (t) => {
+t.test('a slow endpoint has its limit halved and sends the rest back through the ladder', async (t) => {
   const { s, submit, pending, results, flush } = setup({ concurrency: 8, perEndpoint: 2 });
   for (let i = 0; i < 10; i++) submit('slow', i);
   submit('fast', 0);
@@ -108,8 +109,8 @@ t.test('a slow endpoint keeps perEndpoint in flight and sends the rest back thro
   );
   await flush();
   const diverted = results.filter((r) => r.diverted === 'slow');
-  t.equal(diverted.length, 7, 'queued deliveries beyond perEndpoint are diverted');
-  t.equal(s.diverted, 7);
+  t.equal(diverted.length, 8, 'its limit fell from 2 to 1, still in flight: every queued delivery is diverted');
+  t.equal(s.diverted, 8);
   t.notOk(
     results.some((r) => r.ep === 'fast' && r.diverted),
     'the fast endpoint is not touched',
@@ -142,6 +143,7 @@ t.test('dropQueued forgets the queued jobs of partitions taken away, and only th
   for (let i = 0; i < 6; i++) {
     s.submit({
       endpointId: 'e',
+      tenantId: 't',
       origin: i % 2 === 0 ? 'p0' : 'p1',
       run: () => new Promise<R>((r) => (finishFirst = () => r({ ep: 'e', n: i, slow: false, notBefore: null }))),
       divert: () => ({ ep: 'e', n: i, slow: false, notBefore: null }),
@@ -159,4 +161,63 @@ t.test('dropQueued forgets the queued jobs of partitions taken away, and only th
     await new Promise((r) => setImmediate(r));
   }
   t.same(resolved, [0, 2, 4], 'only p0 jobs ran');
+});
+
+t.test('a tenant has at most concurrency / (n + 1) in flight: another tenant always finds a slot', async (t) => {
+  const { s, submit, started } = setup({ concurrency: 8, perEndpoint: 8 });
+  for (let e = 0; e < 10; e++) for (let i = 0; i < 10; i++) submit(`a${e}-`, i, 'noisy');
+  t.equal(s.active, 4, 'one tenant alone: half the slots (8 / 2)');
+  submit('b', 0, 'quiet');
+  t.equal(started.at(-1), 'b0', 'the other tenant starts at once, though the noisy one has work queued');
+  submit('c', 0, 'third');
+  t.equal(started.at(-1), 'c0', 'and so does a third');
+  t.equal(s.active, 6);
+});
+
+t.test('a parked tenant goes on as its own attempts settle, and takes more once the others are gone', async (t) => {
+  const { s, submit, pending, flush, started } = setup({ concurrency: 6, perEndpoint: 6 });
+  for (let i = 0; i < 20; i++) submit('a', i, 'A');
+  submit('b', 0, 'B');
+  t.equal(s.active, 4, 'A: 3 (6 / 2) then B: 1');
+  const b = pending.find((p) => p.ep === 'b')!;
+  pending.splice(pending.indexOf(b), 1);
+  b.finish();
+  await flush();
+  t.equal(s.busyTenants, 1, 'B is done');
+  t.equal(s.active, 3, 'A alone is held at 3 (6 / 2)');
+  pending.shift()!.finish();
+  await flush();
+  t.equal(s.active, 3, 'each settled attempt of A lets one more start');
+  t.ok(started.filter((x) => x.startsWith('a')).length >= 4);
+});
+
+t.test('an endpoint’s limit halves with each slow attempt and grows back by one with each fast one', async (t) => {
+  const { s, submit, pending, flush } = setup({ concurrency: 64, perEndpoint: 8 });
+  for (let i = 0; i < 8; i++) submit('e', i);
+  t.equal(s.active, 8);
+  // Three slow ones settle: 8 -> 4 -> 2 -> 1; the queue is empty, so nothing is diverted.
+  for (let k = 0; k < 3; k++) pending.shift()!.finish({ slow: true });
+  await flush();
+  t.equal(s.active, 5);
+  for (let k = 0; k < 5; k++) pending.shift()!.finish();
+  await flush();
+  t.equal(s.active, 0);
+  // Limit now 1 + 5 = 6: a burst of 20 starts 6 at once.
+  for (let i = 0; i < 20; i++) submit('e', 100 + i);
+  t.equal(s.active, 6, 'grown back by one per fast attempt');
+});
+
+t.test('a full buffer pauses for a tenant alone, and diverts only the tenant over its share', async (t) => {
+  const { s, submit, results } = setup({ concurrency: 1, perEndpoint: 1, maxBuffered: 10 });
+  for (let i = 0; i < 10; i++) submit('a', i, 'A');
+  t.equal(s.room, 0);
+  t.notOk(s.mayTake('A'), 'full of A alone: A must pause');
+  t.ok(s.mayTake('B'), 'B is still taken');
+  submit('b', 0, 'B');
+  t.equal(s.buffered, 11, 'B waits in the buffer beyond its bound');
+  submit('a', 10, 'A');
+  t.equal(results.at(-1)?.diverted, 'tenant-share', 'A over its share of a full buffer is sent to a rung');
+  submit('b', 1, 'B');
+  t.equal(s.buffered, 12, 'B, under its share, is kept');
+  t.equal(results.length, 1, 'only the one diverted delivery has an outcome yet');
 });

@@ -1,0 +1,331 @@
+/**
+ * The noisy-neighbour bench: can one tenant's slow receivers starve another tenant's deliveries?
+ * Every piece is its own OS process: Kafka (`sluice kafka`, unless KAFKA_BROKERS is set),
+ * `sluice start` (one worker) and `--dispatchers N` extra `sluice dispatcher` members (default 2:
+ * three dispatchers in all), the receivers (bench/noisy/receiver.ts) and the load generator
+ * (bench/noisy/load.ts). This process only orchestrates and reads the numbers.
+ *
+ * Tenant `noisy` registers `--slow` endpoints (default 100) whose receivers answer the ping at
+ * once and hold every other request for `--hold-ms` (15,000; Sluice gives up at 10 s), and floods
+ * them with a batch of `--flood-batch` events (30) every `--flood-every` seconds (5). Tenant
+ * `quiet` has one fast endpoint and publishes `--rate` events/s (20), one per request on a fixed
+ * schedule. Two phases of one run: the quiet tenant alone (`--baseline-seconds`, 20), then the
+ * same with the flood (`--seconds`, 60). Reported: the quiet tenant's publish-to-receipt p50, p99
+ * and max in each phase, its lost and repeated deliveries, and the most attempts in flight.
+ *
+ *   npm run bench:noisy -- [--quick] [--slow 100] [--hold-ms 15000] [--flood-batch 30]
+ *       [--flood-every 5] [--rate 20] [--seconds 60] [--baseline-seconds 20] [--dispatchers 2]
+ *       [--label current] [--results FILE] [--sluice-dir DIR]  (another checkout, e.g. the baseline)
+ *
+ * Writes its section of bench/RESULTS.md (`<!-- noisy-neighbour:<label>:begin/end -->`), except
+ * with --quick unless --results is given. Exits 1 when the quiet tenant lost a delivery.
+ */
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs, promisify } from 'node:util';
+import { createKafka } from '../core/kafka/client.ts';
+import { freePort, freePorts } from '../scripts/free-port.ts';
+import { Children, dropBenchTopics, Scratch, tail, waitForLine } from './children.ts';
+import { rpc } from './dispatch/ipc.ts';
+import type {
+  NoisyLoadRequest,
+  NoisyLoadResult,
+  NoisyLoadSpec,
+  NoisyReceiverRequest,
+  NoisyReceiverStats,
+} from './noisy/ipc.ts';
+import { benchCommand, writeMarkedSection } from './results-section.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const say = (line = '') => process.stdout.write(`${line}\n`);
+
+const { values: opt } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    slow: { type: 'string' },
+    'hold-ms': { type: 'string', default: '15000' },
+    'flood-batch': { type: 'string', default: '30' },
+    'flood-every': { type: 'string', default: '5' },
+    rate: { type: 'string', default: '20' },
+    seconds: { type: 'string' },
+    'baseline-seconds': { type: 'string' },
+    dispatchers: { type: 'string', default: '2' },
+    label: { type: 'string', default: 'current' },
+    results: { type: 'string' },
+    'sluice-dir': { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  },
+});
+if (opt.help) {
+  say(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('*/')[0]);
+  process.exit(0);
+}
+const quick = opt.quick === true;
+const SLOW = Number(opt.slow ?? (quick ? 10 : 100));
+const HOLD_MS = Number(opt['hold-ms']);
+const FLOOD_BATCH = Number(opt['flood-batch']);
+const FLOOD_EVERY_MS = Number(opt['flood-every']) * 1000;
+const RATE = Number(opt.rate);
+const SECONDS = Number(opt.seconds ?? (quick ? 12 : 60));
+const BASELINE_SECONDS = Number(opt['baseline-seconds'] ?? (quick ? 5 : 20));
+const DISPATCHERS = Number(opt.dispatchers);
+const SLUICE = join(opt['sluice-dir'] ?? ROOT, 'bin/sluice.js');
+if (!/^[a-z0-9-]{1,32}$/.test(opt.label!)) throw new Error('--label must be letters, digits and dashes');
+for (const [name, v] of Object.entries({ SLOW, HOLD_MS, FLOOD_BATCH, FLOOD_EVERY_MS, RATE, SECONDS, BASELINE_SECONDS }))
+  if (!Number.isFinite(v) || v <= 0) throw new Error(`${name} must be a positive number`);
+
+const scratch = new Scratch('noisy');
+const children = new Children(scratch.path, ROOT);
+let brokers: string[] = [];
+let prefix = '';
+let externalKafka = false;
+
+async function shutdown(): Promise<void> {
+  await children.stopAll();
+  if (externalKafka && prefix) await dropBenchTopics(brokers, prefix);
+}
+scratch.onSignal(shutdown);
+
+const fmt = (n: number | null | undefined, digits = 0) =>
+  n === null || n === undefined || !Number.isFinite(n)
+    ? '—'
+    : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+interface Client {
+  client_id: string;
+  client_secret: string;
+}
+
+async function main(): Promise<number> {
+  const startedAt = new Date();
+  const load1 = loadavg()[0];
+
+  // 1. Kafka
+  if (process.env.KAFKA_BROKERS) {
+    brokers = process.env.KAFKA_BROKERS.split(',');
+    externalKafka = true;
+  } else {
+    const port = await freePorts(2);
+    say(`starting Kafka on 127.0.0.1:${port} (sluice kafka)...`);
+    const k = children.spawn(
+      'kafka',
+      join(ROOT, 'bin/sluice.js'),
+      ['kafka', '--port', String(port), '--data-dir', scratch.kafkaDir(), '--fresh'],
+      process.env,
+      'kafka',
+    );
+    await waitForLine(k, /Kafka broker ready/, 240_000, 'sluice kafka');
+    brokers = [`127.0.0.1:${port}`];
+  }
+
+  // 2. receivers and load generator
+  const receiver = rpc<NoisyReceiverRequest, { ports?: number[]; stats?: NoisyReceiverStats }>(
+    children.forkTs('receiver', 'bench/noisy/receiver.ts').proc,
+  );
+  const load = rpc<NoisyLoadRequest, { result: NoisyLoadResult }>(children.forkTs('load', 'bench/noisy/load.ts').proc);
+
+  // 3. Sluice: `sluice start` with one worker, and the extra dispatchers
+  prefix = `bench-${randomBytes(4).toString('hex')}`;
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    KAFKA_BROKERS: brokers.join(','),
+    SLUICE_TOPIC_PREFIX: prefix,
+    SLUICE_HOST: '127.0.0.1',
+    SLUICE_ISSUER: `http://127.0.0.1:${port}`,
+    SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
+    SLUICE_LOG_LEVEL: 'error',
+    SLUICE_DATA_DIR: scratch.dataDir(),
+    SLUICE_WORKERS: '1',
+  };
+  const adminPorts = [await freePort()];
+  say(`starting sluice start (topic prefix ${prefix}) and ${DISPATCHERS} extra dispatcher(s)...`);
+  const sluice = children.spawn(
+    'sluice',
+    SLUICE,
+    ['start'],
+    { ...env, SLUICE_PORT: String(port), SLUICE_ADMIN_PORT: String(adminPorts[0]) },
+    'sluice',
+  );
+  for (const deadline = Date.now() + 120_000; ; await sleep(250)) {
+    if (sluice.proc.exitCode !== null) throw new Error(`sluice start exited:\n${tail(sluice.log)}`);
+    const ready = await fetch(`http://127.0.0.1:${adminPorts[0]}/readyz`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
+    if (ready) break;
+    if (Date.now() > deadline) throw new Error(`sluice start not ready within 120 s:\n${tail(sluice.log)}`);
+  }
+  for (let i = 1; i <= DISPATCHERS; i++) {
+    const ap = await freePort();
+    adminPorts.push(ap);
+    const d = children.spawn(
+      `dispatcher-${i}`,
+      SLUICE,
+      ['dispatcher'],
+      { ...env, SLUICE_ADMIN_PORT: String(ap) },
+      'sluice',
+    );
+    await waitForLine(d, /dispatcher running/, 120_000, `dispatcher ${i}`);
+  }
+  const base = `http://127.0.0.1:${port}`;
+
+  // 4. two tenants, their endpoints
+  const createClient = async (tenant: string): Promise<Client> => {
+    const out = await promisify(execFile)(
+      process.execPath,
+      [SLUICE, 'admin', 'create-client', '--tenant', tenant, '--role', 'admin', '--json'],
+      { cwd: ROOT, env },
+    );
+    return JSON.parse(out.stdout.split('\n').find((l) => l.startsWith('{'))!);
+  };
+  const noisy = await createClient('noisy');
+  const quiet = await createClient('quiet');
+  const tokenOf = async (c: Client): Promise<string> => {
+    for (let i = 0; ; i++) {
+      const res = await fetch(`${base}/v1/auth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ grant_type: 'client_credentials', ...c }),
+      });
+      if (res.status === 200) return ((await res.json()) as { access_token: string }).access_token;
+      if (i >= 40) throw new Error(`POST /v1/auth/token answered ${res.status}: ${await res.text()}`);
+      await sleep(250);
+    }
+  };
+  const register = async (token: string, url: string) => {
+    const res = await fetch(`${base}/v1/webhooks/endpoints`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ url, events: ['inference.completed'] }),
+    });
+    const body = (await res.json()) as { state?: string };
+    if (res.status !== 201 || body.state !== 'ACTIVE')
+      throw new Error(`registering ${url} answered ${res.status}: ${JSON.stringify(body)}`);
+  };
+  const ports = (await receiver({ op: 'listen', slow: SLOW, holdMs: HOLD_MS })).ports!;
+  const noisyToken = await tokenOf(noisy);
+  const quietToken = await tokenOf(quiet);
+  const slowPorts = ports.slice(0, SLOW);
+  for (let i = 0; i < slowPorts.length; i += 10)
+    await Promise.all(slowPorts.slice(i, i + 10).map((p) => register(noisyToken, `http://127.0.0.1:${p}/hook`)));
+  await register(quietToken, `http://127.0.0.1:${ports[SLOW]}/hook`);
+  say(`registered ${SLOW} slow endpoints (tenant noisy) and 1 fast endpoint (tenant quiet)`);
+
+  const notes: string[] = [];
+  if (!(await settleGroups(1 + DISPATCHERS)))
+    notes.push(`the consumer groups were not Stable with ${1 + DISPATCHERS} members within 90 s; measured anyway.`);
+  await sleep(1000); // every dispatcher's endpoint view has the endpoints
+
+  // 5. the two phases
+  const inFlightMax = new Map<number, number>();
+  const sampleInFlight = async () => {
+    for (const p of adminPorts) {
+      const text = await fetch(`http://127.0.0.1:${p}/metrics`).then(
+        (r) => r.text(),
+        () => '',
+      );
+      const m = /^sluice_deliveries_in_flight (\d+)/m.exec(text);
+      if (m) inFlightMax.set(p, Math.max(inFlightMax.get(p) ?? 0, Number(m[1])));
+    }
+  };
+  const phase = async (name: string, flood: boolean, seconds: number) => {
+    await receiver({ op: 'window' });
+    inFlightMax.clear();
+    const timer = setInterval(() => void sampleInFlight(), 500);
+    const spec: NoisyLoadSpec = {
+      base,
+      probe: { clientId: quiet.client_id, clientSecret: quiet.client_secret, rate: RATE, seconds },
+      flood: flood
+        ? { clientId: noisy.client_id, clientSecret: noisy.client_secret, batch: FLOOD_BATCH, everyMs: FLOOD_EVERY_MS }
+        : null,
+    };
+    say(`${name}: ${seconds} s...`);
+    const result = (await load({ op: 'run', spec })).result;
+    // The quiet tenant's last deliveries: wait for them (30 s at most).
+    let stats = (await receiver({ op: 'stats' })).stats!;
+    for (const deadline = Date.now() + 30_000; stats.fastUnique < result.probeAccepted && Date.now() < deadline; ) {
+      await sleep(250);
+      stats = (await receiver({ op: 'stats' })).stats!;
+    }
+    clearInterval(timer);
+    const lost = result.probeAccepted - stats.fastUnique;
+    say(
+      `${name}: quiet tenant ${fmt(stats.fastUnique)}/${fmt(result.probeAccepted)} delivered, ` +
+        `p50 ${fmt(stats.p50)} ms, p99 ${fmt(stats.p99)} ms, max ${fmt(stats.max)} ms; ` +
+        `noisy tenant ${fmt(result.floodAccepted)} events → ${fmt(result.floodDeliveries)} deliveries, ` +
+        `${fmt(stats.slowReceived)} requests reached its receivers, ${fmt(stats.slowHeldMax)} held at once`,
+    );
+    return { name, flood, seconds, result, stats, lost, inFlight: [...inFlightMax.values()] };
+  };
+  const alone = await phase('quiet tenant alone', false, BASELINE_SECONDS);
+  const flooded = await phase('with the flood', true, SECONDS);
+
+  // 6. report
+  const cpu = cpus()[0]?.model ?? 'unknown CPU';
+  const rows = [alone, flooded].map(
+    (p) =>
+      `| ${p.name} | ${fmt(p.result.probeAccepted)} | ${fmt(p.stats.p50)} | ${fmt(p.stats.p99)} | ` +
+      `${fmt(p.stats.max)} | ${fmt(p.lost)} | ${fmt(p.stats.fastDuplicates)} | ` +
+      `${p.flood ? `${fmt(p.result.floodAccepted)} → ${fmt(p.result.floodDeliveries)}` : '—'} | ` +
+      `${p.flood ? fmt(p.stats.slowHeldMax) : '—'} | ${p.inFlight.map((n) => fmt(n)).join(' / ') || '—'} |`,
+  );
+  const section = [
+    `### noisy neighbour: ${opt.label} (${startedAt.toISOString().slice(0, 10)})`,
+    '',
+    `Command: \`${benchCommand('bench:noisy', ROOT, externalKafka ? brokers : null)}\`; ` +
+      `${opt['sluice-dir'] ? `Sluice from another checkout (\`--sluice-dir\`); ` : ''}` +
+      `machine: ${cpus().length} × ${cpu}, load average ${load1.toFixed(2)} at start. ` +
+      `Processes: Kafka, \`sluice start\` (1 worker) + ${DISPATCHERS} \`sluice dispatcher\`, receivers, load generator. ` +
+      `Tenant noisy: ${SLOW} endpoints holding each event ${fmt(HOLD_MS)} ms (the ping answered at once), ` +
+      `a batch of ${FLOOD_BATCH} events every ${FLOOD_EVERY_MS / 1000} s. ` +
+      `Tenant quiet: 1 fast endpoint, ${RATE} events/s, one per request on a fixed schedule.`,
+    '',
+    '| phase | quiet events | p50 ms | p99 ms | max ms | lost | dup | noisy events → deliveries | noisy requests held at once (max) | in flight per dispatcher (max) |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+    ...rows,
+    ...(notes.length ? ['', ...notes.map((n) => `- ${n}`)] : []),
+  ].join('\n');
+  say();
+  say(section);
+  const file = opt.results ?? (quick ? null : join(ROOT, 'bench/RESULTS.md'));
+  if (file) {
+    writeMarkedSection(file, `noisy-neighbour:${opt.label}`, section);
+    say(`\nwritten to ${file}`);
+  }
+  return alone.lost > 0 || flooded.lost > 0 ? 1 : 0;
+}
+
+async function settleGroups(members: number): Promise<boolean> {
+  const admin = createKafka(brokers, 'sluice-bench-groups').admin();
+  await admin.connect();
+  try {
+    const ids = ['fan-out', 'dispatch', 'dispatch-rungs'].map((g) => `${prefix}.${g}`);
+    for (let stablePolls = 0, deadline = Date.now() + 90_000; Date.now() < deadline; await sleep(500)) {
+      const { groups } = await admin.describeGroups(ids);
+      stablePolls = groups.every((g) => g.state === 'Stable' && g.members.length >= members) ? stablePolls + 1 : 0;
+      if (stablePolls >= 3) return true;
+    }
+    return false;
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+main().then(
+  async (code) => {
+    await shutdown();
+    process.exit(code);
+  },
+  async (err) => {
+    process.stderr.write(`${(err as Error).stack ?? err}\n`);
+    scratch.keepLogs = true;
+    await shutdown();
+    process.exit(2);
+  },
+);

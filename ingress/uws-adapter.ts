@@ -64,16 +64,9 @@ export function framingFault(contentLengths: string[], transferEncodings: string
 
 export function listen(pipeline: Pipeline, host: string, port: number, maxBodyBytes: number): Promise<HttpServer> {
   const app = uWS.App();
-  /**
-   * uWS parses every request already in a connection's buffer before it closes the connection,
-   * so bytes pipelined behind a refused request would still be answered. Requests from the
-   * refused peer in the same turn of the event loop are closed unanswered instead.
-   */
-  const refusedPeers = new Set<string>();
   app.any('/*', (res, req) => {
     const startedAt = performance.now();
     const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
-    if (refusedPeers.has(remoteAddress)) return void res.close();
     let aborted = false;
     let onAbort: (() => void) | null = null;
     res.onAborted(() => {
@@ -116,23 +109,27 @@ export function listen(pipeline: Pipeline, host: string, port: number, maxBodyBy
           else res.endWithoutBody();
         } else res.end(reply.body ?? '', close);
       };
-      // uWS closes a connection on end(…, true) only when the socket is not corked.
-      if (close) send();
-      else res.cork(send);
+      // A close is only ever written outside uWS's request callback (the framing refusal below):
+      // there cork() uncorks when it returns and uWS acts on the close of end(…, true).
+      res.cork(send);
     };
     try {
       const fault = framingFault(contentLengths, transferEncodings);
       if (fault) {
-        refusedPeers.add(remoteAddress);
-        setImmediate(() => refusedPeers.delete(remoteAddress));
-        return write(
-          pipeline.errorReply(
-            invalidRequest([{ path: 'headers', message: `request framing refused: ${fault}` }]),
-            incoming,
-            undefined,
-          ),
-          true,
+        const reply = pipeline.errorReply(
+          invalidRequest([{ path: 'headers', message: `request framing refused: ${fault}` }]),
+          incoming,
+          undefined,
         );
+        // uWS parses every request already in a connection's buffer before it acts on a close, so
+        // bytes pipelined behind a refused request (a smuggled request) would be answered if the
+        // refusal were sent now. Left pending until the next turn of the event loop, it makes uWS
+        // itself close this connection, and only this one, when it parses another request on it
+        // ("not ready for another request": onAborted runs, the smuggled request never reaches
+        // us). The refusal is then sent, and the connection closed, only when nothing followed.
+        // Nothing is keyed by address: other connections from the same address are not touched.
+        setImmediate(() => write(reply, true));
+        return;
       }
       const front = pipeline.front(incoming);
       if ('reply' in front) return write(front.reply);

@@ -14,7 +14,7 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import { SluiceError } from '../errors.ts';
-import { classifyAddress, displayAddress, type BlockedKind } from './ip-ranges.ts';
+import { type Blocked, type BlockedKind, classifyAddress } from './ip-ranges.ts';
 
 export const MAX_TARGET_URL_LENGTH = 2048;
 const DNS_TIMEOUT_MS = 5000;
@@ -32,7 +32,18 @@ export interface TargetGuardOptions {
   lookup?: TargetLookup;
 }
 
-export type TargetRefusal = 'invalid_url' | 'too_long' | 'scheme' | 'credentials' | 'unresolvable' | BlockedKind;
+/**
+ * Why a target is refused. `not_public`: a host name resolves to an address that is not public;
+ * which address, and which kind of range, is not said (it would map the internal network).
+ */
+export type TargetRefusal =
+  | 'invalid_url'
+  | 'too_long'
+  | 'scheme'
+  | 'credentials'
+  | 'unresolvable'
+  | 'not_public'
+  | BlockedKind;
 
 /** Names that reach a metadata service or loopback whatever DNS says. */
 const METADATA_NAMES = new Set([
@@ -82,21 +93,39 @@ function hostOf(url: URL): string {
     .toLowerCase();
 }
 
-/** Refuses one resolved address unless it is public (or allowed for development). */
+/** What a refused IP literal is, for its message: `a private address (10.0.0.0/8)`, or what it carries. */
+function describe(blocked: Blocked): string {
+  const kind = blocked.blocked === 'invalid' ? 'an invalid' : `a ${blocked.blocked}`;
+  if (blocked.embedded) return `carries ${blocked.embedded} (${blocked.form}), ${kind} address (${blocked.range})`;
+  return `is ${kind} address (${blocked.form ?? blocked.range})`;
+}
+
+/**
+ * Refuses one address unless it is public (or allowed for development). `hostname` is the URL's
+ * host: when it is the address itself (an IP literal), the refusal names it and its range, which
+ * the caller wrote. When it is a name, the refusal says only that the name is not public: the
+ * address it resolved to never leaves this function (not in the 422, a ping's result, a delivery's
+ * last error or its attempt history, which all carry this message), since it maps internal DNS.
+ */
 function checkAddress(hostname: string, address: string, allowInsecure: boolean): void {
   const blocked = classifyAddress(address);
   if (!blocked) return;
   if (allowInsecure && blocked.blocked !== 'metadata' && blocked.blocked !== 'invalid') return;
-  const via = hostname === address ? '' : ` (${hostname} resolves to it)`;
-  throw refuse(
-    blocked.blocked,
-    `the target address ${displayAddress(address)}${via} is a ${blocked.blocked} address (${blocked.range}); ` +
-      'webhook targets must be public',
-    {
-      address,
-      range: blocked.range,
-    },
-  );
+  if (hostname !== address) {
+    if (allowInsecure && blocked.blocked === 'metadata')
+      throw refuse(
+        'metadata',
+        `the target host ${hostname} resolves to a cloud metadata address, refused even with ` +
+          'SLUICE_DEV_ALLOW_INSECURE_TARGETS',
+      );
+    throw refuse(
+      'not_public',
+      `the target host ${hostname} resolves to an address that is not public; webhook targets must be public`,
+    );
+  }
+  throw refuse(blocked.blocked, `the target address ${address} ${describe(blocked)}; webhook targets must be public`, {
+    range: blocked.range,
+  });
 }
 
 function checkName(hostname: string, allowInsecure: boolean): void {

@@ -9,6 +9,10 @@ import {
 } from '../../core/webhooks/target-guard.ts';
 import { classifyAddress } from '../../core/webhooks/ip-ranges.ts';
 import { attemptDelivery, createDeliveryAgent } from '../../core/webhooks/attempt.ts';
+import { sendPing } from '../../core/webhooks/ping.ts';
+import type { EndpointRecord } from '../../core/webhooks/records.ts';
+import { lookup as dnsLookup } from 'node:dns/promises';
+import { hostname } from 'node:os';
 import { startTestNode, call } from '../helpers/sluice.ts';
 import { startReceiver } from '../helpers/webhook-receiver.ts';
 
@@ -114,10 +118,12 @@ t.test('assertPublicAddress: IP literals and names are checked after resolution,
     ['https://localhost/x', undefined, 'loopback'],
     ['https://api.localhost/x', undefined, 'loopback'],
     ['https://metadata.google.internal/computeMetadata/v1/', undefined, 'metadata'],
-    ['https://internal.example.com/x', resolvesTo('10.1.2.3'), 'private'],
-    ['https://mixed.example.com/x', resolvesTo('93.184.215.14', '192.168.1.5'), 'private'],
-    ['https://v6.example.com/x', resolvesTo('2606:4700::1', 'fe80::1'), 'link-local'],
-    ['https://cgnat.example.com/x', resolvesTo('100.64.1.1'), 'shared'],
+    // A name is refused as not public, never saying what it resolved to (internal DNS).
+    ['https://internal.example.com/x', resolvesTo('10.1.2.3'), 'not_public'],
+    ['https://mixed.example.com/x', resolvesTo('93.184.215.14', '192.168.1.5'), 'not_public'],
+    ['https://v6.example.com/x', resolvesTo('2606:4700::1', 'fe80::1'), 'not_public'],
+    ['https://cgnat.example.com/x', resolvesTo('100.64.1.1'), 'not_public'],
+    ['https://siit.example.com/x', resolvesTo('::ffff:0:a9fe:a9fe'), 'not_public'],
     ['https://nowhere.example.com/x', async () => [], 'unresolvable'],
     ['https://broken.example.com/x', async () => Promise.reject(new Error('ENOTFOUND')), 'unresolvable'],
   ];
@@ -267,6 +273,15 @@ t.test('registration refuses SSRF targets when the development flag is off', asy
     ['https://[::ffff:127.0.0.1]/hook', 'loopback'],
     ['https://localhost/hook', 'loopback'],
     ['https://192.168.0.1/hook', 'private'],
+    // IPv6 forms that carry an IPv4 address: what they carry decides.
+    ['https://[::ffff:0:a9fe:a9fe]/hook', 'metadata'], // IPv4-translated (SIIT)
+    ['https://[::ffff:0:127.0.0.1]/hook', 'loopback'],
+    ['https://[::10.0.0.1]/hook', 'private'], // IPv4-compatible
+    ['https://[64:ff9b::7f00:1]/hook', 'loopback'], // NAT64
+    ['https://[64:ff9b:1::a9fe:a9fe]/hook', 'metadata'], // local-use NAT64
+    ['https://[2002:a9fe:a9fe::1]/hook', 'metadata'], // 6to4
+    ['https://[2001:0:808:808::f5ff:fffe]/hook', 'private'], // Teredo client 10.0.0.1
+    ['https://[2606:4700::200:5efe:a9fe:a9fe]/hook', 'metadata'], // ISATAP
     [r.url, 'scheme'], // http://127.0.0.1:<port>/hook
     ['http://hooks.example.com/hook', 'scheme'],
     ['https://u:p@hooks.example.com/hook', 'credentials'],
@@ -285,4 +300,221 @@ t.test('registration refuses SSRF targets when the development flag is off', asy
   }
   t.equal(r.received.length, 0, 'no request reached the loopback receiver');
   t.same([...node.ctx.endpoints.listTenant('acme')], [], 'nothing was registered');
+});
+
+/** An IPv4 address as two hextets (`10.1.2.3` → `a01:203`). */
+function hextets(v4: string): string {
+  const [a, b, c, d] = v4.split('.').map(Number);
+  return `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+}
+
+/** The same, bitwise NOT (Teredo obfuscates its client address so). */
+function notHextets(v4: string): string {
+  const [a, b, c, d] = v4.split('.').map((o) => 255 - Number(o));
+  return `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+}
+
+const EMBEDDED: [string, string][] = [
+  ['10.1.2.3', 'private'],
+  ['127.0.0.1', 'loopback'],
+  ['169.254.3.4', 'link-local'],
+  ['169.254.169.254', 'metadata'],
+  ['8.8.8.8', 'public'],
+];
+
+/**
+ * Each IPv6 form that carries an IPv4 address: how it carries one, and what it is when the address
+ * it carries is public (null: allowed). Otherwise the carried address decides.
+ */
+const FORMS: { form: string; make: (v4: string) => string; whenPublic: string | null; decides?: string[] }[] = [
+  { form: 'IPv4-mapped ::ffff:0:0/96', make: (v4) => `::ffff:${v4}`, whenPublic: null },
+  { form: 'IPv4-mapped, hex', make: (v4) => `::ffff:${hextets(v4)}`, whenPublic: null },
+  { form: 'IPv4-translated ::ffff:0:0:0/96', make: (v4) => `::ffff:0:${hextets(v4)}`, whenPublic: null },
+  { form: 'IPv4-translated, dotted', make: (v4) => `0:0:0:0:ffff:0:${v4}`, whenPublic: null },
+  { form: 'IPv4-compatible ::/96 (deprecated)', make: (v4) => `::${v4}`, whenPublic: 'reserved' },
+  { form: 'NAT64 64:ff9b::/96', make: (v4) => `64:ff9b::${v4}`, whenPublic: null },
+  // Local use: the operator's own translator, refused whatever it carries; a metadata address
+  // is still named as such (the development flag never allows it).
+  {
+    form: 'local-use NAT64 64:ff9b:1::/48, /96 layout',
+    make: (v4) => `64:ff9b:1::${v4}`,
+    whenPublic: 'private',
+    decides: ['metadata'],
+  },
+  {
+    form: 'local-use NAT64 64:ff9b:1::/48, /48 layout',
+    make: (v4) => {
+      const [a, b, c, d] = v4.split('.').map(Number);
+      return `64:ff9b:1:${((a << 8) | b).toString(16)}:${c.toString(16)}:${(d << 8).toString(16)}::`;
+    },
+    whenPublic: 'private',
+    decides: ['metadata'],
+  },
+  { form: '6to4 2002::/16', make: (v4) => `2002:${hextets(v4)}::1`, whenPublic: null },
+  {
+    form: 'Teredo 2001::/32, client',
+    make: (v4) => `2001:0:${hextets('8.8.8.8')}:8000:63bf:${notHextets(v4)}`,
+    whenPublic: 'reserved',
+  },
+  {
+    form: 'Teredo 2001::/32, server',
+    make: (v4) => `2001:0:${hextets(v4)}:8000:63bf:${notHextets('8.8.4.4')}`,
+    whenPublic: 'reserved',
+  },
+  { form: 'ISATAP 200:5efe', make: (v4) => `2606:4700:1::200:5efe:${v4}`, whenPublic: null },
+  { form: 'ISATAP 0:5efe', make: (v4) => `2606:4700:1:2:0:5efe:${hextets(v4)}`, whenPublic: null },
+];
+
+t.test('every IPv6 form that carries an IPv4 address is refused unless the address it carries is public', async (t) => {
+  for (const { form, make, whenPublic, decides } of FORMS) {
+    for (const [v4, kind] of EMBEDDED) {
+      const address = make(v4);
+      const got = classifyAddress(address);
+      if (kind === 'public') {
+        t.equal(got?.blocked ?? null, whenPublic, `${form}: ${address} (carries ${v4}, public)`);
+      } else if (decides && !decides.includes(kind)) {
+        t.equal(got?.blocked, whenPublic, `${form}: ${address} (carries ${v4}, ${kind})`);
+      } else {
+        t.equal(got?.blocked, kind, `${form}: ${address} (carries ${v4}): ${kind}`);
+        t.equal(got?.embedded, v4, `${form}: ${address}: names what it carries`);
+      }
+    }
+  }
+  t.equal(classifyAddress('::ffff:0:a9fe:a9fe')?.blocked, 'metadata', 'the report: SIIT carrying 169.254.169.254');
+  t.equal(classifyAddress('::')?.blocked, 'unspecified', ':: is still the unspecified address');
+  t.equal(classifyAddress('::1')?.blocked, 'loopback', '::1 is still loopback, not IPv4-compatible 0.0.0.1');
+  t.equal(classifyAddress('2001:0:4136:e378:8000:63bf:3fff:fdd2')?.embedded, '192.0.2.45', 'RFC 4380 example client');
+});
+
+t.test('literal targets in those forms: refused at registration, per request and with the dev flag', async (t) => {
+  const guard = targetGuard(strict);
+  const dev = targetGuard({ allowInsecure: true });
+  for (const { form, make, whenPublic } of FORMS) {
+    const metadata = `https://[${make('169.254.169.254')}]/hook`;
+    const e = await refusal(assertPublicAddress(new URL(metadata), strict));
+    t.equal(e.extra.reason, 'metadata', `${form}: ${metadata}`);
+    t.match(e.message, /carries 169\.254\.169\.254 .*a metadata address/, `${form}: says what it carries`);
+    t.equal((await refusal(guard(new URL(metadata)))).extra.reason, 'metadata', `${form}: per request too`);
+    t.equal((await refusal(dev(new URL(metadata)))).extra.reason, 'metadata', `${form}: even with the dev flag`);
+    const loopback = `https://[${make('127.0.0.1')}]/hook`;
+    await t.rejects(assertPublicAddress(new URL(loopback), strict), { code: 'UNPROCESSABLE_TARGET' }, loopback);
+    await t.resolves(dev(new URL(loopback.replace('https:', 'http:'))), `${form}: loopback allowed by the dev flag`);
+    const pub = `https://[${make('8.8.8.8')}]/hook`;
+    if (whenPublic === null) await t.resolves(assertPublicAddress(new URL(pub), strict), `${form}: ${pub} is public`);
+    else t.equal((await refusal(assertPublicAddress(new URL(pub), strict))).extra.reason, whenPublic, pub);
+  }
+});
+
+/** Every way the address, or what it carries, could be written in a message. */
+function spellings(address: string): string[] {
+  const out = [address, address.toLowerCase()];
+  const blocked = classifyAddress(address);
+  if (blocked?.embedded) out.push(blocked.embedded);
+  if (blocked) out.push(blocked.range);
+  const url = new URL(`https://${address.includes(':') ? `[${address}]` : address}/`);
+  out.push(url.hostname.replace(/^\[|\]$/g, ''));
+  return [...new Set(out)];
+}
+
+const INTERNAL = [
+  '10.1.2.3',
+  '127.0.0.1',
+  '169.254.169.254',
+  '100.64.7.7',
+  '172.20.1.1',
+  'fd12:3456::7',
+  'fe80::1',
+  '::ffff:10.9.8.7',
+  '::ffff:0:a9fe:a9fe',
+  '64:ff9b::a00:5',
+  '2002:c0a8:101::1',
+];
+
+t.test('a name that resolves to an address that is not public: the refusal never says which', async (t) => {
+  for (const address of INTERNAL) {
+    const lookup = resolvesTo(address);
+    const hidden = (text: string, where: string) => {
+      for (const s of spellings(address)) t.notOk(text.includes(s), `${address}: ${where} does not contain "${s}"`);
+    };
+    // Registration (the 422 is built from the message and extra).
+    const e = await refusal(assertPublicAddress(new URL('https://runsc/hook'), { allowInsecure: false, lookup }));
+    t.equal(e.extra.reason, 'not_public', address);
+    t.equal(
+      e.message,
+      'the target host runsc resolves to an address that is not public; webhook targets must be public',
+    );
+    hidden(JSON.stringify(e.toProblem()), 'the problem body');
+    // The connect-time check (every ping and delivery).
+    const err = await new Promise<Error | null>((resolve) =>
+      guardedLookup({ allowInsecure: false, lookup })('runsc', {}, (error) => resolve(error)),
+    );
+    t.ok(err, `${address}: refused at connect`);
+    hidden(`${err?.message} ${JSON.stringify(err)}`, 'the connect error');
+  }
+});
+
+t.test('a ping or a delivery to such a name: its error (last_error, attempt history) never says which', async (t) => {
+  const r = await startReceiver(200);
+  t.teardown(() => r.close());
+  const port = new URL(r.url).port;
+  for (const address of INTERNAL) {
+    const guard = { allowInsecure: false, lookup: resolvesTo(address) };
+    // The ping sent at registration and by verify: its error goes into the sluice-ping-error header.
+    const ping = await sendPing(
+      { id: 'ep_x', tenant_id: 'acme', url: `https://runsc:${port}/hook` } as EndpointRecord,
+      'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+      { ...guard, nowMs: Date.now() },
+    );
+    t.equal(ping.ok, false, `${address}: the ping is refused`);
+    t.match(ping.error, /not public/);
+    for (const s of spellings(address)) t.notOk(ping.error?.includes(s), `${address}: ping error without "${s}"`);
+    // A delivery, as dispatcher/deliver.ts makes it: its error becomes last_error and the attempt report.
+    const agent = createDeliveryAgent(1, guardedLookup(guard));
+    const outcome = await attemptDelivery(
+      `https://runsc:${port}/hook`,
+      '{}',
+      {},
+      { timeoutMs: 5000, checkTarget: targetGuard(guard), dispatcher: agent },
+    );
+    await agent.destroy();
+    t.equal(outcome.ok, false);
+    t.match(outcome.error, /UNPROCESSABLE_TARGET: .*not public/);
+    for (const s of spellings(address))
+      t.notOk(outcome.error?.includes(s), `${address}: delivery error without "${s}"`);
+  }
+  t.equal(r.received.length, 0, 'nothing was sent');
+});
+
+t.test('registration: a name that really resolves to loopback gets a 422 that does not say where', async (t) => {
+  // A name this machine's resolver maps to a non-public address (/etc/hosts), like `runsc` in the report.
+  let name: string | null = null;
+  let resolved: string[] = [];
+  for (const candidate of [hostname(), 'runsc', 'localhost.localdomain', 'ip6-localhost']) {
+    const all = await dnsLookup(candidate, { all: true }).catch(() => []);
+    if (all.length > 0 && all.every((a) => classifyAddress(a.address) !== null)) {
+      name = candidate.toLowerCase();
+      resolved = all.map((a) => a.address);
+      break;
+    }
+  }
+  if (name === null) {
+    t.comment('skipped: no name on this machine resolves to a non-public address');
+    return;
+  }
+  const node = await startTestNode({ SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'false' });
+  t.teardown(() => node.close());
+  const token = await node.token(await node.client('admin', 'acme'));
+  const res = await call(node.base, 'POST', '/v1/webhooks/endpoints', {
+    token,
+    body: { url: `https://${name}/hook`, events: ['ping'] },
+  });
+  t.equal(res.status, 422);
+  t.equal(res.json?.code, 'UNPROCESSABLE_TARGET');
+  t.equal(res.json?.reason, 'not_public');
+  t.equal(
+    res.json?.detail,
+    `the target host ${name} resolves to an address that is not public; webhook targets must be public`,
+  );
+  for (const address of resolved)
+    for (const s of spellings(address)) t.notOk(res.text.includes(s), `${name} → ${address}: the answer has no "${s}"`);
 });

@@ -281,12 +281,14 @@ async function main(): Promise<number> {
     `Command: \`${benchCommand('bench:noisy', ROOT, externalKafka ? brokers : null)}\`; ` +
       `${opt['sluice-dir'] ? `Sluice from another checkout (\`--sluice-dir\`); ` : ''}` +
       `machine: ${cpus().length} × ${cpu}, load average ${load1.toFixed(2)} at start. ` +
-      `Processes: Kafka, \`sluice start\` (1 worker) + ${DISPATCHERS} \`sluice dispatcher\`, receivers, load generator. ` +
+      `Processes: Kafka, \`sluice start\` (1 worker) + ${DISPATCHERS} \`sluice dispatcher\`, ` +
+      'receivers, load generator. ' +
       `Tenant noisy: ${SLOW} endpoints holding each event ${fmt(HOLD_MS)} ms (the ping answered at once), ` +
       `a batch of ${FLOOD_BATCH} events every ${FLOOD_EVERY_MS / 1000} s. ` +
       `Tenant quiet: 1 fast endpoint, ${RATE} events/s, one per request on a fixed schedule.`,
     '',
-    '| phase | quiet events | p50 ms | p99 ms | max ms | lost | dup | noisy events → deliveries | noisy requests held at once (max) | in flight per dispatcher (max) |',
+    '| phase | quiet events | p50 ms | p99 ms | max ms | lost | dup | noisy events → deliveries | ' +
+      'noisy requests held at once (max) | in flight per dispatcher (max) |',
     '|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
     ...(notes.length ? ['', ...notes.map((n) => `- ${n}`)] : []),

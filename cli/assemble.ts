@@ -148,7 +148,7 @@ export async function startNode(config: Readonly<Config>, opts: NodeOptions): Pr
   // A process without the ingress still serves /healthz, /readyz and /metrics on its admin port.
   const admin = ingress
     ? null
-    : await startAdminServer(config.host, opts.adminPort ?? config.adminPort, ctx.metrics, {
+    : await startAdminServer(config.adminHost, opts.adminPort ?? config.adminPort, ctx.metrics, {
         ready: () => ctx.state.ready,
         problem: () => null,
         details: () => ({ role: 'dispatcher' }),

@@ -7,6 +7,7 @@ import { readFileSync, type Stats, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { isIP } from 'node:net';
 import { ConfigError } from './errors.ts';
 import { DEFAULT_ROLES, isScope } from './scopes.ts';
 
@@ -26,6 +27,8 @@ export interface Config {
   host: string;
   port: number;
   adminPort: number;
+  /** Listen address of the admin port (/healthz, /readyz, /metrics): SLUICE_ADMIN_HOST, loopback by default. */
+  adminHost: string;
   region: string;
   issuer: string;
   audience: string;
@@ -57,6 +60,7 @@ export interface Config {
   heapGrowthPercent: number | null;
   keyRotationDays: number;
   secretRotationDays: number;
+  /** How long a rotated-out client secret keeps working beside its successor (the overlap; at most 7 days). */
   secretGraceDays: number;
   /** How often the rotation leader checks whether a key or secret is due (real milliseconds). */
   rotationCheckMs: number;
@@ -67,6 +71,12 @@ export interface Config {
   /** Failed token requests per second per client id and per address (0: off). */
   authFailureRate: number;
   authFailureBurst: number;
+  /**
+   * Token requests per minute per known client id at each node, successful or failed (0: off), and
+   * the burst above it: over it, 429 with Retry-After in the OAuth error shape.
+   */
+  tokenRatePerMinute: number;
+  tokenRateBurst: number;
   /** Webhook deliveries in flight at once in one dispatcher process. */
   dispatchConcurrency: number;
   /** Deliveries in flight at once to one endpoint (also the keep-alive connections per origin). */
@@ -97,6 +107,8 @@ export interface Config {
    * After a secret rotation, how long the previous secret keeps signing (the default of the request's overlap_seconds).
    */
   webhookSecretOverlapSeconds: number;
+  /** The most webhook endpoints one tenant may have; registering one more is a 409 ENDPOINT_LIMIT. */
+  maxEndpointsPerTenant: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -219,6 +231,15 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
   }
   const port = int(env, 'SLUICE_PORT', 8080, 0, 65535);
   const host = env.SLUICE_HOST || '0.0.0.0';
+  // Not SLUICE_HOST: /metrics names every tenant with its traffic, so the admin port stays on
+  // loopback unless it is opened on purpose.
+  const adminHost = env.SLUICE_ADMIN_HOST || '127.0.0.1';
+  if (isIP(adminHost) === 0 && adminHost !== 'localhost')
+    throw new ConfigError(
+      'SLUICE_ADMIN_HOST',
+      'must be an IP address of this machine or localhost (127.0.0.1, ::1; 0.0.0.0 or :: opens the admin port ' +
+        `on every interface), got "${adminHost}"`,
+    );
   const region = env.SLUICE_REGION || 'local';
   if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(region))
     throw new ConfigError('SLUICE_REGION', `must be lowercase letters, digits and dashes, got "${region}"`);
@@ -256,6 +277,7 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
     host,
     port,
     adminPort: int(env, 'SLUICE_ADMIN_PORT', 9464, 0, 65535),
+    adminHost,
     region,
     issuer,
     issuerIsDefault: !env.SLUICE_ISSUER,
@@ -282,13 +304,15 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
     heapGrowthPercent: env.SLUICE_HEAP_GROWTH_PERCENT ? int(env, 'SLUICE_HEAP_GROWTH_PERCENT', 0, 0, 400) : null,
     keyRotationDays: num(env, 'SLUICE_KEY_ROTATION_DAYS', 30, 0.0001, 365),
     secretRotationDays: num(env, 'SLUICE_SECRET_ROTATION_DAYS', 30, 0.0001, 365),
-    secretGraceDays: num(env, 'SLUICE_SECRET_GRACE_DAYS', 7, 0, 365),
+    secretGraceDays: num(env, 'SLUICE_SECRET_GRACE_DAYS', 1, 0, 7),
     rotationCheckMs: int(env, 'SLUICE_ROTATION_CHECK_MS', 60_000, 50, 3_600_000),
     logLevel,
     clientRateLimit: int(env, 'SLUICE_RATE_LIMIT_PER_CLIENT', 10_000, 0, 10_000_000),
     clientRateBurst: int(env, 'SLUICE_RATE_LIMIT_BURST', 20_000, 1, 100_000_000),
     authFailureRate: int(env, 'SLUICE_AUTH_FAILURE_RATE', 5, 0, 1_000_000),
     authFailureBurst: int(env, 'SLUICE_AUTH_FAILURE_BURST', 20, 1, 1_000_000),
+    tokenRatePerMinute: int(env, 'SLUICE_TOKEN_RATE_PER_MINUTE', 600, 0, 60_000_000),
+    tokenRateBurst: int(env, 'SLUICE_TOKEN_RATE_BURST', 100, 1, 1_000_000),
     dispatchConcurrency: int(env, 'SLUICE_DISPATCH_CONCURRENCY', 256, 1, 10_000),
     dispatchPerEndpoint: int(env, 'SLUICE_DISPATCH_PER_ENDPOINT', 8, 1, 1000),
     dispatchSlowMs: int(env, 'SLUICE_DISPATCH_SLOW_MS', 2000, 50, 10_000),
@@ -300,6 +324,7 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
     otlpEndpoint: url(env, 'SLUICE_OTLP_ENDPOINT') ?? 'http://127.0.0.1:4318/v1/traces',
     webhookDisableAfterMs: num(env, 'SLUICE_WEBHOOK_DISABLE_AFTER_HOURS', 120, 1, 24 * 365) * 3600_000,
     webhookSecretOverlapSeconds: int(env, 'SLUICE_WEBHOOK_SECRET_OVERLAP_SECONDS', 86_400, 0, 7 * 86_400),
+    maxEndpointsPerTenant: int(env, 'SLUICE_MAX_ENDPOINTS_PER_TENANT', 1000, 1, 1_000_000),
   };
   if (config.stateFetchWaitMs * 2 > config.kafkaStaleMs)
     throw new ConfigError(

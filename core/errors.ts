@@ -36,6 +36,7 @@ export const ERRORS = {
   NOT_FOUND: { status: 404, title: 'Not found' },
   METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },
   CONFLICT: { status: 409, title: 'Conflict' },
+  ENDPOINT_LIMIT: { status: 409, title: 'Endpoint limit reached' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
   MISDIRECTED_REQUEST: { status: 421, title: 'Wrong region' },

@@ -36,7 +36,7 @@ export interface Job<T> {
   origin?: string;
   /** Runs the attempt; the scheduler holds a slot for the endpoint until it settles. */
   run(): Promise<T>;
-  /** Called instead of run() when the delivery is diverted (slow, asked to wait until `until`, or over its tenant's share). */
+  /** Called instead of run() when diverted: slow, asked to wait until `until`, or over its tenant's share. */
   divert(reason: DivertReason, until: number | null): T;
   resolve(value: T): void;
 }

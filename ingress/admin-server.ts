@@ -1,6 +1,12 @@
-/** Health, readiness and metrics on the admin port (plain node:http: not on the hot path). */
+/**
+ * Health, readiness and metrics on the admin port (plain node:http: not on the hot path). It
+ * listens on SLUICE_ADMIN_HOST (loopback by default), never on the public SLUICE_HOST: /metrics
+ * names every tenant with its traffic.
+ */
 import { createServer, type Server } from 'node:http';
+import { isIPv6 } from 'node:net';
 import type { Metrics } from '../core/metrics.ts';
+import { SluiceBaseError } from '../core/errors.ts';
 
 export interface Health {
   ready: () => boolean;
@@ -57,7 +63,10 @@ export function startAdminServer(
     }
   });
   return new Promise((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      const why = err.code === 'EADDRNOTAVAIL' ? `${host} is not an address of this machine` : err.message;
+      reject(new SluiceBaseError('LISTEN_FAILED', `cannot serve the admin port on ${host}:${port}: ${why}`));
+    });
     server.listen(port, host, () => {
       const addr = server.address();
       resolve({
@@ -66,4 +75,10 @@ export function startAdminServer(
       });
     });
   });
+}
+
+/** How to reach the admin port on `host` from this machine (a wildcard address is reached on loopback). */
+export function adminUrl(host: string, port: number, path = ''): string {
+  const reach = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return `http://${isIPv6(reach) ? `[${reach}]` : reach}:${port}${path}`;
 }

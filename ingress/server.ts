@@ -54,7 +54,8 @@ export async function startIngress(ctx: Context, opts: IngressOptions): Promise<
   metrics.gauge('sluice_token_cache_entries', 'Verified tokens cached.', () => ctx.tokens.cacheSize);
   metrics.gauge('sluice_kafka_staleness_ms', 'Milliseconds since the state consumer last heard from Kafka.', staleness);
   metrics.gauge('sluice_request_bodies_reading', 'Request bodies being read right now.', () => bodyReads.pending);
-  const admin = await startAdminServer(host, opts.adminPort ?? ctx.config.adminPort, metrics, {
+  // The admin port has a host of its own (SLUICE_ADMIN_HOST, loopback by default), never the public one.
+  const admin = await startAdminServer(ctx.config.adminHost, opts.adminPort ?? ctx.config.adminPort, metrics, {
     ready: () => ctx.state.ready,
     problem: unavailableReason,
     details: () => ({ region: ctx.config.region, kafka_staleness_ms: staleness(), clients: ctx.clients.size }),

@@ -1,6 +1,9 @@
 import { userInfo } from 'node:os';
 import { createClient } from '../../core/clients/provisioning.ts';
 import { revokeClient, reenableClient } from '../../core/clients/revocation.ts';
+import { appendAudit } from '../../core/audit/audit-log.ts';
+import { SluiceError } from '../../core/errors.ts';
+import { openRotatedSecret } from '../../core/rotation/secret-rotation.ts';
 import { parse, required } from '../args.ts';
 import { say, withContext } from '../runtime.ts';
 import { actionCommand, type Command } from '../command.ts';
@@ -17,7 +20,11 @@ actions:
   revoke --client-id ID --reason TEXT [--actor NAME] [--json]
       emergency revocation of any tenant's client (audited; idempotent)
   reenable --client-id ID --reason TEXT [--actor NAME] [--force] [--json]
-      lifts a revocation (audited); refused while pre-revocation tokens could still verify, unless --force`;
+      lifts a revocation (audited) with a new client_secret, printed once (every earlier secret stops
+      working); refused while pre-revocation tokens could still verify, unless --force
+  client-secret --client-id ID [--actor NAME] [--json]
+      prints the secret the service rotated in for a client (audited client_secret.read), to hand it
+      to the client: a token of the secret it replaced cannot fetch it`;
 
 export const ACTIONS: Record<string, (argv: string[]) => Promise<number>> = {
   async 'create-client'(argv) {
@@ -138,8 +145,61 @@ export const ACTIONS: Record<string, (argv: string[]) => Promise<number>> = {
           force: values.force === true,
         });
         if (values.json)
-          say(JSON.stringify({ client_id: clientId, reenabled: true, audit_entry_id: r.audit_entry_id }));
-        else say(`re-enabled: ${clientId}, audit entry ${r.audit_entry_id}`);
+          say(
+            JSON.stringify({
+              client_id: clientId,
+              reenabled: true,
+              client_secret: r.client_secret,
+              audit_entry_id: r.audit_entry_id,
+            }),
+          );
+        else {
+          say(`re-enabled: ${clientId}, audit entry ${r.audit_entry_id}`);
+          say(`client_secret: ${r.client_secret}`);
+          say('Every earlier secret of this client no longer works; the new one is shown only this once.');
+        }
+        return 0;
+      },
+      { views: 'admin' },
+    );
+  },
+  async 'client-secret'(argv) {
+    const usage = 'usage: sluice admin client-secret --client-id ID [--actor NAME] [--json]';
+    const { values } = parse(
+      argv,
+      { 'client-id': { type: 'string' }, actor: { type: 'string' }, json: { type: 'boolean' } },
+      usage,
+    );
+    const clientId = required(values, 'client-id', usage);
+    return withContext(
+      'admin',
+      async (ctx) => {
+        const c = ctx.clients.get(clientId);
+        if (!c) throw new SluiceError('NOT_FOUND', `no client "${clientId}"`);
+        const rotated = openRotatedSecret(ctx.config.masterKey, c);
+        if (!rotated)
+          throw new SluiceError(
+            'NOT_FOUND',
+            `client "${clientId}" has no rotated secret to hand out: its secret is the one shown when it was ` +
+              'created or re-enabled',
+          );
+        await appendAudit(ctx, {
+          tenant_id: c.tenant_id,
+          actor: operator(values.actor),
+          action: 'client_secret.read',
+          subject: c.client_id,
+        });
+        const out = {
+          client_id: c.client_id,
+          client_secret: rotated.client_secret,
+          rotated_at: new Date(rotated.rotated_at).toISOString(),
+          previous_secret_expires_at: new Date(rotated.previous_secret_expires_at).toISOString(),
+        };
+        if (values.json) say(JSON.stringify(out));
+        else {
+          say(`client_secret: ${out.client_secret}`);
+          say(`rotated at ${out.rotated_at}; the previous secret works until ${out.previous_secret_expires_at}`);
+        }
         return 0;
       },
       { views: 'admin' },
@@ -159,7 +219,7 @@ function operator(name?: string): string {
 
 export const admin: Command = actionCommand(
   'admin',
-  'operator actions: create-client, list-clients, roles, revoke, reenable',
+  'operator actions: create-client, list-clients, roles, revoke, reenable, client-secret',
   USAGE,
   ACTIONS,
 );

@@ -6,18 +6,30 @@ import { parse } from '../args.ts';
 import { kafkaFor, say } from '../runtime.ts';
 import { actionCommand, type Command } from '../command.ts';
 
-const USAGE = `usage: sluice audit verify [--json]      (needs KAFKA_BROKERS)
+const USAGE = `usage: sluice audit verify [--tenant T] [--json]      (needs KAFKA_BROKERS)
 
-Re-reads the whole compliance log (sluice.audit) and proves its hash chain. Prints the first
-broken link and exits 1 if there is one.`;
+Re-reads the whole compliance log (sluice.audit) and proves every tenant's hash chain (each
+tenant's entries are numbered 1, 2, 3, ... and linked on their own). Prints the first broken link
+and exits 1 if there is one. --tenant prints that tenant's head: its entry count and last hash,
+which the tenant's own check of its GET /v1/audit pages must end on.`;
 
 async function verify(rest: string[]): Promise<number> {
-  const { values } = parse(rest, { json: { type: 'boolean' } }, USAGE);
+  const { values } = parse(rest, { json: { type: 'boolean' }, tenant: { type: 'string' } }, USAGE);
   const config = loadConfig();
   const { brokers } = await kafkaFor(config, { embedded: false });
   const topic = topicNames(config.topicPrefix).audit;
   const r = await verifyAuditLog(createKafka(brokers, config.kafkaClientId), topic, config.topicPrefix);
-  if (values.json) say(JSON.stringify({ ok: r.broken === null, ...r }));
+  const tenants = Object.keys(r.heads).length;
+  const tenantHead = values.tenant === undefined ? undefined : (r.heads[values.tenant] ?? null);
+  if (values.json)
+    say(
+      JSON.stringify({
+        ok: r.broken === null,
+        ...r,
+        tenants,
+        ...(tenantHead === undefined ? {} : { tenant_head: tenantHead }),
+      }),
+    );
   else if (r.broken) {
     say(
       `BROKEN: ${topic} offset ${r.broken.offset} ` +
@@ -25,8 +37,9 @@ async function verify(rest: string[]): Promise<number> {
     );
     say(`${r.entries} records read; the chain holds only up to the record before offset ${r.broken.offset}.`);
   } else {
-    const upTo = r.head ? ` up to seq ${r.head.seq}, head hash ${r.head.hash}` : ' (empty log)';
-    say(`OK: ${r.entries} entries, chain verified${upTo}`);
+    say(`OK: ${r.entries} entries, the chains of ${tenants} tenants verified${r.entries === 0 ? ' (empty log)' : ''}`);
+    if (tenantHead === null) say(`tenant ${values.tenant}: no entries`);
+    else if (tenantHead) say(`tenant ${values.tenant}: ${tenantHead.seq} entries, head hash ${tenantHead.hash}`);
   }
   return r.broken ? 1 : 0;
 }

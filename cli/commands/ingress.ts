@@ -10,7 +10,8 @@ const USAGE = `usage: sluice ingress [--port P] [--admin-port P] [--workers N]  
 
 Runs one ingress node: token issuance, the edge's scope checks, the control-plane API and the
 data-plane proxy. Run several (on one machine they share the port through SO_REUSEPORT; give
-each its own --admin-port); they share all state through Kafka.
+each its own --admin-port); they share all state through Kafka. The admin port (/healthz,
+/readyz, /metrics) listens on SLUICE_ADMIN_HOST, 127.0.0.1 unless set.
 
   --workers N   processes of this node (SLUICE_WORKERS; default 1; "--workers $(nproc)" uses
                 every core). They share the port (SO_REUSEPORT); worker i serves its admin

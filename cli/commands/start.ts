@@ -6,13 +6,15 @@ import { kafkaFor, say } from '../runtime.ts';
 import { startNode } from '../assemble.ts';
 import { runPrimary, untilStop, workerAdminPort, workerCount, workerDone, workerIndex } from '../workers.ts';
 import type { Command } from '../command.ts';
+import { adminUrl } from '../../ingress/admin-server.ts';
 
 const USAGE = `usage: sluice start [--workers N]
 
-Runs ingress (SLUICE_PORT, default 8080), admin (SLUICE_ADMIN_PORT, default 9464) and the webhook
-dispatcher. When KAFKA_BROKERS is not set it starts the embedded local Kafka on
-127.0.0.1:SLUICE_KAFKA_PORT (default 9092) and stops it on exit. With no clients yet, it
-provisions and prints a bootstrap admin credential for the tenant "local".
+Runs ingress (SLUICE_PORT, default 8080), admin (SLUICE_ADMIN_PORT, default 9464, on
+SLUICE_ADMIN_HOST, default 127.0.0.1 only) and the webhook dispatcher. When KAFKA_BROKERS is
+not set it starts the embedded local Kafka on 127.0.0.1:SLUICE_KAFKA_PORT (default 9092) and
+stops it on exit. With no clients yet, it provisions and prints a bootstrap admin credential for
+the tenant "local".
 
   --workers N   processes that each run ingress + dispatcher (SLUICE_WORKERS; default: the
                 number of cores). They share SLUICE_PORT (SO_REUSEPORT: the kernel spreads
@@ -33,7 +35,7 @@ async function runNode(config: Readonly<Config>, brokers: string[], index: numbe
   if (index === 0) {
     say(
       `Sluice is up: ${base}  (${workers} worker${workers > 1 ? 's' : ''}; ` +
-        `admin: http://127.0.0.1:${node.ingress!.adminPort}/healthz, Kafka: ${brokers.join(',')})`,
+        `admin: ${adminUrl(config.adminHost, node.ingress!.adminPort, '/healthz')}, Kafka: ${brokers.join(',')})`,
     );
     if (node.ctx.clients.size === 0) {
       const c = await createClient(node.ctx, { tenant: 'local', role: 'admin', region: config.region });

@@ -34,7 +34,9 @@ export interface paths {
          * Issue an access token (OAuth 2.0 client credentials, RFC 6749 §4.4)
          * @description Client authentication in the body (`client_secret_post`) or with HTTP Basic
          *     (`client_secret_basic`), never both. Unrecognized parameters are ignored, as RFC 6749 §3.2
-         *     requires. The token is a JWS (RFC 9068, `typ: at+jwt`) valid for 900 seconds.
+         *     requires. The token is a JWS (RFC 9068, `typ: at+jwt`) valid for 900 seconds. Each node
+         *     limits the token requests per known client id (`SLUICE_TOKEN_RATE_PER_MINUTE`, 600 a
+         *     minute with a burst of 100 by default), failed authentications of that id included.
          */
         post: operations["issueToken"];
         delete?: never;
@@ -110,11 +112,17 @@ export interface paths {
         };
         /**
          * The secret the service rotated in for a client of the caller's tenant
-         * @description During the grace window after a rotation both the new and the previous secret work. A
-         *     client that has not been rotated yet answers 404 (its secret is the one shown at creation).
-         *     A client reads its own secret with `credentials:read`; another client's needs
-         *     `credentials:read-any` too, is refused (403) when that client holds a scope the caller's
-         *     token lacks, and each such read is written to the audit log (`client_secret.read`).
+         * @description During the overlap after a rotation (`SLUICE_SECRET_GRACE_DAYS`, 24 hours by default) both
+         *     the new and the previous secret work. A client that has not been rotated since it was
+         *     created or re-enabled answers 404 (its secret is the one shown then). A client reads its
+         *     own secret with `credentials:read`; another client's needs `credentials:read-any` too, is
+         *     refused (403) when that client holds a scope the caller's token lacks, and each such read
+         *     is written to the audit log (`client_secret.read`). Either way the caller's token must
+         *     have been obtained with the caller's current secret: a token of a secret since rotated out
+         *     (or replaced on re-enabling) is refused with 401 `TOKEN_INVALID`, so whoever holds an old
+         *     secret cannot fetch its successor. The rotated secret reaches its client through another
+         *     client of the tenant with `credentials:read-any`, or the operator
+         *     (`sluice admin client-secret`).
          */
         get: operations["getClientSecret"];
         put?: never;
@@ -132,7 +140,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's tenant's entries of the compliance log, oldest first */
+        /**
+         * The caller's tenant's entries of the compliance log, oldest first
+         * @description Each tenant's entries form a hash chain of their own, numbered 1, 2, 3, ... without gaps:
+         *     the tenant proves its log from these pages alone, and its numbers say nothing of other
+         *     tenants. `sluice audit verify --tenant T` prints the head a tenant's check must end on.
+         */
         get: operations["listAuditEntries"];
         put?: never;
         post?: never;
@@ -156,7 +169,8 @@ export interface paths {
          * Register a webhook endpoint
          * @description Sluice sends the signed `ping` at once and answers when its outcome is known: a 200
          *     within 5 seconds makes the endpoint `ACTIVE`, anything else `PENDING`. The secret is
-         *     returned only here.
+         *     returned only here. A tenant has at most `SLUICE_MAX_ENDPOINTS_PER_TENANT` endpoints
+         *     (default 1,000): one more is a 409 `ENDPOINT_LIMIT` with `max_endpoints`.
          */
         post: operations["createEndpoint"];
         delete?: never;
@@ -196,7 +210,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Re-send the verification ping; a 200 within 5 seconds makes the endpoint ACTIVE (also a DISABLED one) */
+        /**
+         * Re-send the verification ping; a 200 within 5 seconds makes the endpoint ACTIVE (also a DISABLED one)
+         * @description Each verify pings the target, so it is rate limited per endpoint at each node: 3 at once,
+         *     then one more every 5 seconds; beyond that 429 `RATE_LIMITED` with `Retry-After`.
+         */
         post: operations["verifyEndpoint"];
         delete?: never;
         options?: never;
@@ -267,7 +285,9 @@ export interface paths {
          * @description Returns the new secret (only here). For `overlap_seconds` (default 24 hours) every delivery
          *     carries signatures by both secrets: two `v1,` entries in `webhook-signature`, and the
          *     previous secret's in `X-Service-Signature-256-Previous`. A rotation during an overlap drops
-         *     the older secret at once. Audited as `endpoint.secret_rotated`.
+         *     the older secret at once. Audited as `endpoint.secret_rotated`. A rotation that another
+         *     rotation of the same endpoint beat (they ran at once) is a 409 `CONFLICT` and changes
+         *     nothing: every secret answered with a 200 signs for its overlap.
          */
         post: operations["rotateEndpointSecret"];
         delete?: never;
@@ -670,6 +690,8 @@ export interface components {
             scope: string;
             tenant_id: string;
             region: string;
+            /** @description when (ms since the epoch) the client secret the token was obtained with was created; only a token of the current secret reads secrets */
+            secret_created_at?: number;
         };
         Jwk: {
             /** @enum {unknown} */
@@ -729,6 +751,7 @@ export interface components {
         };
         AuditEntry: {
             id: string;
+            /** @description the entry's number in its tenant's chain: 1, 2, 3, ... with no gaps (a log written before per-tenant chains keeps its older numbers) */
             seq: number;
             /** Format: date-time */
             at: string;
@@ -737,7 +760,9 @@ export interface components {
             action: string;
             subject: string;
             reason?: string | null;
+            /** @description the hash of the tenant's previous entry (64 zeros for its first) */
             prev_hash: string | null;
+            /** @description SHA-256 over the fields id, seq, at, tenant_id, actor, action, subject, reason, prev_hash (docs/operations.md) */
             hash: string;
         };
         AuditPage: {
@@ -1048,7 +1073,7 @@ export interface components {
             };
         } & components["schemas"]["WebhookBody"];
         /** @enum {unknown} */
-        ErrorCode: "INVALID_REQUEST" | "TOKEN_MISSING" | "TOKEN_INVALID" | "TOKEN_EXPIRED" | "TOKEN_REVOKED" | "SCOPE_VIOLATION" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "UNPROCESSABLE_TARGET" | "RATE_LIMITED" | "INTERNAL" | "UPSTREAM_UNAVAILABLE" | "UNAVAILABLE" | "UPSTREAM_TIMEOUT";
+        ErrorCode: "INVALID_REQUEST" | "TOKEN_MISSING" | "TOKEN_INVALID" | "TOKEN_EXPIRED" | "TOKEN_REVOKED" | "SCOPE_VIOLATION" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "ENDPOINT_LIMIT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "UNPROCESSABLE_TARGET" | "RATE_LIMITED" | "INTERNAL" | "UPSTREAM_UNAVAILABLE" | "UNAVAILABLE" | "UPSTREAM_TIMEOUT";
         /** @description RFC 9457 problem details; extension members may follow */
         Problem: {
             /** Format: uri */
@@ -1196,6 +1221,24 @@ export interface components {
             };
             content: {
                 "application/problem+json": components["schemas"]["MisdirectedProblem"];
+            };
+        };
+        /** @description CONFLICT, the request lost a race with another one that changed the same resource */
+        Conflict: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description ENDPOINT_LIMIT, the tenant has as many webhook endpoints as it may (`max_endpoints`) */
+        EndpointLimit: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
             };
         };
         /** @description UNPROCESSABLE_TARGET, the target URL is refused (scheme, loopback, private or metadata address) */
@@ -1552,7 +1595,7 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
-            /** @description a failed client authentication beyond the budget for this client id or address (temporarily_unavailable); the right secret is never refused */
+            /** @description temporarily_unavailable: the client id is over its token rate at this node (every request naming it counts, failed authentications too), or a failed client authentication is beyond the failure budget for this client id or address (a failure refused by that budget does not spend the token rate, so guessing never takes more than it from the owner) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["RetryAfter"];
@@ -1792,6 +1835,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            409: components["responses"]["EndpointLimit"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             421: components["responses"]["Misdirected"];
@@ -1984,6 +2028,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             421: components["responses"]["Misdirected"];

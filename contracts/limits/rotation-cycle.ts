@@ -6,7 +6,8 @@
  * only, and reports the periods multiplied back by the scale:
  *  - the client's secret: `GET /v1/auth/clients/{id}/secret` until two rotations were seen; the
  *    period is the second `rotated_at` minus the first, next to the scheduled one
- *    (`next_rotation_at - rotated_at`);
+ *    (`next_rotation_at - rotated_at`). A token of a rotated-out secret reads no secret (401), so
+ *    after the first rotation the rotations are the ones the `credential.rotated` events announce;
  *  - the signing keys: `GET /v1/auth/jwks` until two new keys appeared; the period is the time
  *    between their appearances;
  *  - the `credential.rotated` webhook event of each observed secret rotation, at a local target
@@ -120,10 +121,15 @@ async function watch(
           'GET /v1/auth/clients/{id}/secret answered 404 without a problem body (not implemented?)',
         );
       if (secret.status === 403) return result(check, 'fail', '-', 'the client lacks credentials:read');
-      if (secret.status === 200 && secret.body.rotated_at !== secrets[secrets.length - 1]?.rotated_at)
+      const seen = (r: Rotation) => secrets.some((s) => s.rotated_at === r.rotated_at);
+      if (secret.status === 200 && !seen(secret.body as Rotation))
         secrets.push({ rotated_at: secret.body.rotated_at, next_rotation_at: secret.body.next_rotation_at });
-      else if (secret.status !== 200 && secret.status !== 404 && secret.status !== 429 && secret.status !== 503)
+      else if (![200, 401, 404, 429, 503].includes(secret.status))
         return result(check, 'fail', `GET /v1/auth/clients/{id}/secret answered ${secret.status}`);
+      // Once rotated, this token's secret is no longer current (401): the events say when it rotates.
+      for (const a of announced)
+        if (!seen(a)) secrets.push({ rotated_at: a.rotated_at, next_rotation_at: a.next_rotation_at });
+      secrets.sort((x, y) => Date.parse(x.rotated_at) - Date.parse(y.rotated_at));
       if (jwks.status === 200 && Array.isArray(jwks.body?.keys)) {
         const kids: string[] = jwks.body.keys.map((k: { kid: string }) => k.kid);
         if (knownKids && kids.some((k) => !knownKids!.has(k))) keysAppeared.push(at);

@@ -1,9 +1,9 @@
 /**
- * Appends to the hash chain from any number of processes without forking it (docs/decisions.md,
- * "Audit chain with several writers"). Every writer uses the same Kafka transactional id, so the
- * one that initialises last fences all others: a writer that still holds its epoch knows nobody
- * else appended since it read the tail, and a fenced writer's commit fails, it re-initialises
- * (fencing the others in turn), re-reads the tail and retries.
+ * Appends to the hash chains (one per tenant, entry.ts) from any number of processes without
+ * forking them (docs/decisions.md, "Audit chain with several writers"). Every writer uses the same
+ * Kafka transactional id, so the one that initialises last fences all others: a writer that still
+ * holds its epoch knows nobody else appended since it read the tails, and a fenced writer's commit
+ * fails, it re-initialises (fencing the others in turn), re-reads the tails and retries.
  */
 import type { Kafka, Producer, Admin } from 'kafkajs';
 import type { Clock } from '../clock.ts';
@@ -12,7 +12,7 @@ import type { Logger } from '../log.ts';
 import { unavailable } from '../errors.ts';
 import { retry } from '../retry.ts';
 import { newId } from '../secrets.ts';
-import { GENESIS_HASH, sealEntry, type AuditEntry } from './entry.ts';
+import { GENESIS_HASH, sealEntry, type AuditEntry, type ChainLink } from './entry.ts';
 import type { AuditView } from './audit-view.ts';
 
 export interface AuditInput {
@@ -45,8 +45,12 @@ const CATCH_UP_MS = 10_000;
 export class AuditWriter {
   private producer: Producer | null = null;
   private admin: Admin | null = null;
-  /** The last entry of the chain, valid only while this writer's epoch is unfenced. */
-  private tail: { seq: number; hash: string } | null = null;
+  /**
+   * Whether this writer holds the chains (its epoch is unfenced and its view had read the whole
+   * log when it claimed them), and the tails of the tenants it appended to since: valid only then.
+   */
+  private claimed = false;
+  private readonly tails = new Map<string, ChainLink>();
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
 
@@ -83,14 +87,17 @@ export class AuditWriter {
     const at = new Date(clock.now()).toISOString();
     if (this.closed) throw unavailable('the audit log did not take the entry: closed');
     const once = async (): Promise<AppendedEntry> => {
-      if (!this.producer || !this.tail) await this.claim();
+      if (!this.producer || !this.claimed) await this.claim();
       // An earlier attempt may have committed before its acknowledgement was lost.
       const done = view.get(id);
       if (done) return { id, seq: done.seq, hash: done.hash };
       const { tenant_id, actor, action, subject } = input;
-      const seq = this.tail!.seq + 1;
+      // Once claimed, only this writer appends: the view, which had read the whole log then, knows
+      // each tenant's tail up to this writer's own appends, and those are in `tails`.
+      const tail = this.tails.get(tenant_id) ?? view.tenantTail(tenant_id) ?? { seq: 0, hash: GENESIS_HASH };
+      const seq = tail.seq + 1;
       const reason = input.reason ?? null;
-      const entry: AuditEntry = sealEntry({ id, seq, at, tenant_id, actor, action, subject, reason }, this.tail!.hash);
+      const entry: AuditEntry = sealEntry({ id, seq, at, tenant_id, actor, action, subject, reason }, tail.hash);
       const tx = await this.producer!.transaction();
       try {
         await tx.send({ topic, acks: -1, messages: [{ key: entry.tenant_id, value: JSON.stringify(entry) }] });
@@ -99,7 +106,7 @@ export class AuditWriter {
         await tx.abort().catch(() => {});
         throw err;
       }
-      this.tail = { seq: entry.seq, hash: entry.hash };
+      this.tails.set(tenant_id, { seq: entry.seq, hash: entry.hash });
       return { id, seq: entry.seq, hash: entry.hash };
     };
     try {
@@ -123,9 +130,9 @@ export class AuditWriter {
     }
   }
 
-  /** Becomes the writer (fencing every other one) and reads the chain's tail as of that moment. */
+  /** Becomes the writer (fencing every other one) and waits until its view read the log to its end. */
   private async claim(): Promise<void> {
-    const { kafka, transactionalId, state, view, topic } = this.deps;
+    const { kafka, transactionalId, state, topic } = this.deps;
     const producer = kafka.producer({
       transactionalId,
       idempotent: true,
@@ -151,8 +158,8 @@ export class AuditWriter {
     if (!(await state.reached(topic, 0, end, CATCH_UP_MS))) {
       throw unavailable(`the audit view did not reach offset ${end} within ${CATCH_UP_MS} ms`);
     }
-    const last = view.tail();
-    this.tail = last ? { seq: last.seq, hash: last.hash } : { seq: 0, hash: GENESIS_HASH };
+    this.tails.clear();
+    this.claimed = true;
   }
 
   private async waitVisible(id: string): Promise<void> {
@@ -166,7 +173,8 @@ export class AuditWriter {
   private async drop(): Promise<void> {
     const p = this.producer;
     this.producer = null;
-    this.tail = null;
+    this.claimed = false;
+    this.tails.clear();
     await p?.disconnect().catch(() => {});
   }
 

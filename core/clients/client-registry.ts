@@ -54,16 +54,41 @@ export class ClientRegistry implements StateView {
 
   /** The client when the secret matches one of its live secrets; every candidate is compared. */
   authenticate(clientId: string, secret: string, now: number): ClientRecord | null {
+    return this.authenticateSecret(clientId, secret, now)?.client ?? null;
+  }
+
+  /**
+   * The client and which of its secrets the presented one is (its `created_at`, carried in the
+   * token so that a secret's successor is never handed to a token of the secret it replaced).
+   */
+  authenticateSecret(
+    clientId: string,
+    secret: string,
+    now: number,
+  ): { client: ClientRecord; secretCreatedAt: number } | null {
     const rec = this.clients.get(clientId);
     const presented = hashSecret(this.masterKey, secret);
-    let ok = false;
+    let matched: StoredSecret | null = null;
     for (const s of rec?.secrets ?? []) {
       const live = s.expires_at === null || now < s.expires_at;
-      if (constantTimeEqual(s.hash, presented) && live) ok = true;
+      if (constantTimeEqual(s.hash, presented) && live) matched = s;
     }
-    if (!rec || !ok || rec.status !== 'active') return null;
-    return rec;
+    if (!rec || !matched || rec.status !== 'active') return null;
+    return { client: rec, secretCreatedAt: matched.created_at };
   }
+}
+
+/** The client's current secret: the newest one without an end (null: none is current). */
+export function currentSecret(rec: ClientRecord): StoredSecret | null {
+  let current: StoredSecret | null = null;
+  for (const s of rec.secrets)
+    if (s.expires_at === null && (current === null || s.created_at > current.created_at)) current = s;
+  return current;
+}
+
+/** A `created_at` for a client's next secret: later than every secret it has, so each names one secret. */
+export function nextSecretCreatedAt(rec: ClientRecord, now: number): number {
+  return Math.max(now, ...rec.secrets.map((s) => s.created_at + 1));
 }
 
 export interface NewClient {

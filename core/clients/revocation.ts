@@ -7,9 +7,11 @@
  *   const { record, created } = await revokeClient(ctx, { clientId, reason, actor, tenant: auth.tenantId });
  */
 import type { Context } from '../context.ts';
-import { writeState } from '../context.ts';
+import { DAY_MS, writeState } from '../context.ts';
 import { SluiceError } from '../errors.ts';
-import { newId } from '../secrets.ts';
+import { hashSecret, newId, newSecret } from '../secrets.ts';
+import { nextSecretCreatedAt } from './client-registry.ts';
+import { writeClient } from './provisioning.ts';
 import { appendAudit, appendAuditCommitted } from '../audit/audit-log.ts';
 import type { RevocationRecord } from './revocation-list.ts';
 
@@ -69,15 +71,21 @@ export async function revokeClient(
 }
 
 /**
- * Lifts a revocation (operator only). Tokens issued before the revocation would verify again once
- * the record is gone, so this waits out their lifetime unless `force` says the operator accepts that.
+ * Lifts a revocation (operator only). A client is revoked because its secret may have leaked, so
+ * it comes back with a new secret, returned here once: the record holding only the new secret is
+ * written before the revocation's tombstone, so no earlier secret (the current one, one still in
+ * its overlap, or a rotated one waiting to be fetched) ever works again. Tokens issued before the
+ * revocation would verify again once the record is gone, so this waits out their lifetime unless
+ * `force` says the operator accepts that.
  */
 export async function reenableClient(
   ctx: Context,
   input: { clientId: string; reason: string; actor: string; force?: boolean },
-): Promise<{ audit_entry_id: string; revocation: RevocationRecord }> {
+): Promise<{ audit_entry_id: string; revocation: RevocationRecord; client_secret: string }> {
   const rec = ctx.revocations.get(input.clientId);
   if (!rec) throw new SluiceError('NOT_FOUND', `client "${input.clientId}" is not revoked`);
+  const client = ctx.clients.get(rec.client_id);
+  if (!client) throw new SluiceError('NOT_FOUND', `client "${input.clientId}" no longer exists`);
   const safeAt = rec.revoked_at + (ctx.config.tokenTtlSeconds + ctx.config.clockSkewSeconds) * 1000 + 1000;
   if (!input.force && ctx.clock.now() < safeAt) {
     throw new SluiceError(
@@ -92,7 +100,22 @@ export async function reenableClient(
     actor: input.actor,
     action: 'credential.reenabled',
     subject: rec.client_id,
-    reason: input.reason,
+    reason: `${input.reason} (new secret issued; every earlier secret invalidated)`,
+  });
+  const now = ctx.clock.now();
+  const secret = newSecret('sk');
+  await writeClient(ctx, {
+    ...client,
+    secrets: [
+      {
+        hash: hashSecret(ctx.config.masterKey, secret),
+        created_at: nextSecretCreatedAt(client, now),
+        expires_at: null,
+      },
+    ],
+    pending_secret_sealed: null,
+    updated_at: Math.max(now, client.updated_at + 1),
+    rotate_at: now + ctx.config.secretRotationDays * DAY_MS,
   });
   await writeState(
     ctx,
@@ -102,5 +125,5 @@ export async function reenableClient(
     () => !ctx.revocations.get(rec.client_id),
     'revocation tombstone',
   );
-  return { audit_entry_id: audit.id, revocation: rec };
+  return { audit_entry_id: audit.id, revocation: rec, client_secret: secret };
 }

@@ -1,14 +1,17 @@
 /**
  * Client-secret rotation, one step: every active client whose `rotate_at` has come gets a new
- * secret; the old ones keep working until the grace window ends. The new secret is kept sealed on
- * the record for `GET /v1/auth/clients/{id}/secret`, and a `credential.rotated` event (without the
- * secret) tells the tenant's webhooks to fetch it.
+ * secret; the old ones keep working until the overlap (SLUICE_SECRET_GRACE_DAYS, 1 day by default)
+ * ends. The new secret is kept sealed on the record for `GET /v1/auth/clients/{id}/secret`, and a
+ * `credential.rotated` event (without the secret) tells the tenant's webhooks to fetch it. Only a
+ * token of a current secret reads it there (never one of the secret it replaces, whose thief would
+ * otherwise survive the rotation): another client of the tenant with `credentials:read-any`, or
+ * the operator (`sluice admin client-secret`), fetches it and hands it to the client.
  */
 import type { Context } from '../context.ts';
 import { DAY_MS } from '../context.ts';
 import { appendAudit } from '../audit/audit-log.ts';
 import { writeClient } from '../clients/provisioning.ts';
-import type { ClientRecord } from '../clients/client-registry.ts';
+import { nextSecretCreatedAt, type ClientRecord } from '../clients/client-registry.ts';
 import { hashSecret, newId, newSecret, seal, unseal } from '../secrets.ts';
 import type { EventRecord } from '../webhooks/records.ts';
 import { ROTATION_ACTOR } from './key-rotation.ts';
@@ -51,8 +54,11 @@ export async function rotateSecret(ctx: Context, c: ClientRecord, now: number): 
   const pending: RotatedSecret = { client_secret: secret, rotated_at: now, previous_secret_expires_at: graceEnds };
   const record: ClientRecord = {
     ...c,
-    secrets: [...kept, { hash: hashSecret(ctx.config.masterKey, secret), created_at: now, expires_at: null }],
-    updated_at: now,
+    secrets: [
+      ...kept,
+      { hash: hashSecret(ctx.config.masterKey, secret), created_at: nextSecretCreatedAt(c, now), expires_at: null },
+    ],
+    updated_at: Math.max(now, c.updated_at + 1),
     rotate_at: now + ctx.config.secretRotationDays * DAY_MS,
     pending_secret_sealed: seal(ctx.config.masterKey, JSON.stringify(pending)),
   };

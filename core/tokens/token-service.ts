@@ -23,6 +23,12 @@ export interface AccessClaims {
   scope: string;
   tenant_id: string;
   region: string;
+  /**
+   * `created_at` (ms) of the client secret the token was obtained with. Only a token of the
+   * client's current secret reads secrets (ingress/routes/clients.ts): absent, or naming a secret
+   * since rotated out, it reads none.
+   */
+  secret_created_at?: number;
 }
 
 export interface VerifiedToken {
@@ -57,8 +63,11 @@ export class TokenService {
     private readonly opts: TokenServiceOptions,
   ) {}
 
-  /** Mints a token for an authenticated client; `requested` must be a subset of its scopes. */
-  issue(client: ClientRecord, requested: string | undefined): IssuedToken {
+  /**
+   * Mints a token for an authenticated client; `requested` must be a subset of its scopes.
+   * `secretCreatedAt` names the secret it authenticated with (see `AccessClaims.secret_created_at`).
+   */
+  issue(client: ClientRecord, requested: string | undefined, secretCreatedAt?: number): IssuedToken {
     let scopes = client.scopes;
     if (requested !== undefined) {
       const asked = parseScopeString(requested);
@@ -85,6 +94,7 @@ export class TokenService {
       scope,
       tenant_id: client.tenant_id,
       region: client.region,
+      ...(secretCreatedAt === undefined ? {} : { secret_created_at: secretCreatedAt }),
     };
     return {
       access_token: signJws(claims as unknown as Record<string, unknown>, signer.kid, signer.key),

@@ -43,6 +43,8 @@ export class EndpointRegistry implements StoredView {
   touched = 0;
   /** Called after every change (the dispatcher releases held deliveries when one turns ACTIVE). */
   readonly listeners = new Set<(id: string, rec: EndpointRecord | null) => void>();
+  /** Writes of this process waiting to learn their fate: write_id → applied (true), refused (false), not read yet. */
+  private readonly awaited = new Map<string, boolean | undefined>();
 
   constructor(
     readonly topic: string,
@@ -56,10 +58,19 @@ export class EndpointRegistry implements StoredView {
     this.states = store.table('endpoints.states');
   }
 
-  /** Runs inside the state consumer's store transaction. */
+  /**
+   * Runs inside the state consumer's store transaction. A record made from an older version than
+   * the one held is refused (compare-and-set, see `follows`): every node reads the topic in the same
+   * order, so every node keeps the same record and refuses the same ones.
+   */
   apply(r: StateRecord): void {
     const rec = parseJson<EndpointRecord>(r.value);
     const old = this.records.get(r.key);
+    if (rec && old && !follows(old, rec)) {
+      this.settle(rec.write_id, false);
+      return;
+    }
+    this.settle(rec?.write_id, true);
     if (old) this.unindex(old);
     if (rec) {
       this.index(rec);
@@ -68,6 +79,35 @@ export class EndpointRegistry implements StoredView {
     this.cache.delete(r.key);
     this.matches.clear();
     for (const l of this.listeners) l(r.key, rec);
+  }
+
+  /**
+   * Announces that the view will say whether the write `writeId` was applied or refused: call
+   * before sending it, then read `settled` (after the view has read it) and `forget` it.
+   */
+  expect(writeId: string): void {
+    this.awaited.set(writeId, undefined);
+  }
+
+  /** True: the write was applied; false: refused (made from an older version); undefined: not read yet. */
+  settled(writeId: string): boolean | undefined {
+    return this.awaited.get(writeId);
+  }
+
+  forget(writeId: string): void {
+    this.awaited.delete(writeId);
+  }
+
+  private settle(writeId: string | undefined, applied: boolean): void {
+    if (writeId !== undefined && this.awaited.has(writeId)) this.awaited.set(writeId, applied);
+  }
+
+  /** How many endpoints the tenant has, counting no further than `upTo` (reads at most that many index keys). */
+  countTenant(tenantId: string, upTo: number): number {
+    let n = 0;
+    for (const _ of this.order.getKeys({ start: [tenantId], end: [tenantId, Number.POSITIVE_INFINITY], limit: upTo }))
+      n++;
+    return n;
   }
 
   private index(rec: EndpointRecord): void {
@@ -162,6 +202,17 @@ export class EndpointRegistry implements StoredView {
     c.previous ??= unseal(this.masterKey, sealed);
     return { current, previous: c.previous };
   }
+}
+
+/**
+ * Whether `rec` may replace `old`: it was made from `old`'s version (one more), or it is `old`
+ * itself sent again (a producer's re-send). Records without a version (written before versions,
+ * or by hand) replace and are replaced as before: the last write wins.
+ */
+export function follows(old: EndpointRecord, rec: EndpointRecord): boolean {
+  if (rec.version === undefined || old.version === undefined) return true;
+  if (rec.version === old.version + 1) return true;
+  return rec.version === old.version && rec.write_id === old.write_id;
 }
 
 function currentSecret(c: Cached, masterKey: Buffer): string {

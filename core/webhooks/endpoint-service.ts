@@ -2,14 +2,24 @@
  * The lifecycle of a webhook endpoint: register (audit, record, ping, state), verify again (which
  * also re-enables a DISABLED one), rotate its secret, disable it (its receiver answered 410, or
  * failed every attempt for days), delete.
- * Every write goes to `sluice.endpoints` and returns once this node's view shows it, so a caller
+ * Every write goes to `sluice.endpoints` and returns once this node's view has read it, so a caller
  * that reads right after its write sees it.
+ *
+ * Writes of one endpoint are a read-modify-write by compare-and-set (`commit`): the record goes out
+ * one version above the one it was made from, and every view applies it only on top of that
+ * version (EndpointRegistry.apply), so a write from another node that got there first is never
+ * overwritten; the refused write is made again from the newer record (or, for a secret rotation
+ * that another rotation beat, answered 409 CONFLICT). Within a process the writes of one endpoint
+ * also run one at a time (`serialised`), each reading the record its predecessor wrote, so they
+ * never refuse each other. Creations in one tenant run one at a time too, so the tenant's endpoint
+ * count checked against SLUICE_MAX_ENDPOINTS_PER_TENANT is exact within a node.
  *
  *   const { record, secret, ping } = await createEndpoint(ctx, { tenant_id, actor, url, events, metadata: null });
  */
+import { createHmac, randomUUID } from 'node:crypto';
 import { appendAudit } from '../audit/audit-log.ts';
-import { writeState, type Context } from '../context.ts';
-import { SluiceError } from '../errors.ts';
+import { waitFor, writeState, type Context } from '../context.ts';
+import { SluiceError, unavailable } from '../errors.ts';
 import { newId, seal } from '../secrets.ts';
 import type { AttemptOutcome } from './attempt.ts';
 import { sendPing } from './ping.ts';
@@ -86,30 +96,43 @@ export async function createEndpoint(ctx: Context, input: NewEndpoint): Promise<
     // the endpoint is registered PENDING, and every ping and delivery checks the target again.
     if (!(err instanceof SluiceError && err.extra.reason === 'unresolvable')) throw err;
   }
-  const now = ctx.clock.now();
   const secret = newEndpointSecret();
-  const record: EndpointRecord = {
-    id: newId('ep'),
-    tenant_id: input.tenant_id,
-    url: input.url,
-    events: input.events,
-    metadata: input.metadata,
-    secret_sealed: seal(ctx.config.masterKey, secret),
-    state: 'PENDING',
-    created_at: now,
-    updated_at: now,
-    verified_at: null,
-  };
-  // The audit entry comes first: the log never misses an endpoint that exists.
-  await appendAudit(ctx, {
-    tenant_id: record.tenant_id,
-    actor: input.actor,
-    action: 'endpoint.created',
-    subject: record.id,
+  const id = newId('ep');
+  // One creation of the tenant's at a time in this process: the count below includes every
+  // endpoint created before, so concurrent requests cannot all pass the limit together.
+  const record = await serialised(ctx, `tenant ${input.tenant_id}`, async () => {
+    const limit = ctx.config.maxEndpointsPerTenant;
+    if (ctx.endpoints.countTenant(input.tenant_id, limit) >= limit) throw endpointLimit(limit);
+    const now = ctx.clock.now();
+    // The audit entry comes first: the log never misses an endpoint that exists.
+    await appendAudit(ctx, { tenant_id: input.tenant_id, actor: input.actor, action: 'endpoint.created', subject: id });
+    const created = await writeVersion(ctx, undefined, {
+      id,
+      tenant_id: input.tenant_id,
+      url: input.url,
+      events: input.events,
+      metadata: input.metadata,
+      secret_sealed: seal(ctx.config.masterKey, secret),
+      state: 'PENDING',
+      created_at: now,
+      updated_at: now,
+      verified_at: null,
+    });
+    // A new id has no record to lose to: only a view that could not apply it gets here.
+    if (!created) throw unavailable(`webhook endpoint ${id} was not applied; retry`);
+    return created;
   });
-  await writeEndpoint(ctx, record);
   const ping = await sendPing(record, secret, { ...guard, nowMs: ctx.clock.now() });
   return { record: ping.ok ? await markVerified(ctx, record.id) : record, secret, ping };
+}
+
+/** 409 ENDPOINT_LIMIT: the tenant has as many endpoints as it may. */
+function endpointLimit(limit: number): SluiceError {
+  return new SluiceError(
+    'ENDPOINT_LIMIT',
+    `this tenant already has ${limit} webhook endpoints, the most allowed; delete one before registering another`,
+    { max_endpoints: limit },
+  );
 }
 
 /**
@@ -122,16 +145,7 @@ export async function verifyEndpoint(ctx: Context, rec: EndpointRecord, actor: s
   if (secrets === undefined) throw notFound(rec.id);
   const ping = await sendPing(rec, secrets, { ...targetGuardOptions(ctx), nowMs: ctx.clock.now() });
   if (!ping.ok) return { record: ctx.endpoints.get(rec.id) ?? rec, ping };
-  if (ctx.endpoints.get(rec.id)?.state === 'DISABLED') {
-    await appendAudit(ctx, {
-      tenant_id: rec.tenant_id,
-      actor,
-      action: 'endpoint.enabled',
-      subject: rec.id,
-      reason: 'verified again',
-    });
-  }
-  return { record: await markVerified(ctx, rec.id), ping };
+  return { record: await markVerified(ctx, rec.id, actor), ping };
 }
 
 export const MAX_SECRET_OVERLAP_MS = 7 * 24 * 3600_000;
@@ -146,27 +160,59 @@ export async function rotateSecret(
   actor: string,
   overlapMs: number,
 ): Promise<{ record: EndpointRecord; secret: string }> {
-  const old = ctx.endpoints.secret(rec.id);
-  const current = ctx.endpoints.get(rec.id);
-  if (old === undefined || !current) throw notFound(rec.id);
-  await appendAudit(ctx, {
-    tenant_id: rec.tenant_id,
-    actor,
-    action: 'endpoint.secret_rotated',
-    subject: rec.id,
-    reason: `previous secret signs for ${Math.round(overlapMs / 1000)} s more`,
-  });
-  const now = ctx.clock.now();
-  const secret = newEndpointSecret();
-  const next: EndpointRecord = {
-    ...current,
-    secret_sealed: seal(ctx.config.masterKey, secret),
-    previous_secret_sealed: overlapMs > 0 ? current.secret_sealed : null,
-    previous_secret_until: overlapMs > 0 ? now + overlapMs : null,
-    updated_at: Math.max(now, current.updated_at + 1),
+  // `rec` is the endpoint as the request found it: the rotation replaces that secret or none. A
+  // rotation that another one (of this node or another) beat would drop the winner's secret at
+  // once (two secrets sign at most) after the winner's caller was told it signs: 409 instead.
+  const replaces = rec.secret_sealed;
+  const unchanged = (cur: EndpointRecord) => {
+    if (cur.secret_sealed !== replaces) throw rotationConflict(rec.id);
   };
-  await writeEndpoint(ctx, next);
-  return { record: next, secret };
+  return serialised(ctx, rec.id, async () => {
+    const current = ctx.endpoints.get(rec.id);
+    if (!current) throw notFound(rec.id);
+    unchanged(current);
+    await appendAudit(ctx, {
+      tenant_id: rec.tenant_id,
+      actor,
+      action: 'endpoint.secret_rotated',
+      subject: rec.id,
+      reason: `previous secret signs for ${Math.round(overlapMs / 1000)} s more`,
+    });
+    const secret = newEndpointSecret();
+    const sealed = seal(ctx.config.masterKey, secret);
+    const record = await commit(ctx, rec.id, (cur) => {
+      unchanged(cur);
+      const now = ctx.clock.now();
+      return {
+        ...cur,
+        secret_sealed: sealed,
+        previous_secret_sealed: overlapMs > 0 ? cur.secret_sealed : null,
+        previous_secret_until: overlapMs > 0 ? now + overlapMs : null,
+        updated_at: Math.max(now, cur.updated_at + 1),
+      };
+    }).catch(async (err: unknown) => {
+      // Another node's rotation won after this one was audited: the log says it came to nothing.
+      if (err instanceof SluiceError && err.code === 'CONFLICT')
+        await appendAudit(ctx, {
+          tenant_id: rec.tenant_id,
+          actor,
+          action: 'endpoint.secret_rotation_refused',
+          subject: rec.id,
+          reason: 'another rotation of the endpoint was applied first; this one changed nothing (409)',
+        });
+      throw err;
+    });
+    if (!record) throw notFound(rec.id);
+    return { record, secret };
+  });
+}
+
+function rotationConflict(id: string): SluiceError {
+  return new SluiceError(
+    'CONFLICT',
+    `the secret of webhook endpoint ${id} was rotated by another request since this one read it; ` +
+      'that rotation stands and its secret signs. Rotate again to replace it',
+  );
 }
 
 /** Who disables endpoints on their receivers' answers (the audit log's actor). */
@@ -185,26 +231,53 @@ export async function disableEndpoint(
   reason: string,
   actor = DISPATCHER_ACTOR,
 ): Promise<EndpointRecord | undefined> {
-  const current = ctx.endpoints.get(id);
-  if (!current || current.state === 'DISABLED') return current;
-  await appendAudit(ctx, { tenant_id: current.tenant_id, actor, action: 'endpoint.disabled', subject: id, reason });
-  const now = ctx.clock.now();
-  const next: EndpointRecord = {
-    ...current,
-    state: 'DISABLED',
-    disabled_reason: reason,
-    disabled_at: now,
-    failing_since: null,
-    updated_at: Math.max(now, current.updated_at + 1),
-  };
-  await writeEndpoint(ctx, next);
-  await publishEvent(ctx, {
-    tenant_id: current.tenant_id,
-    type: 'endpoint.disabled',
-    id: `endpoint.disabled:${id}:${current.verified_at ?? current.created_at}`,
-    data: { endpoint_id: id, url: current.url, reason, disabled_at: new Date(now).toISOString() },
+  const done = await serialised(ctx, id, async () => {
+    const current = ctx.endpoints.get(id);
+    if (!current || current.state === 'DISABLED') return { record: current, from: undefined };
+    await appendAudit(ctx, { tenant_id: current.tenant_id, actor, action: 'endpoint.disabled', subject: id, reason });
+    let from: EndpointRecord | undefined;
+    const record = await commit(ctx, id, (cur) => {
+      from = cur.state === 'DISABLED' ? undefined : cur;
+      if (!from) return null; // another node disabled it first: it sends the event
+      const now = ctx.clock.now();
+      return {
+        ...cur,
+        state: 'DISABLED',
+        disabled_reason: reason,
+        disabled_at: now,
+        failing_since: null,
+        updated_at: Math.max(now, cur.updated_at + 1),
+      };
+    });
+    return { record, from };
   });
-  return next;
+  const { record, from } = done;
+  if (!record || !from) return record;
+  await publishEvent(ctx, {
+    tenant_id: from.tenant_id,
+    type: 'endpoint.disabled',
+    id: sluiceEventId(ctx, `endpoint.disabled:${id}:${from.verified_at ?? from.created_at}`),
+    // Sluice's own namespace: no publisher can claim this id first and so suppress the event.
+    origin: 'sluice',
+    data: {
+      endpoint_id: id,
+      url: from.url,
+      reason,
+      disabled_at: new Date(record.disabled_at ?? ctx.clock.now()).toISOString(),
+    },
+  });
+  return record;
+}
+
+/**
+ * The id of one of Sluice's own events, derived from what makes it unique (so that two writers of
+ * the same event publish it once): `evt_` and 24 hex digits like every generated id, keyed with the
+ * master key, so a publisher cannot know it in advance and send an event of its own under it (a
+ * receiver deduplicating on the id would drop Sluice's).
+ */
+export function sluiceEventId(ctx: Context, derivedFrom: string): string {
+  const mac = createHmac('sha256', ctx.config.masterKey).update(`sluice-event-id\0${derivedFrom}`);
+  return `evt_${mac.digest('hex').slice(0, 24)}`;
 }
 
 /**
@@ -213,57 +286,164 @@ export async function disableEndpoint(
  * dispatcher/health.ts): a checkpoint once an outage has lasted, a clear once it ends.
  */
 export async function recordFailingSince(ctx: Context, id: string, since: number | null): Promise<void> {
-  const current = ctx.endpoints.get(id);
-  if (current?.state !== 'ACTIVE' || (current.failing_since ?? null) === since) return;
-  // Read-modify-write of the latest record this view holds: only the health field changes.
-  await writeEndpoint(ctx, {
-    ...current,
-    failing_since: since,
-    updated_at: Math.max(ctx.clock.now(), current.updated_at + 1),
-  });
+  const unchanged = (cur: EndpointRecord | undefined) =>
+    cur?.state !== 'ACTIVE' || (cur.failing_since ?? null) === since;
+  if (unchanged(ctx.endpoints.get(id))) return;
+  // Read-modify-write of the latest record: only the health field changes.
+  await serialised(ctx, id, () =>
+    commit(ctx, id, (cur) =>
+      unchanged(cur)
+        ? null
+        : { ...cur, failing_since: since, updated_at: Math.max(ctx.clock.now(), cur.updated_at + 1) },
+    ),
+  );
 }
 
 export async function deleteEndpoint(ctx: Context, rec: EndpointRecord, actor: string): Promise<void> {
-  await appendAudit(ctx, { tenant_id: rec.tenant_id, actor, action: 'endpoint.deleted', subject: rec.id });
-  await writeState(
-    ctx,
-    ctx.topics.endpoints,
-    rec.id,
-    null,
-    () => ctx.endpoints.get(rec.id) === undefined,
-    'endpoint tombstone',
-  );
+  await serialised(ctx, rec.id, async () => {
+    await appendAudit(ctx, { tenant_id: rec.tenant_id, actor, action: 'endpoint.deleted', subject: rec.id });
+    await writeState(
+      ctx,
+      ctx.topics.endpoints,
+      rec.id,
+      null,
+      () => ctx.endpoints.get(rec.id) === undefined,
+      'endpoint tombstone',
+    );
+  });
 }
 
-async function markVerified(ctx: Context, id: string): Promise<EndpointRecord> {
-  // Read the current record again: a delete while the ping was out must not be undone.
+/**
+ * Makes the endpoint ACTIVE after a 2xx ping (a DISABLED one too: audited `endpoint.enabled`).
+ * Reads the current record under the endpoint's queue: a delete while the ping was out is not undone.
+ */
+async function markVerified(ctx: Context, id: string, actor?: string): Promise<EndpointRecord> {
+  const record = await serialised(ctx, id, async () => {
+    const current = ctx.endpoints.get(id);
+    if (!current) throw notFound(id);
+    if (current.state === 'DISABLED' && actor !== undefined)
+      await appendAudit(ctx, {
+        tenant_id: current.tenant_id,
+        actor,
+        action: 'endpoint.enabled',
+        subject: id,
+        reason: 'verified again',
+      });
+    return commit(ctx, id, (cur) => {
+      const now = ctx.clock.now();
+      return {
+        ...cur,
+        state: 'ACTIVE',
+        verified_at: now,
+        failing_since: null,
+        disabled_reason: null,
+        disabled_at: null,
+        updated_at: Math.max(now, cur.updated_at + 1),
+      };
+    });
+  });
+  if (!record) throw notFound(id);
+  return record;
+}
+
+/** This process's queues of work per endpoint (and per tenant, for creations): see `serialised`. */
+const queues = new WeakMap<Context, Map<string, Promise<void>>>();
+
+/**
+ * Runs `work` once the work queued before it under `key` has finished (succeeded or failed), so
+ * the writes of one endpoint in this process run one at a time, each reading the record the one
+ * before it left in the view. Per context: two nodes in one process are two writers, as in two.
+ */
+export function serialised<T>(ctx: Context, key: string, work: () => Promise<T>): Promise<T> {
+  const byKey = queues.get(ctx) ?? new Map<string, Promise<void>>();
+  queues.set(ctx, byKey);
+  const run = (byKey.get(key) ?? Promise.resolve()).then(work);
+  const settled = run.then(
+    () => {},
+    () => {},
+  );
+  byKey.set(key, settled);
+  void settled.then(() => {
+    if (byKey.get(key) === settled) byKey.delete(key);
+  });
+  return run;
+}
+
+/**
+ * How long a write that other nodes' writes keep beating is made again before it answers 503 (real
+ * time). Each node writes an endpoint one write at a time, so another node's run of writes ends.
+ */
+export const COMMIT_TIMEOUT_MS = 10_000;
+
+/**
+ * Read-modify-write of one endpoint by compare-and-set: `change` makes the next record from the
+ * one the view holds (null: nothing to write; it may throw, e.g. 409), which goes out one version
+ * above it. When another node's write of the same version was applied first, ours is refused by
+ * every view, and `change` runs again on the newer record. Answers the record written, the current
+ * one when `change` wrote nothing, or undefined when the endpoint is gone. Call it under the
+ * endpoint's queue (`serialised`): this process then never races itself.
+ */
+async function commit(
+  ctx: Context,
+  id: string,
+  change: (current: EndpointRecord) => EndpointRecord | null,
+): Promise<EndpointRecord | undefined> {
+  let refused = false;
+  const deadline = Date.now() + COMMIT_TIMEOUT_MS;
+  try {
+    for (let round = 1; ; round++) {
+      const current = ctx.endpoints.get(id);
+      if (!current) return undefined;
+      const next = change(current);
+      if (next === null) return current;
+      const written = await writeVersion(ctx, current, next);
+      if (written) {
+        refused = false;
+        return written;
+      }
+      refused = true;
+      if (Date.now() >= deadline)
+        throw unavailable(`webhook endpoint ${id} is being written by other nodes at once; retry shortly`);
+      // A moment's random pause: two nodes that keep sending at the same instant stop tying.
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * Math.min(round, 10)));
+    }
+  } finally {
+    if (refused) await resendCurrent(ctx, id);
+  }
+}
+
+/**
+ * Sends `next` one version above `base` (undefined: a new endpoint, version 1) and waits until this
+ * node's view has read it: answers the record as written when the view applied it, null when the
+ * view refused it (another write of that version got there first). Never waits for the record to
+ * still be there: a later write may already have replaced it.
+ */
+async function writeVersion(
+  ctx: Context,
+  base: EndpointRecord | undefined,
+  next: EndpointRecord,
+): Promise<EndpointRecord | null> {
+  const rec: EndpointRecord = { ...next, version: (base?.version ?? 0) + 1, write_id: randomUUID() };
+  const writeId = rec.write_id!;
+  ctx.endpoints.expect(writeId);
+  try {
+    await ctx.producer.sendJson(ctx.topics.endpoints, rec.id, rec);
+    await waitFor(ctx.changes, () => ctx.endpoints.settled(writeId) !== undefined, 10_000, 'endpoint record');
+    return ctx.endpoints.settled(writeId) ? rec : null;
+  } finally {
+    ctx.endpoints.forget(writeId);
+  }
+}
+
+/**
+ * After a refused write, sends the record every view applied again, unchanged (the same version and
+ * write id: views take it as a re-send). The topic is compacted, and compaction keeps only a key's
+ * last record: a view rebuilt from scratch must not find a refused one there and start from it.
+ * Best effort (a crash before it leaves that until the endpoint's next write).
+ */
+async function resendCurrent(ctx: Context, id: string): Promise<void> {
   const current = ctx.endpoints.get(id);
-  if (!current) throw notFound(id);
-  const now = ctx.clock.now();
-  const next: EndpointRecord = {
-    ...current,
-    state: 'ACTIVE',
-    verified_at: now,
-    failing_since: null,
-    disabled_reason: null,
-    disabled_at: null,
-    updated_at: Math.max(now, current.updated_at + 1),
-  };
-  await writeEndpoint(ctx, next);
-  return next;
-}
-
-/** Writes a record and waits until this node's view holds exactly it. */
-export async function writeEndpoint(ctx: Context, rec: EndpointRecord): Promise<void> {
-  const written = JSON.stringify(rec);
-  await writeState(
-    ctx,
-    ctx.topics.endpoints,
-    rec.id,
-    rec,
-    () => JSON.stringify(ctx.endpoints.get(rec.id)) === written,
-    'endpoint record',
-  );
+  if (current) await ctx.producer.sendJson(ctx.topics.endpoints, id, current).catch(() => {});
 }
 
 function notFound(id: string): SluiceError {

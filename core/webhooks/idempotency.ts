@@ -26,8 +26,19 @@ export interface EventIdClaim {
   claimed_at: number; // ms
 }
 
-export function eventIdKey(tenantId: string, eventId: string): string {
-  return `${KEY_PREFIX}${tenantId}:${eventId}`;
+/**
+ * Whose namespace an event id is in: a tenant's publishes name ids in the tenant's; Sluice's own
+ * events (`endpoint.disabled`) have one of their own, so no publisher can claim their ids first.
+ */
+export type EventIdOrigin = 'tenant' | 'sluice';
+
+/**
+ * `evt:<tenant>:<id>` for a tenant's id, `evt:!sluice:<tenant>:<id>` for Sluice's own. A tenant id
+ * never holds `!` (TENANT_PATTERN), so the segment after `evt:` of a tenant's key is never
+ * `!sluice`: whatever id a tenant names, its key is never one of Sluice's.
+ */
+export function eventIdKey(tenantId: string, eventId: string, origin: EventIdOrigin = 'tenant'): string {
+  return origin === 'sluice' ? `${KEY_PREFIX}!sluice:${tenantId}:${eventId}` : `${KEY_PREFIX}${tenantId}:${eventId}`;
 }
 
 export class EventIdView implements StateView {

@@ -12,7 +12,7 @@ import { SluiceError, unavailable } from '../errors.ts';
 import { newId } from '../secrets.ts';
 import type { EventRecord } from './records.ts';
 import { producing } from '../tracing.ts';
-import { eventIdKey, STALE_CLAIM_MS, type EventIdClaim } from './idempotency.ts';
+import { eventIdKey, STALE_CLAIM_MS, type EventIdClaim, type EventIdOrigin } from './idempotency.ts';
 
 /**
  * How long a publish waits for Kafka's acknowledgement before it answers 503: while the cluster
@@ -26,6 +26,8 @@ export interface PublishInput {
   type: string;
   data: unknown;
   id?: string;
+  /** Whose namespace `id` is in: the tenant's (default), or Sluice's own, which no tenant's id reaches. */
+  origin?: EventIdOrigin;
 }
 
 export interface Published {
@@ -44,7 +46,7 @@ export async function publishEvent(ctx: Context, input: PublishInput): Promise<P
     return { id, matched_endpoints: matched, repeated: false };
   }
   const view = ctx.eventIds;
-  const key = eventIdKey(input.tenant_id, input.id);
+  const key = eventIdKey(input.tenant_id, input.id, input.origin);
   const answer = (w: EventIdClaim): Published => ({
     id: input.id!,
     matched_endpoints: w.matched_endpoints,

@@ -33,6 +33,14 @@ export interface EndpointRecord {
   /** Why and when it became DISABLED. */
   disabled_reason?: string | null;
   disabled_at?: number | null; // ms
+  /**
+   * One more than the version of the record this one was made from (1: created). The view applies
+   * a record only on top of the version it was made from (compare-and-set, EndpointRegistry.apply);
+   * absent from records written before versions, which apply as they did (last write wins).
+   */
+  version?: number;
+  /** A nonce per write: how its writer learns whether the view applied its record or refused it. */
+  write_id?: string;
 }
 
 /** `sluice.events`, key = tenant_id: an event published for a tenant. */

@@ -39,7 +39,13 @@ function param(body: Record<string, unknown>, name: string): string | undefined 
 
 export function authRoutes(ctx: Context, metrics: Metrics): Route[] {
   const issuer = ctx.config.issuer;
-  const failures = new RateLimiter(ctx.config.authFailureRate, ctx.config.authFailureBurst);
+  const now = () => ctx.clock.now();
+  const failures = new RateLimiter(ctx.config.authFailureRate, ctx.config.authFailureBurst, 100_000, now);
+  // Token requests per known client id, granted or refused alike: one client cannot mint
+  // thousands of tokens a second, and a guesser's attempts on a client id count here too. Made-up
+  // ids get no bucket of their own (the failure budget, per id and per address, limits them).
+  const issuance = new RateLimiter(ctx.config.tokenRatePerMinute / 60, ctx.config.tokenRateBurst, 100_000, now);
+  const overIssuance = (clientId: string) => (ctx.clients.get(clientId) === undefined ? null : issuance.take(clientId));
   const token = (req: AppRequest) => {
     const body = req.body;
     if (typeof body !== 'object' || body === null || Array.isArray(body))
@@ -73,18 +79,26 @@ export function authRoutes(ctx: Context, metrics: Metrics): Route[] {
     if (staleMs > ctx.config.kafkaStaleMs) {
       throw unavailable(`this node has not heard from Kafka for ${staleMs} ms and issues no tokens (fail closed)`);
     }
-    const client = ctx.clients.authenticate(creds.clientId, creds.clientSecret, ctx.clock.now());
-    if (!client || ctx.revocations.get(client.client_id)) {
+    const authenticated = ctx.clients.authenticateSecret(creds.clientId, creds.clientSecret, ctx.clock.now());
+    if (!authenticated || ctx.revocations.get(authenticated.client.client_id)) {
       // Failures beyond a budget per client id and per address answer 429: a guesser is slowed
-      // down, while the right secret always works (a lockout would let anyone who knows a
-      // client id lock its owner out; 256-bit secrets need no lockout to resist guessing).
+      // down. A failure the budget lets through also counts against the client id's token rate,
+      // so guessing is bounded by that rate even with the failure budget off; one it refuses does
+      // not, so a guesser takes at most the failure rate from the owner's token rate, and the
+      // right secret keeps working (a lockout would let anyone who knows a client id lock its
+      // owner out; 256-bit secrets need no lockout to resist guessing).
       const waits = [failures.take(`id:${creds.clientId}`), failures.take(`ip:${req.remoteAddress}`)].filter(
         (w): w is number => w !== null,
       );
       if (waits.length > 0) throw rateLimited(Math.max(...waits), 'too many failed client authentications');
+      const wait = overIssuance(creds.clientId);
+      if (wait !== null) throw rateLimited(wait, 'too many token requests for this client');
       throw new OAuthError('invalid_client', 'client authentication failed');
     }
-    const issued = ctx.tokens.issue(client, scope);
+    const { client, secretCreatedAt } = authenticated;
+    const wait = overIssuance(client.client_id);
+    if (wait !== null) throw rateLimited(wait, 'this client is over its token rate at this node');
+    const issued = ctx.tokens.issue(client, scope, secretCreatedAt);
     metrics.tokensIssued.inc();
     return json(200, issued, NO_STORE);
   };

@@ -3,9 +3,16 @@
  * with `credentials:read`. Reading another client's needs `credentials:read-any` as well, is
  * refused when that client holds a scope the caller's token does not (no one mints a token
  * stronger than their own this way), and is written to the audit log before it is answered.
+ *
+ * Either way the caller's token must have been obtained with the caller's *current* secret: a
+ * secret rotated out (still valid for its overlap) or a token minted with it never reads a
+ * secret, so whoever stole it does not outlive the rotation by fetching the successor. The new
+ * secret reaches its client through another client of the tenant with `credentials:read-any`
+ * or the operator (`sluice admin client-secret`), see docs/operations.md.
  */
 import { appendAudit } from '../../core/audit/audit-log.ts';
 import type { Context } from '../../core/context.ts';
+import { currentSecret } from '../../core/clients/client-registry.ts';
 import { SluiceError } from '../../core/errors.ts';
 import { openRotatedSecret } from '../../core/rotation/secret-rotation.ts';
 import type { VerifiedToken } from '../../core/tokens/token-service.ts';
@@ -25,6 +32,18 @@ function refuse(auth: VerifiedToken, missing: string, detail: string): SluiceErr
   );
 }
 
+/** A token that reads no secret: obtained with a secret since rotated out (or naming none). */
+function superseded(): SluiceError {
+  return new SluiceError(
+    'TOKEN_INVALID',
+    "this token was not obtained with its client's current secret (the secret was rotated or replaced " +
+      'since): only a token of the current secret reads secrets. A rotated secret reaches its client ' +
+      'through a client of the tenant with credentials:read-any, or the operator',
+    {},
+    { challenge: { error: 'invalid_token', description: 'superseded secret' } },
+  );
+}
+
 export function clientRoutes(ctx: Context): Route[] {
   return [
     {
@@ -34,6 +53,9 @@ export function clientRoutes(ctx: Context): Route[] {
       body: 'none',
       async handler(req) {
         const auth = req.auth!;
+        const caller = ctx.clients.get(auth.claims.client_id);
+        const current = caller ? currentSecret(caller) : null;
+        if (!current || auth.claims.secret_created_at !== current.created_at) throw superseded();
         const c = ctx.clients.get(req.params.id);
         if (!c || c.tenant_id !== auth.claims.tenant_id)
           throw new SluiceError('NOT_FOUND', `no client "${req.params.id}" in this tenant`);
@@ -59,7 +81,8 @@ export function clientRoutes(ctx: Context): Route[] {
         if (!rotated)
           throw new SluiceError(
             'NOT_FOUND',
-            `client "${c.client_id}" has not been rotated yet: its secret is the one shown at creation`,
+            `client "${c.client_id}" has no secret to hand out: its secret is the one shown when it was ` +
+              'created or re-enabled, until the service rotates it',
           );
         if (!own)
           await appendAudit(ctx, {

@@ -3,6 +3,7 @@
  * create (answers once the ping's outcome is known), list, get, delete, verify again (which also
  * re-enables a DISABLED endpoint), rotate the secret.
  * A tenant never sees another tenant's endpoints: those are 404, not 403.
+ * Verify pings the target, so it is rate limited per endpoint at each node (429 with Retry-After).
  */
 import type { Context } from '../../core/context.ts';
 import { SluiceError } from '../../core/errors.ts';
@@ -18,6 +19,16 @@ import {
 } from '../../core/webhooks/endpoint-service.ts';
 import { json, type AppRequest, type Reply, type Route } from '../types.ts';
 import { pageOf, readCursor } from '../../core/paging.ts';
+import { RateLimiter } from '../../core/rate-limit.ts';
+import { rateLimited } from '../pipeline.ts';
+
+/**
+ * Verifications of one endpoint at one node: this many at once, then one more every
+ * VERIFY_EVERY_SECONDS. Each sends a ping to the target: without a limit, verify would let a
+ * caller aim any number of signed POSTs at a URL through Sluice.
+ */
+export const VERIFY_BURST = 3;
+export const VERIFY_EVERY_SECONDS = 5;
 
 /** A registration the contract's EndpointCreate admitted. */
 type Create = Omit<NewEndpoint, 'tenant_id' | 'actor' | 'metadata'> & { metadata?: Record<string, unknown> | null };
@@ -41,6 +52,7 @@ function pingHeaders(ping: AttemptOutcome): Record<string, string> {
 
 export function webhookEndpointRoutes(ctx: Context): Route[] {
   const view = (rec: EndpointRecord) => endpointView(rec, ctx.clock.now());
+  const verifies = new RateLimiter(1 / VERIFY_EVERY_SECONDS, VERIFY_BURST);
   const find = (req: AppRequest): EndpointRecord => {
     const rec = ctx.endpoints.forTenant(req.params.id, req.auth!.claims.tenant_id);
     if (!rec) throw new SluiceError('NOT_FOUND', `no webhook endpoint ${req.params.id}`);
@@ -78,7 +90,14 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
   };
 
   const verify = async (req: AppRequest): Promise<Reply> => {
-    const { record, ping } = await verifyEndpoint(ctx, find(req), req.auth!.claims.client_id);
+    const rec = find(req);
+    const wait = verifies.take(rec.id);
+    if (wait !== null)
+      throw rateLimited(
+        wait,
+        `endpoint ${rec.id} was verified ${VERIFY_BURST} times lately (one more every ${VERIFY_EVERY_SECONDS} s)`,
+      );
+    const { record, ping } = await verifyEndpoint(ctx, rec, req.auth!.claims.client_id);
     return json(200, view(record), pingHeaders(ping));
   };
 

@@ -77,6 +77,7 @@ const node = await startTestNode({
   SLUICE_RATE_LIMIT_PER_CLIENT: '10000000',
   SLUICE_RATE_LIMIT_BURST: '100000000',
   SLUICE_AUTH_FAILURE_RATE: '1000000',
+  SLUICE_TOKEN_RATE_PER_MINUTE: '0',
   SLUICE_AUTH_FAILURE_BURST: '1000000',
   // One family with an upstream (its 502s are defects), two without (their 502s are documented).
   SLUICE_UPSTREAM_TELEMETRY: `http://127.0.0.1:${receiverPort}/up`,

@@ -3,7 +3,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import { startTestNode, call } from '../helpers/sluice.ts';
 import { cliEnv, runCli } from '../helpers/cli.ts';
 import { appendAudit } from '../../core/audit/audit-log.ts';
-import { sealEntry, checkLink, GENESIS_HASH, type AuditEntry } from '../../core/audit/entry.ts';
+import { sealEntry, checkLink, checkTenantChain, GENESIS_HASH, type AuditEntry } from '../../core/audit/entry.ts';
 
 const a = await startTestNode();
 // A second node on the same topics: its own Context, its own Kafka producers, its own audit writer.
@@ -27,17 +27,29 @@ t.test('concurrent appends from two nodes form one unbroken chain', async (t) =>
     ...Array.from({ length: 15 }, (_, i) => append(b, i)),
   ]);
   const seqs = results.map((r) => r.seq).sort((x, y) => x - y);
-  t.equal(new Set(seqs).size, 30, 'thirty distinct sequence numbers');
+  t.same(
+    seqs,
+    Array.from({ length: 30 }, (_, i) => i + 1),
+    "the tenant's thirty entries are numbered 1 to 30",
+  );
   const officer = await a.client('security-officer', 'race');
   const page = await call(a.base, 'GET', '/v1/audit?limit=1000', { token: await a.token(officer) });
   const mine = page.json.data.filter((e: AuditEntry) => e.action === 'test.append');
   t.equal(mine.length, 30);
-  const verify = await runCli(['audit', 'verify', '--json'], cliEnv(a.config));
+  t.equal(checkTenantChain(page.json.data), null, 'the pages are one unbroken chain of their own');
+  const verify = await runCli(['audit', 'verify', '--json', '--tenant', 'race'], cliEnv(a.config));
   t.equal(verify.code, 0, verify.stdout + verify.stderr);
   const out = JSON.parse(verify.stdout);
   t.equal(out.ok, true);
   t.ok(out.entries >= 31, 'every entry read');
-  t.equal(out.head.seq, out.entries, 'seq counts every entry: no gaps, no duplicates');
+  const heads = Object.values(out.heads) as { seq: number }[];
+  t.equal(
+    heads.reduce((n, h) => n + h.seq, 0),
+    out.entries,
+    "the tenants' seqs count every entry: no gaps, no duplicates",
+  );
+  const last = page.json.data[page.json.data.length - 1];
+  t.same(out.tenant_head, { seq: last.seq, hash: last.hash }, "--tenant prints the tenant's last entry");
 });
 
 t.test('the chain links: each entry carries the previous hash and its own', async (t) => {
@@ -77,14 +89,14 @@ t.test('the chain links: each entry carries the previous hash and its own', asyn
 t.test('`sluice audit verify` catches an entry forged straight into Kafka', async (t) => {
   const before = await runCli(['audit', 'verify', '--json'], cliEnv(a.config));
   t.equal(before.code, 0);
-  const head = JSON.parse(before.stdout).head;
+  const head = JSON.parse(before.stdout).heads.race;
   // A forger who knows the format: right seq and prev_hash, but the hash does not cover the content.
   const good = sealEntry(
     {
       id: 'aud_forged',
       seq: head.seq + 1,
       at: new Date().toISOString(),
-      tenant_id: 'acme',
+      tenant_id: 'race',
       actor: 'operator:mallory',
       action: 'credential.reenabled',
       subject: 'cl_x',
@@ -96,7 +108,7 @@ t.test('`sluice audit verify` catches an entry forged straight into Kafka', asyn
   const kafka = new Kafka({ clientId: 'forger', brokers: a.config.kafkaBrokers!, logLevel: logLevel.NOTHING });
   const producer = kafka.producer();
   await producer.connect();
-  await producer.send({ topic: a.ctx.topics.audit, messages: [{ key: 'acme', value: JSON.stringify(forged) }] });
+  await producer.send({ topic: a.ctx.topics.audit, messages: [{ key: 'race', value: JSON.stringify(forged) }] });
   await producer.disconnect();
   const after = await runCli(['audit', 'verify'], cliEnv(a.config));
   t.equal(after.code, 1, 'non-zero exit');

@@ -138,7 +138,16 @@ t.test('operator CLI: revoke across tenants, re-enable (audited)', async (t) => 
     cliEnv(a.config),
   );
   t.equal(re.code, 0, re.stderr);
-  t.ok(await eventually(async () => (await grant(b.base, victim)).status === 200), 'B issues tokens again');
+  const reOut = JSON.parse(re.stdout);
+  t.match(reOut.client_secret, /^sk_/, 're-enabling prints a new secret');
+  t.not(reOut.client_secret, victim.client_secret);
+  const renewed = { client_id: victim.client_id, client_secret: reOut.client_secret as string };
+  t.ok(
+    await eventually(async () => (await grant(b.base, renewed)).status === 200),
+    'B issues tokens to the new secret',
+  );
+  t.equal((await grant(b.base, victim)).status, 401, 'the secret from before the revocation stays refused on B');
+  t.equal((await grant(a.base, victim)).status, 401, 'and on A');
   const globexOfficer = await a.client('security-officer', 'globex');
   const audit = await call(a.base, 'GET', '/v1/audit?limit=1000', { token: await a.token(globexOfficer) });
   const actions = audit.json.data

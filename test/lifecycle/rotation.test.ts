@@ -117,10 +117,12 @@ t.test(
     await scheduler.check();
     const secretOf = async (reader: { client_id: string; client_secret: string }) =>
       call(node.base, 'GET', `/v1/auth/clients/${c.client_id}/secret`, { token: await node.token(reader as never) });
-    const res = await call(node.base, 'GET', `/v1/auth/clients/${c.client_id}/secret`, {
-      token: tokenAt(node, c.client_id),
-    });
-    t.equal(res.status, 200, 'the client reads its own secret');
+    const stale = await secretOf(c);
+    t.equal(stale.status, 401, 'a token of the rotated-out secret does not read its successor');
+    t.equal(stale.json.code, 'TOKEN_INVALID');
+    const admin = await node.client('admin', 'acme');
+    const res = await secretOf(admin);
+    t.equal(res.status, 200, 'an admin (read-any, every scope) reads it');
     t.equal(res.headers.get('cache-control'), 'no-store');
     const s1 = res.json.client_secret as string;
     t.match(s1, /^sk_/);
@@ -129,6 +131,9 @@ t.test(
     t.equal(Date.parse(res.json.next_rotation_at) - Date.parse(res.json.rotated_at), 30 * DAY_MS);
     t.equal((await grant(c.client_secret)).status, 200, 'the old secret works in the grace window');
     t.equal((await grant(s1)).status, 200, 'the new secret works');
+    const own = await secretOf({ client_id: c.client_id, client_secret: s1 });
+    t.equal(own.status, 200, "a token of the client's current secret reads it");
+    t.equal(own.json.client_secret, s1);
 
     t.equal(
       (await secretOf(await node.client('security-officer', 'globex'))).status,
@@ -142,10 +147,6 @@ t.test(
     const weaker = await secretOf(await node.client('secret-reader', 'acme'));
     t.equal(weaker.status, 403, 'read-any does not reach a client stronger than the caller');
     t.equal(weaker.json.missing_scope, 'inference:read', 'and names the scope the caller lacks');
-    const admin = await node.client('admin', 'acme');
-    const byAdmin = await secretOf(admin);
-    t.equal(byAdmin.status, 200, 'an admin (read-any, every scope) reads it');
-    t.equal(byAdmin.json.client_secret, s1);
 
     clock.advance(7 * DAY_MS - 2 * MIN);
     await scheduler.check();

@@ -120,10 +120,13 @@ t.test('a full run logs no client secret, signing secret, bearer token or master
   const [hit] = await r.until((e) => e.length >= 1, 30_000, 'the signed delivery');
   t.ok(hit.headers.traceparent, 'the delivery carried a traceparent');
   // The rotation leader gives the client a new secret within seconds (SLUICE_SECRET_ROTATION_DAYS).
+  // Once it has, the token of the old secret reads no secret (401): the operator picks it up.
   let rotated: string | undefined;
   for (const deadline = Date.now() + 60_000; !rotated && Date.now() < deadline; await sleep(200)) {
     const res = await call(base, 'GET', `/v1/auth/clients/${client.client_id}/secret`, { token });
-    if (res.status === 200) rotated = res.json.client_secret;
+    if (res.status !== 401) continue;
+    const read = await runCli(['admin', 'client-secret', '--client-id', client.client_id, '--json'], env);
+    if (read.code === 0) rotated = JSON.parse(read.stdout.trim().split('\n').pop()!).client_secret;
   }
   t.ok(rotated, 'the client secret rotated');
   if (rotated) secrets.push(rotated, await tokenOf(client.client_id, rotated));

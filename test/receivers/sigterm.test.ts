@@ -12,7 +12,9 @@ import { startTestNode, uniquePrefix } from '../helpers/sluice.ts';
 import { registerEndpoint } from '../dispatcher/receiver.ts';
 
 const EVENTS = Number(process.env.SIGTERM_EVENTS ?? 40);
-const ANSWER_AFTER_MS = 2000;
+// Under SLUICE_DISPATCH_SLOW_MS (2 s): a slower answer would halve each endpoint's in-flight limit
+// down to 1, and the signal is meant to come with a full round of attempts open.
+const ANSWER_AFTER_MS = 1500;
 const EXIT_WITHIN_MS = 15_000;
 const prefix = uniquePrefix('sigterm');
 const env = { SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: '600', SLUICE_TOPIC_PARTITIONS: '3' };

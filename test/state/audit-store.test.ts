@@ -10,7 +10,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import { startTestNode, call, uniquePrefix, brokers, type TestNode } from '../helpers/sluice.ts';
 import { appendAudit } from '../../core/audit/audit-log.ts';
 import { verifyAuditLog } from '../../core/audit/verify.ts';
-import { sealEntry, type AuditEntry } from '../../core/audit/entry.ts';
+import { checkTenantChain, sealEntry, type AuditEntry } from '../../core/audit/entry.ts';
 import { openContext } from '../../core/context.ts';
 import { createKafka } from '../../core/kafka/client.ts';
 
@@ -59,6 +59,7 @@ async function snapshot() {
     globex: viewPages('globex', 1000),
     http: await httpPages(4),
     tail: view.tail(),
+    heads: view.heads(),
     count: view.count,
     firstBroken: view.firstBroken,
   };
@@ -90,8 +91,21 @@ t.test('paging a tenant through the view and GET /v1/audit', async (t) => {
     );
   }
   t.same(before.http, before.acme, 'GET /v1/audit pages agree with the view');
-  t.equal(before.tail?.seq, appended[appended.length - 1].seq, 'the tail is the last entry');
-  t.equal(before.count, before.tail?.seq, 'one record per entry');
+  t.equal(before.tail?.id, appended[appended.length - 1].id, 'the tail is the last entry');
+  for (const tenant of ['acme', 'globex'] as const) {
+    t.same(
+      before[tenant].map((e) => e.seq),
+      before[tenant].map((_, i) => i + 1),
+      `${tenant}'s entries are numbered 1, 2, 3, ... on their own`,
+    );
+    t.equal(checkTenantChain(before[tenant]), null, `${tenant}'s entries form an unbroken chain of their own`);
+  }
+  const heads = node.ctx.auditView.heads();
+  t.equal(
+    Object.values(heads).reduce((n, h) => n + h.seq, 0),
+    before.count,
+    "one record per entry: the tenants' counts add up to the records read",
+  );
   t.equal(before.firstBroken, null);
 });
 
@@ -120,15 +134,22 @@ t.test('a restart resumes: only the entries written while it was down are applie
   t.equal(after.count, before.count + 3);
 
   const next = await append(node.ctx, 'globex', 200);
-  t.equal(next.seq, meanwhile[2].seq + 1, 'an append after the restart links to the stored tail');
+  t.equal(
+    next.seq,
+    before.globex[before.globex.length - 1].seq + 1,
+    "an append after the restart links to the tenant's stored tail",
+  );
+  const acmeNext = await append(node.ctx, 'acme', 201);
+  t.equal(acmeNext.seq, meanwhile[2].seq + 1, 'and so does one of the tenant written to while it was down');
   const verified = await verifyAuditLog(createKafka(brokers(), 'audit-store-test'), topic, prefix);
-  t.equal(verified.broken, null, 'the chain holds');
-  t.equal(verified.head?.seq, next.seq);
+  t.equal(verified.broken, null, 'the chains hold');
+  t.same(verified.head, { tenant_id: 'acme', seq: acmeNext.seq, hash: acmeNext.hash }, 'the head is the last entry');
+  t.same(verified.heads.globex, { seq: next.seq, hash: next.hash }, "and each tenant's head its last entry");
 });
 
 t.test('a deleted store is rebuilt with the same answers, the first broken link included', async (t) => {
   // A forged record breaks the chain; the broken link must survive restarts too.
-  const tail = node.ctx.auditView.tail()!;
+  const tail = node.ctx.auditView.tenantTail('acme')!;
   const forged = {
     ...sealEntry(
       {

@@ -4,7 +4,7 @@
  * gathered into one produce per topic (the producer splits them by bytes), and a failed produce is
  * retried until it succeeds or the dispatcher stops (the offset stays uncommitted meanwhile, so
  * nothing is lost either way). Every attempt is also reported on `sluice.attempts` for the
- * tenant's attempt history (noteAttempt), gathered the same way but never waited for: the
+ * tenant's attempt history (noteAttempt), digested per endpoint and never waited for: the
  * history is for people reading it, and a delivery's offset does not wait on it.
  * A write Kafka refuses for good (too large) is never retried as it is: the batch
  * is split, and a single record that still cannot be written is logged, counted
@@ -17,6 +17,7 @@ import { doubling, retry } from '../core/retry.ts';
 import { producing, tracing, type TraceContext } from '../core/tracing.ts';
 import type { Outcome } from './ladder.ts';
 import type { AttemptRecord } from '../core/webhooks/attempt-history.ts';
+import { DigestBuilder, type AttemptDigest } from '../core/webhooks/attempt-digest.ts';
 
 export const HEADER_HELD_SINCE = 'sluice-held-since';
 export const HEADER_DUE_AT = 'sluice-due-at';
@@ -28,15 +29,19 @@ interface Pending {
 }
 
 /**
- * Attempt reports per record on the attempts topic (~250 B each: well under a record's limit).
- * A node applies a record in one go, ~6 µs a report: 100 hold its event loop ~0.6 ms (500 did ~3 ms).
+ * Attempts per record on the attempts topic (~250 B each): a node applies a record in one go,
+ * ~6 µs an attempt, so 200 hold its event loop ~1 ms.
  */
-const REPORTS_PER_RECORD = 100;
+const ATTEMPTS_PER_RECORD = 200;
 /**
- * How long reports wait to be sent together. Sent every turn of the event loop, they were a small
- * produce request each (hundreds a second), which cost as much CPU as the deliveries themselves.
+ * How long attempts are gathered into digests (attempt-digest.ts) before they are sent: an
+ * endpoint busier than 100 attempts a window has only its newest 100 sent in full (the history
+ * shows no more), the rest counted by minute. Sent one by one, the reports and their history
+ * writes on every node cost more CPU than the deliveries themselves.
  */
-const REPORTS_LINGER_MS = 100;
+const REPORTS_WINDOW_MS = 1000;
+/** A window with attempts of this many endpoints is sent at once (a bound on what it holds). */
+const WINDOW_MAX_ENDPOINTS = 2000;
 
 export class OutcomeRecorder {
   private readonly queues = new Map<string, Pending[]>();
@@ -44,7 +49,7 @@ export class OutcomeRecorder {
   stopped = false;
   /** Where attempt reports go (a producer of their own); without one they are not reported. */
   reports: BestEffortProducer | null = null;
-  private attempts: AttemptRecord[] = [];
+  private readonly digests = new DigestBuilder();
   private attemptsTimer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -80,28 +85,34 @@ export class OutcomeRecorder {
 
   /**
    * Reports an attempt for the attempt history (core/webhooks/attempt-history.ts); best effort.
-   * Reports gathered over REPORTS_LINGER_MS go out as one record (a JSON array of up to
-   * REPORTS_PER_RECORD): every ingress reads them all, and a record per attempt doubled the CPU
-   * a delivery costs (Kafka's per-record work in the producer, the broker and each reader).
+   * Attempts gathered over REPORTS_WINDOW_MS go out as digests, one per endpoint, several to a
+   * record (ATTEMPTS_PER_RECORD attempts at most): every node that keeps the history reads them all.
    */
   noteAttempt(a: AttemptRecord): void {
     if (!this.reports) return;
-    this.attempts.push(a);
-    if (this.attempts.length >= REPORTS_PER_RECORD) this.flushReports();
-    else if (!this.attemptsTimer) this.attemptsTimer = setTimeout(() => this.flushReports(), REPORTS_LINGER_MS);
+    this.digests.add(a);
+    if (this.digests.endpoints >= WINDOW_MAX_ENDPOINTS) this.flushReports();
+    else if (!this.attemptsTimer) this.attemptsTimer = setTimeout(() => this.flushReports(), REPORTS_WINDOW_MS);
   }
 
-  /** Hands the gathered reports to the producer now (at stop, before it disconnects). */
+  /** Hands the gathered digests to the producer now (at stop, before it disconnects). */
   flushReports(): void {
     clearTimeout(this.attemptsTimer ?? undefined);
     this.attemptsTimer = null;
-    const all = this.attempts.splice(0);
-    for (let i = 0; i < all.length; i += REPORTS_PER_RECORD) {
-      this.reports?.add(this.ctx.topics.attempts, {
-        key: 'attempts',
-        value: JSON.stringify(all.slice(i, i + REPORTS_PER_RECORD)),
-      });
+    let record: AttemptDigest[] = [];
+    let size = 0;
+    const send = () => {
+      if (record.length === 0) return;
+      this.reports?.add(this.ctx.topics.attempts, { key: 'attempts', value: JSON.stringify(record) });
+      record = [];
+      size = 0;
+    };
+    for (const d of this.digests.take()) {
+      if (size + d.attempts.length > ATTEMPTS_PER_RECORD) send();
+      record.push(d);
+      size += d.attempts.length;
     }
+    send();
   }
 
   private write(

@@ -18,6 +18,17 @@
 import type { StateRecord, StoredView } from '../kafka/state-consumer.ts';
 import type { Table, ViewStore } from '../store/view-store.ts';
 import { systemClock, type Clock } from '../clock.ts';
+import {
+  bucketOf,
+  DigestBuilder,
+  HISTORY_PER_ENDPOINT,
+  isDigest,
+  MINUTE_MS,
+  type AttemptDigest,
+  type MinuteCounts,
+} from './attempt-digest.ts';
+
+export { HISTORY_PER_ENDPOINT, MINUTE_MS };
 
 /** One attempt, as the dispatcher reports it. */
 export interface AttemptRecord {
@@ -55,11 +66,9 @@ interface Last {
   failure: { at: number; status: number | null; error: string | null } | null;
 }
 
-export const HISTORY_PER_ENDPOINT = 100;
 /** The log of an endpoint is trimmed back to 100 once it holds this many more (one ranged delete per 50 reports). */
 const TRIM_SLACK = 50;
 export const HISTORY_MAX_AGE_MS = 7 * 24 * 3600_000;
-export const MINUTE_MS = 60_000;
 export const WINDOW_MINUTES = 60;
 const SWEEP_PER_RECORD = 4;
 const TENANT_TOTAL = '';
@@ -99,6 +108,15 @@ const logKey = (a: AttemptRecord): LogKey => [a.tenant_id, a.endpoint_id, a.at, 
 const empty = (): Bucket => ({ attempts: 0, delivered: 0, failed: 0, latency_sum_ms: 0, latency_max_ms: 0 });
 const rate = (b: Bucket) => (b.attempts === 0 ? null : b.delivered / b.attempts);
 
+/** A report as the history keeps it: status and error normalised, the error cut to 500 characters. */
+function clean(x: AttemptRecord): AttemptRecord {
+  return {
+    ...x,
+    status: typeof x.status === 'number' ? x.status : null,
+    error: typeof x.error === 'string' ? x.error.slice(0, 500) : null,
+  };
+}
+
 export function isAttemptRecord(v: unknown): v is AttemptRecord {
   const a = v as AttemptRecord;
   return (
@@ -134,11 +152,10 @@ export class AttemptHistory implements StoredView {
   }
 
   /**
-   * Runs inside the state consumer's store transaction. A record holds one attempt or, as the
-   * dispatcher writes them, an array of the attempts it made in one turn: they are applied per
-   * endpoint together (one count, one last, one update per minute bucket; only the newest 100
-   * of an endpoint reach the log), so a busy endpoint costs a few store writes per batch, not
-   * a dozen per attempt.
+   * Runs inside the state consumer's store transaction. A record holds digests (attempt-digest.ts:
+   * per endpoint, the newest 100 attempts of a dispatcher's window and every attempt counted by
+   * minute), or, from an older dispatcher, one attempt or an array of them (digested here), so a
+   * busy endpoint costs at most 100 log writes and a few updates per window, not a dozen per attempt.
    */
   apply(r: StateRecord): void {
     this.sweep(this.clock.now() - HISTORY_MAX_AGE_MS, SWEEP_PER_RECORD);
@@ -149,44 +166,34 @@ export class AttemptHistory implements StoredView {
     } catch {
       return;
     }
-    const byEndpoint = new Map<string, AttemptRecord[]>();
+    // Attempts one by one (older dispatchers): a report seen before, in this record or in the log,
+    // is left out, so repeats are not counted twice.
+    const legacy = new DigestBuilder();
+    const seen = new Set<string>();
     for (const x of Array.isArray(v) ? v : [v]) {
-      if (!isAttemptRecord(x)) continue;
-      const a: AttemptRecord = {
-        ...x,
-        status: typeof x.status === 'number' ? x.status : null,
-        error: typeof x.error === 'string' ? x.error.slice(0, 500) : null,
-      };
-      const group = `${a.tenant_id}\u0000${a.endpoint_id}`;
-      const list = byEndpoint.get(group);
-      if (list) list.push(a);
-      else byEndpoint.set(group, [a]);
+      if (isDigest(x)) {
+        const attempts = x.attempts.filter(isAttemptRecord).map(clean);
+        this.applyDigest({ ...x, attempts });
+      } else if (isAttemptRecord(x)) {
+        const id = `${x.tenant_id}\u0000${x.endpoint_id}\u0000${x.delivery_id}\u0000${x.attempt}`;
+        if (seen.has(id) || this.log.doesExist(logKey(x))) continue;
+        seen.add(id);
+        legacy.add(clean(x));
+      }
     }
-    for (const list of byEndpoint.values()) this.applyEndpoint(list);
+    for (const d of legacy.take()) this.applyDigest(d);
   }
 
-  private applyEndpoint(list: AttemptRecord[]): void {
-    const { tenant_id: tenant, endpoint_id: endpoint } = list[0];
-    // The same report twice: in this record, or one the log still holds. Only the newest 100 reach
-    // the log (older ones would be trimmed at once): they count in the minutes and the last error.
-    const seen = new Set<string>();
-    const unique = list
-      .filter((a) => {
-        const id = `${a.delivery_id}\u0000${a.attempt}`;
-        if (seen.has(id)) return false;
-        seen.add(id);
-        return true;
-      })
-      .sort((x, y) => x.at - y.at);
-    const logFrom = unique.length - HISTORY_PER_ENDPOINT;
+  private applyDigest(d: AttemptDigest): void {
+    const { tenant_id: tenant, endpoint_id: endpoint } = d;
+    const attempts = d.attempts
+      .filter((a) => a.tenant_id === tenant && a.endpoint_id === endpoint)
+      .slice(-HISTORY_PER_ENDPOINT);
+    // A digest read twice (a producer's retry): its newest attempt is in the log already.
+    const newest = attempts[attempts.length - 1];
+    if (newest === undefined || this.log.doesExist(logKey(newest))) return;
     let logged = 0;
-    const fresh = unique.filter((a, i) => {
-      if (i < logFrom) return !this.log.doesExist(logKey(a));
-      const wrote = this.log.putNew(logKey(a), a);
-      if (wrote) logged++;
-      return wrote;
-    });
-    if (fresh.length === 0) return;
+    for (const a of attempts) if (this.log.putNew(logKey(a), a)) logged++;
     // Trimmed by range, not key by key: what is older than 7 days, then the oldest past 100.
     const cut = this.clock.now() - HISTORY_MAX_AGE_MS;
     let n = (this.count.get([tenant, endpoint]) ?? 0) + logged;
@@ -194,11 +201,10 @@ export class AttemptHistory implements StoredView {
     if (n > HISTORY_PER_ENDPOINT + TRIM_SLACK)
       n -= this.log.removeFirst([tenant, endpoint, 0], [tenant, endpoint, Infinity], n - HISTORY_PER_ENDPOINT);
     this.count.put([tenant, endpoint], Math.max(n, 0));
-    const newest = fresh[fresh.length - 1];
     const prev = this.last.get([tenant, endpoint]);
     if (!prev || prev.at <= newest.at) {
-      const failed = fresh.filter((a) => !a.ok).pop();
-      const failure = failed ? { at: failed.at, status: failed.status, error: failed.error } : (prev?.failure ?? null);
+      const failure =
+        d.failure && (!prev?.failure || prev.failure.at <= d.failure.at) ? d.failure : (prev?.failure ?? null);
       this.last.put([tenant, endpoint], {
         at: newest.at,
         ok: newest.ok,
@@ -208,32 +214,32 @@ export class AttemptHistory implements StoredView {
       });
       if (prev) this.quiet.remove([prev.at, tenant, endpoint]);
       this.quiet.put([newest.at, tenant, endpoint], 0);
+    } else if (d.failure && (!prev.failure || prev.failure.at < d.failure.at)) {
+      this.last.put([tenant, endpoint], { ...prev, failure: d.failure });
     }
-    for (const ep of [endpoint, TENANT_TOTAL]) this.addToMinutes(tenant, ep, fresh);
+    for (const ep of [endpoint, TENANT_TOTAL]) this.addToMinutes(tenant, ep, d.minutes);
   }
 
-  private addToMinutes(tenant: string, endpoint: string, list: AttemptRecord[]): void {
-    const buckets = new Map<number, Bucket>();
+  private addToMinutes(tenant: string, endpoint: string, counts: MinuteCounts[]): void {
     let opened = false;
-    for (const a of list) {
-      const minute = Math.floor(a.at / MINUTE_MS) * MINUTE_MS;
-      let b = buckets.get(minute);
-      if (!b) {
-        const held = this.minutes.get([tenant, endpoint, minute]);
-        opened ||= held === undefined;
-        b = held ?? empty();
-        buckets.set(minute, b);
-      }
-      b.attempts++;
-      if (a.ok) b.delivered++;
-      else b.failed++;
-      b.latency_sum_ms += a.duration_ms;
-      b.latency_max_ms = Math.max(b.latency_max_ms, a.duration_ms);
+    let newestMinute = 0;
+    for (const m of counts) {
+      const minute = m[0];
+      const held = this.minutes.get([tenant, endpoint, minute]);
+      opened ||= held === undefined;
+      newestMinute = Math.max(newestMinute, minute);
+      const add = bucketOf(m);
+      const b = held ?? empty();
+      b.attempts += add.attempts;
+      b.delivered += add.delivered;
+      b.failed += add.failed;
+      b.latency_sum_ms += add.latency_sum_ms;
+      b.latency_max_ms = Math.max(b.latency_max_ms, add.latency_max_ms);
+      this.minutes.put([tenant, endpoint, minute], b);
     }
-    for (const [minute, b] of buckets) this.minutes.put([tenant, endpoint, minute], b);
     // Buckets that left the window: one at most when a new minute's bucket opened, else none.
     if (!opened) return;
-    const cut = Math.max(...buckets.keys()) - WINDOW_MINUTES * MINUTE_MS;
+    const cut = newestMinute - WINDOW_MINUTES * MINUTE_MS;
     this.minutes.removeRange([tenant, endpoint, 0], [tenant, endpoint, cut]);
   }
 

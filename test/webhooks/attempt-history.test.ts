@@ -13,6 +13,7 @@ import {
   type AttemptRecord,
 } from '../../core/webhooks/attempt-history.ts';
 import { ViewStore } from '../../core/store/view-store.ts';
+import { DigestBuilder } from '../../core/webhooks/attempt-digest.ts';
 
 const SCALE = 4320; // the first retries come within a second or so
 const node = await startTestNode(
@@ -231,5 +232,72 @@ t.test(
     t.equal(batched.attempts('acme', 'ep_a', { limit: 1000 }).length, HISTORY_PER_ENDPOINT);
     t.same(batched.stats('acme', now), one.stats('acme', now), 'the same series, totals, rates and last errors');
     t.equal(batched.stats('acme', now).totals.attempts, 280);
+  },
+);
+
+t.test(
+  'digests: a window of 1,000 attempts sends its newest 100 and counts all 1,000; a digest read twice counts once',
+  async (t) => {
+    const now = Date.UTC(2026, 0, 1, 12);
+    const clock = { now: () => now } as never;
+    const stores = [ViewStore.temporary(), ViewStore.temporary()];
+    t.teardown(() => {
+      for (const s of stores) s.close();
+    });
+    const one = new AttemptHistory('attempts', clock);
+    const digested = new AttemptHistory('attempts', clock);
+    one.attach(stores[0]);
+    digested.attach(stores[1]);
+    const attempt = (endpoint: string, i: number): AttemptRecord => ({
+      delivery_id: `dlv_${endpoint}_${i}`,
+      endpoint_id: endpoint,
+      tenant_id: 'acme',
+      event_id: `evt_${i}`,
+      event_type: 'order.created',
+      attempt: 1,
+      // Two minutes of attempts, out of start order (attempts finish in any order).
+      at: now - 120_000 + ((i * 7919) % 1000) * 120,
+      duration_ms: i % 11,
+      status: i % 9 ? 200 : null,
+      error: i % 9 ? null : 'timeout',
+      ok: i % 9 !== 0,
+      outcome: i % 9 ? 'delivered' : 'retry',
+    });
+    const all = [
+      ...Array.from({ length: 1000 }, (_, i) => attempt('ep_busy', i)),
+      ...Array.from({ length: 7 }, (_, i) => attempt('ep_quiet', i)),
+    ];
+    const record = (value: unknown) => ({
+      topic: 'attempts',
+      partition: 0,
+      offset: '0',
+      key: 'k',
+      value: Buffer.from(JSON.stringify(value)),
+      headers: {},
+      timestamp: now,
+    });
+    for (const a of all) await stores[0].transaction(() => one.apply(record(a)));
+    const builder = new DigestBuilder();
+    for (const a of all) builder.add(a);
+    const digests = builder.take();
+    t.equal(digests.length, 2, 'one digest per endpoint');
+    const busy = digests.find((d) => d.endpoint_id === 'ep_busy')!;
+    t.equal(busy.attempts.length, HISTORY_PER_ENDPOINT, 'the busy endpoint sends 100 attempts in full');
+    t.equal(
+      busy.minutes.reduce((n, m) => n + m[1], 0),
+      1000,
+      'and counts all 1,000 in its minutes',
+    );
+    t.equal(builder.take().length, 0, 'take() empties the window');
+    await stores[1].transaction(() => digested.apply(record(digests)));
+    await stores[1].transaction(() => digested.apply(record(digests)));
+    for (const ep of ['ep_busy', 'ep_quiet'])
+      t.same(
+        digested.attempts('acme', ep, { limit: 1000 }),
+        one.attempts('acme', ep, { limit: 1000 }),
+        `${ep}: the same newest attempts as one by one`,
+      );
+    t.same(digested.stats('acme', now), one.stats('acme', now), 'the same series, totals, rates and last errors');
+    t.equal(digested.stats('acme', now).totals.attempts, 1007, 'the repeated record was not counted again');
   },
 );

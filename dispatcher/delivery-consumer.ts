@@ -9,7 +9,7 @@ import type { EachBatchPayload, IHeaders } from 'kafkajs';
 import type { Context } from '../core/context.ts';
 import { headerString } from '../core/kafka/client.ts';
 import type { Metrics } from '../core/metrics.ts';
-import { parseDeliveryRecord } from '../core/webhooks/deliveries.ts';
+import { parseDeliveries, parseDeliveryRecord } from '../core/webhooks/deliveries.ts';
 import type { DeliveryRecord } from '../core/webhooks/records.ts';
 import { GroupConsumer, OffsetTracker } from './consume.ts';
 import { processDelivery, type Stage } from './process.ts';
@@ -46,17 +46,23 @@ export function deliveryConsumer(
     const { batch } = p;
     const { topic, partition } = batch;
     const mode = opts.modeOf(topic);
-    const items = batch.messages.map((m) => ({
-      m,
-      rec: parseDeliveryRecord(m.value),
-      heldSince: numberOrNull(headerString(m.headers, HEADER_HELD_SINCE)),
-    }));
+    // The main topic carries DeliverySets (one event, many endpoints) or single records; a rung
+    // carries single records only.
+    const items = batch.messages.map((m) => {
+      const recs = mode === 'main' ? parseDeliveries(m.value) : wrap(parseDeliveryRecord(m.value));
+      return {
+        m,
+        recs,
+        rec: recs?.[0] ?? null,
+        heldSince: numberOrNull(headerString(m.headers, HEADER_HELD_SINCE)),
+      };
+    });
     const now = ctx.clock.now();
     const { take, wakeAt } = gate(mode, items, now, released);
     const rung = mode === 'main' ? null : topic.slice(topic.lastIndexOf('.') + 1);
     for (let i = 0; i < take; i++) {
       if (!p.isRunning() || p.isStale()) return;
-      const { m, rec, heldSince } = items[i];
+      const { m, recs, rec, heldSince } = items[i];
       if (!stage.scheduler.mayTake(rec?.tenant_id ?? '')) {
         // Backpressure: the rest of this batch is fetched again once the buffer has drained.
         stage.scheduler.whenRoom(p.pause());
@@ -65,9 +71,13 @@ export function deliveryConsumer(
       }
       if (tracker.accept(topic, partition, m.offset)) {
         if (rung !== null && rec !== null) metrics.rungLate(rung, Math.max(0, now - rec.due_at) / 1000);
-        void handle(ctx, stage, recorder, rec, heldSince, `${topic}\0${partition}`, topic, m.headers).then(() =>
-          tracker.finish(topic, partition, m.offset),
-        );
+        const origin = `${topic}\0${partition}`;
+        // The record's offset is done once every delivery in it has a durable outcome.
+        const done =
+          recs === null || recs.length <= 1
+            ? handle(ctx, stage, recorder, rec, heldSince, origin, topic, m.headers)
+            : Promise.all(recs.map((r) => handle(ctx, stage, recorder, r, heldSince, origin, topic, m.headers)));
+        void done.then(() => tracker.finish(topic, partition, m.offset));
       }
       p.resolveOffset(m.offset);
       if (i % 500 === 499) await p.heartbeat();
@@ -169,6 +179,10 @@ async function handle(
   if (traced)
     endSpan(traced.span, outcome.kind === 'dead-letter' ? 'dead-lettered' : null, { 'sluice.outcome': outcome.kind });
   await recorder.record(outcome, traced?.ctx);
+}
+
+function wrap(rec: DeliveryRecord | null): DeliveryRecord[] | null {
+  return rec === null ? null : [rec];
 }
 
 function numberOrNull(v: string | undefined): number | null {

@@ -1,13 +1,14 @@
 /**
  * The fan-out: a consumer group over `sluice.events` (published through the API or written
- * straight by data-plane producers) that turns each event into one DeliveryRecord per matching
- * endpoint on `sluice.deliveries` (key delivery id). A batch's offsets are committed only after
- * its deliveries were acknowledged, so a crash repeats a fan-out (same delivery ids), never skips one.
+ * straight by data-plane producers) that turns each event into its deliveries on `sluice.deliveries`:
+ * one DeliverySet record (key event id) per event and up to 100 matching endpoints, so the event
+ * crosses Kafka once, not once per endpoint. A batch's offsets are committed only after its
+ * deliveries were acknowledged, so a crash repeats a fan-out (same delivery ids), never skips one.
  */
 import type { Context } from '../core/context.ts';
 import type { OutRecord } from '../core/kafka/client.ts';
 import type { Metrics } from '../core/metrics.ts';
-import { deliveryJson, newDelivery, parseEventRecord } from '../core/webhooks/deliveries.ts';
+import { DELIVERY_SET_MAX, deliverySetJson, parseEventRecord } from '../core/webhooks/deliveries.ts';
 import { GroupConsumer } from './consume.ts';
 import { endSpan, extractContext, injectContext, SpanKind, startSpan, tracing, type Span } from '../core/tracing.ts';
 
@@ -39,8 +40,8 @@ export function fanOutConsumer(ctx: Context, metrics: Metrics): GroupConsumer {
         const { endpoints_at: _seen, ...event } = parsed; // a matching detail, not part of the event
         const endpoints = ctx.endpoints.matching(event.tenant_id, event.type);
         metrics.fannedOut(endpoints.length > 0 ? 'matched' : 'unmatched');
-        // Keyed by delivery id: one endpoint's backlog spreads over every partition, so every
-        // dispatcher process shares it (delivery order was never promised; receivers dedupe on id).
+        // Keyed by event id: a tenant's events spread over every partition, so every dispatcher
+        // process shares them (delivery order was never promised; receivers dedupe on the event id).
         const eventJson = endpoints.length > 0 ? JSON.stringify(event) : '';
         // Traced: a CONSUMER span for the event (child of its publisher's) and one PRODUCER span
         // for its deliveries, whose context every delivery record carries.
@@ -66,16 +67,11 @@ export function fanOutConsumer(ctx: Context, metrics: Metrics): GroupConsumer {
             headers = injectContext(produced.ctx, {});
           }
         }
-        for (const ep of endpoints) {
-          const d = {
-            ...newDelivery(event, ep.id, now),
-            endpoints_at: Number(ctx.state.position(ctx.topics.endpoints, 0)),
-          };
-          out.push(
-            headers
-              ? { key: d.delivery_id, value: deliveryJson(d, eventJson), headers }
-              : { key: d.delivery_id, value: deliveryJson(d, eventJson) },
-          );
+        const endpointsAt = Number(ctx.state.position(ctx.topics.endpoints, 0));
+        for (let i = 0; i < endpoints.length; i += DELIVERY_SET_MAX) {
+          const ids = endpoints.slice(i, i + DELIVERY_SET_MAX).map((ep) => ep.id);
+          const value = deliverySetJson(eventJson, ids, now, endpointsAt);
+          out.push(headers ? { key: event.id, value, headers } : { key: event.id, value });
         }
       }
       if (!isRunning() || isStale()) {

@@ -95,16 +95,83 @@ export function parseEventRecord(value: Buffer | null): EventRecord | null {
 export function parseDeliveryRecord(value: Buffer | null): DeliveryRecord | null {
   if (value === null) return null;
   try {
-    const r = JSON.parse(value.toString('utf8')) as DeliveryRecord;
-    if (
-      typeof r.delivery_id !== 'string' ||
-      typeof r.endpoint_id !== 'string' ||
-      typeof r.attempt !== 'number' ||
-      typeof r.event?.id !== 'string'
-    )
-      return null;
-    return r;
+    const r: unknown = JSON.parse(value.toString('utf8'));
+    return isDeliveryRecord(r) ? r : null;
   } catch {
     return null;
   }
+}
+
+/**
+ * One record of `sluice.deliveries` for many deliveries: an event and the endpoints it goes to
+ * (DELIVERY_SET_MAX at most). The fan-out writes these, one per event (or per 100 endpoints of
+ * it), so the event crosses Kafka once, not once per endpoint; the dispatcher makes each pair a
+ * DeliveryRecord (newDelivery: the same stable delivery id). DLQ replays write single records.
+ */
+export interface DeliverySet {
+  set: 1;
+  event: EventRecord;
+  endpoint_ids: string[];
+  due_at: number;
+  endpoints_at?: number;
+}
+
+export const DELIVERY_SET_MAX = 100;
+
+/** The JSON of a DeliverySet, with the event's JSON made once by the caller. */
+export function deliverySetJson(
+  eventJson: string,
+  endpointIds: string[],
+  dueAt: number,
+  endpointsAt: number | undefined,
+): string {
+  const at = endpointsAt === undefined ? '' : `,"endpoints_at":${endpointsAt}`;
+  return `{"set":1,"due_at":${dueAt}${at},"endpoint_ids":${JSON.stringify(endpointIds)},"event":${eventJson}}`;
+}
+
+/**
+ * The deliveries of one `sluice.deliveries` record: a set expanded (one per endpoint, attempt 1),
+ * or a single DeliveryRecord; null when it is neither.
+ */
+export function parseDeliveries(value: Buffer | null): DeliveryRecord[] | null {
+  if (value === null) return null;
+  let v: unknown;
+  try {
+    v = JSON.parse(value.toString('utf8'));
+  } catch {
+    return null;
+  }
+  const s = v as Partial<DeliverySet> & { set?: unknown };
+  if (typeof s !== 'object' || s === null) return null;
+  if (s.set === undefined) return isDeliveryRecord(v) ? [v] : null;
+  const e = s.event as Partial<EventRecord> | undefined;
+  if (
+    s.set !== 1 ||
+    !Array.isArray(s.endpoint_ids) ||
+    s.endpoint_ids.length > DELIVERY_SET_MAX ||
+    !s.endpoint_ids.every((id) => typeof id === 'string' && id.length > 0) ||
+    typeof s.due_at !== 'number' ||
+    typeof e !== 'object' ||
+    e === null ||
+    typeof e.id !== 'string' ||
+    typeof e.tenant_id !== 'string' ||
+    typeof e.type !== 'string'
+  )
+    return null;
+  const event = e as EventRecord;
+  const seen = typeof s.endpoints_at === 'number' ? s.endpoints_at : undefined;
+  return s.endpoint_ids.map((id) => {
+    const d = newDelivery(event, id, s.due_at!);
+    return seen === undefined ? d : { ...d, endpoints_at: seen };
+  });
+}
+
+function isDeliveryRecord(v: unknown): v is DeliveryRecord {
+  const r = v as DeliveryRecord;
+  return (
+    typeof r.delivery_id === 'string' &&
+    typeof r.endpoint_id === 'string' &&
+    typeof r.attempt === 'number' &&
+    typeof r.event?.id === 'string'
+  );
 }

@@ -25,3 +25,28 @@ t.test('ids from the random pool are unique and well-formed across refills', asy
     'evt_ + 24 hex digits',
   );
 });
+
+t.test('a DeliverySet is one record for many deliveries, each as the fan-out would have made it', async (t) => {
+  const { deliverySetJson, parseDeliveries, DELIVERY_SET_MAX } = await import('../../core/webhooks/deliveries.ts');
+  const event = { id: 'evt_1', tenant_id: 'acme', type: 'order.created', data: { n: 1 }, created_at: 1000 };
+  const ids = ['ep_a', 'ep_b', 'ep_c'];
+  const recs = parseDeliveries(Buffer.from(deliverySetJson(JSON.stringify(event), ids, 2000, 42)))!;
+  t.same(
+    recs,
+    ids.map((id) => ({ ...newDelivery(event, id, 2000), endpoints_at: 42 })),
+    'one record per endpoint, with the stable delivery id and the view position',
+  );
+  t.equal(new Set(recs.map((r) => r.delivery_id)).size, 3, 'three distinct delivery ids');
+  const single = newDelivery(event, 'ep_z', 3000);
+  t.same(parseDeliveries(Buffer.from(JSON.stringify(single))), [single], 'a single record still parses');
+  for (const bad of [
+    '{"set":1}',
+    '{"set":2,"due_at":1,"endpoint_ids":[],"event":{"id":"e","tenant_id":"t","type":"a.b"}}',
+    `{"set":1,"due_at":1,"endpoint_ids":[1],"event":{"id":"e","tenant_id":"t","type":"a.b"}}`,
+    `{"set":1,"due_at":1,"endpoint_ids":${JSON.stringify(Array(DELIVERY_SET_MAX + 1).fill('x'))},"event":{"id":"e","tenant_id":"t","type":"a.b"}}`,
+    '{"set":1,"due_at":1,"endpoint_ids":["x"],"event":{"id":"e"}}',
+    'not json',
+    'null',
+  ])
+    t.equal(parseDeliveries(Buffer.from(bad)), null, `refused: ${bad.slice(0, 60)}`);
+});

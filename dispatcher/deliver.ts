@@ -28,7 +28,16 @@ export function createDeliverer(ctx: Context): Deliverer {
   // The URL is checked before each request and every connection goes to a checked address. The
   // dev flag relaxes both the same way as at registration (loopback allowed, metadata never).
   const guard = { allowInsecure: ctx.config.devAllowInsecureTargets };
-  const checkTarget = targetGuard(guard);
+  // The per-request check looks only at the URL (names and IP literals; DNS is checked at connect):
+  // a URL that passed once passes again, so it is checked once per URL, not once per attempt.
+  const guardUrl = targetGuard(guard);
+  const passed = new Set<string>();
+  const checkTarget = async (url: URL) => {
+    if (passed.has(url.href)) return;
+    await guardUrl(url);
+    if (passed.size >= 10_000) passed.clear();
+    passed.add(url.href);
+  };
   const agent: Agent = createDeliveryAgent(ctx.config.dispatchPerEndpoint, guardedLookup(guard));
   /** One attempt without spans; `traceHeaders` go out with the request. */
   const attemptOnce = async (

@@ -43,7 +43,12 @@ t.test('a DeliverySet is one record for many deliveries, each as the fan-out wou
     '{"set":1}',
     '{"set":2,"due_at":1,"endpoint_ids":[],"event":{"id":"e","tenant_id":"t","type":"a.b"}}',
     `{"set":1,"due_at":1,"endpoint_ids":[1],"event":{"id":"e","tenant_id":"t","type":"a.b"}}`,
-    `{"set":1,"due_at":1,"endpoint_ids":${JSON.stringify(Array(DELIVERY_SET_MAX + 1).fill('x'))},"event":{"id":"e","tenant_id":"t","type":"a.b"}}`,
+    JSON.stringify({
+      set: 1,
+      due_at: 1,
+      endpoint_ids: Array(DELIVERY_SET_MAX + 1).fill('x'),
+      event: { id: 'e', tenant_id: 't', type: 'a.b' },
+    }),
     '{"set":1,"due_at":1,"endpoint_ids":["x"],"event":{"id":"e"}}',
     'not json',
     'null',

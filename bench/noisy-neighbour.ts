@@ -18,9 +18,10 @@
  *       [--label current] [--results FILE] [--sluice-dir DIR]  (another checkout, e.g. the baseline)
  *
  * Writes its section of bench/RESULTS.md (`<!-- noisy-neighbour:<label>:begin/end -->`), except
- * with --quick unless --results is given. Exits 1 when the quiet tenant lost a delivery.
+ * with --quick unless --results is given. Exits 1 when a quiet-tenant event was not received within
+ * 30 s of its phase's end.
  */
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -268,6 +269,14 @@ async function main(): Promise<number> {
 
   // 6. report
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
+  let commit = 'unknown commit';
+  try {
+    commit = execFileSync('git', ['-C', opt['sluice-dir'] ?? ROOT, 'rev-parse', '--short', 'HEAD'], {
+      encoding: 'utf8',
+    }).trim();
+  } catch {
+    /* not a git checkout */
+  }
   const rows = [alone, flooded].map(
     (p) =>
       `| ${p.name} | ${fmt(p.result.probeAccepted)} | ${fmt(p.stats.p50)} | ${fmt(p.stats.p99)} | ` +
@@ -276,7 +285,7 @@ async function main(): Promise<number> {
       `${p.flood ? fmt(p.stats.slowHeldMax) : '—'} | ${p.inFlight.map((n) => fmt(n)).join(' / ') || '—'} |`,
   );
   const section = [
-    `### noisy neighbour: ${opt.label} (${startedAt.toISOString().slice(0, 10)})`,
+    `### noisy neighbour: ${opt.label} (${startedAt.toISOString().slice(0, 10)}, Sluice at ${commit})`,
     '',
     `Command: \`${benchCommand('bench:noisy', ROOT, externalKafka ? brokers : null)}\`; ` +
       `${opt['sluice-dir'] ? `Sluice from another checkout (\`--sluice-dir\`); ` : ''}` +
@@ -287,7 +296,7 @@ async function main(): Promise<number> {
       `a batch of ${FLOOD_BATCH} events every ${FLOOD_EVERY_MS / 1000} s. ` +
       `Tenant quiet: 1 fast endpoint, ${RATE} events/s, one per request on a fixed schedule.`,
     '',
-    '| phase | quiet events | p50 ms | p99 ms | max ms | lost | dup | noisy events → deliveries | ' +
+    '| phase | quiet events | p50 ms | p99 ms | max ms | not received 30 s after | dup | noisy events → deliveries | ' +
       'noisy requests held at once (max) | in flight per dispatcher (max) |',
     '|---|---|---|---|---|---|---|---|---|---|',
     ...rows,

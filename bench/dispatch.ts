@@ -11,6 +11,8 @@
  *       [--workers N] [--quiet-timeout 30] [--skip-hops] [--label current] [--results FILE]
  *       [--sluice-dir DIR]   (measure another checkout, e.g. a worktree of the baseline commit)
  *       [--profile]          (node --cpu-prof for every Sluice process; profiles in the work dir)
+ *       [--check [--check-label current]]  exits 1 when Sluice's CPU per 1,000 deliveries in f10-single is
+ *                            over 125 % of the figure recorded in RESULTS.md (that label's section); writes nothing
  *
  * Scenarios (--only takes their names): f1-single, half-sat, f10-single, f1-batch, f10-batch,
  * unhealthy (the default run, in this order; the four f* repeated --repeat times, default 2) and
@@ -46,6 +48,7 @@ import {
 } from './dispatch/ipc.ts';
 import { ProcSampler, childPid, listenerPid, processTree, type Usage } from './dispatch/proc-stats.ts';
 import { writeSection } from './dispatch/results.ts';
+import { judgeCpu, recordedCpu } from './dispatch/cpu-check.ts';
 import { benchCommand } from './results-section.ts';
 import { dropBenchTopics, Scratch, tail, waitForLine } from './children.ts';
 
@@ -68,6 +71,8 @@ const { values: opt } = parseArgs({
     workers: { type: 'string' },
     'quiet-timeout': { type: 'string', default: '30' },
     'skip-hops': { type: 'boolean', default: false },
+    check: { type: 'boolean', default: false },
+    'check-label': { type: 'string', default: 'current' },
     label: { type: 'string', default: 'current' },
     'sluice-dir': { type: 'string' },
     profile: { type: 'boolean', default: false },
@@ -526,11 +531,12 @@ async function main(): Promise<number> {
         `timed from run() (join + first fetch ${fmt(k.consumerJoinMs)} ms included) | ` +
         `${fmt(k.consumePerSec)} records/s |`,
     );
+    // Each event is 1 record on sluice.events and 1 DeliverySet (up to 100 endpoints) on sluice.deliveries.
     for (const f of [1, 10])
       hops.push(
-        `| Kafka-bound delivery ceiling, fan-out ${f} | produce rate × ${f}/(1+${f}): ` +
-          `each event is 1 event record + ${f} delivery record(s) | ` +
-          `≈ ${fmt((k.producePerSec * f) / (1 + f))} deliveries/s |`,
+        `| Kafka-bound delivery ceiling, fan-out ${f} | produce rate × ${f}/2: ` +
+          `each event is 1 event record + 1 delivery set of ${f} | ` +
+          `≈ ${fmt((k.producePerSec * f) / 2)} deliveries/s |`,
       );
     say(hops.slice(-4).join('\n'));
   }
@@ -798,7 +804,26 @@ async function main(): Promise<number> {
   say('');
   say(section);
 
-  const resultsFile = opt.results ?? (quick ? null : join(ROOT, 'bench/RESULTS.md'));
+  // --check compares with the figure recorded in RESULTS.md and writes nothing there (unless --results).
+  let checkFailed = false;
+  if (opt.check) {
+    const f10 = results.filter((r) => r.sc.name === 'f10-single');
+    const name = procNames.find((n) => n.startsWith('sluice start'));
+    const delivered = f10.reduce((n, r) => n + r.stats.unique, 0);
+    const cpu = f10.reduce((n, r) => n + (name ? (r.usage.get(name)?.cpuSec ?? 0) : 0), 0);
+    if (delivered === 0) {
+      say('--check: f10-single did not run or delivered nothing');
+      checkFailed = true;
+    } else {
+      const verdict = judgeCpu(
+        recordedCpu(join(ROOT, 'bench/RESULTS.md'), opt['check-label']!, 'f10-single'),
+        (cpu * 1000) / delivered,
+      );
+      say(verdict.line);
+      checkFailed = !verdict.ok;
+    }
+  }
+  const resultsFile = opt.results ?? (quick || opt.check ? null : join(ROOT, 'bench/RESULTS.md'));
   if (resultsFile) {
     writeSection(resultsFile, opt.label!, section);
     say(`\nwritten to ${resultsFile} (label "${opt.label}")`);
@@ -812,7 +837,7 @@ async function main(): Promise<number> {
     );
     return 1;
   }
-  return 0;
+  return checkFailed ? 1 : 0;
 }
 
 main().then(

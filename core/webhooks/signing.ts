@@ -14,7 +14,7 @@
  *
  * Only node:crypto here: the verifier (core/webhook-verify.ts) imports it in the receiver package.
  */
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import type { EventRecord, WebhookBody } from './records.ts';
 
 export const SIGNATURE_HEADER = 'x-service-signature-256';
@@ -34,9 +34,30 @@ export function newEndpointSecret(): string {
   return `${SECRET_PREFIX}${randomBytes(32).toString('base64')}`;
 }
 
+/**
+ * The two HMAC keys of a secret, made once: a delivery signs with both, and the secrets of the
+ * endpoints being delivered to are signed with again and again.
+ */
+interface SecretKeys {
+  sluice: KeyObject;
+  standard: KeyObject;
+}
+const keyCache = new Map<string, SecretKeys>();
+const KEY_CACHE_SIZE = 4096;
+
+function keysOf(secret: string): SecretKeys {
+  let k = keyCache.get(secret);
+  if (k === undefined) {
+    k = { sluice: createSecretKey(Buffer.from(secret, 'utf8')), standard: createSecretKey(standardKey(secret)) };
+    if (keyCache.size >= KEY_CACHE_SIZE) keyCache.delete(keyCache.keys().next().value!);
+    keyCache.set(secret, k);
+  }
+  return k;
+}
+
 /** HMAC-SHA256 of the raw body keyed with the endpoint secret's UTF-8 bytes: Sluice's scheme. */
 export function webhookHmac(secret: string, rawBody: string | Buffer): Buffer {
-  return createHmac('sha256', Buffer.from(secret, 'utf8')).update(rawBody).digest();
+  return createHmac('sha256', keysOf(secret).sluice).update(rawBody).digest();
 }
 
 export function hmacHex(secret: string, rawBody: string | Buffer): string {
@@ -56,7 +77,28 @@ export function standardSignature(
   timestamp: number | string,
   rawBody: string | Buffer,
 ): Buffer {
-  return createHmac('sha256', standardKey(secret)).update(`${id}.${timestamp}.`).update(rawBody).digest();
+  return createHmac('sha256', keysOf(secret).standard).update(`${id}.${timestamp}.`).update(rawBody).digest();
+}
+
+/**
+ * The body of an event at a timestamp, made once per (event, second): the deliveries of one event
+ * to its endpoints (one DeliverySet) share the event object and, within a second, the same body.
+ */
+const bodies = new WeakMap<EventRecord, { timestamp: number; rawBody: string }>();
+function bodyOf(event: EventRecord, timestamp: number): string {
+  const held = bodies.get(event);
+  if (held !== undefined && held.timestamp === timestamp) return held.rawBody;
+  const body: WebhookBody = {
+    id: event.id,
+    type: event.type,
+    tenant_id: event.tenant_id,
+    created_at: new Date(event.created_at).toISOString(),
+    timestamp,
+    data: event.data,
+  };
+  const rawBody = JSON.stringify(body);
+  bodies.set(event, { timestamp, rawBody });
+  return rawBody;
 }
 
 export interface SignedDelivery {
@@ -79,15 +121,7 @@ export function signDelivery(
 ): SignedDelivery {
   const { current, previous } = typeof secrets === 'string' ? { current: secrets, previous: null } : secrets;
   const timestamp = Math.floor(nowMs / 1000);
-  const body: WebhookBody = {
-    id: event.id,
-    type: event.type,
-    tenant_id: event.tenant_id,
-    created_at: new Date(event.created_at).toISOString(),
-    timestamp,
-    data: event.data,
-  };
-  const rawBody = JSON.stringify(body);
+  const rawBody = bodyOf(event, timestamp);
   const signers = previous ? [current, previous] : [current];
   return {
     rawBody,

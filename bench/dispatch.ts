@@ -11,8 +11,9 @@
  *       [--workers N] [--quiet-timeout 30] [--skip-hops] [--label current] [--results FILE]
  *       [--sluice-dir DIR]   (measure another checkout, e.g. a worktree of the baseline commit)
  *       [--profile]          (node --cpu-prof for every Sluice process; profiles in the work dir)
- *       [--check [--check-label current]]  exits 1 when Sluice's CPU per 1,000 deliveries in f10-single is
- *                            over 125 % of the figure recorded in RESULTS.md (that label's section); writes nothing
+ *       [--check [--check-label check]]  exits 1 when Sluice's CPU per 1,000 deliveries in f10-single is over
+ *                            125 % of the figure in RESULTS.md's `check` section (made by `--only f10-single
+ *                            --skip-hops --label check`, the way --check measures); writes nothing
  *
  * Scenarios (--only takes their names): f1-single, half-sat, f10-single, f1-batch, f10-batch,
  * unhealthy (the default run, in this order; the four f* repeated --repeat times, default 2) and
@@ -72,7 +73,7 @@ const { values: opt } = parseArgs({
     'quiet-timeout': { type: 'string', default: '30' },
     'skip-hops': { type: 'boolean', default: false },
     check: { type: 'boolean', default: false },
-    'check-label': { type: 'string', default: 'current' },
+    'check-label': { type: 'string', default: 'check' },
     label: { type: 'string', default: 'current' },
     'sluice-dir': { type: 'string' },
     profile: { type: 'boolean', default: false },

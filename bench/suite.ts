@@ -378,7 +378,7 @@ try {
       ...(RESULTS && RESULTS !== join(ROOT, 'bench/RESULTS.md') ? ['--results', RESULTS] : []),
       ...(name === 'dispatch' && opt['sluice-dir'] ? ['--sluice-dir', SLUICE_DIR] : []),
       // The gate needs f10-single only: Sluice's CPU per delivery against the recorded figure.
-      ...(name === 'dispatch' && opt.check ? ['--check', '--only', 'f10-single', '--repeat', '1', '--skip-hops'] : []),
+      ...(name === 'dispatch' && opt.check ? ['--check', '--only', 'f10-single', '--skip-hops'] : []),
     ];
     const code = await runChild(name, args, external ? { KAFKA_BROKERS: brokers.join(',') } : {});
     others.push({ name, code, load: load() });

@@ -776,8 +776,8 @@ export interface components {
         EventKind: "ping" | "inference.completed" | "inference.failed" | "pipeline.started" | "pipeline.completed" | "pipeline.failed" | "telemetry.exported" | "credential.rotated" | "credential.revoked" | "endpoint.disabled";
         /** @description an event kind of KNOWN_EVENT_KINDS or a custom `<word>.<word>` */
         EventType: string;
-        /** @description an event kind, or `*` for all */
-        EventFilterItem: components["schemas"]["EventKind"] | "*";
+        /** @description an event type (a known kind or a custom `<word>.<word>`), `<word>.*` for a family of types, or `*` for all */
+        EventFilterItem: components["schemas"]["EventKind"] | components["schemas"]["EventType"] | string | "*";
         EndpointIdValue: string;
         /**
          * @description `PENDING`: not verified (the ping failed); its deliveries wait. `ACTIVE`: delivering.

@@ -227,7 +227,7 @@ export const SCENARIOS: Record<string, Scenario> = {
     if (ex?.status === 201) s.state.endpointId = body(ex).id;
     await s.probe(
       op,
-      'event filter with an unknown kind → 400',
+      'event filter item that is not an event type → 400',
       {
         method: 'POST',
         path: op.path,

@@ -169,13 +169,18 @@ export class EndpointRegistry implements StoredView {
     return out;
   }
 
+  /** The filter items that take `eventType`: itself, its family (`order.*` takes `order.created`) and `*`. */
   private matchingIds(tenantId: string, eventType: string): string[] {
     const out: string[] = [];
-    for (const kind of [eventType, '*']) {
+    const seen = new Set<string>();
+    const dot = eventType.indexOf('.');
+    const items = dot > 0 ? [eventType, `${eventType.slice(0, dot)}.*`, '*'] : [eventType, '*'];
+    for (const kind of items) {
       for (const key of this.kinds.getKeys({ start: [tenantId, kind], end: [tenantId, kind, '\uffff'] })) {
+        if (seen.has(key[2])) continue; // its filter names the type more than one way
+        seen.add(key[2]);
         const rec = this.get(key[2]);
         if (!rec) continue;
-        if (kind === '*' && rec.events.includes(eventType)) continue; // already taken by kind
         if (rec.state === 'DISABLED') continue; // receives nothing until verified again
         out.push(rec.id);
       }

@@ -112,3 +112,23 @@ t.test('a page from a cursor reads from the cursor on, not the tenant from its s
   t.equal(reg.touched, 3, 'three records read for three yielded');
   t.same(reg.countByState(), { ACTIVE: 10_000 }, 'the gauge counts what is left, by state');
 });
+
+t.test('custom types and families: a filter takes its type, its family (order.*) and *', async (t) => {
+  await store.transaction(() => {
+    put('ep_c1', 'shop', ['order.*']);
+    put('ep_c2', 'shop', ['order.created']);
+    put('ep_c3', 'shop', ['invoice.paid', 'order.created', 'order.*']);
+    put('ep_c4', 'shop', ['*']);
+    put('ep_c5', 'shop', ['orders.created']);
+  });
+  const match = (type: string) =>
+    reg
+      .matching('shop', type)
+      .map((e) => e.id)
+      .sort();
+  t.same(match('order.created'), ['ep_c1', 'ep_c2', 'ep_c3', 'ep_c4'], 'the type, its family and *; each once');
+  t.same(match('order.shipped'), ['ep_c1', 'ep_c3', 'ep_c4'], 'the family takes every type of it');
+  t.same(match('invoice.paid'), ['ep_c3', 'ep_c4']);
+  t.same(match('orders.created'), ['ep_c4', 'ep_c5'], 'order.* is not a prefix match');
+  t.same(match('ping'), ['ep_c4'], 'a kind without a dot matches itself and *');
+});

@@ -264,8 +264,8 @@ t.test('invalid registrations are 400 INVALID_REQUEST with the JSON path of ever
     ['events empty', { url: r.url, events: [] }, ['$.events']],
     ['events not an array', { url: r.url, events: 'ping' }, ['$.events']],
     [
-      'unknown kind and a duplicate',
-      { url: r.url, events: ['nope.happened', 'ping', 'ping'] },
+      'not an event type and a duplicate',
+      { url: r.url, events: ['nope.happened.twice', 'ping', 'ping'] },
       ['$.events[0]', '$.events[2]'],
     ],
     ['a non-string kind', { url: r.url, events: ['ping', 7] }, ['$.events[1]']],

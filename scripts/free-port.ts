@@ -30,3 +30,19 @@ export async function freePorts(n: number): Promise<number> {
     if (all) return p;
   }
 }
+
+/**
+ * The first of `n` consecutive free ports below Linux's ephemeral range (32768 and up), for a
+ * process that binds them only after it has made outbound connections: an outbound connection
+ * takes its local port from the ephemeral range, and one that used a port a moment ago (TIME_WAIT)
+ * makes a later bind of it fail with EADDRINUSE (seen with the admin ports of `sluice start
+ * --workers 2`, bound after the workers' Kafka connections).
+ */
+export async function freeListenPorts(n = 1): Promise<number> {
+  for (;;) {
+    const p = 20_000 + Math.floor(Math.random() * (12_000 - n));
+    let all = true;
+    for (let i = 0; i < n && all; i++) all = await canListen(p + i);
+    if (all) return p;
+  }
+}

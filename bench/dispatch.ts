@@ -31,7 +31,6 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
-import { createKafka } from '../core/kafka/client.ts';
 import { freePort, freePorts } from '../scripts/free-port.ts';
 import {
   rpc,
@@ -51,7 +50,7 @@ import { ProcSampler, childPid, listenerPid, processTree, type Usage } from './d
 import { writeSection } from './dispatch/results.ts';
 import { judgeCpu, recordedCpu } from './dispatch/cpu-check.ts';
 import { benchCommand } from './results-section.ts';
-import { dropBenchTopics, Scratch, tail, waitForLine } from './children.ts';
+import { dropBenchTopics, Scratch, settleGroups, tail, waitForLine } from './children.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RUN_TS = join(ROOT, 'bin/run-ts.js');
@@ -475,7 +474,7 @@ async function main(): Promise<number> {
   const notes: string[] = [];
   let liveEndpoints: string[] = [];
   const groupMembers = Math.max(1, sluiceWorkers) + DISPATCHERS;
-  if (!(await settleGroups(groupMembers)))
+  if (!(await settleGroups(brokers, prefix, groupMembers)))
     notes.push(
       `the delivery consumer groups were not Stable with ${groupMembers} members within 90 s; measured anyway.`,
     );
@@ -645,22 +644,6 @@ async function main(): Promise<number> {
       timedOut,
       usage,
     };
-  }
-
-  async function settleGroups(members: number): Promise<boolean> {
-    const admin = createKafka(brokers, 'sluice-bench-groups').admin();
-    await admin.connect();
-    try {
-      const ids = ['fan-out', 'dispatch', 'dispatch-rungs'].map((g) => `${prefix}.${g}`);
-      for (let stablePolls = 0, deadline = Date.now() + 90_000; Date.now() < deadline; await sleep(500)) {
-        const { groups } = await admin.describeGroups(ids);
-        stablePolls = groups.every((g) => g.state === 'Stable' && g.members.length >= members) ? stablePolls + 1 : 0;
-        if (stablePolls >= 3) return true;
-      }
-      return false;
-    } finally {
-      await admin.disconnect();
-    }
   }
 
   async function waitForDeliveries(

@@ -28,9 +28,8 @@ import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
-import { createKafka } from '../core/kafka/client.ts';
 import { freePort, freePorts } from '../scripts/free-port.ts';
-import { Children, dropBenchTopics, Scratch, tail, waitForLine } from './children.ts';
+import { Children, dropBenchTopics, Scratch, settleGroups, tail, waitForLine } from './children.ts';
 import { rpc } from './dispatch/ipc.ts';
 import type {
   NoisyLoadRequest,
@@ -219,7 +218,7 @@ async function main(): Promise<number> {
   say(`registered ${SLOW} slow endpoints (tenant noisy) and 1 fast endpoint (tenant quiet)`);
 
   const notes: string[] = [];
-  if (!(await settleGroups(1 + DISPATCHERS)))
+  if (!(await settleGroups(brokers, prefix, 1 + DISPATCHERS)))
     notes.push(`the consumer groups were not Stable with ${1 + DISPATCHERS} members within 90 s; measured anyway.`);
   await sleep(1000); // every dispatcher's endpoint view has the endpoints
 
@@ -310,22 +309,6 @@ async function main(): Promise<number> {
     say(`\nwritten to ${file}`);
   }
   return alone.lost > 0 || flooded.lost > 0 ? 1 : 0;
-}
-
-async function settleGroups(members: number): Promise<boolean> {
-  const admin = createKafka(brokers, 'sluice-bench-groups').admin();
-  await admin.connect();
-  try {
-    const ids = ['fan-out', 'dispatch', 'dispatch-rungs'].map((g) => `${prefix}.${g}`);
-    for (let stablePolls = 0, deadline = Date.now() + 90_000; Date.now() < deadline; await sleep(500)) {
-      const { groups } = await admin.describeGroups(ids);
-      stablePolls = groups.every((g) => g.state === 'Stable' && g.members.length >= members) ? stablePolls + 1 : 0;
-      if (stablePolls >= 3) return true;
-    }
-    return false;
-  } finally {
-    await admin.disconnect();
-  }
 }
 
 main().then(

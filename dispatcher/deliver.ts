@@ -5,6 +5,7 @@
  * The network timeout is 10 s of real time, never divided by SLUICE_TIME_SCALE.
  */
 import type { Agent } from 'undici';
+import { LruMap } from '../core/lru.ts';
 import type { Context } from '../core/context.ts';
 import { attemptDelivery, createDeliveryAgent, type AttemptOutcome } from '../core/webhooks/attempt.ts';
 import { signDelivery } from '../core/webhooks/signing.ts';
@@ -31,12 +32,11 @@ export function createDeliverer(ctx: Context): Deliverer {
   // The per-request check looks only at the URL (names and IP literals; DNS is checked at connect):
   // a URL that passed once passes again, so it is checked once per URL, not once per attempt.
   const guardUrl = targetGuard(guard);
-  const passed = new Set<string>();
+  const passed = new LruMap<string, true>(4096);
   const checkTarget = async (url: URL) => {
-    if (passed.has(url.href)) return;
+    if (passed.get(url.href)) return;
     await guardUrl(url);
-    if (passed.size >= 10_000) passed.clear();
-    passed.add(url.href);
+    passed.set(url.href, true);
   };
   const agent: Agent = createDeliveryAgent(ctx.config.dispatchPerEndpoint, guardedLookup(guard));
   /** One attempt without spans; `traceHeaders` go out with the request. */

@@ -12,6 +12,7 @@
  */
 import type { LookupFunction } from 'node:net';
 import { Agent, getGlobalDispatcher } from 'undici';
+import { LruMap } from '../lru.ts';
 
 export interface AttemptOutcome {
   ok: boolean;
@@ -92,19 +93,15 @@ const TICK_MS = 50;
 const deadlines = new Deadlines();
 
 /** Parsed target URLs (an endpoint's URL is parsed once, not once per attempt). */
-const parsedUrls = new Map<string, URL | null>();
+const parsedUrls = new LruMap<string, URL | null>(4096);
 function parseUrl(url: string): URL | null {
-  let u = parsedUrls.get(url);
-  if (u === undefined) {
-    try {
-      u = new URL(url);
-    } catch {
-      u = null;
-    }
-    if (parsedUrls.size >= 10_000) parsedUrls.clear();
-    parsedUrls.set(url, u);
+  const held = parsedUrls.get(url);
+  if (held !== undefined) return held;
+  try {
+    return parsedUrls.set(url, new URL(url));
+  } catch {
+    return parsedUrls.set(url, null);
   }
-  return u;
 }
 
 export function attemptDelivery(

@@ -16,6 +16,7 @@
  */
 import { createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import type { EventRecord, WebhookBody } from './records.ts';
+import { LruMap } from '../lru.ts';
 
 export const SIGNATURE_HEADER = 'x-service-signature-256';
 export const PREVIOUS_SIGNATURE_HEADER = 'x-service-signature-256-previous';
@@ -42,17 +43,16 @@ interface SecretKeys {
   sluice: KeyObject;
   standard: KeyObject;
 }
-const keyCache = new Map<string, SecretKeys>();
-const KEY_CACHE_SIZE = 4096;
+const keyCache = new LruMap<string, SecretKeys>(4096);
 
 function keysOf(secret: string): SecretKeys {
-  let k = keyCache.get(secret);
-  if (k === undefined) {
-    k = { sluice: createSecretKey(Buffer.from(secret, 'utf8')), standard: createSecretKey(standardKey(secret)) };
-    if (keyCache.size >= KEY_CACHE_SIZE) keyCache.delete(keyCache.keys().next().value!);
-    keyCache.set(secret, k);
-  }
-  return k;
+  return (
+    keyCache.get(secret) ??
+    keyCache.set(secret, {
+      sluice: createSecretKey(Buffer.from(secret, 'utf8')),
+      standard: createSecretKey(standardKey(secret)),
+    })
+  );
 }
 
 /** HMAC-SHA256 of the raw body keyed with the endpoint secret's UTF-8 bytes: Sluice's scheme. */

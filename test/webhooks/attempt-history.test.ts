@@ -15,6 +15,17 @@ import {
 import { ViewStore } from '../../core/store/view-store.ts';
 import { DigestBuilder } from '../../core/webhooks/attempt-digest.ts';
 
+/** A record of the attempts topic holding `value` as JSON, as the history's consumer hands it over. */
+const attemptsRecord = (value: unknown, timestamp: number) => ({
+  topic: 'attempts',
+  partition: 0,
+  offset: '0',
+  key: 'k',
+  value: Buffer.from(JSON.stringify(value)),
+  headers: {},
+  timestamp,
+});
+
 const SCALE = 4320; // the first retries come within a second or so
 const node = await startTestNode(
   { SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: String(SCALE) },
@@ -208,15 +219,7 @@ t.test(
       ...Array.from({ length: 250 }, (_, i) => attempt('ep_a', i)),
       ...Array.from({ length: 30 }, (_, i) => attempt('ep_b', i)),
     ];
-    const record = (value: unknown) => ({
-      topic: 'attempts',
-      partition: 0,
-      offset: '0',
-      key: 'k',
-      value: Buffer.from(JSON.stringify(value)),
-      headers: {},
-      timestamp: now,
-    });
+    const record = (value: unknown) => attemptsRecord(value, now);
     for (const a of all) await store.transaction(() => one.apply(record(a)));
     // Shuffled into two array records, each with a repeated report, one with a malformed entry.
     const shuffled = [...all].sort((x, y) => (x.delivery_id < y.delivery_id ? -1 : 1));
@@ -267,15 +270,7 @@ t.test(
       ...Array.from({ length: 1000 }, (_, i) => attempt('ep_busy', i)),
       ...Array.from({ length: 7 }, (_, i) => attempt('ep_quiet', i)),
     ];
-    const record = (value: unknown) => ({
-      topic: 'attempts',
-      partition: 0,
-      offset: '0',
-      key: 'k',
-      value: Buffer.from(JSON.stringify(value)),
-      headers: {},
-      timestamp: now,
-    });
+    const record = (value: unknown) => attemptsRecord(value, now);
     for (const a of all) await stores[0].transaction(() => one.apply(record(a)));
     const builder = new DigestBuilder();
     for (const a of all) builder.add(a);

@@ -15,8 +15,8 @@ t.teardown(async () => {
   await node.close();
 });
 const token = await node.token(await node.client('admin', 'shop'));
-const f = await registerEndpoint(node, token, family.url, ['order.*']);
-const e = await registerEndpoint(node, token, exact.url, ['order.created', 'invoice.paid']);
+await registerEndpoint(node, token, family.url, ['order.*']);
+await registerEndpoint(node, token, exact.url, ['order.created', 'invoice.paid']);
 
 t.test('a family and a custom type are delivered what they name, and nothing else', async (t) => {
   const created = await publish(node, token, { type: 'order.created', data: { n: 1 } });
@@ -39,5 +39,4 @@ t.test('a family and a custom type are delivered what they name, and nothing els
     exact.events().map((h) => h.body.type),
     ['order.created'],
   );
-  t.ok(f.id && e.id, 'both endpoints registered');
 });

@@ -1,15 +1,15 @@
 /** A TCP port on 127.0.0.1 that was free a moment ago (for tests, benchmarks and the test broker). */
 import { createServer } from 'node:net';
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
+/**
+ * A port below Linux's ephemeral range (32768 and up) that was free a moment ago. Not one the
+ * kernel hands out with listen(0): Sluice binds its ports after it has made its Kafka connections,
+ * and an outbound connection takes its local port from the ephemeral range, so a port picked there
+ * was often held (in TIME_WAIT) by the process's own connection when it came to bind it
+ * (EADDRINUSE on the admin ports of `sluice start --workers 2`).
+ */
+export async function freePort(): Promise<number> {
+  return freePorts(1);
 }
 
 function canListen(port: number): Promise<boolean> {
@@ -22,23 +22,6 @@ function canListen(port: number): Promise<boolean> {
 
 /** The first of `n` consecutive free ports (a local Kafka cluster uses port … port + 2·brokers − 1). */
 export async function freePorts(n: number): Promise<number> {
-  for (;;) {
-    const p = await freePort();
-    if (p + n > 65535) continue;
-    let all = true;
-    for (let i = 1; i < n && all; i++) all = await canListen(p + i);
-    if (all) return p;
-  }
-}
-
-/**
- * The first of `n` consecutive free ports below Linux's ephemeral range (32768 and up), for a
- * process that binds them only after it has made outbound connections: an outbound connection
- * takes its local port from the ephemeral range, and one that used a port a moment ago (TIME_WAIT)
- * makes a later bind of it fail with EADDRINUSE (seen with the admin ports of `sluice start
- * --workers 2`, bound after the workers' Kafka connections).
- */
-export async function freeListenPorts(n = 1): Promise<number> {
   for (;;) {
     const p = 20_000 + Math.floor(Math.random() * (12_000 - n));
     let all = true;

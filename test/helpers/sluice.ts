@@ -2,7 +2,7 @@
  * Test harness: a real Sluice node on the test run's real Kafka (KAFKA_BROKERS, set by `npm test`),
  * with a topic prefix of its own so test files never see each other's state.
  */
-import { freeListenPorts, freePort } from '../../scripts/free-port.ts';
+import { freePort, freePorts } from '../../scripts/free-port.ts';
 import { randomBytes } from 'node:crypto';
 import { loadConfig, type Config } from '../../core/config.ts';
 import { startNode, type SluiceNode } from '../../cli/assemble.ts';
@@ -15,7 +15,7 @@ export function brokers(): string[] {
   return b.split(',');
 }
 
-export { freeListenPorts, freePort };
+export { freePort, freePorts };
 
 export function uniquePrefix(name = 't'): string {
   return `${name}-${randomBytes(4).toString('hex')}`;

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { startTestNode, call, freePort, freeListenPorts } from '../helpers/sluice.ts';
+import { startTestNode, call, freePort } from '../helpers/sluice.ts';
 import { cliEnv, runCli, spawnIngress } from '../helpers/cli.ts';
 
 // Node A sets SLUICE_ISSUER; the cluster records it beside the signing keys.
@@ -12,7 +12,7 @@ t.test(
   "a second `sluice ingress` on another port without SLUICE_ISSUER adopts the cluster's and accepts its tokens",
   async (t) => {
     const port = await freePort();
-    const b = await spawnIngress(cliEnv(a.config, { SLUICE_ISSUER: '' }), port, await freeListenPorts());
+    const b = await spawnIngress(cliEnv(a.config, { SLUICE_ISSUER: '' }), port, await freePort());
     t.teardown(() => b.stop());
     const list = await call(b.base, 'GET', '/v1/webhooks/endpoints?limit=1', { token });
     t.equal(list.status, 200, 'B accepts A\'s token (no "wrong issuer")');
@@ -32,7 +32,7 @@ t.test(
 t.test("a node whose SLUICE_ISSUER differs from the cluster's refuses to start and names the variable", async (t) => {
   const port = await freePort();
   const res = await runCli(
-    ['ingress', '--port', String(port), '--admin-port', String(await freeListenPorts())],
+    ['ingress', '--port', String(port), '--admin-port', String(await freePort())],
     cliEnv(a.config, { SLUICE_ISSUER: 'https://other.example' }),
   );
   t.not(res.code, 0, 'it exits non-zero');

@@ -1,9 +1,9 @@
 import t from 'tap';
-import { startTestNode, call, freeListenPorts } from '../helpers/sluice.ts';
+import { startTestNode, call, freePort } from '../helpers/sluice.ts';
 import { cliEnv, runCli, spawnIngress } from '../helpers/cli.ts';
 
 const a = await startTestNode();
-const b = await spawnIngress(cliEnv(a.config), await freeListenPorts(), await freeListenPorts());
+const b = await spawnIngress(cliEnv(a.config), await freePort(), await freePort());
 t.teardown(async () => {
   await b.stop();
   await a.close();

@@ -1,16 +1,15 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { brokers, uniquePrefix, freeListenPorts, call } from '../helpers/sluice.ts';
+import { brokers, uniquePrefix, freePort, freePorts, call } from '../helpers/sluice.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
 t.test(
   'sluice start --workers 2: two processes share the port, each serves its admin port, SIGTERM stops all',
   async (t) => {
-    // Below the ephemeral range: the workers bind these after their Kafka connections took local ports.
-    const port = await freeListenPorts();
-    const adminPort = await freeListenPorts(2);
+    const port = await freePort();
+    const adminPort = await freePorts(2);
     const child = spawn(process.execPath, ['bin/sluice.js', 'start', '--workers', '2'], {
       cwd: root,
       env: {
@@ -91,8 +90,8 @@ t.test('sluice ingress --workers 2: both processes issue tokens on the shared po
   const node = await startTestNode();
   t.teardown(() => node.close());
   const c = await node.client('admin', 'acme');
-  const port = await freeListenPorts();
-  const adminPort = await freeListenPorts(2);
+  const port = await freePort();
+  const adminPort = await freePorts(2);
   const child = spawn(
     process.execPath,
     ['bin/sluice.js', 'ingress', '--workers', '2', '--port', String(port), '--admin-port', String(adminPort)],

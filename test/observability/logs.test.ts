@@ -10,7 +10,7 @@ import { createLogger } from '../../core/log.ts';
 import { loadConfig } from '../../core/config.ts';
 import { openContext } from '../../core/context.ts';
 import { unseal } from '../../core/secrets.ts';
-import { call, freeListenPorts, uniquePrefix } from '../helpers/sluice.ts';
+import { call, freePort, uniquePrefix } from '../helpers/sluice.ts';
 import { runCli, SLUICE_BIN } from '../helpers/cli.ts';
 import { receiver, sleep } from '../dispatcher/receiver.ts';
 
@@ -35,8 +35,8 @@ t.test('fields named like secrets are redacted and secret-looking values masked'
 });
 
 t.test('a full run logs no client secret, signing secret, bearer token or master key', async (t) => {
-  const port = await freeListenPorts();
-  const adminPort = await freeListenPorts();
+  const port = await freePort();
+  const adminPort = await freePort();
   const masterKey = randomBytes(24).toString('hex');
   const env = {
     ...process.env,

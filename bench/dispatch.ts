@@ -8,6 +8,8 @@
  *
  *   npm run bench:dispatch -- [--quick] [--big] [--only f1-single,half-sat,...] [--events N]
  *       [--repeat N] [--concurrency 64] [--batch-size 100] [--rate R] [--dispatchers N]
+ *       [--ingresses N]      (N `sluice ingress` + max(1, --dispatchers) `sluice dispatcher` instead of
+ *                            `sluice start`; the load publishes to the first ingress)
  *       [--workers N] [--quiet-timeout 30] [--skip-hops] [--label current] [--results FILE]
  *       [--sluice-dir DIR]   (measure another checkout, e.g. a worktree of the baseline commit)
  *       [--profile]          (node --cpu-prof for every Sluice process; profiles in the work dir)
@@ -68,6 +70,7 @@ const { values: opt } = parseArgs({
     'batch-size': { type: 'string', default: '100' },
     rate: { type: 'string' },
     dispatchers: { type: 'string', default: '0' },
+    ingresses: { type: 'string', default: '0' },
     workers: { type: 'string' },
     'quiet-timeout': { type: 'string', default: '30' },
     'skip-hops': { type: 'boolean', default: false },
@@ -89,7 +92,9 @@ const size = (full: number, small: number) => (opt.events ? Number(opt.events) :
 const REPEAT = opt.repeat ? Number(opt.repeat) : quick ? 1 : 2;
 const CONCURRENCY = Number(opt.concurrency);
 const BATCH = Number(opt['batch-size']);
-const DISPATCHERS = Number(opt.dispatchers);
+const INGRESSES = Number(opt.ingresses);
+/** Separate `sluice dispatcher` processes: --dispatchers, and at least one beside separate ingresses. */
+const DISPATCHERS = INGRESSES > 0 ? Math.max(1, Number(opt.dispatchers)) : Number(opt.dispatchers);
 const QUIET_MS = Number(opt['quiet-timeout']) * 1000;
 const PAD = 200;
 /**
@@ -99,6 +104,7 @@ const PAD = 200;
 const SLUICE_DIR = opt['sluice-dir'] ?? ROOT;
 const SLUICE = join(SLUICE_DIR, 'bin/sluice.js');
 if (!/^[a-z0-9-]{1,32}$/.test(opt.label!)) throw new Error('--label must be letters, digits and dashes');
+if (opt.check && INGRESSES > 0) throw new Error('--check measures `sluice start`: it does not take --ingresses');
 
 interface Scenario {
   name: string;
@@ -400,15 +406,28 @@ async function main(): Promise<number> {
     SLUICE_DATA_DIR: scratch.dataDir(),
     ...(opt.workers ? { SLUICE_WORKERS: opt.workers } : {}),
   };
-  // `sluice start` may run several worker processes (SLUICE_WORKERS, default the core count).
-  const adminPort = await freePorts(opt.workers ? Number(opt.workers) : availableParallelism());
-  say(`starting sluice start (topic prefix ${prefix}) and ${DISPATCHERS} extra dispatcher(s)...`);
-  const sluice = launch(
-    'sluice',
-    ['start'],
-    { ...env, SLUICE_PORT: String(port), SLUICE_ADMIN_PORT: String(adminPort) },
-    1,
-  );
+  // `sluice start` may run several worker processes (SLUICE_WORKERS, default the core count);
+  // with --ingresses, N single-process `sluice ingress` nodes take its place.
+  const front: { name: string; proc: ChildProcess; log: string; adminPort: number }[] = [];
+  if (INGRESSES > 0) {
+    say(`starting ${INGRESSES} sluice ingress (topic prefix ${prefix}) and ${DISPATCHERS} dispatcher(s)...`);
+    for (let i = 1; i <= INGRESSES; i++) {
+      const [p, ap] = i === 1 ? [port, await freePort()] : await Promise.all([freePort(), freePort()]);
+      const name = `ingress-${i}`;
+      const node = launch(name, ['ingress'], { ...env, SLUICE_PORT: String(p), SLUICE_ADMIN_PORT: String(ap) }, 1);
+      front.push({ name, ...node, adminPort: ap });
+    }
+  } else {
+    const adminPort = await freePorts(opt.workers ? Number(opt.workers) : availableParallelism());
+    say(`starting sluice start (topic prefix ${prefix}) and ${DISPATCHERS} extra dispatcher(s)...`);
+    const node = launch(
+      'sluice',
+      ['start'],
+      { ...env, SLUICE_PORT: String(port), SLUICE_ADMIN_PORT: String(adminPort) },
+      1,
+    );
+    front.push({ name: 'sluice', ...node, adminPort });
+  }
   base = `http://127.0.0.1:${port}`;
   const dispatchers: ChildProcess[] = [];
   const dispatcherAdminPorts: number[] = [];
@@ -419,10 +438,10 @@ async function main(): Promise<number> {
     dispatchers.push(d.proc);
     await waitForLine(d, /dispatcher running/, 120_000, `dispatcher ${i}`);
   }
-  const readyz = async (port: number) => {
+  const readyz = async (node: (typeof front)[number], port: number) => {
     for (const deadline = Date.now() + 120_000; ; ) {
-      if (sluice.proc.exitCode !== null)
-        throw new Error(`sluice start exited (${sluice.proc.exitCode}):\n${tail(sluice.log)}`);
+      if (node.proc.exitCode !== null)
+        throw new Error(`${node.name} exited (${node.proc.exitCode}):\n${tail(node.log)}`);
       if (
         await fetch(`http://127.0.0.1:${port}/readyz`).then(
           (r) => r.status === 200,
@@ -431,22 +450,30 @@ async function main(): Promise<number> {
       )
         return;
       if (Date.now() > deadline)
-        throw new Error(`sluice start: ${port}/readyz not 200 within 120 s:\n${tail(sluice.log)}`);
+        throw new Error(`${node.name}: ${port}/readyz not 200 within 120 s:\n${tail(node.log)}`);
       await sleep(250);
     }
   };
-  await readyz(adminPort);
-  // Cluster workers, if any, are the node children of the primary; all forked by now.
-  const sluiceWorkers = processTree(sluice.proc.pid!).length - 1;
-  adminPorts = Array.from({ length: Math.max(1, sluiceWorkers) }, (_, i) => adminPort + i);
-  for (const p of adminPorts) await readyz(p);
+  for (const node of front) await readyz(node, node.adminPort);
+  // Cluster workers of `sluice start`, if any, are the node children of the primary; all forked by now.
+  const sluiceWorkers = INGRESSES > 0 ? 0 : processTree(front[0].proc.pid!).length - 1;
+  adminPorts =
+    INGRESSES > 0
+      ? front.map((n) => n.adminPort)
+      : Array.from({ length: Math.max(1, sluiceWorkers) }, (_, i) => front[0].adminPort + i);
+  for (const p of adminPorts) await readyz(front[0], p);
   adminPorts.push(...dispatcherAdminPorts);
 
-  const sluiceName = sluiceWorkers > 0 ? `sluice start (primary + ${sluiceWorkers} workers)` : 'sluice start';
+  const frontName = (node: (typeof front)[number]) =>
+    INGRESSES > 0
+      ? node.name
+      : sluiceWorkers > 0
+        ? `sluice start (primary + ${sluiceWorkers} workers)`
+        : 'sluice start';
   sampler = new ProcSampler(() => {
     const m = new Map<string, number[]>();
     if (kafkaPid) m.set('kafka (java)', [kafkaPid]);
-    m.set(sluiceName, processTree(sluice.proc.pid!));
+    for (const node of front) m.set(frontName(node), processTree(node.proc.pid!));
     dispatchers.forEach((d, i) => {
       m.set(`dispatcher-${i + 1}`, [d.pid!]);
     });
@@ -473,7 +500,7 @@ async function main(): Promise<number> {
   // mid-run and repeat deliveries; and the first events pay for connections and JIT.
   const notes: string[] = [];
   let liveEndpoints: string[] = [];
-  const groupMembers = Math.max(1, sluiceWorkers) + DISPATCHERS;
+  const groupMembers = (INGRESSES > 0 ? 0 : Math.max(1, sluiceWorkers)) + DISPATCHERS;
   if (!(await settleGroups(brokers, prefix, groupMembers)))
     notes.push(
       `the delivery consumer groups were not Stable with ${groupMembers} members within 90 s; measured anyway.`,
@@ -707,19 +734,19 @@ async function main(): Promise<number> {
     );
   }
   const procNames = [...new Set(results.flatMap((r) => [...r.usage.keys()]))];
+  const sluiceProcs = procNames.filter((n) => /^(sluice|ingress|dispatcher)/.test(n));
   const resourceRows = [...new Set(results.map((r) => r.sc))].map((sc) => {
     const rs = results.filter((r) => r.sc === sc);
     const delivered = rs.reduce((n, r) => n + r.stats.unique, 0);
+    const perThousand = (cpu: number) => fmt(delivered ? (cpu * 1000) / delivered : null, 3);
     const cells = procNames.map((name) => {
       const us = rs.map((r) => r.usage.get(name)).filter((u): u is Usage => u !== undefined);
       if (us.length === 0) return '—';
       const cpu = us.reduce((n, u) => n + u.cpuSec, 0);
-      return (
-        `${fmt(Math.max(...us.map((u) => u.peakRssMb)))} MB · ` +
-        `${fmt(delivered ? (cpu * 1000) / delivered : null, 2)} s`
-      );
+      return `${fmt(Math.max(...us.map((u) => u.peakRssMb)))} MB · ${perThousand(cpu)} s`;
     });
-    return `| ${sc.name} | ${fmt(delivered)} | ${cells.join(' | ')} |`;
+    const sluiceCpu = rs.reduce((n, r) => n + sluiceProcs.reduce((m, p) => m + (r.usage.get(p)?.cpuSec ?? 0), 0), 0);
+    return `| ${sc.name} | ${fmt(delivered)} | ${cells.join(' | ')} | ${perThousand(sluiceCpu)} s |`;
   });
 
   const command = benchCommand('bench:dispatch', ROOT, externalKafka ? brokers : null);
@@ -727,6 +754,10 @@ async function main(): Promise<number> {
   const inWorkers = sluiceWorkers > 0 ? ` in each of ${sluiceWorkers} cluster workers` : '';
   const workersEnv = opt.workers ? `, SLUICE_WORKERS=${opt.workers}` : '';
   const extraDispatchers = DISPATCHERS ? ` + ${DISPATCHERS} \`sluice dispatcher\`` : '';
+  const sluiceProcesses =
+    INGRESSES > 0
+      ? `${INGRESSES} \`sluice ingress\` (the load publishes to the first) + ${DISPATCHERS} \`sluice dispatcher\``
+      : `\`sluice start\` (ingress + dispatcher${inWorkers}${workersEnv})${extraDispatchers}`;
   const section = [
     `### Run "${opt.label}": ${startedAt.toISOString().slice(0, 10)}`,
     '',
@@ -735,7 +766,7 @@ async function main(): Promise<number> {
     `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ` +
       `${fmt(totalmem() / 2 ** 30, 1)} GiB, ${type()} ${release()}, Node ${process.version}; ` +
       `Kafka ${KAFKA_VERSION} ${kafkaHow}; ${startedAt.toISOString()}; 1-min load average at start ${fmt(load1, 2)}.`,
-    `Processes: Kafka, \`sluice start\` (ingress + dispatcher${inWorkers}${workersEnv})${extraDispatchers}, ` +
+    `Processes: Kafka, ${sluiceProcesses}, ` +
       `the receiver, the load generator (${CONCURRENCY} connections) and the hop probes, ` +
       'each its own OS process on this machine. ' +
       'Measured once the delivery consumer groups were Stable with every process in them ' +
@@ -781,8 +812,8 @@ async function main(): Promise<number> {
       "sampled every 500 ms) per 1,000 healthy deliveries, over the scenario's runs; " +
       'a group of processes (cluster workers) counts as their sum.',
     '',
-    `| scenario | deliveries | ${procNames.join(' | ')} |`,
-    `|---|---:|${procNames.map(() => '---:').join('|')}|`,
+    `| scenario | deliveries | ${procNames.join(' | ')} | all Sluice processes |`,
+    `|---|---:|${procNames.map(() => '---:').join('|')}|---:|`,
     ...resourceRows,
   ].join('\n');
   say('');

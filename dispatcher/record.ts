@@ -35,8 +35,8 @@ interface Pending {
 const ATTEMPTS_PER_RECORD = 200;
 /**
  * How long attempts are gathered into digests (attempt-digest.ts) before they are sent: an
- * endpoint busier than 100 attempts a window has only its newest 100 sent in full (the history
- * shows no more), the rest counted by minute. Sent one by one, the reports and their history
+ * endpoint busier than 20 attempts a window has a sample of 20 sent in full (newest failures
+ * kept), the rest counted by minute. Sent one by one, the reports and their history
  * writes on every node cost more CPU than the deliveries themselves.
  */
 const REPORTS_WINDOW_MS = 1000;

@@ -1,9 +1,11 @@
 /**
- * What a dispatcher reports of one endpoint's attempts over a short window: the newest 100 in full
- * (the history never shows more of an endpoint: older ones would be trimmed as soon as they were
- * written) and every attempt of the window counted in its minute's bucket. A busy endpoint then
- * costs each node that keeps the history at most 100 log writes and a few updates per window,
- * however many attempts it had; the window's other attempts never cross Kafka one by one.
+ * What a dispatcher reports of one endpoint's attempts over a short window: every attempt of the
+ * window counted in its minute's bucket, and up to SAMPLE_PER_WINDOW of them in full, the newest
+ * failures first and then the newest others. An endpoint with fewer attempts a window has them all
+ * in the history; a busy one has a sample of the newest, failures kept, at a cost to each node that
+ * keeps the history of at most 20 log writes and a few updates per window however many attempts
+ * it had, so an extra ingress adds no work per delivery. (The history shows the newest 100 of an
+ * endpoint; at 100 attempts a second it would have trimmed a full report within a second anyway.)
  *
  *   const d = new DigestBuilder();
  *   d.add(attempt);            // per attempt, as it is judged
@@ -12,6 +14,18 @@
 import type { AttemptRecord, Bucket } from './attempt-history.ts';
 
 export const HISTORY_PER_ENDPOINT = 100;
+/** The most attempts of one endpoint a digest carries in full. */
+export const SAMPLE_PER_WINDOW = 20;
+
+/**
+ * How many attempts of an endpoint a window keeps in full, and how many of those places its newest
+ * failures always get (0: simply the newest attempts).
+ */
+export interface SamplePolicy {
+  size: number;
+  failurePlaces: number;
+}
+const DISPATCHER_SAMPLE: SamplePolicy = { size: SAMPLE_PER_WINDOW, failurePlaces: SAMPLE_PER_WINDOW / 2 };
 export const MINUTE_MS = 60_000;
 
 /** [minute, attempts, delivered, failed, latency_sum_ms, latency_max_ms] */
@@ -27,7 +41,7 @@ export interface AttemptDigest {
   kind: 'digest';
   tenant_id: string;
   endpoint_id: string;
-  /** The newest attempts of the window (HISTORY_PER_ENDPOINT at most), oldest first. */
+  /** The window's sample (SAMPLE_PER_WINDOW at most, see above), oldest first. */
   attempts: AttemptRecord[];
   /** Every attempt of the window, by minute. */
   minutes: MinuteCounts[];
@@ -35,15 +49,30 @@ export interface AttemptDigest {
   failure: Failure | null;
 }
 
+/** The newest `n` of `xs` by start time, oldest first. */
+const newest = (xs: AttemptRecord[], n: number) => (xs.length <= n ? xs : xs.sort((x, y) => x.at - y.at).slice(-n));
+
 class EndpointWindow {
-  /** The newest attempts, by start time: up to twice the limit, cut back to the newest 100 when full. */
-  private kept: AttemptRecord[] = [];
+  /**
+   * The newest others and failures (all in `others` without failure places): each up to twice the
+   * sample, cut back to the sample when full.
+   */
+  private others: AttemptRecord[] = [];
+  private failed: AttemptRecord[] = [];
   readonly minutes = new Map<number, MinuteCounts>();
   failure: Failure | null = null;
 
+  constructor(private readonly policy: SamplePolicy) {}
+
   add(a: AttemptRecord): void {
-    this.kept.push(a);
-    if (this.kept.length >= 2 * HISTORY_PER_ENDPOINT) this.kept = this.newest();
+    const { size, failurePlaces } = this.policy;
+    if (a.ok || failurePlaces === 0) {
+      this.others.push(a);
+      if (this.others.length >= 2 * size) this.others = newest(this.others, size);
+    } else {
+      this.failed.push(a);
+      if (this.failed.length >= 2 * size) this.failed = newest(this.failed, size);
+    }
     const minute = Math.floor(a.at / MINUTE_MS) * MINUTE_MS;
     let m = this.minutes.get(minute);
     if (!m) {
@@ -59,9 +88,12 @@ class EndpointWindow {
       this.failure = { at: a.at, status: a.status, error: a.error };
   }
 
-  /** The newest HISTORY_PER_ENDPOINT attempts, oldest first. */
-  newest(): AttemptRecord[] {
-    return this.kept.sort((x, y) => x.at - y.at).slice(-HISTORY_PER_ENDPOINT);
+  /** The sample: the newest failures (at least failurePlaces of them if there are), then the newest others. */
+  sample(): AttemptRecord[] {
+    const { size, failurePlaces } = this.policy;
+    const failures = Math.min(this.failed.length, Math.max(failurePlaces, size - this.others.length));
+    const kept = [...newest(this.failed, failures), ...newest(this.others, size - failures)];
+    return kept.sort((x, y) => x.at - y.at);
   }
 }
 
@@ -70,11 +102,13 @@ export class DigestBuilder {
   /** Attempts added since the last take(). */
   added = 0;
 
+  constructor(private readonly policy: SamplePolicy = DISPATCHER_SAMPLE) {}
+
   add(a: AttemptRecord): void {
     const key = `${a.tenant_id}\u0000${a.endpoint_id}`;
     let w = this.windows.get(key);
     if (!w) {
-      w = new EndpointWindow();
+      w = new EndpointWindow(this.policy);
       this.windows.set(key, w);
     }
     w.add(a);
@@ -93,7 +127,7 @@ export class DigestBuilder {
         kind: 'digest',
         tenant_id: key.slice(0, sep),
         endpoint_id: key.slice(sep + 1),
-        attempts: w.newest(),
+        attempts: w.sample(),
         minutes: [...w.minutes.values()],
         failure: w.failure,
       });

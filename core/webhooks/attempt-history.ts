@@ -153,9 +153,9 @@ export class AttemptHistory implements StoredView {
 
   /**
    * Runs inside the state consumer's store transaction. A record holds digests (attempt-digest.ts:
-   * per endpoint, the newest 100 attempts of a dispatcher's window and every attempt counted by
-   * minute), or, from an older dispatcher, one attempt or an array of them (digested here), so a
-   * busy endpoint costs at most 100 log writes and a few updates per window, not a dozen per attempt.
+   * per endpoint, a sample of up to 20 attempts of a dispatcher's window and every attempt counted by
+   * minute), or, from an older dispatcher, one attempt or an array of them (digested here, the newest
+   * 100 kept), so a busy endpoint costs a few log writes and updates per window, not a dozen per attempt.
    */
   apply(r: StateRecord): void {
     this.sweep(this.clock.now() - HISTORY_MAX_AGE_MS, SWEEP_PER_RECORD);
@@ -168,7 +168,7 @@ export class AttemptHistory implements StoredView {
     }
     // Attempts one by one (older dispatchers): a report seen before, in this record or in the log,
     // is left out, so repeats are not counted twice.
-    const legacy = new DigestBuilder();
+    const legacy = new DigestBuilder({ size: HISTORY_PER_ENDPOINT, failurePlaces: 0 });
     const seen = new Set<string>();
     for (const x of Array.isArray(v) ? v : [v]) {
       if (isDigest(x)) {

@@ -48,6 +48,10 @@ export async function faultWorld(
       SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
       SLUICE_TIME_SCALE: '600',
       SLUICE_LOG_LEVEL: process.env.FAULT_LOG ?? 'error',
+      // To measure the faults under another fetch wait than the default.
+      ...(process.env.SLUICE_STATE_FETCH_WAIT_MS
+        ? { SLUICE_STATE_FETCH_WAIT_MS: process.env.SLUICE_STATE_FETCH_WAIT_MS }
+        : {}),
       ...env,
     },
     { dispatcher: true, brokers: kafka.brokers },

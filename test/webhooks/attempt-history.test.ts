@@ -13,7 +13,7 @@ import {
   type AttemptRecord,
 } from '../../core/webhooks/attempt-history.ts';
 import { ViewStore } from '../../core/store/view-store.ts';
-import { DigestBuilder } from '../../core/webhooks/attempt-digest.ts';
+import { DigestBuilder, SAMPLE_PER_WINDOW } from '../../core/webhooks/attempt-digest.ts';
 
 /** A record of the attempts topic holding `value` as JSON, as the history's consumer hands it over. */
 const attemptsRecord = (value: unknown, timestamp: number) => ({
@@ -239,7 +239,8 @@ t.test(
 );
 
 t.test(
-  'digests: a window of 1,000 attempts sends its newest 100 and counts all 1,000; a digest read twice counts once',
+  'digests: a window of 1,000 attempts sends a sample of 20, newest failures kept, and counts all 1,000; ' +
+    'a quiet endpoint sends all; a digest read twice counts once',
   async (t) => {
     const now = Date.UTC(2026, 0, 1, 12);
     const clock = { now: () => now } as never;
@@ -277,7 +278,24 @@ t.test(
     const digests = builder.take();
     t.equal(digests.length, 2, 'one digest per endpoint');
     const busy = digests.find((d) => d.endpoint_id === 'ep_busy')!;
-    t.equal(busy.attempts.length, HISTORY_PER_ENDPOINT, 'the busy endpoint sends 100 attempts in full');
+    t.equal(busy.attempts.length, SAMPLE_PER_WINDOW, 'the busy endpoint sends 20 attempts in full');
+    const newestOf = (xs: AttemptRecord[], n: number) => [...xs].sort((x, y) => y.at - x.at).slice(0, n);
+    const busyAll = all.filter((a) => a.endpoint_id === 'ep_busy');
+    const expected = [
+      ...newestOf(
+        busyAll.filter((a) => !a.ok),
+        10,
+      ),
+      ...newestOf(
+        busyAll.filter((a) => a.ok),
+        10,
+      ),
+    ].sort((x, y) => x.at - y.at);
+    t.same(
+      busy.attempts.map((a) => a.delivery_id),
+      expected.map((a) => a.delivery_id),
+      'its 10 newest failures and 10 newest successes, oldest first',
+    );
     t.equal(
       busy.minutes.reduce((n, m) => n + m[1], 0),
       1000,
@@ -286,12 +304,16 @@ t.test(
     t.equal(builder.take().length, 0, 'take() empties the window');
     await stores[1].transaction(() => digested.apply(record(digests)));
     await stores[1].transaction(() => digested.apply(record(digests)));
-    for (const ep of ['ep_busy', 'ep_quiet'])
-      t.same(
-        digested.attempts('acme', ep, { limit: 1000 }),
-        one.attempts('acme', ep, { limit: 1000 }),
-        `${ep}: the same newest attempts as one by one`,
-      );
+    t.same(
+      digested.attempts('acme', 'ep_quiet', { limit: 1000 }),
+      one.attempts('acme', 'ep_quiet', { limit: 1000 }),
+      'ep_quiet: all its attempts, as one by one',
+    );
+    t.same(
+      digested.attempts('acme', 'ep_busy', { limit: 1000 }).map((a) => a.delivery_id),
+      [...expected].reverse().map((a) => a.delivery_id),
+      'ep_busy: the sample, newest first',
+    );
     t.same(digested.stats('acme', now), one.stats('acme', now), 'the same series, totals, rates and last errors');
     t.equal(digested.stats('acme', now).totals.attempts, 1007, 'the repeated record was not counted again');
   },

@@ -35,7 +35,7 @@ import { freePort, freePorts } from '../scripts/free-port.ts';
 import { Children, dropBenchTopics, Scratch, tail, waitForLine, type Launched } from './children.ts';
 import { ROUTE } from './suite/route.ts';
 import { runCase, type CaseResult, type CaseSpec } from './suite/k6.ts';
-import { judge, type Verdict } from './suite/targets.ts';
+import { DEFAULT_FETCH_WAIT_MS, judge, type Verdict } from './suite/targets.ts';
 import { writeSuiteSection } from './suite/results.ts';
 import { fetchToken } from '../test/helpers/sluice.ts';
 
@@ -314,7 +314,7 @@ interface Revocation {
 
 async function revocation(): Promise<Revocation[]> {
   const out: Revocation[] = [];
-  for (const wait of [20, 500]) {
+  for (const wait of [20, DEFAULT_FETCH_WAIT_MS]) {
     const json = join(work, `revocation-${wait}.json`);
     const rounds = quick ? 20 : 200;
     const idle = quick ? 3 : 30;

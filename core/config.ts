@@ -215,6 +215,9 @@ function readFileEnv(env: Env): Env {
   return { ...fromFile, ...env };
 }
 
+/** SLUICE_STATE_FETCH_WAIT_MS's default (less when SLUICE_KAFKA_STALE_MS is under twice as long). */
+export const DEFAULT_STATE_FETCH_WAIT_MS = 1000;
+
 export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
   const env = readFileEnv(rawEnv);
   const production = env.NODE_ENV === 'production';
@@ -300,7 +303,10 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
     cacheDir,
     dataDir: dirPath(env, 'SLUICE_DATA_DIR', join(cacheDir, 'state')),
     kafkaStaleMs: int(env, 'SLUICE_KAFKA_STALE_MS', 10_000, 100, 600_000),
-    stateFetchWaitMs: int(env, 'SLUICE_STATE_FETCH_WAIT_MS', 20, 1, 10_000),
+    // A fetch answers as soon as a record arrives: the wait only sets how often an idle node asks.
+    stateFetchWaitMs: env.SLUICE_STATE_FETCH_WAIT_MS
+      ? int(env, 'SLUICE_STATE_FETCH_WAIT_MS', 0, 1, 10_000)
+      : Math.min(DEFAULT_STATE_FETCH_WAIT_MS, Math.floor(int(env, 'SLUICE_KAFKA_STALE_MS', 10_000, 100, 600_000) / 2)),
     heapGrowthPercent: env.SLUICE_HEAP_GROWTH_PERCENT ? int(env, 'SLUICE_HEAP_GROWTH_PERCENT', 0, 0, 400) : null,
     keyRotationDays: num(env, 'SLUICE_KEY_ROTATION_DAYS', 30, 0.0001, 365),
     secretRotationDays: num(env, 'SLUICE_SECRET_ROTATION_DAYS', 30, 0.0001, 365),

@@ -7,6 +7,7 @@ import type { Producer, Admin, IHeaders, Consumer, ConsumerConfig } from 'kafkaj
 import type { TopicSpec } from '../topics.ts';
 import { SluiceBaseError, SluiceError, unavailable } from '../errors.ts';
 import { doubling, retry } from '../retry.ts';
+import './request-queue-patch.ts';
 
 // kafkajs is CommonJS and spreads its error classes into its exports, out of sight of named imports.
 const {
@@ -29,7 +30,7 @@ export function createKafka(brokers: string[], clientId: string): Kafka {
   return new Kafka({
     clientId,
     brokers,
-    logLevel: logLevel.NOTHING,
+    logLevel: process.env.DEBUG_KAFKAJS ? logLevel.WARN : logLevel.NOTHING,
     retry: { initialRetryTime: 100, retries: 8, maxRetryTime: 5000 },
     connectionTimeout: 3000,
     requestTimeout: 10000,

@@ -1,0 +1,63 @@
+/**
+ * kafkajs 2.2.4's request queues re-check for pending requests every millisecond forever once a
+ * connection has answered anything (core/kafka/request-queue-patch.ts); with the fix in place an
+ * idle connection schedules nothing.
+ */
+import { createRequire } from 'node:module';
+import t from 'tap';
+import { createKafka, DurableProducer, ensureTopics } from '../../core/kafka/client.ts';
+import { scheduleCheckPendingRequests, type RequestQueueState } from '../../core/kafka/request-queue-patch.ts';
+import { brokers, uniquePrefix } from '../helpers/sluice.ts';
+
+const queue = (pending: unknown[], throttledUntil: number) => {
+  const q = {
+    pending,
+    throttledUntil,
+    throttleCheckTimeoutId: null as NodeJS.Timeout | null,
+    checks: 0,
+    checkPendingRequests() {
+      q.checks++;
+    },
+  };
+  return q;
+};
+
+t.test('a check is scheduled only while requests wait or a throttle runs', async (t) => {
+  const idle = queue([], -1);
+  scheduleCheckPendingRequests.call(idle as RequestQueueState);
+  t.equal(idle.throttleCheckTimeoutId, null, 'nothing waits, no throttle: no timer');
+  const waiting = queue([{}], -1);
+  scheduleCheckPendingRequests.call(waiting as RequestQueueState);
+  t.not(waiting.throttleCheckTimeoutId, null, 'a pending request: a timer');
+  await new Promise((r) => setTimeout(r, 30));
+  t.equal(waiting.checks, 1, 'which checks the queue once');
+  const throttled = queue([], Date.now() + 20);
+  scheduleCheckPendingRequests.call(throttled as RequestQueueState);
+  t.not(throttled.throttleCheckTimeoutId, null, 'a throttle: a timer for its end');
+  clearTimeout(throttled.throttleCheckTimeoutId!);
+});
+
+t.test('an idle producer connection to a real broker runs no checks', async (t) => {
+  const RequestQueue = createRequire(import.meta.url)('kafkajs/src/network/requestQueue/index.js');
+  const original = RequestQueue.prototype.checkPendingRequests;
+  let checks = 0;
+  RequestQueue.prototype.checkPendingRequests = function (this: unknown) {
+    checks++;
+    return original.call(this);
+  };
+  t.teardown(() => {
+    RequestQueue.prototype.checkPendingRequests = original;
+  });
+  const kafka = createKafka(brokers(), 'request-queue-test');
+  const topic = `${uniquePrefix('rq')}.events`;
+  await ensureTopics(kafka, [{ name: topic, partitions: 1, config: {} }]);
+  const producer = new DurableProducer(kafka);
+  await producer.connect();
+  t.teardown(() => producer.disconnect());
+  await producer.sendJson(topic, 'k', { hello: 'world' });
+  await new Promise((r) => setTimeout(r, 100));
+  checks = 0;
+  await new Promise((r) => setTimeout(r, 1000));
+  // Unpatched: one check a millisecond per connection (~1,000 here).
+  t.ok(checks < 20, `${checks} checks of the request queues in 1 s idle`);
+});

@@ -30,7 +30,7 @@ export function createKafka(brokers: string[], clientId: string): Kafka {
   return new Kafka({
     clientId,
     brokers,
-    logLevel: process.env.DEBUG_KAFKAJS ? logLevel.WARN : logLevel.NOTHING,
+    logLevel: logLevel.NOTHING,
     retry: { initialRetryTime: 100, retries: 8, maxRetryTime: 5000 },
     connectionTimeout: 3000,
     requestTimeout: 10000,

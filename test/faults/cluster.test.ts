@@ -35,9 +35,27 @@ t.test('one broker killed under load and brought back: nothing lost, nothing sto
   const pub = publisher(node, () => token, 'c');
   await new Promise((res) => setTimeout(res, 3000));
   const victim = kafka.nodes[1];
+  const admin = node.ctx.kafka.admin();
+  await admin.connect();
+  t.teardown(() => admin.disconnect());
+  const wasController = (await admin.describeCluster()).controller === victim.id;
+  const topics = (await admin.listTopics()).filter((name) => name.startsWith(node.config.topicPrefix));
   await victim.stop('SIGKILL');
   const killedAt = Date.now();
   const acceptedAtKill = pub.stats.accepted.size;
+  // What recovery waits for: the controller fencing the dead broker and moving its partitions'
+  // leadership and ISR membership to the others (the state views' fetch wait plays no part).
+  const moved = (async () => {
+    for (;;) {
+      const meta = await admin.fetchTopicMetadata({ topics }).catch(() => null);
+      const held = meta?.topics.some((tp) =>
+        tp.partitions.some((p) => p.leader === victim.id || p.isr.includes(victim.id)),
+      );
+      if (meta && !held) return Date.now() - killedAt;
+      if (Date.now() - killedAt > 60_000) return Number.NaN;
+      await new Promise((res) => setTimeout(res, 100));
+    }
+  })();
   // Partitions the dead broker led are unavailable until the controller notices (the local
   // cluster: broker.session.timeout.ms 3 s) and moves their leadership; then writes go on with 2 of 3.
   while (pub.stats.accepted.size - acceptedAtKill < 200 && Date.now() - killedAt < 30_000)
@@ -46,6 +64,16 @@ t.test('one broker killed under load and brought back: nothing lost, nothing sto
   t.ok(
     pub.stats.accepted.size - acceptedAtKill >= 200,
     `publishing goes on with one broker dead (200 more accepted ${resumedMs} ms after the kill)`,
+  );
+  t.comment(
+    `the victim ${wasController ? 'was' : 'was not'} the active controller; its partitions' leadership and ISR ` +
+      `places moved ${await moved} ms after the kill; 200 more events accepted ${resumedMs} ms after it ` +
+      `(state fetch wait ${node.config.stateFetchWaitMs} ms)`,
+  );
+  t.comment(`refusals meanwhile: ${JSON.stringify([...pub.stats.reasons])}`);
+  t.comment(
+    `requests over 1 s (at: from the kill): ` +
+      JSON.stringify(pub.stats.slow.map((x) => ({ ...x, at: x.at - killedAt }))),
   );
   await new Promise((res) => setTimeout(res, 3000));
   await victim.start();

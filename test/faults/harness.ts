@@ -71,6 +71,10 @@ export interface PublishStats {
   refused: number;
   /** When the first 503 came back (epoch ms), or 0. */
   firstRefusedAt: number;
+  /** The 503s' details (problem+json `detail`), by detail with digits masked: what the refusals said. */
+  reasons: Map<string, number>;
+  /** Requests that took longer than 1 s: when they were sent (epoch ms), how long, their status. */
+  slow: { at: number; ms: number; status: number }[];
   /** Statuses other than 202 and 503, by status: must stay empty. */
   unexpected: Map<number, number>;
   requests: number;
@@ -87,12 +91,16 @@ export function publisher(
     accepted: new Set(),
     refused: 0,
     firstRefusedAt: 0,
+    reasons: new Map(),
+    slow: [],
     unexpected: new Map(),
     requests: 0,
   };
-  const refuse = (count: number) => {
+  const refuse = (count: number, detail: unknown) => {
     stats.refused += count;
     stats.firstRefusedAt ||= Date.now();
+    const reason = String(detail ?? '(none)').replace(/\d+/g, 'N');
+    stats.reasons.set(reason, (stats.reasons.get(reason) ?? 0) + count);
   };
   let n = 0;
   let running = true;
@@ -109,13 +117,14 @@ export function publisher(
         token: token(),
         body: { events },
       }).catch(() => ({ status: 0, json: undefined }));
+      if (Date.now() - started > 1000) stats.slow.push({ at: started, ms: Date.now() - started, status: res.status });
       if (res.status === 202) {
         for (const r of res.json.results) {
           if (r.id) stats.accepted.add(r.id);
-          else if (r.error?.status === 503) refuse(1);
+          else if (r.error?.status === 503) refuse(1, r.error.detail);
           else stats.unexpected.set(r.error?.status ?? -1, (stats.unexpected.get(r.error?.status ?? -1) ?? 0) + 1);
         }
-      } else if (res.status === 503) refuse(events.length);
+      } else if (res.status === 503) refuse(events.length, res.json?.detail);
       else stats.unexpected.set(res.status, (stats.unexpected.get(res.status) ?? 0) + 1);
       await new Promise((r) => setTimeout(r, Math.max(0, (opts.everyMs ?? 20) - (Date.now() - started))));
     }

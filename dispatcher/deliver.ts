@@ -4,7 +4,7 @@
  * through the shared keep-alive agent.
  * The network timeout is 10 s of real time, never divided by SLUICE_TIME_SCALE.
  */
-import type { Agent } from 'undici';
+import type { Http1Agent } from '../core/webhooks/http1-agent.ts';
 import { LruMap } from '../core/lru.ts';
 import type { Context } from '../core/context.ts';
 import { attemptDelivery, createDeliveryAgent, type AttemptOutcome } from '../core/webhooks/attempt.ts';
@@ -38,7 +38,7 @@ export function createDeliverer(ctx: Context): Deliverer {
     await guardUrl(url);
     passed.set(url.href, true);
   };
-  const agent: Agent = createDeliveryAgent(ctx.config.dispatchPerEndpoint, guardedLookup(guard));
+  const agent: Http1Agent = createDeliveryAgent(ctx.config.dispatchPerEndpoint, guardedLookup(guard));
   /** One attempt without spans; `traceHeaders` go out with the request. */
   const attemptOnce = async (
     rec: DeliveryRecord,

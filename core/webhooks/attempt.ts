@@ -11,8 +11,8 @@
  * success; a body that ends before its announced length, or bytes that are not HTTP, a failure).
  */
 import type { LookupFunction } from 'node:net';
-import { Agent, getGlobalDispatcher } from 'undici';
 import { LruMap } from '../lru.ts';
+import { Http1Agent, type ResponseHead } from './http1-agent.ts';
 
 export interface AttemptOutcome {
   ok: boolean;
@@ -27,21 +27,32 @@ export interface AttemptOptions {
   timeoutMs: number;
   /** Runs before connecting (SSRF check on the resolved address); throws to refuse the target. */
   checkTarget?: (url: URL) => Promise<void>;
-  dispatcher?: Agent;
+  dispatcher?: Http1Agent;
 }
 
 /**
  * A shared keep-alive agent; connections per origin are bounded so one host cannot take them all.
  * `lookup` (target-guard.ts guardedLookup) makes every new connection go to a checked address.
  */
-export function createDeliveryAgent(connectionsPerOrigin = 16, lookup?: LookupFunction): Agent {
-  return new Agent({
-    keepAliveTimeout: 30_000,
-    keepAliveMaxTimeout: 120_000,
-    connections: connectionsPerOrigin,
-    pipelining: 1,
-    connect: { timeout: 10_000, ...(lookup ? { lookup } : {}) },
-  });
+export function createDeliveryAgent(connectionsPerOrigin = 16, lookup?: LookupFunction): Http1Agent {
+  return new Http1Agent({ connectionsPerOrigin, keepAliveMs: 30_000, ...(lookup ? { lookup } : {}) });
+}
+
+/** The agent of attempts that name none (no target guard on its connections: tests and tools). */
+let defaultAgent: Http1Agent | null = null;
+
+/** The request as one string: line, head (host and content-length first) and body. */
+function requestText(target: URL, headers: Record<string, string>, rawBody: string): string | null {
+  const length = Buffer.byteLength(rawBody);
+  const line = `POST ${target.pathname}${target.search} HTTP/1.1\r\n`;
+  let text = `${line}host: ${target.host}\r\ncontent-length: ${length}\r\n`;
+  for (const name in headers) {
+    const value = headers[name];
+    // Values are Sluice's own (signatures, validated ids and types); a line break would split the head.
+    if (value.includes('\n') || value.includes('\r')) return null;
+    text += `${name}: ${value}\r\n`;
+  }
+  return `${text}\r\n${rawBody}`;
 }
 
 /** How much of a response body is read at most; the rest is never read (the connection is closed). */
@@ -119,14 +130,16 @@ export function attemptDelivery(
   });
   const target = parseUrl(url);
   if (target === null) return Promise.resolve(done(false, null, 'invalid URL'));
+  const request = requestText(target, headers, rawBody);
+  if (request === null) return Promise.resolve(done(false, null, 'a header value holds a line break'));
   return new Promise<AttemptOutcome>((resolve) => {
-    let controller: { abort(reason: Error): void } | null = null;
+    let abort: (() => void) | null = null;
     let status = 0;
-    let resHeaders: Record<string, string | string[] | undefined> = {};
+    let head: ResponseHead = { status: 0 };
     let size = 0;
     const deadline = deadlines.add(opts.timeoutMs, () => {
       finish(done(false, null, `no full response within ${opts.timeoutMs} ms`));
-      controller?.abort(new Error('the attempt timed out'));
+      abort?.();
     });
     function finish(o: AttemptOutcome): void {
       if (deadline.done) return;
@@ -143,7 +156,7 @@ export function attemptDelivery(
     const judge = () => {
       if (status >= 200 && status < 300) return finish(done(true, status, null));
       if (status === 429 || status === 503) {
-        const wait = retryAfterMs(resHeaders['retry-after'], Date.now());
+        const wait = retryAfterMs(head.retryAfter, Date.now());
         if (wait !== null)
           return finish({
             ...done(false, status, `HTTP ${status}, Retry-After ${Math.ceil(wait / 1000)} s`),
@@ -151,47 +164,32 @@ export function attemptDelivery(
           });
       }
       if (status >= 300 && status < 400)
-        return finish(done(false, status, `redirect to ${resHeaders.location ?? '(no location)'} not followed`));
+        return finish(done(false, status, `redirect to ${head.location ?? '(no location)'} not followed`));
       finish(done(false, status, `HTTP ${status}`));
     };
     const send = () => {
       if (deadline.done) return;
-      const dispatcher = opts.dispatcher ?? getGlobalDispatcher();
-      dispatcher.dispatch(
-        {
-          origin: target.origin,
-          path: `${target.pathname}${target.search}`,
-          method: 'POST',
-          headers,
-          body: rawBody,
-          headersTimeout: opts.timeoutMs,
-          bodyTimeout: opts.timeoutMs,
+      defaultAgent ??= opts.dispatcher ? null : createDeliveryAgent();
+      const agent = opts.dispatcher ?? defaultAgent!;
+      abort = agent.send(target, request, {
+        onHead(h) {
+          status = h.status;
+          head = h;
         },
-        {
-          onRequestStart(c) {
-            controller = c;
-            if (deadline.done) c.abort(new Error('the attempt timed out'));
-          },
-          onResponseStart(_c, statusCode, h) {
-            if (statusCode < 200) return; // 1xx: the answer is still to come
-            status = statusCode;
-            resHeaders = h;
-          },
-          onResponseData(c, chunk) {
-            size += chunk.length;
-            if (size >= MAX_RESPONSE_BYTES && !deadline.done) {
-              judge();
-              c.abort(new Error('the response body is not read past its limit'));
-            }
-          },
-          onResponseEnd() {
+        onData(bytes) {
+          size += bytes;
+          if (size >= MAX_RESPONSE_BYTES && !deadline.done) {
             judge();
-          },
-          onResponseError(_c, err) {
-            failed(err);
-          },
+            abort?.();
+          }
         },
-      );
+        onEnd() {
+          judge();
+        },
+        onError(err) {
+          failed(err);
+        },
+      });
     };
     if (opts.checkTarget) opts.checkTarget(target).then(send, failed);
     else send();

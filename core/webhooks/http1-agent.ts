@@ -1,0 +1,427 @@
+/**
+ * The HTTP/1.1 client of webhook attempts: keep-alive connections per origin (at most
+ * `connectionsPerOrigin`, one request at a time on each), a request written with one socket write,
+ * and a response read only as far as an attempt needs it: the status, a few header fields, and the
+ * body counted, not kept. A general client (undici) spent twice the CPU per request on what an
+ * attempt never uses (request objects, header validation, body streams), about a tenth of a
+ * delivery's whole cost (docs/decisions.md, issue 21).
+ *
+ *   const agent = new Http1Agent({ connectionsPerOrigin: 8, lookup });
+ *   const abort = agent.send(new URL('https://example.com/hook'), head, body, handler);
+ *
+ * Framing of the answer: a 1xx is skipped (a 101 is an error), a 204/304 has no body, then
+ * `transfer-encoding: chunked`, else `content-length` (two different values are an error), else
+ * the body runs to the close. A connection is reused only after a complete answer that did not ask
+ * for `connection: close`, and never longer than the receiver's `keep-alive: timeout` hint less a
+ * second (or 30 s), so a request is not sent on a connection the receiver is closing.
+ */
+import { connect as netConnect, isIP, type LookupFunction, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+
+/** The answer's head as an attempt reads it. */
+export interface ResponseHead {
+  status: number;
+  retryAfter?: string;
+  location?: string;
+}
+
+export interface ExchangeHandler {
+  /** The final (non-1xx) status line and head. */
+  onHead(head: ResponseHead): void;
+  /** `bytes` more of the body arrived (not kept). */
+  onData(bytes: number): void;
+  /** The whole answer arrived. */
+  onEnd(): void;
+  /** No (complete) answer: a connection error, bad framing, or the connection closed too early. */
+  onError(err: Error & { code?: string }): void;
+}
+
+export interface Http1AgentOptions {
+  connectionsPerOrigin: number;
+  /** Resolves every new connection's host (target-guard.ts guardedLookup: checked addresses only). */
+  lookup?: LookupFunction;
+  /** How long an idle connection is kept (the receiver's keep-alive hint, less 1 s, if shorter). */
+  keepAliveMs?: number;
+}
+
+const MAX_HEAD_BYTES = 64 * 1024;
+const IDLE_SWEEP_MS = 1000;
+
+class ProtocolError extends Error {
+  code = 'HTTP_PARSE_ERROR';
+}
+
+interface Exchange {
+  data: string;
+  handler: ExchangeHandler;
+  done: boolean;
+  /** The connection it was written to, once it was. */
+  conn: Connection | null;
+}
+
+type BodyMode = 'none' | 'length' | 'chunked' | 'close';
+
+/** One keep-alive connection and the parser of the answer to its current request. */
+class Connection {
+  exchange: Exchange | null = null;
+  idleSince = 0;
+  idleLimitMs: number;
+  /** Counted in its pool's open connections until it closes. */
+  counted = true;
+  private phase: 'head' | 'body' = 'head';
+  /** The head's bytes so far, while it spans several reads. */
+  private partial: Buffer | null = null;
+  private mode: BodyMode = 'none';
+  private left = 0;
+  private keepAlive = true;
+  /** The answer ended and the connection may take another request, once the read that ended it is done. */
+  private reusable = false;
+  /** Chunked: the size line, the data, the CRLF after the data, or the trailer after the last chunk. */
+  private chunkState: 'size' | 'data' | 'data-crlf' | 'trailer' = 'size';
+  private line = '';
+
+  constructor(
+    readonly socket: Socket,
+    private readonly pool: Pool,
+    keepAliveMs: number,
+  ) {
+    this.idleLimitMs = keepAliveMs;
+    socket.on('data', (chunk: Buffer) => this.read(chunk));
+    socket.on('end', () => this.closed(null));
+    socket.on('error', (err) => this.closed(err));
+    socket.on('close', () => this.closed(null));
+  }
+
+  send(x: Exchange): void {
+    this.exchange = x;
+    x.conn = this;
+    this.phase = 'head';
+    this.partial = null;
+    this.socket.write(x.data);
+  }
+
+  private read(chunk: Buffer): void {
+    const x = this.exchange;
+    if (x === null || x.done) {
+      // Bytes no request asked for: the connection is in no state to be reused.
+      this.socket.destroy();
+      return;
+    }
+    try {
+      let at = 0;
+      while (at < chunk.length && this.exchange === x && !x.done)
+        at = this.phase === 'head' ? this.readHead(chunk, at) : this.readBody(chunk, at);
+      if (this.exchange !== null) return;
+      // Bytes after the answer belong to no request: the connection cannot be trusted again.
+      if (at < chunk.length || !this.reusable) this.socket.destroy();
+      else this.pool.release(this);
+      this.reusable = false;
+    } catch (err) {
+      this.fail(err as Error);
+    }
+  }
+
+  /** Gathers a head and, once complete, acts on it. Returns how far `chunk` was consumed. */
+  private readHead(chunk: Buffer, from: number): number {
+    const rest = from === 0 ? chunk : chunk.subarray(from);
+    const buf = this.partial === null ? rest : Buffer.concat([this.partial, rest]);
+    const end = buf.indexOf('\r\n\r\n');
+    if (end < 0) {
+      if (buf.length > MAX_HEAD_BYTES) throw new ProtocolError('response head too large');
+      this.partial = Buffer.from(buf);
+      return chunk.length;
+    }
+    const heldBefore = buf.length - rest.length;
+    this.partial = null;
+    this.onHead(buf.toString('latin1', 0, end));
+    return from + (end + 4 - heldBefore);
+  }
+
+  private onHead(text: string): void {
+    const x = this.exchange!;
+    const lines = text.split('\r\n');
+    const m = /^HTTP\/1\.([01]) (\d{3})(?: |$)/.exec(lines[0]);
+    if (!m) throw new ProtocolError('not an HTTP/1.x response');
+    const status = Number(m[2]);
+    let length: number | null = null;
+    let chunked = false;
+    let close = m[1] === '0';
+    const head: ResponseHead = { status };
+    for (let i = 1; i < lines.length; i++) {
+      const line = lines[i];
+      const colon = line.indexOf(':');
+      if (colon <= 0) throw new ProtocolError('malformed header line');
+      const name = line.slice(0, colon).trim().toLowerCase();
+      const value = line.slice(colon + 1).trim();
+      if (name === 'content-length') {
+        if (!/^\d{1,15}$/.test(value) || (length !== null && length !== Number(value)))
+          throw new ProtocolError('invalid content-length');
+        length = Number(value);
+      } else if (name === 'transfer-encoding') chunked = /(?:^|,)\s*chunked$/i.test(value);
+      else if (name === 'connection') close ||= /(?:^|,)\s*close\s*(?:,|$)/i.test(value);
+      else if (name === 'keep-alive') {
+        const t = /timeout=(\d+)/i.exec(value);
+        if (t) this.idleLimitMs = Math.min(this.idleLimitMs, Math.max(0, Number(t[1]) * 1000 - 1000));
+      } else if (name === 'retry-after') head.retryAfter ??= value;
+      else if (name === 'location') head.location ??= value;
+    }
+    if (status < 200) {
+      if (status === 101) throw new ProtocolError('unexpected 101 Switching Protocols');
+      return; // an interim answer: the final one follows
+    }
+    this.keepAlive = !close;
+    x.handler.onHead(head);
+    if (x.done) return;
+    if (status === 204 || status === 304 || (!chunked && length === 0)) {
+      this.complete();
+      return;
+    }
+    this.phase = 'body';
+    if (chunked) {
+      this.mode = 'chunked';
+      this.chunkState = 'size';
+      this.line = '';
+    } else if (length !== null) {
+      this.mode = 'length';
+      this.left = length;
+    } else {
+      this.mode = 'close';
+      this.keepAlive = false;
+    }
+  }
+
+  private readBody(chunk: Buffer, from: number): number {
+    const x = this.exchange!;
+    if (this.mode === 'close') {
+      x.handler.onData(chunk.length - from);
+      return chunk.length;
+    }
+    if (this.mode === 'length') {
+      const n = Math.min(this.left, chunk.length - from);
+      this.left -= n;
+      if (n > 0) x.handler.onData(n);
+      if (this.left === 0 && !x.done) this.complete();
+      return from + n;
+    }
+    return this.readChunked(chunk, from);
+  }
+
+  private readChunked(chunk: Buffer, from: number): number {
+    const x = this.exchange!;
+    let at = from;
+    while (at < chunk.length && !x.done && this.exchange === x) {
+      if (this.chunkState === 'data') {
+        const n = Math.min(this.left, chunk.length - at);
+        this.left -= n;
+        at += n;
+        if (n > 0) x.handler.onData(n);
+        if (this.left === 0) this.chunkState = 'data-crlf';
+        continue;
+      }
+      const nl = chunk.indexOf(0x0a, at);
+      const end = nl < 0 ? chunk.length : nl + 1;
+      this.line += chunk.toString('latin1', at, end);
+      at = end;
+      if (this.line.length > 4096) throw new ProtocolError('chunk line too long');
+      if (nl < 0) break;
+      const line = this.line.replace(/\r?\n$/, '');
+      this.line = '';
+      if (this.chunkState === 'data-crlf') {
+        if (line !== '') throw new ProtocolError('missing CRLF after a chunk');
+        this.chunkState = 'size';
+      } else if (this.chunkState === 'size') {
+        const size = /^([0-9a-fA-F]{1,8})(?:\s*;.*)?$/.exec(line);
+        if (!size) throw new ProtocolError('invalid chunk size');
+        this.left = Number.parseInt(size[1], 16);
+        this.chunkState = this.left === 0 ? 'trailer' : 'data';
+      } else if (line === '') this.complete();
+    }
+    return at;
+  }
+
+  /** The answer is complete: the request ends; read() then reuses or closes the connection. */
+  private complete(): void {
+    const x = this.exchange!;
+    this.exchange = null;
+    this.phase = 'head';
+    this.reusable = this.keepAlive && !this.socket.destroyed;
+    if (!x.done) {
+      x.done = true;
+      x.handler.onEnd();
+    }
+  }
+
+  private fail(err: Error): void {
+    const x = this.exchange;
+    this.exchange = null;
+    this.socket.destroy();
+    if (x && !x.done) {
+      x.done = true;
+      x.handler.onError(err);
+    }
+  }
+
+  /** The socket ended or failed: an answer delimited by the close is complete, any other is not. */
+  private closed(err: Error | null): void {
+    this.pool.forget(this);
+    const x = this.exchange;
+    if (x === null || x.done) return;
+    if (err === null && this.phase === 'body' && this.mode === 'close') {
+      this.complete();
+      this.socket.destroy();
+      return;
+    }
+    this.fail(
+      err ??
+        Object.assign(new Error('the receiver closed the connection before a full answer'), { code: 'UND_ERR_SOCKET' }),
+    );
+  }
+}
+
+type PoolOptions = Required<Omit<Http1AgentOptions, 'lookup'>> & { lookup?: LookupFunction };
+
+/** The connections to one origin and the requests waiting for one. */
+class Pool {
+  readonly conns = new Set<Connection>();
+  private readonly idle: Connection[] = [];
+  private readonly waiting: Exchange[] = [];
+  private readonly host: string;
+  private readonly port: number;
+  private readonly tls: boolean;
+
+  constructor(
+    target: URL,
+    private readonly opts: PoolOptions,
+  ) {
+    this.tls = target.protocol === 'https:';
+    // URL keeps IPv6 literals in brackets; connect wants them bare.
+    this.host = target.hostname.replace(/^\[(.*)\]$/, '$1');
+    this.port = target.port ? Number(target.port) : this.tls ? 443 : 80;
+  }
+
+  send(x: Exchange): void {
+    const conn = this.idle.pop();
+    if (conn) conn.send(x);
+    else if (this.conns.size < this.opts.connectionsPerOrigin) this.connect(x);
+    else this.waiting.push(x);
+  }
+
+  /** A waiting request given up: it leaves the queue (one written already is the caller's to cut). */
+  unqueue(x: Exchange): void {
+    const i = this.waiting.indexOf(x);
+    if (i >= 0) this.waiting.splice(i, 1);
+  }
+
+  release(conn: Connection): void {
+    let next = this.waiting.shift();
+    while (next?.done) next = this.waiting.shift();
+    if (next) {
+      conn.send(next);
+      return;
+    }
+    conn.idleSince = Date.now();
+    this.idle.push(conn);
+  }
+
+  forget(conn: Connection): void {
+    const i = this.idle.indexOf(conn);
+    if (i >= 0) this.idle.splice(i, 1);
+    if (!conn.counted) return;
+    conn.counted = false;
+    this.conns.delete(conn);
+    let next = this.waiting.shift();
+    while (next?.done) next = this.waiting.shift();
+    if (next) this.send(next);
+  }
+
+  /** Closes the connections idle past their limit; true when the pool holds nothing any more. */
+  sweep(now: number): boolean {
+    for (const conn of [...this.idle]) if (now - conn.idleSince >= conn.idleLimitMs) conn.socket.destroy();
+    return this.conns.size === 0 && this.waiting.length === 0;
+  }
+
+  closeIdle(): void {
+    for (const conn of [...this.idle]) conn.socket.destroy();
+  }
+
+  destroy(): void {
+    for (const conn of [...this.conns]) conn.socket.destroy();
+  }
+
+  private connect(x: Exchange): void {
+    const { lookup } = this.opts;
+    const socket = this.tls
+      ? tlsConnect({
+          host: this.host,
+          port: this.port,
+          servername: isIP(this.host) ? undefined : this.host,
+          ALPNProtocols: ['http/1.1'],
+          ...(lookup ? { lookup } : {}),
+        })
+      : netConnect({ host: this.host, port: this.port, noDelay: true, ...(lookup ? { lookup } : {}) });
+    if (this.tls) socket.setNoDelay(true);
+    const conn = new Connection(socket, this, this.opts.keepAliveMs);
+    this.conns.add(conn);
+    // Written before the connection is up: the socket sends it once connected, or fails it.
+    conn.send(x);
+  }
+}
+
+export class Http1Agent {
+  private readonly pools = new Map<string, Pool>();
+  private readonly opts: PoolOptions;
+  private sweeper: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  constructor(opts: Http1AgentOptions) {
+    this.opts = { keepAliveMs: 30_000, ...opts };
+  }
+
+  /**
+   * Sends `data` (the whole request: line, head and body, as one string) to `target`'s origin and
+   * returns an abort function (closes its connection; the handler hears nothing more).
+   */
+  send(target: URL, data: string, handler: ExchangeHandler): () => void {
+    const x: Exchange = { data, handler, done: false, conn: null };
+    if (this.closed) {
+      x.done = true;
+      handler.onError(Object.assign(new Error('the delivery agent is closed'), { code: 'UND_ERR_DESTROYED' }));
+      return () => {};
+    }
+    let pool = this.pools.get(target.origin);
+    if (!pool) {
+      pool = new Pool(target, this.opts);
+      this.pools.set(target.origin, pool);
+    }
+    this.sweeper ??= setInterval(() => this.sweep(), IDLE_SWEEP_MS).unref();
+    pool.send(x);
+    const owner = pool;
+    return () => {
+      if (x.done) return;
+      x.done = true;
+      if (x.conn) x.conn.socket.destroy();
+      else owner.unqueue(x);
+    };
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    for (const [origin, pool] of this.pools) if (pool.sweep(now)) this.pools.delete(origin);
+    if (this.pools.size === 0 && this.sweeper) {
+      clearInterval(this.sweeper);
+      this.sweeper = null;
+    }
+  }
+
+  /** Takes no new requests and closes the idle connections; requests under way finish. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const pool of this.pools.values()) pool.closeIdle();
+  }
+
+  /** Closes every connection now. */
+  async destroy(): Promise<void> {
+    this.closed = true;
+    for (const pool of this.pools.values()) pool.destroy();
+  }
+}

@@ -27,7 +27,7 @@
  */
 import { execFile, fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, readFileSync } from 'node:fs';
+import { createWriteStream, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, release, totalmem, type } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -51,6 +51,7 @@ import {
 import { ProcSampler, childPid, listenerPid, processTree, type Usage } from './dispatch/proc-stats.ts';
 import { writeSection } from './dispatch/results.ts';
 import { judgeCpu, recordedCpu } from './dispatch/cpu-check.ts';
+import { featureShares } from './dispatch/feature-cost.ts';
 import { benchCommand } from './results-section.ts';
 import { dropBenchTopics, Scratch, settleGroups, tail, waitForLine } from './children.ts';
 
@@ -217,10 +218,15 @@ function launch(
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  if (name !== 'kafka') sluiceStartedAt ??= Date.now();
   proc.stdout!.pipe(out);
   proc.stderr!.pipe(out);
   return { proc: track(name, proc, stage), log };
 }
+
+/** When the first Sluice process started, and when the first reported scenario did (for --profile). */
+let sluiceStartedAt: number | undefined;
+let scenariosStartedAt: number | undefined;
 
 /** A bench helper (TypeScript, through bin/run-ts.js) with an IPC channel. */
 function forkTs(name: string, script: string, args: string[] = []): ChildProcess {
@@ -570,6 +576,7 @@ async function main(): Promise<number> {
 
   // 8. scenarios
   const results: RunResult[] = [];
+  scenariosStartedAt = Date.now();
   for (const sc of SCENARIOS.filter((s) => selected.includes(s.name))) {
     if (sc.publish === 'batch' && !batchAvailable) {
       notes.push(`${sc.name}: skipped, the batch route answered 404 (batch publish not available).`);
@@ -671,6 +678,30 @@ async function main(): Promise<number> {
       timedOut,
       usage,
     };
+  }
+
+  /** --profile: what each feature costs, from the Sluice processes' profiles (feature-cost.ts). */
+  function featureSection(rs: RunResult[], names: string[]): string {
+    const dir = join(work, 'prof');
+    const files = existsSync(dir) ? readdirSync(dir).map((f) => join(dir, f)) : [];
+    const delivered = rs.reduce((n, r) => n + r.stats.unique, 0);
+    const cpu = rs.reduce((n, r) => n + names.reduce((m, p) => m + (r.usage.get(p)?.cpuSec ?? 0), 0), 0);
+    if (files.length === 0 || delivered === 0) return '(--profile: no profiles or no deliveries to read)';
+    const perThousand = (cpu * 1000) / delivered;
+    // Each profile starts with its process: skip its start-up, endpoint registration and warm-up.
+    const skipMs = (scenariosStartedAt ?? 0) - (sluiceStartedAt ?? 0);
+    const { busyMs, shares } = featureShares(files, { skipMs });
+    return [
+      `#### What each feature costs (profiles of this run, ${fmt(busyMs / 1000, 1)} busy CPU-s after the warm-up)`,
+      '',
+      `All Sluice processes: ${fmt(perThousand, 3)} CPU-s per 1,000 deliveries over the scenarios (profiling ` +
+        'itself adds some). A sample counts for a feature when its code is anywhere on the stack, so a row ' +
+        'includes what it calls (crypto, socket writes) and rows overlap.',
+      '',
+      '| feature | share of busy CPU | CPU-s per 1,000 deliveries |',
+      '|---|---:|---:|',
+      ...shares.map((s) => `| ${s.name} | ${fmt(100 * s.share, 1)} % | ${fmt(s.share * perThousand, 3)} |`),
+    ].join('\n');
   }
 
   async function waitForDeliveries(
@@ -818,6 +849,11 @@ async function main(): Promise<number> {
   ].join('\n');
   say('');
   say(section);
+  if (opt.profile) {
+    // A process writes its profile as it exits.
+    await Promise.all(children.filter((c) => c.stage === 1).map((c) => stopProc(c.proc)));
+    say(`\n${featureSection(results, sluiceProcs)}`);
+  }
 
   // --check compares with the figure recorded in RESULTS.md and writes nothing there (unless --results).
   let checkFailed = false;

@@ -33,11 +33,12 @@ export function createDeliverer(ctx: Context): Deliverer {
   // a URL that passed once passes again, so it is checked once per URL, not once per attempt.
   const guardUrl = targetGuard(guard);
   const passed = new LruMap<string, true>(4096);
-  const checkTarget = async (url: URL) => {
-    if (passed.get(url.href)) return;
-    await guardUrl(url);
-    passed.set(url.href, true);
-  };
+  const checkTarget = (url: URL) =>
+    passed.get(url.href)
+      ? undefined
+      : guardUrl(url).then(() => {
+          passed.set(url.href, true);
+        });
   const agent: Http1Agent = createDeliveryAgent(ctx.config.dispatchPerEndpoint, guardedLookup(guard));
   /** One attempt without spans; `traceHeaders` go out with the request. */
   const attemptOnce = async (

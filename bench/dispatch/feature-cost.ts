@@ -44,7 +44,10 @@ export const FEATURES: Feature[] = [
       url.startsWith('wasm://') ||
       /\/dispatcher\/record\.ts$/.test(url),
   },
-  { name: 'HTTP to receivers (undici)', owns: (url) => url.includes('/undici/') },
+  {
+    name: 'HTTP to receivers (http1-agent.ts, attempt.ts: socket writes and reads included)',
+    owns: (url) => url.includes('/core/webhooks/http1-agent.ts') || url.includes('/core/webhooks/attempt.ts'),
+  },
   { name: 'Kafka client (kafkajs)', owns: (url) => url.includes('/kafkajs/') },
   { name: 'garbage collection', owns: (_url, fn) => fn === '(garbage collector)' },
 ];

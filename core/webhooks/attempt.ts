@@ -12,7 +12,7 @@
  */
 import type { LookupFunction } from 'node:net';
 import { LruMap } from '../lru.ts';
-import { Http1Agent, type ResponseHead } from './http1-agent.ts';
+import { Http1Agent, type ExchangeHandler, type ResponseHead } from './http1-agent.ts';
 
 export interface AttemptOutcome {
   ok: boolean;
@@ -25,8 +25,11 @@ export interface AttemptOutcome {
 
 export interface AttemptOptions {
   timeoutMs: number;
-  /** Runs before connecting (SSRF check on the resolved address); throws to refuse the target. */
-  checkTarget?: (url: URL) => Promise<void>;
+  /**
+   * Runs before the request is sent (SSRF check of the URL); rejects to refuse the target, or
+   * returns undefined when it is known to pass (no promise, no wait).
+   */
+  checkTarget?: (url: URL) => Promise<void> | undefined;
   dispatcher?: Http1Agent;
 }
 
@@ -58,25 +61,31 @@ function requestText(target: URL, headers: Record<string, string>, rawBody: stri
 /** How much of a response body is read at most; the rest is never read (the connection is closed). */
 export const MAX_RESPONSE_BYTES = 64 * 1024;
 
+/** What a deadline holds: when it falls, and what to do then unless done by then. */
+interface Deadline {
+  at: number;
+  done: boolean;
+  expire(): void;
+}
+
 /**
  * Attempts past their deadline, in the order they started: every attempt of a deliverer has the
  * same timeout, so deadlines come in start order and one ticker serves them all (no timer and no
  * AbortSignal per attempt: at thousands of attempts a second, those were a measurable share).
  */
 class Deadlines {
-  private readonly queues = new Map<number, { at: number; expire: () => void; done: boolean }[]>();
+  private readonly queues = new Map<number, Deadline[]>();
   private ticker: NodeJS.Timeout | null = null;
 
-  add(timeoutMs: number, expire: () => void): { done: boolean } {
+  add(timeoutMs: number, entry: Deadline): void {
     let q = this.queues.get(timeoutMs);
     if (!q) {
       q = [];
       this.queues.set(timeoutMs, q);
     }
-    const entry = { at: Date.now() + timeoutMs, expire, done: false };
+    entry.at = Date.now() + timeoutMs;
     q.push(entry);
     this.ticker ??= setInterval(() => this.tick(), TICK_MS);
-    return entry;
   }
 
   private tick(): void {
@@ -115,84 +124,103 @@ function parseUrl(url: string): URL | null {
   }
 }
 
+/**
+ * One attempt under way: its deadline, the handler of its answer, and its outcome. A class, not
+ * closures: an attempt allocates one object, not a dozen functions.
+ */
+class Attempt implements Deadline, ExchangeHandler {
+  at = 0;
+  done = false;
+  private readonly started = Date.now();
+  private status = 0;
+  private head: ResponseHead | null = null;
+  private size = 0;
+  private abort: (() => void) | null = null;
+
+  constructor(
+    private readonly resolve: (o: AttemptOutcome) => void,
+    private readonly timeoutMs: number,
+  ) {}
+
+  send(agent: Http1Agent, target: URL, request: string): void {
+    if (!this.done) this.abort = agent.send(target, request, this);
+  }
+
+  expire(): void {
+    this.finish(false, null, `no full response within ${this.timeoutMs} ms`);
+    this.abort?.();
+  }
+
+  onHead(h: ResponseHead): void {
+    this.status = h.status;
+    this.head = h;
+  }
+
+  onData(bytes: number): void {
+    this.size += bytes;
+    if (this.size >= MAX_RESPONSE_BYTES && !this.done) {
+      this.judge();
+      this.abort?.();
+    }
+  }
+
+  onEnd(): void {
+    this.judge();
+  }
+
+  onError(err: unknown): void {
+    const e = err as { code?: string; message?: string; cause?: { code?: string; message?: string } };
+    const code = e.cause?.code ?? e.code;
+    this.finish(false, null, code ? `${code}: ${e.cause?.message ?? e.message}` : (e.message ?? String(err)));
+  }
+
+  /**
+   * The answer is judged on its status once the body is complete, or once MAX_RESPONSE_BYTES of it
+   * arrived (then the rest is dropped with the connection).
+   */
+  private judge(): void {
+    const { status } = this;
+    const wait = status === 429 || status === 503 ? retryAfterMs(this.head?.retryAfter, Date.now()) : null;
+    if (status >= 200 && status < 300) this.finish(true, status, null);
+    else if (wait !== null) this.finish(false, status, `HTTP ${status}, Retry-After ${Math.ceil(wait / 1000)} s`, wait);
+    else if (status >= 300 && status < 400)
+      this.finish(false, status, `redirect to ${this.head?.location ?? '(no location)'} not followed`);
+    else this.finish(false, status, `HTTP ${status}`);
+  }
+
+  finish(ok: boolean, status: number | null, error: string | null, retryAfter?: number): void {
+    if (this.done) return;
+    this.done = true;
+    const outcome: AttemptOutcome = { ok, status, error, durationMs: Date.now() - this.started };
+    if (retryAfter !== undefined) outcome.retryAfterMs = retryAfter;
+    this.resolve(outcome);
+  }
+}
+
 export function attemptDelivery(
   url: string,
   rawBody: string,
   headers: Record<string, string>,
   opts: AttemptOptions,
 ): Promise<AttemptOutcome> {
-  const started = Date.now();
-  const done = (ok: boolean, status: number | null, error: string | null): AttemptOutcome => ({
-    ok,
-    status,
-    error,
-    durationMs: Date.now() - started,
-  });
-  const target = parseUrl(url);
-  if (target === null) return Promise.resolve(done(false, null, 'invalid URL'));
-  const request = requestText(target, headers, rawBody);
-  if (request === null) return Promise.resolve(done(false, null, 'a header value holds a line break'));
   return new Promise<AttemptOutcome>((resolve) => {
-    let abort: (() => void) | null = null;
-    let status = 0;
-    let head: ResponseHead = { status: 0 };
-    let size = 0;
-    const deadline = deadlines.add(opts.timeoutMs, () => {
-      finish(done(false, null, `no full response within ${opts.timeoutMs} ms`));
-      abort?.();
-    });
-    function finish(o: AttemptOutcome): void {
-      if (deadline.done) return;
-      deadline.done = true;
-      resolve(o);
+    const a = new Attempt(resolve, opts.timeoutMs);
+    const target = parseUrl(url);
+    const request = target === null ? null : requestText(target, headers, rawBody);
+    if (target === null || request === null) {
+      a.finish(false, null, target === null ? 'invalid URL' : 'a header value holds a line break');
+      return;
     }
-    const failed = (err: unknown) => {
-      const e = err as { code?: string; message?: string; cause?: { code?: string; message?: string } };
-      const code = e.cause?.code ?? e.code;
-      finish(done(false, null, code ? `${code}: ${e.cause?.message ?? e.message}` : (e.message ?? String(err))));
-    };
-    // The answer is judged on its status once the body is complete, or once MAX_RESPONSE_BYTES of it
-    // arrived (then the rest is dropped with the connection).
-    const judge = () => {
-      if (status >= 200 && status < 300) return finish(done(true, status, null));
-      if (status === 429 || status === 503) {
-        const wait = retryAfterMs(head.retryAfter, Date.now());
-        if (wait !== null)
-          return finish({
-            ...done(false, status, `HTTP ${status}, Retry-After ${Math.ceil(wait / 1000)} s`),
-            retryAfterMs: wait,
-          });
-      }
-      if (status >= 300 && status < 400)
-        return finish(done(false, status, `redirect to ${head.location ?? '(no location)'} not followed`));
-      finish(done(false, status, `HTTP ${status}`));
-    };
-    const send = () => {
-      if (deadline.done) return;
-      defaultAgent ??= opts.dispatcher ? null : createDeliveryAgent();
-      const agent = opts.dispatcher ?? defaultAgent!;
-      abort = agent.send(target, request, {
-        onHead(h) {
-          status = h.status;
-          head = h;
-        },
-        onData(bytes) {
-          size += bytes;
-          if (size >= MAX_RESPONSE_BYTES && !deadline.done) {
-            judge();
-            abort?.();
-          }
-        },
-        onEnd() {
-          judge();
-        },
-        onError(err) {
-          failed(err);
-        },
-      });
-    };
-    if (opts.checkTarget) opts.checkTarget(target).then(send, failed);
-    else send();
+    deadlines.add(opts.timeoutMs, a);
+    defaultAgent ??= opts.dispatcher ? null : createDeliveryAgent();
+    const agent = opts.dispatcher ?? defaultAgent!;
+    const checking = opts.checkTarget?.(target);
+    if (checking === undefined) a.send(agent, target, request);
+    else
+      checking.then(
+        () => a.send(agent, target, request),
+        (err) => a.onError(err),
+      );
   });
 }
 

@@ -56,7 +56,8 @@ interface Answer {
 
 function post(agent: Http1Agent, url: URL, body = '{"a":1}'): Promise<Answer> {
   const a: Answer = { head: null, bytes: 0, error: null };
-  const data = `POST ${url.pathname}${url.search} HTTP/1.1\r\nhost: ${url.host}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  const head = `POST ${url.pathname}${url.search} HTTP/1.1\r\nhost: ${url.host}\r\n`;
+  const data = `${head}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
   return new Promise((resolve) => {
     agent.send(url, data, {
       onHead: (h) => (a.head = h),

@@ -91,9 +91,9 @@ async function startWorkers(
 
 /**
  * The attempt history reads its busy topic with a consumer of its own that waits for 64 KB or
- * half a second per fetch: on the state consumer (20 ms waits, answered by the first record) the
+ * a second per fetch: on the state consumer (whose fetches the first record answers) the
  * stream of reports turned every idle fetch into hundreds of small ones a second across all the
- * state topics, which doubled the CPU a delivery costs. The history is for people; 0.5 s is fresh.
+ * state topics, which doubled the CPU a delivery costs. The history is for people; 1 s is fresh.
  */
 async function startHistory(ctx: Context, attempts: AttemptHistory): Promise<void> {
   // Its own store beside the node's: a store is emptied whole when a topic it follows
@@ -102,7 +102,7 @@ async function startHistory(ctx: Context, attempts: AttemptHistory): Promise<voi
   ctx.closers.push(() => store.close());
   const history = new StateConsumer(ctx.kafka, [attempts], {
     groupPrefix: `${ctx.config.topicPrefix}-history`,
-    maxWaitMs: 500,
+    maxWaitMs: 1000,
     minBytes: 64 * 1024,
     store,
     // Announces into the node's changes, so waitFor sees this view's batches too.

@@ -60,8 +60,16 @@ function untilPrimarySaysStop(graceMs = 15_000): Promise<string> {
   });
 }
 
-/** Forks the workers (with `env` added), restarts none, stops them on a signal; resolves with the exit code. */
-export async function runPrimary(workers: number, env: Record<string, string>): Promise<number> {
+/**
+ * Forks the workers (with `env` added, and `v8Flags` after the primary's own Node flags), restarts
+ * none, stops them on a signal; resolves with the exit code.
+ */
+export async function runPrimary(
+  workers: number,
+  env: Record<string, string>,
+  v8Flags: string[] = [],
+): Promise<number> {
+  if (v8Flags.length > 0) cluster.setupPrimary({ execArgv: [...process.execArgv, ...v8Flags] });
   const alive = new Set<number>();
   let stopping = false;
   let failed = false;

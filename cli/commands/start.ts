@@ -4,6 +4,7 @@ import { createClient } from '../../core/clients/provisioning.ts';
 import { parse } from '../args.ts';
 import { kafkaFor, say } from '../runtime.ts';
 import { startNode } from '../assemble.ts';
+import { DISPATCHER_V8_FLAGS } from '../heap.ts';
 import { runPrimary, untilStop, workerAdminPort, workerCount, workerDone, workerIndex } from '../workers.ts';
 import type { Command } from '../command.ts';
 import { adminUrl } from '../../ingress/admin-server.ts';
@@ -82,7 +83,7 @@ export const start: Command = {
         await runNode(config, brokers, 0, 1);
         return 0;
       }
-      return await runPrimary(workers, { KAFKA_BROKERS: brokers.join(',') });
+      return await runPrimary(workers, { KAFKA_BROKERS: brokers.join(',') }, DISPATCHER_V8_FLAGS);
     } finally {
       if (local) {
         say('stopping the embedded Kafka');

@@ -228,6 +228,8 @@ function messageOf(e: ErrorObject): string {
       return `must have at most ${p.limit} items`;
     case 'maxProperties':
       return `must have at most ${p.limit} members`;
+    case 'minProperties':
+      return `must have at least ${p.limit} member(s)`;
     case 'minimum':
       return `must be at least ${p.limit}`;
     case 'maximum':

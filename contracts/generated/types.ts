@@ -196,7 +196,18 @@ export interface paths {
         delete: operations["deleteEndpoint"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change an endpoint's url, events, metadata or description; the secret is kept
+         * @description Takes any of the fields of `EndpointUpdate`; the others keep their values. A new `url` is
+         *     checked like a registration's (422 `UNPROCESSABLE_TARGET`) and sent the signed `ping` at
+         *     once: a 2xx within 5 seconds makes the endpoint `ACTIVE` (a `DISABLED` one too), anything
+         *     else `PENDING`, whose deliveries wait until it is verified. The `Sluice-Ping-*` headers
+         *     tell the ping's outcome; they are absent when no ping was sent (no `url`, or the current
+         *     one). Audited as `endpoint.updated`. Concurrent writes of the endpoint (a secret
+         *     rotation, another update) are applied one on top of the other: none is lost, and the last
+         *     one applied decides a field both set.
+         */
+        patch: operations["updateEndpoint"];
         trace?: never;
     };
     "/v1/webhooks/endpoints/{endpoint_id}/verify": {
@@ -222,6 +233,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/endpoints/{endpoint_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a signed test event to the endpoint now, outside the queue, and answer with the receiver's answer
+         * @description Sends a signed `ping` (or the event of the given `type`, with `data`) to the endpoint at
+         *     once, whatever its state, signed like a delivery (both secrets during a rotation's
+         *     overlap). It is not queued, not retried, not recorded as a delivery or an attempt, and
+         *     changes nothing about the endpoint. Answers within 12 seconds: the attempt is given 10.
+         *     Audited as `endpoint.test_sent`. Each test send reaches the target, so it is rate limited
+         *     per endpoint at each node: 3 at once, then one more every 5 seconds; beyond that 429
+         *     `RATE_LIMITED` with `Retry-After`.
+         */
+        post: operations["testEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/endpoints/{endpoint_id}/attempts": {
         parameters: {
             query?: never;
@@ -233,8 +272,11 @@ export interface paths {
         };
         /**
          * The endpoint's recent delivery attempts, newest first
-         * @description Every attempt the dispatchers made at this endpoint (status, latency, error, what followed),
-         *     as they report it; the newest 100 per endpoint are kept, for 7 days at most. Filter by
+         * @description The attempts the dispatchers made at this endpoint (status, latency, error, what followed),
+         *     as they report it: every attempt while an endpoint gets up to 20 a second from each
+         *     dispatcher, beyond that a sample of 20 a second (the newest failures first); the newest 100
+         *     per endpoint are kept, for 7 days at most. The counts of `/v1/webhooks/stats` include every
+         *     attempt. Filter by
          *     `delivery_id` for one delivery's attempts, or by `event_id` (a replayed DLQ entry is a new
          *     delivery of the same event).
          */
@@ -801,6 +843,35 @@ export interface components {
             events: components["schemas"]["EventFilterItem"][];
             /** @description routing context, echoed back; null: none */
             metadata?: Record<string, never> | null;
+            description?: components["schemas"]["EndpointDescription"];
+        };
+        /** @description a note for people (what the endpoint is for), echoed back; null: none */
+        EndpointDescription: string | null;
+        /** @description the fields to change, at least one; a field left out keeps its value */
+        EndpointUpdate: {
+            url?: components["schemas"]["EndpointCreate"]["url"];
+            events?: components["schemas"]["EndpointCreate"]["events"];
+            metadata?: components["schemas"]["EndpointCreate"]["metadata"];
+            description?: components["schemas"]["EndpointDescription"];
+        };
+        /** @description the event to send; an empty body (or none) sends a `ping` */
+        EndpointTestSend: {
+            /** @description the event type: `ping` (the default) or a type a tenant may publish */
+            type?: string & unknown;
+            /** @description any JSON value, sent as the body's `data`; default `{endpoint_id}` for a ping, null for another type; over 256 KiB as JSON: 413 */
+            data?: unknown;
+        };
+        EndpointTestResult: {
+            /** @description a 2xx within 10 seconds */
+            ok: boolean;
+            /** @description the receiver's status; null without an answer */
+            status: number | null;
+            /** @description from the start of the send to the answer (or the failure) */
+            latency_ms: number;
+            /** @description the first 1 KiB of the receiver's body as UTF-8 text; null without an answer */
+            body: string | null;
+            /** @description why it failed: HTTP status, connection error, timeout; null on a 2xx */
+            error: string | null;
         };
         Endpoint: {
             id: components["schemas"]["EndpointIdValue"];
@@ -808,6 +879,7 @@ export interface components {
             url: string;
             events: string[];
             metadata: components["schemas"]["Metadata"] | null;
+            description: string | null;
             state: components["schemas"]["EndpointState"];
             /** Format: date-time */
             created_at: string;
@@ -832,6 +904,7 @@ export interface components {
             url: string;
             events: string[];
             metadata: components["schemas"]["Metadata"] | null;
+            description: string | null;
             /** @description `whsec_` + base64 of 32 random bytes: keys both signature schemes (docs/webhooks.md) */
             secret: string;
             state: components["schemas"]["EndpointState"];
@@ -1902,6 +1975,55 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    updateEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/sluice-v2",
+                 *       "events": [
+                 *         "inference.completed",
+                 *         "order.*"
+                 *       ],
+                 *       "description": "orders and inference results"
+                 *     }
+                 */
+                "application/json": components["schemas"]["EndpointUpdate"];
+            };
+        };
+        responses: {
+            /** @description the endpoint as updated (never its secret), with the state the ping earned */
+            200: {
+                headers: {
+                    "Sluice-Ping-Result": components["headers"]["PingResult"];
+                    "Sluice-Ping-Status": components["headers"]["PingStatus"];
+                    "Sluice-Ping-Error": components["headers"]["PingError"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Endpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            421: components["responses"]["Misdirected"];
+            422: components["responses"]["UnprocessableTarget"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     verifyEndpoint: {
         parameters: {
             query?: never;
@@ -1923,6 +2045,51 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Endpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            421: components["responses"]["Misdirected"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    testEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "order.created",
+                 *       "data": {
+                 *         "order_id": "o-123",
+                 *         "total": 42
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["EndpointTestSend"];
+            };
+        };
+        responses: {
+            /** @description what the receiver answered, or why there was no answer */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["NoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointTestResult"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -218,13 +218,14 @@ export function sluiceHandlers(sluice: MockSluice, opts: HandlerOptions) {
             message: f,
           })),
         });
-      const b = body as { url: string; events: string[]; metadata?: Json };
+      const b = body as { url: string; events: string[]; metadata?: Json; description?: string | null };
       const now = new Date().toISOString();
       const endpoint = {
         id: `ep_${randomBytes(8).toString('hex')}`,
         url: b.url,
         events: b.events,
         metadata: b.metadata ?? null,
+        description: b.description ?? null,
         state: 'ACTIVE' as const,
         created_at: now,
         updated_at: now,

@@ -28,6 +28,10 @@ export function validBody(s: Session, operationId: string): Json | undefined {
         events: ['inference.completed', 'pipeline.failed'],
         metadata: { source: 'sluice contract verify' },
       };
+    case 'updateEndpoint':
+      return { description: 'sluice contract verify', metadata: { source: 'sluice contract verify', updated: true } };
+    case 'testEndpoint':
+      return { type: 'inference.completed', data: { model: 'contract-probe', latency_ms: 1 } };
     case 'publishEvent':
       return { type: 'inference.completed', data: { model: 'contract-probe', latency_ms: 1 } };
     case 'publishEventBatch':
@@ -287,6 +291,72 @@ export const SCENARIOS: Record<string, Scenario> = {
         { method: 'POST', path: concretePath(op, s), headers: await tokenFor(s, op) },
         { status: [200] },
       );
+    await probeUnknownEndpoint(s, op, 'unknown id → 404');
+  },
+
+  async updateEndpoint(s, op) {
+    const change = validBody(s, op.operationId)!;
+    if (!s.state.endpointId) s.record(op, 'update → 200, the change echoed', 'skip', 'no endpoint was created');
+    else
+      await s.probe(
+        op,
+        'update → 200, the change echoed',
+        { method: 'PATCH', path: concretePath(op, s), ...(await json(s, op, change)) },
+        {
+          status: [200],
+          then: (ex) =>
+            body(ex).description === change.description && !('secret' in body(ex))
+              ? []
+              : ['the new description is not echoed, or the secret is shown'],
+        },
+      );
+    await s.probe(
+      op,
+      'empty body → 400',
+      { method: 'PATCH', path: concretePath(op, s), ...(await json(s, op, {})) },
+      { status: [400] },
+    );
+    await s.probe(
+      op,
+      'a field an update cannot change (secret) → 400',
+      { method: 'PATCH', path: concretePath(op, s), ...(await json(s, op, { secret: 'whsec_contract_probe' })) },
+      { status: [400] },
+    );
+    await s.probe(
+      op,
+      'unknown id → 404',
+      {
+        method: 'PATCH',
+        path: concretePath(op, s, { endpoint_id: 'ep_contract_probe_missing' }),
+        ...(await json(s, op, change)),
+      },
+      { status: [404] },
+    );
+  },
+
+  async testEndpoint(s, op) {
+    const what = "test send → 200 with the receiver's answer";
+    if (!s.state.endpointId) s.record(op, what, 'skip', 'no endpoint was created');
+    else
+      await s.probe(
+        op,
+        what,
+        { method: 'POST', path: concretePath(op, s), headers: await tokenFor(s, op) },
+        {
+          status: [200],
+          then: (ex) => {
+            const { ok, status } = body(ex);
+            const twoHundreds = status !== null && status >= 200 && status < 300;
+            return ok === twoHundreds ? [] : [`ok is ${ok} for status ${status}`];
+          },
+        },
+      );
+    await s.probe(
+      op,
+      'a reserved type → 400',
+      { method: 'POST', path: concretePath(op, s), ...(await json(s, op, { type: 'credential.rotated', data: {} })) },
+      { status: [400] },
+    );
     await probeUnknownEndpoint(s, op, 'unknown id → 404');
   },
 
@@ -653,6 +723,8 @@ export const ORDER = [
   'listEndpoints',
   'getEndpoint',
   'verifyEndpoint',
+  'updateEndpoint',
+  'testEndpoint',
   'rotateEndpointSecret',
   'publishEvent',
   'listEndpointAttempts',

@@ -9,6 +9,8 @@
  * up to MAX_RESPONSE_BYTES: Sluice has no use for a receiver's body, so it reads no more than
  * that, closes the connection, and judges the answer on its status (a 2xx with a 10 MB body is a
  * success; a body that ends before its announced length, or bytes that are not HTTP, a failure).
+ * Only a caller that asks (`keepBody`, the test send) gets the first bytes of the body back;
+ * deliveries keep none.
  */
 import type { LookupFunction } from 'node:net';
 import { LruMap } from '../lru.ts';
@@ -21,6 +23,11 @@ export interface AttemptOutcome {
   durationMs: number;
   /** A 429 or 503 with Retry-After: how long the receiver asked us to wait (ms), else null. */
   retryAfterMs?: number | null;
+  /**
+   * With `keepBody`: the first bytes of the body (at most that many; empty when it had none),
+   * or null when no answer's head arrived. Absent otherwise.
+   */
+  body?: Buffer | null;
 }
 
 export interface AttemptOptions {
@@ -31,6 +38,8 @@ export interface AttemptOptions {
    */
   checkTarget?: (url: URL) => Promise<void> | undefined;
   dispatcher?: Http1Agent;
+  /** Keep up to this many bytes of the response body in the outcome's `body` (default 0: none). */
+  keepBody?: number;
 }
 
 /**
@@ -136,10 +145,14 @@ class Attempt implements Deadline, ExchangeHandler {
   private head: ResponseHead | null = null;
   private size = 0;
   private abort: (() => void) | null = null;
+  /** The body's first bytes, only when `keepBody` asks for them (allocated at the first byte). */
+  private kept: Buffer | null = null;
+  private keptBytes = 0;
 
   constructor(
     private readonly resolve: (o: AttemptOutcome) => void,
     private readonly timeoutMs: number,
+    private readonly keepBody = 0,
   ) {}
 
   send(agent: Http1Agent, target: URL, request: string): void {
@@ -156,8 +169,9 @@ class Attempt implements Deadline, ExchangeHandler {
     this.head = h;
   }
 
-  onData(bytes: number): void {
+  onData(bytes: number, chunk: Buffer, start: number): void {
     this.size += bytes;
+    if (this.keptBytes < this.keepBody) this.keep(chunk, start, bytes);
     if (this.size >= MAX_RESPONSE_BYTES && !this.done) {
       this.judge();
       this.abort?.();
@@ -166,6 +180,17 @@ class Attempt implements Deadline, ExchangeHandler {
 
   onEnd(): void {
     this.judge();
+  }
+
+  private keptBody(): Buffer {
+    return this.kept === null ? Buffer.alloc(0) : this.kept.subarray(0, this.keptBytes);
+  }
+
+  private keep(chunk: Buffer, start: number, bytes: number): void {
+    this.kept ??= Buffer.allocUnsafe(this.keepBody);
+    const n = Math.min(bytes, this.keepBody - this.keptBytes);
+    chunk.copy(this.kept, this.keptBytes, start, start + n);
+    this.keptBytes += n;
   }
 
   onError(err: unknown): void {
@@ -193,6 +218,7 @@ class Attempt implements Deadline, ExchangeHandler {
     this.done = true;
     const outcome: AttemptOutcome = { ok, status, error, durationMs: Date.now() - this.started };
     if (retryAfter !== undefined) outcome.retryAfterMs = retryAfter;
+    if (this.keepBody > 0) outcome.body = this.head === null ? null : this.keptBody();
     this.resolve(outcome);
   }
 }
@@ -204,7 +230,7 @@ export function attemptDelivery(
   opts: AttemptOptions,
 ): Promise<AttemptOutcome> {
   return new Promise<AttemptOutcome>((resolve) => {
-    const a = new Attempt(resolve, opts.timeoutMs);
+    const a = new Attempt(resolve, opts.timeoutMs, opts.keepBody);
     const target = parseUrl(url);
     const request = target === null ? null : requestText(target, headers, rawBody);
     if (target === null || request === null) {

@@ -1,7 +1,8 @@
 /**
- * The lifecycle of a webhook endpoint: register (audit, record, ping, state), verify again (which
- * also re-enables a DISABLED one), rotate its secret, disable it (its receiver answered 410, or
- * failed every attempt for days), delete.
+ * The lifecycle of a webhook endpoint: register (audit, record, ping, state), update (a new URL is
+ * pinged like a registration), verify again (which also re-enables a DISABLED one), rotate its
+ * secret, disable it (its receiver answered 410, or failed every attempt for days), delete; and a
+ * test send (a signed event sent once, outside the queue, changing nothing).
  * Every write goes to `sluice.endpoints` and returns once this node's view has read it, so a caller
  * that reads right after its write sees it.
  *
@@ -19,12 +20,13 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { appendAudit } from '../audit/audit-log.ts';
 import { waitFor, writeState, type Context } from '../context.ts';
-import { SluiceError, unavailable } from '../errors.ts';
+import { invalidRequest, SluiceError, unavailable } from '../errors.ts';
 import { newId, seal } from '../secrets.ts';
 import type { AttemptOutcome } from './attempt.ts';
-import { sendPing } from './ping.ts';
+import { isPublishableType } from './deliveries.ts';
+import { sendEvent, sendPing } from './ping.ts';
 import { publishEvent } from './publish.ts';
-import type { EndpointRecord } from './records.ts';
+import type { EndpointRecord, EventRecord } from './records.ts';
 import { newEndpointSecret } from './signing.ts';
 import { assertPublicAddress, checkTargetUrl, type TargetGuardOptions } from './target-guard.ts';
 
@@ -35,6 +37,7 @@ export interface NewEndpoint {
   url: string;
   events: string[];
   metadata: Record<string, unknown> | null;
+  description?: string | null;
 }
 
 export interface EndpointOutcome {
@@ -48,6 +51,7 @@ export interface EndpointView {
   url: string;
   events: string[];
   metadata: Record<string, unknown> | null;
+  description: string | null;
   state: EndpointRecord['state'];
   created_at: string;
   updated_at: string;
@@ -68,6 +72,7 @@ export function endpointView(rec: EndpointRecord, nowMs: number): EndpointView {
     url: rec.url,
     events: rec.events,
     metadata: rec.metadata,
+    description: rec.description ?? null,
     state: rec.state,
     created_at: new Date(rec.created_at).toISOString(),
     updated_at: new Date(rec.updated_at).toISOString(),
@@ -89,13 +94,7 @@ export function targetGuardOptions(ctx: Context): TargetGuardOptions {
 /** Checks the target, writes the endpoint as PENDING, pings it, and makes it ACTIVE on a 2xx. */
 export async function createEndpoint(ctx: Context, input: NewEndpoint): Promise<EndpointOutcome & { secret: string }> {
   const guard = targetGuardOptions(ctx);
-  try {
-    await assertPublicAddress(checkTargetUrl(input.url, guard), guard);
-  } catch (err) {
-    // A name that does not resolve yet (DNS not set up, or a resolver hiccup) is not a refusal:
-    // the endpoint is registered PENDING, and every ping and delivery checks the target again.
-    if (!(err instanceof SluiceError && err.extra.reason === 'unresolvable')) throw err;
-  }
+  await checkNewTarget(input.url, guard);
   const secret = newEndpointSecret();
   const id = newId('ep');
   // One creation of the tenant's at a time in this process: the count below includes every
@@ -112,6 +111,7 @@ export async function createEndpoint(ctx: Context, input: NewEndpoint): Promise<
       url: input.url,
       events: input.events,
       metadata: input.metadata,
+      description: input.description ?? null,
       secret_sealed: seal(ctx.config.masterKey, secret),
       state: 'PENDING',
       created_at: now,
@@ -124,6 +124,164 @@ export async function createEndpoint(ctx: Context, input: NewEndpoint): Promise<
   });
   const ping = await sendPing(record, secret, { ...guard, nowMs: ctx.clock.now() });
   return { record: ping.ok ? await markVerified(ctx, record.id) : record, secret, ping };
+}
+
+/**
+ * The SSRF guard of a URL an endpoint is given (422 UNPROCESSABLE_TARGET). A name that does not
+ * resolve yet (DNS not set up, or a resolver hiccup) is not a refusal: the endpoint is written,
+ * its ping fails (PENDING), and every ping and delivery checks the target again.
+ */
+async function checkNewTarget(url: string, guard: TargetGuardOptions): Promise<void> {
+  try {
+    await assertPublicAddress(checkTargetUrl(url, guard), guard);
+  } catch (err) {
+    if (!(err instanceof SluiceError && err.extra.reason === 'unresolvable')) throw err;
+  }
+}
+
+/** The fields an update may change (the contract's EndpointUpdate); absent ones keep their value. */
+export interface EndpointPatch {
+  url?: string;
+  events?: string[];
+  metadata?: Record<string, unknown> | null;
+  description?: string | null;
+}
+
+/**
+ * Changes the fields `patch` names, by compare-and-set under the endpoint's queue like every write,
+ * so an update racing a rotation (or Sluice's health writes) is made again on top of it: both take
+ * effect, the secret stays whatever the rotation made it. Audited as `endpoint.updated`.
+ *
+ * A `url` other than the one the request found is checked like a registration's and pinged first
+ * (signed with the endpoint's secrets, which it keeps); the URL is written with the state its ping
+ * earned, as for a new endpoint: ACTIVE (verified now; a DISABLED endpoint too, audited
+ * `endpoint.enabled`) or PENDING (not verified; its deliveries wait). `ping` is null when no ping
+ * was sent (no new URL).
+ */
+export async function updateEndpoint(
+  ctx: Context,
+  rec: EndpointRecord,
+  patch: EndpointPatch,
+  actor: string,
+): Promise<{ record: EndpointRecord; ping: AttemptOutcome | null }> {
+  const url = patch.url !== undefined && patch.url !== rec.url ? patch.url : undefined;
+  let ping: AttemptOutcome | null = null;
+  if (url !== undefined) {
+    const guard = targetGuardOptions(ctx);
+    await checkNewTarget(url, guard);
+    const secrets = ctx.endpoints.signingSecrets(rec.id, ctx.clock.now());
+    if (secrets === undefined) throw notFound(rec.id);
+    ping = await sendPing({ ...rec, url }, secrets, { ...guard, nowMs: ctx.clock.now() });
+  }
+  const fields = (['url', 'events', 'metadata', 'description'] as const).filter((f) =>
+    f === 'url' ? url !== undefined : patch[f] !== undefined,
+  );
+  const outcome =
+    ping === null
+      ? ''
+      : ping.ok
+        ? '; the new URL answered the ping: ACTIVE'
+        : `; the ping to the new URL failed (${ping.error ?? `HTTP ${ping.status}`}): PENDING`;
+  const record = await serialised(ctx, rec.id, async () => {
+    const current = ctx.endpoints.get(rec.id);
+    if (!current) throw notFound(rec.id);
+    if (fields.length === 0) return current; // only the URL it has: nothing to change
+    await appendAudit(ctx, {
+      tenant_id: rec.tenant_id,
+      actor,
+      action: 'endpoint.updated',
+      subject: rec.id,
+      reason: `changed ${fields.join(', ')}${outcome}`,
+    });
+    if (ping?.ok && current.state === 'DISABLED')
+      await appendAudit(ctx, {
+        tenant_id: rec.tenant_id,
+        actor,
+        action: 'endpoint.enabled',
+        subject: rec.id,
+        reason: 'its new URL answered the ping',
+      });
+    return commit(ctx, rec.id, (cur) => {
+      const now = ctx.clock.now();
+      const next: EndpointRecord = { ...cur, updated_at: Math.max(now, cur.updated_at + 1) };
+      if (patch.events !== undefined) next.events = patch.events;
+      if (patch.metadata !== undefined) next.metadata = patch.metadata;
+      if (patch.description !== undefined) next.description = patch.description;
+      if (url !== undefined && ping !== null) {
+        next.url = url;
+        next.state = ping.ok ? 'ACTIVE' : 'PENDING';
+        next.verified_at = ping.ok ? now : null;
+        next.failing_since = null;
+        next.disabled_reason = null;
+        next.disabled_at = null;
+      }
+      return next;
+    });
+  });
+  if (!record) throw notFound(rec.id);
+  return { record, ping };
+}
+
+/** How long a test send's attempt may take (real time), as a delivery's; the answer comes within 12 s. */
+export const TEST_SEND_TIMEOUT_MS = 10_000;
+/** How much of the receiver's body a test send answers with. */
+export const TEST_SEND_BODY_BYTES = 1024;
+
+/** What a test send asks for (the contract's EndpointTestSend). */
+export interface TestSend {
+  type?: string;
+  data?: unknown;
+}
+
+/** The contract's EndpointTestResult. */
+export interface TestSendResult {
+  ok: boolean;
+  status: number | null;
+  latency_ms: number;
+  body: string | null;
+  error: string | null;
+}
+
+/**
+ * Sends one signed event to the endpoint now, whatever its state: a `ping` (data `{endpoint_id}`)
+ * unless `type` names a type a tenant may publish. Outside the queue: no delivery, no attempt
+ * record, no retry, no change to the endpoint. Audited (`endpoint.test_sent`) before it is sent.
+ */
+export async function sendTestEvent(
+  ctx: Context,
+  rec: EndpointRecord,
+  input: TestSend,
+  actor: string,
+): Promise<TestSendResult> {
+  const type = input.type ?? 'ping';
+  // The contract refuses these already; a receiver trusts Sluice's own kinds as Sluice's word.
+  if (type !== 'ping' && !isPublishableType(type))
+    throw invalidRequest([{ path: '$.type', message: 'is reserved or not an event type' }]);
+  const secrets = ctx.endpoints.signingSecrets(rec.id, ctx.clock.now());
+  if (secrets === undefined) throw notFound(rec.id);
+  const now = ctx.clock.now();
+  const data = input.data !== undefined ? input.data : type === 'ping' ? { endpoint_id: rec.id } : null;
+  const event: EventRecord = { id: newId('evt'), type, tenant_id: rec.tenant_id, data, created_at: now };
+  await appendAudit(ctx, {
+    tenant_id: rec.tenant_id,
+    actor,
+    action: 'endpoint.test_sent',
+    subject: rec.id,
+    reason: `a signed ${type} event ${event.id}`,
+  });
+  const sent = await sendEvent(rec, secrets, event, {
+    ...targetGuardOptions(ctx),
+    nowMs: ctx.clock.now(),
+    timeoutMs: TEST_SEND_TIMEOUT_MS,
+    keepBody: TEST_SEND_BODY_BYTES,
+  });
+  return {
+    ok: sent.ok,
+    status: sent.status,
+    latency_ms: Math.max(0, Math.round(sent.durationMs)),
+    body: sent.body ? sent.body.toString('utf8') : null,
+    error: sent.error,
+  };
 }
 
 /** 409 ENDPOINT_LIMIT: the tenant has as many endpoints as it may. */

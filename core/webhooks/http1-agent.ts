@@ -2,9 +2,10 @@
  * The HTTP/1.1 client of webhook attempts: keep-alive connections per origin (at most
  * `connectionsPerOrigin`, one request at a time on each), a request written with one socket write,
  * and a response read only as far as an attempt needs it: the status, a few header fields, and the
- * body counted, not kept. A general client (undici) spent twice the CPU per request on what an
- * attempt never uses (request objects, header validation, body streams), about a tenth of a
- * delivery's whole cost (docs/decisions.md, issue 21).
+ * body counted, not kept (a handler sees each piece in the read buffer, and may copy it). A
+ * general client (undici) spent twice the CPU per request on what an attempt never uses (request
+ * objects, header validation, body streams), about a tenth of a delivery's whole cost
+ * (docs/decisions.md, issue 21).
  *
  *   const agent = new Http1Agent({ connectionsPerOrigin: 8, lookup });
  *   const abort = agent.send(new URL('https://example.com/hook'), head, body, handler);
@@ -28,8 +29,11 @@ export interface ResponseHead {
 export interface ExchangeHandler {
   /** The final (non-1xx) status line and head. */
   onHead(head: ResponseHead): void;
-  /** `bytes` more of the body arrived (not kept). */
-  onData(bytes: number): void;
+  /**
+   * `bytes` more of the body arrived: `chunk[start, start + bytes)`, valid only during the call
+   * (the agent keeps nothing; a handler that wants the bytes copies them).
+   */
+  onData(bytes: number, chunk: Buffer, start: number): void;
   /** The whole answer arrived. */
   onEnd(): void;
   /** No (complete) answer: a connection error, bad framing, or the connection closed too early. */
@@ -193,13 +197,13 @@ class Connection {
   private readBody(chunk: Buffer, from: number): number {
     const x = this.exchange!;
     if (this.mode === 'close') {
-      x.handler.onData(chunk.length - from);
+      x.handler.onData(chunk.length - from, chunk, from);
       return chunk.length;
     }
     if (this.mode === 'length') {
       const n = Math.min(this.left, chunk.length - from);
       this.left -= n;
-      if (n > 0) x.handler.onData(n);
+      if (n > 0) x.handler.onData(n, chunk, from);
       if (this.left === 0 && !x.done) this.complete();
       return from + n;
     }
@@ -213,8 +217,8 @@ class Connection {
       if (this.chunkState === 'data') {
         const n = Math.min(this.left, chunk.length - at);
         this.left -= n;
+        if (n > 0) x.handler.onData(n, chunk, at);
         at += n;
-        if (n > 0) x.handler.onData(n);
         if (this.left === 0) this.chunkState = 'data-crlf';
         continue;
       }

@@ -1,10 +1,12 @@
 /**
- * The verification ping: a signed `ping` event sent to an endpoint at registration and
- * on re-verification. A 2xx within 5 seconds verifies the endpoint. The 5 s is a network timeout
- * and is never divided by SLUICE_TIME_SCALE.
+ * One-off signed sends outside the queue: the verification ping (a signed `ping` event sent to an
+ * endpoint at registration, on re-verification and to a new URL), and a tenant's test send.
+ * A 2xx within 5 seconds verifies the endpoint. The 5 s is a network timeout and is never divided
+ * by SLUICE_TIME_SCALE.
  *
  *   const outcome = await sendPing(rec, secret, { allowInsecure, nowMs: clock.now() });
  *   if (outcome.ok) ... // ACTIVE
+ *   const test = await sendEvent(rec, secrets, event, { allowInsecure, nowMs, timeoutMs: 10_000, keepBody: 1024 });
  */
 import { newId } from '../secrets.ts';
 import { attemptDelivery, createDeliveryAgent, type AttemptOutcome } from './attempt.ts';
@@ -19,18 +21,33 @@ export interface PingOptions extends TargetGuardOptions {
   timeoutMs?: number;
 }
 
+export interface SendOptions extends PingOptions {
+  /** Keep up to this many bytes of the receiver's body in the outcome's `body`. */
+  keepBody?: number;
+}
+
 export function pingEvent(rec: EndpointRecord, nowMs: number): EventRecord {
   return { id: newId('evt'), type: 'ping', tenant_id: rec.tenant_id, data: { endpoint_id: rec.id }, created_at: nowMs };
 }
 
-export async function sendPing(
+export function sendPing(
   rec: EndpointRecord,
   secret: string | SigningSecrets,
   opts: PingOptions,
 ): Promise<AttemptOutcome> {
+  return sendEvent(rec, secret, pingEvent(rec, opts.nowMs), opts);
+}
+
+/** Signs `event` as attempt 1 and POSTs it to `rec.url` once (the timeout: `timeoutMs`, else 5 s). */
+export async function sendEvent(
+  rec: EndpointRecord,
+  secret: string | SigningSecrets,
+  event: EventRecord,
+  opts: SendOptions,
+): Promise<AttemptOutcome> {
   const guard: TargetGuardOptions = { allowInsecure: opts.allowInsecure, lookup: opts.lookup };
-  const signed = signDelivery(secret, pingEvent(rec, opts.nowMs), 1, opts.nowMs);
-  // An agent of its own: a ping is a one-off, and destroying the agent afterwards drops a socket
+  const signed = signDelivery(secret, event, 1, opts.nowMs);
+  // An agent of its own: a one-off send, and destroying the agent afterwards drops a socket
   // that a receiver which never answers would otherwise keep open.
   const agent = createDeliveryAgent(1, guardedLookup(guard));
   try {
@@ -38,6 +55,7 @@ export async function sendPing(
       timeoutMs: opts.timeoutMs ?? PING_TIMEOUT_MS,
       checkTarget: targetGuard(guard),
       dispatcher: agent,
+      ...(opts.keepBody ? { keepBody: opts.keepBody } : {}),
     });
   } finally {
     agent.destroy().catch(() => {});

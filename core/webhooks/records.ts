@@ -16,6 +16,8 @@ export interface EndpointRecord {
   /** Event kinds, or ['*'] for all. */
   events: string[];
   metadata: Record<string, unknown> | null;
+  /** A note for people; absent from records written before it existed (null). */
+  description?: string | null;
   /**
    * The per-endpoint HMAC secret, sealed with the master key
    * (core/secrets.ts seal/unseal): the dispatcher needs it in clear to sign.

@@ -1,9 +1,10 @@
 /**
  * Webhook endpoint registration (docs/webhooks.md, "Registering an endpoint"):
- * create (answers once the ping's outcome is known), list, get, delete, verify again (which also
- * re-enables a DISABLED endpoint), rotate the secret.
+ * create (answers once the ping's outcome is known), list, get, update (a new URL is pinged),
+ * delete, verify again (which also re-enables a DISABLED endpoint), rotate the secret, test send.
  * A tenant never sees another tenant's endpoints: those are 404, not 403.
- * Verify pings the target, so it is rate limited per endpoint at each node (429 with Retry-After).
+ * Verify and the test send reach the target, so each is rate limited per endpoint at each node
+ * (429 with Retry-After).
  */
 import type { Context } from '../../core/context.ts';
 import { SluiceError } from '../../core/errors.ts';
@@ -14,8 +15,12 @@ import {
   deleteEndpoint,
   endpointView,
   rotateSecret,
+  sendTestEvent,
+  updateEndpoint,
   verifyEndpoint,
+  type EndpointPatch,
   type NewEndpoint,
+  type TestSend,
 } from '../../core/webhooks/endpoint-service.ts';
 import { json, type AppRequest, type Reply, type Route } from '../types.ts';
 import { pageOf, readCursor } from '../../core/paging.ts';
@@ -29,6 +34,9 @@ import { rateLimited } from '../pipeline.ts';
  */
 export const VERIFY_BURST = 3;
 export const VERIFY_EVERY_SECONDS = 5;
+/** Test sends of one endpoint at one node: the same budget as verify's, kept apart from it. */
+export const TEST_SEND_BURST = 3;
+export const TEST_SEND_EVERY_SECONDS = 5;
 
 /** A registration the contract's EndpointCreate admitted. */
 type Create = Omit<NewEndpoint, 'tenant_id' | 'actor' | 'metadata'> & { metadata?: Record<string, unknown> | null };
@@ -53,6 +61,7 @@ function pingHeaders(ping: AttemptOutcome): Record<string, string> {
 export function webhookEndpointRoutes(ctx: Context): Route[] {
   const view = (rec: EndpointRecord) => endpointView(rec, ctx.clock.now());
   const verifies = new RateLimiter(1 / VERIFY_EVERY_SECONDS, VERIFY_BURST);
+  const testSends = new RateLimiter(1 / TEST_SEND_EVERY_SECONDS, TEST_SEND_BURST);
   const find = (req: AppRequest): EndpointRecord => {
     const rec = ctx.endpoints.forTenant(req.params.id, req.auth!.claims.tenant_id);
     if (!rec) throw new SluiceError('NOT_FOUND', `no webhook endpoint ${req.params.id}`);
@@ -60,11 +69,18 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
   };
 
   const create = async (req: AppRequest): Promise<Reply> => {
-    const { url, events, metadata } = req.body as Create;
+    const { url, events, metadata, description } = req.body as Create;
     const { claims } = req.auth!;
     try {
       // null metadata is "none", so an endpoint read back can be sent again as it is.
-      const input = { url, events, metadata: metadata ?? null, tenant_id: claims.tenant_id, actor: claims.client_id };
+      const input = {
+        url,
+        events,
+        metadata: metadata ?? null,
+        description: description ?? null,
+        tenant_id: claims.tenant_id,
+        actor: claims.client_id,
+      };
       const { record, secret, ping } = await createEndpoint(ctx, input);
       return json(
         201,
@@ -82,6 +98,28 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
     const after = readCursor(req.query);
     const page = pageOf(ctx.endpoints.listTenant(req.auth!.claims.tenant_id, after), position, after, limit);
     return json(200, { data: page.data.map(view), next_cursor: page.next_cursor });
+  };
+
+  const update = async (req: AppRequest): Promise<Reply> => {
+    const rec = find(req);
+    try {
+      const { record, ping } = await updateEndpoint(ctx, rec, req.body as EndpointPatch, req.auth!.claims.client_id);
+      return json(200, view(record), ping ? pingHeaders(ping) : {});
+    } catch (err) {
+      throw withUrlPath(err);
+    }
+  };
+
+  const testSend = async (req: AppRequest): Promise<Reply> => {
+    const rec = find(req);
+    const wait = testSends.take(rec.id);
+    if (wait !== null)
+      throw rateLimited(
+        wait,
+        `endpoint ${rec.id} was sent ${TEST_SEND_BURST} tests lately (one more every ${TEST_SEND_EVERY_SECONDS} s)`,
+      );
+    const input = (req.body ?? {}) as TestSend;
+    return json(200, await sendTestEvent(ctx, rec, input, req.auth!.claims.client_id), { 'cache-control': 'no-store' });
   };
 
   const remove = async (req: AppRequest): Promise<Reply> => {
@@ -118,6 +156,7 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
       body: 'none',
       handler: (req) => json(200, view(find(req))),
     },
+    { method: 'PATCH', pattern: '/v1/webhooks/endpoints/:id', scope: 'webhooks:write', body: 'json', handler: update },
     { method: 'DELETE', pattern: '/v1/webhooks/endpoints/:id', scope: 'webhooks:write', body: 'json', handler: remove },
     {
       method: 'POST',
@@ -132,6 +171,13 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
       scope: 'webhooks:write',
       body: 'json',
       handler: rotate,
+    },
+    {
+      method: 'POST',
+      pattern: '/v1/webhooks/endpoints/:id/test',
+      scope: 'webhooks:write',
+      body: 'json',
+      handler: testSend,
     },
   ];
 }

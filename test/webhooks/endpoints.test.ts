@@ -35,6 +35,7 @@ t.test(
     t.equal(res.status, 201);
     t.same(Object.keys(res.json).sort(), [
       'created_at',
+      'description',
       'disabled_at',
       'disabled_reason',
       'events',
@@ -195,6 +196,7 @@ t.test('get and delete; a deleted endpoint is gone; both are audited', async (t)
   t.equal(got.status, 200);
   t.same(Object.keys(got.json).sort(), [
     'created_at',
+    'description',
     'disabled_at',
     'disabled_reason',
     'events',

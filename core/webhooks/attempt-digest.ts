@@ -1,10 +1,10 @@
 /**
  * What a dispatcher reports of one endpoint's attempts over a short window: every attempt of the
- * window counted in its minute's bucket, and up to SAMPLE_PER_WINDOW of them in full, the newest
- * failures first and then the newest others. An endpoint with fewer attempts a window has them all
- * in the history; a busy one has a sample of the newest, failures kept, at a cost to each node that
- * keeps the history of at most 20 log writes and a few updates per window however many attempts
- * it had, so an extra ingress adds no work per delivery. (The history shows the newest 100 of an
+ * window counted in its minute's bucket, its newest 100 failures in full, and of its other attempts
+ * the newest SAMPLE_PER_WINDOW. An endpoint with fewer attempts a window has them all in the
+ * history; a busy healthy one has a sample, at a cost to each node that keeps the history of at
+ * most 20 log writes and a few updates per window however many deliveries it had, so an extra
+ * ingress adds no work per delivery. (The history shows the newest 100 of an
  * endpoint; at 100 attempts a second it would have trimmed a full report within a second anyway.)
  *
  *   const d = new DigestBuilder();
@@ -18,14 +18,15 @@ export const HISTORY_PER_ENDPOINT = 100;
 export const SAMPLE_PER_WINDOW = 20;
 
 /**
- * How many attempts of an endpoint a window keeps in full, and how many of those places its newest
- * failures always get (0: simply the newest attempts).
+ * How many attempts of an endpoint a window keeps in full: `size` of the others and, kept apart,
+ * up to `failures` of its newest failures (0: failures are not kept apart, simply the newest `size`).
  */
 export interface SamplePolicy {
   size: number;
-  failurePlaces: number;
+  failures: number;
 }
-const DISPATCHER_SAMPLE: SamplePolicy = { size: SAMPLE_PER_WINDOW, failurePlaces: SAMPLE_PER_WINDOW / 2 };
+/** Failures are what a tenant looks for and are few while an endpoint is healthy: all of the newest 100. */
+const DISPATCHER_SAMPLE: SamplePolicy = { size: SAMPLE_PER_WINDOW, failures: HISTORY_PER_ENDPOINT };
 export const MINUTE_MS = 60_000;
 
 /** [minute, attempts, delivered, failed, latency_sum_ms, latency_max_ms] */
@@ -65,13 +66,13 @@ class EndpointWindow {
   constructor(private readonly policy: SamplePolicy) {}
 
   add(a: AttemptRecord): void {
-    const { size, failurePlaces } = this.policy;
-    if (a.ok || failurePlaces === 0) {
+    const { size, failures } = this.policy;
+    if (a.ok || failures === 0) {
       this.others.push(a);
       if (this.others.length >= 2 * size) this.others = newest(this.others, size);
     } else {
       this.failed.push(a);
-      if (this.failed.length >= 2 * size) this.failed = newest(this.failed, size);
+      if (this.failed.length >= 2 * failures) this.failed = newest(this.failed, failures);
     }
     const minute = Math.floor(a.at / MINUTE_MS) * MINUTE_MS;
     let m = this.minutes.get(minute);
@@ -88,11 +89,10 @@ class EndpointWindow {
       this.failure = { at: a.at, status: a.status, error: a.error };
   }
 
-  /** The sample: the newest failures (at least failurePlaces of them if there are), then the newest others. */
+  /** The sample: the newest failures (up to the policy's `failures`) and the newest others (up to `size`). */
   sample(): AttemptRecord[] {
-    const { size, failurePlaces } = this.policy;
-    const failures = Math.min(this.failed.length, Math.max(failurePlaces, size - this.others.length));
-    const kept = [...newest(this.failed, failures), ...newest(this.others, size - failures)];
+    const { size, failures } = this.policy;
+    const kept = [...newest(this.failed, failures), ...newest(this.others, size)];
     return kept.sort((x, y) => x.at - y.at);
   }
 }

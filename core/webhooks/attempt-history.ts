@@ -153,7 +153,7 @@ export class AttemptHistory implements StoredView {
 
   /**
    * Runs inside the state consumer's store transaction. A record holds digests (attempt-digest.ts:
-   * per endpoint, a sample of up to 20 attempts of a dispatcher's window and every attempt counted by
+   * per endpoint, the newest 100 failures and 20 other attempts of a dispatcher's window and every attempt counted by
    * minute), or, from an older dispatcher, one attempt or an array of them (digested here, the newest
    * 100 kept), so a busy endpoint costs a few log writes and updates per window, not a dozen per attempt.
    */
@@ -168,7 +168,7 @@ export class AttemptHistory implements StoredView {
     }
     // Attempts one by one (older dispatchers): a report seen before, in this record or in the log,
     // is left out, so repeats are not counted twice.
-    const legacy = new DigestBuilder({ size: HISTORY_PER_ENDPOINT, failurePlaces: 0 });
+    const legacy = new DigestBuilder({ size: HISTORY_PER_ENDPOINT, failures: 0 });
     const seen = new Set<string>();
     for (const x of Array.isArray(v) ? v : [v]) {
       if (isDigest(x)) {

@@ -61,6 +61,15 @@ async function run(executablePath: string): Promise<void> {
     if (Date.now() > deadline) throw new Error('the two deliveries did not reach the DLQ within 60 s');
     await new Promise((r) => setTimeout(r, 200));
   }
+  // The attempt history trails the DLQ by up to a digest window and a fetch (about 2 s).
+  for (const id of events)
+    while (
+      (await call(node.base, 'GET', `/v1/webhooks/endpoints/${ep.id}/attempts?event_id=${id}&limit=100`, { token }))
+        .json.data.length < 17
+    ) {
+      if (Date.now() > deadline) throw new Error('the attempt history did not show all 17 attempts within 60 s');
+      await new Promise((r) => setTimeout(r, 200));
+    }
 
   async function signIn(scope?: string) {
     const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });

@@ -239,7 +239,7 @@ t.test(
 );
 
 t.test(
-  'digests: a window of 1,000 attempts sends a sample of 20, newest failures kept, and counts all 1,000; ' +
+  'digests: a window of 1,000 attempts sends its newest 100 failures and 20 others, and counts all 1,000; ' +
     'a quiet endpoint sends all; a digest read twice counts once',
   async (t) => {
     const now = Date.UTC(2026, 0, 1, 12);
@@ -278,23 +278,23 @@ t.test(
     const digests = builder.take();
     t.equal(digests.length, 2, 'one digest per endpoint');
     const busy = digests.find((d) => d.endpoint_id === 'ep_busy')!;
-    t.equal(busy.attempts.length, SAMPLE_PER_WINDOW, 'the busy endpoint sends 20 attempts in full');
+    t.equal(busy.attempts.length, 100 + SAMPLE_PER_WINDOW, 'the busy endpoint sends 120 attempts in full');
     const newestOf = (xs: AttemptRecord[], n: number) => [...xs].sort((x, y) => y.at - x.at).slice(0, n);
     const busyAll = all.filter((a) => a.endpoint_id === 'ep_busy');
     const expected = [
       ...newestOf(
         busyAll.filter((a) => !a.ok),
-        10,
+        100,
       ),
       ...newestOf(
         busyAll.filter((a) => a.ok),
-        10,
+        SAMPLE_PER_WINDOW,
       ),
     ].sort((x, y) => x.at - y.at);
     t.same(
       busy.attempts.map((a) => a.delivery_id),
       expected.map((a) => a.delivery_id),
-      'its 10 newest failures and 10 newest successes, oldest first',
+      'its 100 newest failures (of 112) and 20 newest successes, oldest first',
     );
     t.equal(
       busy.minutes.reduce((n, m) => n + m[1], 0),
@@ -311,7 +311,10 @@ t.test(
     );
     t.same(
       digested.attempts('acme', 'ep_busy', { limit: 1000 }).map((a) => a.delivery_id),
-      [...expected].reverse().map((a) => a.delivery_id),
+      expected
+        .slice(-100)
+        .reverse()
+        .map((a) => a.delivery_id),
       'ep_busy: the sample, newest first',
     );
     t.same(digested.stats('acme', now), one.stats('acme', now), 'the same series, totals, rates and last errors');

@@ -273,8 +273,8 @@ export interface paths {
         /**
          * The endpoint's recent delivery attempts, newest first
          * @description The attempts the dispatchers made at this endpoint (status, latency, error, what followed),
-         *     as they report it: every attempt while an endpoint gets up to 20 a second from each
-         *     dispatcher, beyond that a sample of 20 a second (the newest failures first); the newest 100
+         *     as they report it: every failed attempt, and every other one while an endpoint gets up to 20
+         *     a second from each dispatcher (beyond that a sample of 20 a second); the newest 100
          *     per endpoint are kept, for 7 days at most. The counts of `/v1/webhooks/stats` include every
          *     attempt. Filter by
          *     `delivery_id` for one delivery's attempts, or by `event_id` (a replayed DLQ entry is a new

@@ -8,6 +8,7 @@ import { createKafka } from '../core/kafka/client.ts';
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { freePorts } from '../scripts/free-port.ts';
 import { join } from 'node:path';
 
 /**
@@ -150,6 +151,37 @@ export class Children {
   async stopAll(): Promise<void> {
     for (const stage of STAGES) await Promise.all(this.list.filter((c) => c.stage === stage).map((c) => stop(c.proc)));
   }
+}
+
+/** The broker a bench runs against: KAFKA_BROKERS when set, else a `sluice kafka` it starts. */
+export interface BenchKafka {
+  brokers: string[];
+  /** True for KAFKA_BROKERS (the bench drops its topics at the end). */
+  external: boolean;
+  /** The started `sluice kafka`, or null for an external broker. */
+  launched: Launched | null;
+}
+
+/** KAFKA_BROKERS, or a fresh single broker in the scratch directory (`sluice kafka`, stage 'kafka'). */
+export async function benchKafka(
+  children: Children,
+  scratch: Scratch,
+  sluice: string,
+  say: (line: string) => void,
+): Promise<BenchKafka> {
+  if (process.env.KAFKA_BROKERS)
+    return { brokers: process.env.KAFKA_BROKERS.split(','), external: true, launched: null };
+  const port = await freePorts(2); // the broker's port and its controller's, port + 1
+  say(`starting Kafka on 127.0.0.1:${port} (sluice kafka)...`);
+  const launched = children.spawn(
+    'kafka',
+    sluice,
+    ['kafka', '--port', String(port), '--data-dir', scratch.kafkaDir(), '--fresh'],
+    process.env,
+    'kafka',
+  );
+  await waitForLine(launched, /Kafka broker ready/, 240_000, 'sluice kafka');
+  return { brokers: [`127.0.0.1:${port}`], external: false, launched };
 }
 
 /** SIGTERM, then SIGKILL after `graceMs`; resolves once the process is gone. */

@@ -54,6 +54,7 @@ import { judgeCpu, recordedCpu } from './dispatch/cpu-check.ts';
 import { featureShares } from './dispatch/feature-cost.ts';
 import { benchCommand } from './results-section.ts';
 import { dropBenchTopics, Scratch, settleGroups, tail, waitForLine } from './children.ts';
+import { fmt } from './state/report.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RUN_TS = join(ROOT, 'bin/run-ts.js');
@@ -356,10 +357,6 @@ interface RunResult {
   usage: Map<string, Usage>;
 }
 
-const fmt = (n: number | null, digits = 0) =>
-  n === null || !Number.isFinite(n)
-    ? '—'
-    : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 
 async function main(): Promise<number> {

@@ -33,7 +33,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { freePort, freePorts } from '../scripts/free-port.ts';
-import { Children, dropBenchTopics, Scratch, stop, tail, waitForLine, type Launched } from './children.ts';
+import { benchKafka, Children, dropBenchTopics, Scratch, stop, tail, waitForLine, type Launched } from './children.ts';
 import { rpc } from './dispatch/ipc.ts';
 import { ProcSampler, processTree } from './dispatch/proc-stats.ts';
 import { machineCpu } from './state/report.ts';
@@ -192,22 +192,9 @@ async function main(): Promise<number> {
   const load1 = loadavg()[0];
 
   // 1. Kafka
-  if (process.env.KAFKA_BROKERS) {
-    brokers = process.env.KAFKA_BROKERS.split(',');
-    externalKafka = true;
-  } else {
-    const port = await freePorts(2); // the broker's port and its controller's, port + 1
-    say(`starting Kafka on 127.0.0.1:${port} (sluice kafka)...`);
-    const kafka = children.spawn(
-      'kafka',
-      SLUICE,
-      ['kafka', '--port', String(port), '--data-dir', scratch.kafkaDir(), '--fresh'],
-      process.env,
-      'kafka',
-    );
-    await waitForLine(kafka, /Kafka broker ready/, 240_000, 'sluice kafka');
-    brokers = [`127.0.0.1:${port}`];
-  }
+  const kafka = await benchKafka(children, scratch, SLUICE, say);
+  brokers = kafka.brokers;
+  externalKafka = kafka.external;
 
   // 2. the load generator
   const loadProc = children.forkTs('load', join(ROOT, 'bench/edge-outside/load.ts')).proc;

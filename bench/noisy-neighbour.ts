@@ -28,8 +28,8 @@ import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
-import { freePort, freePorts } from '../scripts/free-port.ts';
-import { Children, dropBenchTopics, Scratch, settleGroups, tail, waitForLine } from './children.ts';
+import { freePort } from '../scripts/free-port.ts';
+import { benchKafka, Children, dropBenchTopics, Scratch, settleGroups, tail, waitForLine } from './children.ts';
 import { rpc } from './dispatch/ipc.ts';
 import type {
   NoisyLoadRequest,
@@ -39,6 +39,7 @@ import type {
   NoisyReceiverStats,
 } from './noisy/ipc.ts';
 import { benchCommand, writeMarkedSection } from './results-section.ts';
+import { fmt } from './state/report.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -91,11 +92,6 @@ async function shutdown(): Promise<void> {
 }
 scratch.onSignal(shutdown);
 
-const fmt = (n: number | null | undefined, digits = 0) =>
-  n === null || n === undefined || !Number.isFinite(n)
-    ? '—'
-    : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
-
 interface Client {
   client_id: string;
   client_secret: string;
@@ -106,22 +102,9 @@ async function main(): Promise<number> {
   const load1 = loadavg()[0];
 
   // 1. Kafka
-  if (process.env.KAFKA_BROKERS) {
-    brokers = process.env.KAFKA_BROKERS.split(',');
-    externalKafka = true;
-  } else {
-    const port = await freePorts(2);
-    say(`starting Kafka on 127.0.0.1:${port} (sluice kafka)...`);
-    const k = children.spawn(
-      'kafka',
-      join(ROOT, 'bin/sluice.js'),
-      ['kafka', '--port', String(port), '--data-dir', scratch.kafkaDir(), '--fresh'],
-      process.env,
-      'kafka',
-    );
-    await waitForLine(k, /Kafka broker ready/, 240_000, 'sluice kafka');
-    brokers = [`127.0.0.1:${port}`];
-  }
+  const kafka = await benchKafka(children, scratch, join(ROOT, 'bin/sluice.js'), say);
+  brokers = kafka.brokers;
+  externalKafka = kafka.external;
 
   // 2. receivers and load generator
   const receiver = rpc<NoisyReceiverRequest, { ports?: number[]; stats?: NoisyReceiverStats }>(

@@ -31,10 +31,10 @@ import { loadConfig } from '../core/config.ts';
 import { createKafka, DurableProducer, ensureTopics } from '../core/kafka/client.ts';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
 import { topicNames, topicSpecs } from '../core/topics.ts';
-import { freePort, freePorts } from '../scripts/free-port.ts';
+import { freePort } from '../scripts/free-port.ts';
 import { rpc, type ReceiverRequest } from './dispatch/ipc.ts';
 import { ProcSampler, childPid, listenerPid, processTree, type Usage } from './dispatch/proc-stats.ts';
-import { Children, dropBenchTopics, Scratch, stop, tail, waitForLine, type Launched } from './children.ts';
+import { benchKafka, Children, dropBenchTopics, Scratch, stop, tail, type Launched } from './children.ts';
 import { benchCommand } from './results-section.ts';
 import {
   BIG,
@@ -171,23 +171,10 @@ async function main(): Promise<number> {
   const load1 = loadavg()[0];
 
   // Kafka
-  let kafkaLauncher: Launched | null = null;
-  if (process.env.KAFKA_BROKERS) {
-    brokers = process.env.KAFKA_BROKERS.split(',');
-    externalKafka = true;
-  } else {
-    const port = await freePorts(2); // the broker's port and its controller's, port + 1
-    say(`starting Kafka on 127.0.0.1:${port} (sluice kafka)...`);
-    kafkaLauncher = children.spawn(
-      'kafka',
-      SLUICE,
-      ['kafka', '--port', String(port), '--data-dir', scratch.kafkaDir(), '--fresh'],
-      process.env,
-      'kafka',
-    );
-    await waitForLine(kafkaLauncher, /Kafka broker ready/, 240_000, 'sluice kafka');
-    brokers = [`127.0.0.1:${port}`];
-  }
+  const broker = await benchKafka(children, scratch, SLUICE, say);
+  brokers = broker.brokers;
+  externalKafka = broker.external;
+  const kafkaLauncher = broker.launched;
   const launcher = kafkaLauncher?.proc.pid;
   const [kafkaHost, kafkaPort] = brokers[0].split(':');
   const kafkaPid = launcher

@@ -271,6 +271,7 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
     throw new ConfigError('SLUICE_TOPIC_PREFIX', 'must be letters, digits, ".", "_" or "-"');
   const cacheDir = env.SLUICE_CACHE_DIR || fileURLToPath(new URL('../.cache', import.meta.url));
 
+  const kafkaStaleMs = int(env, 'SLUICE_KAFKA_STALE_MS', 10_000, 100, 600_000);
   const config: Config = {
     kafkaBrokers,
     kafkaPort: int(env, 'SLUICE_KAFKA_PORT', 9092, 1, 65535),
@@ -302,11 +303,15 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
     production,
     cacheDir,
     dataDir: dirPath(env, 'SLUICE_DATA_DIR', join(cacheDir, 'state')),
-    kafkaStaleMs: int(env, 'SLUICE_KAFKA_STALE_MS', 10_000, 100, 600_000),
+    kafkaStaleMs,
     // A fetch answers as soon as a record arrives: the wait only sets how often an idle node asks.
-    stateFetchWaitMs: env.SLUICE_STATE_FETCH_WAIT_MS
-      ? int(env, 'SLUICE_STATE_FETCH_WAIT_MS', 0, 1, 10_000)
-      : Math.min(DEFAULT_STATE_FETCH_WAIT_MS, Math.floor(int(env, 'SLUICE_KAFKA_STALE_MS', 10_000, 100, 600_000) / 2)),
+    stateFetchWaitMs: int(
+      env,
+      'SLUICE_STATE_FETCH_WAIT_MS',
+      Math.min(DEFAULT_STATE_FETCH_WAIT_MS, Math.floor(kafkaStaleMs / 2)),
+      1,
+      10_000,
+    ),
     heapGrowthPercent: env.SLUICE_HEAP_GROWTH_PERCENT ? int(env, 'SLUICE_HEAP_GROWTH_PERCENT', 0, 0, 400) : null,
     keyRotationDays: num(env, 'SLUICE_KEY_ROTATION_DAYS', 30, 0.0001, 365),
     secretRotationDays: num(env, 'SLUICE_SECRET_ROTATION_DAYS', 30, 0.0001, 365),

@@ -7,6 +7,7 @@ import { KAFKA_VERSION } from '../../core/kafka/local-broker.ts';
 import type { Usage } from '../dispatch/proc-stats.ts';
 import { benchCommand } from '../results-section.ts';
 import type { RevocationResult, TokenResult } from './ipc.ts';
+import { fmt } from '../state/report.ts';
 
 export interface TokenCase {
   label: string;
@@ -42,10 +43,6 @@ export interface Figures {
   idleMachineCores: number;
 }
 
-const fmt = (n: number | null | undefined, digits = 0) =>
-  n === null || n === undefined || !Number.isFinite(n)
-    ? '—'
-    : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const ms = (x: number | null | undefined) => fmt(x, x !== null && x !== undefined && x < 10 ? 2 : 1);
 const cpu = (u: Map<string, Usage>, name: string) => u.get(name)?.cpuSec ?? 0;
 /** CPU-s of the processes of this bench that run Sluice or the load. */

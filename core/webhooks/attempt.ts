@@ -52,6 +52,10 @@ export function createDeliveryAgent(connectionsPerOrigin = 16, lookup?: LookupFu
 
 /** The agent of attempts that name none (no target guard on its connections: tests and tools). */
 let defaultAgent: Http1Agent | null = null;
+function sharedAgent(): Http1Agent {
+  defaultAgent ??= createDeliveryAgent();
+  return defaultAgent;
+}
 
 /** The request as one string: line, head (host and content-length first) and body. */
 function requestText(target: URL, headers: Record<string, string>, rawBody: string): string | null {
@@ -238,8 +242,7 @@ export function attemptDelivery(
       return;
     }
     deadlines.add(opts.timeoutMs, a);
-    defaultAgent ??= opts.dispatcher ? null : createDeliveryAgent();
-    const agent = opts.dispatcher ?? defaultAgent!;
+    const agent = opts.dispatcher ?? sharedAgent();
     const checking = opts.checkTarget?.(target);
     if (checking === undefined) a.send(agent, target, request);
     else

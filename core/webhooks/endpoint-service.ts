@@ -193,29 +193,14 @@ export async function updateEndpoint(
       subject: rec.id,
       reason: `changed ${fields.join(', ')}${outcome}`,
     });
-    if (ping?.ok && current.state === 'DISABLED')
-      await appendAudit(ctx, {
-        tenant_id: rec.tenant_id,
-        actor,
-        action: 'endpoint.enabled',
-        subject: rec.id,
-        reason: 'its new URL answered the ping',
-      });
+    if (ping?.ok) await auditEnabled(ctx, current, actor, 'its new URL answered the ping');
     return commit(ctx, rec.id, (cur) => {
       const now = ctx.clock.now();
       const next: EndpointRecord = { ...cur, updated_at: Math.max(now, cur.updated_at + 1) };
       if (patch.events !== undefined) next.events = patch.events;
       if (patch.metadata !== undefined) next.metadata = patch.metadata;
       if (patch.description !== undefined) next.description = patch.description;
-      if (url !== undefined && ping !== null) {
-        next.url = url;
-        next.state = ping.ok ? 'ACTIVE' : 'PENDING';
-        next.verified_at = ping.ok ? now : null;
-        next.failing_since = null;
-        next.disabled_reason = null;
-        next.disabled_at = null;
-      }
-      return next;
+      return url !== undefined && ping !== null ? { ...next, url, ...pinged(ping.ok, now) } : next;
     });
   });
   if (!record) throw notFound(rec.id);
@@ -475,29 +460,43 @@ export async function deleteEndpoint(ctx: Context, rec: EndpointRecord, actor: s
  * Makes the endpoint ACTIVE after a 2xx ping (a DISABLED one too: audited `endpoint.enabled`).
  * Reads the current record under the endpoint's queue: a delete while the ping was out is not undone.
  */
+/**
+ * What a ping's outcome makes of an endpoint: ACTIVE and verified now, or PENDING and not verified
+ * (as a new one); either way an outage it was in and a disabling are over.
+ */
+function pinged(
+  ok: boolean,
+  now: number,
+): Pick<EndpointRecord, 'state' | 'verified_at' | 'failing_since' | 'disabled_reason' | 'disabled_at'> {
+  return {
+    state: ok ? 'ACTIVE' : 'PENDING',
+    verified_at: ok ? now : null,
+    failing_since: null,
+    disabled_reason: null,
+    disabled_at: null,
+  };
+}
+
+/** A DISABLED endpoint that a ping brought back is audited `endpoint.enabled`; any other, nothing. */
+async function auditEnabled(ctx: Context, current: EndpointRecord, actor: string, reason: string): Promise<void> {
+  if (current.state !== 'DISABLED') return;
+  await appendAudit(ctx, {
+    tenant_id: current.tenant_id,
+    actor,
+    action: 'endpoint.enabled',
+    subject: current.id,
+    reason,
+  });
+}
+
 async function markVerified(ctx: Context, id: string, actor?: string): Promise<EndpointRecord> {
   const record = await serialised(ctx, id, async () => {
     const current = ctx.endpoints.get(id);
     if (!current) throw notFound(id);
-    if (current.state === 'DISABLED' && actor !== undefined)
-      await appendAudit(ctx, {
-        tenant_id: current.tenant_id,
-        actor,
-        action: 'endpoint.enabled',
-        subject: id,
-        reason: 'verified again',
-      });
+    if (actor !== undefined) await auditEnabled(ctx, current, actor, 'verified again');
     return commit(ctx, id, (cur) => {
       const now = ctx.clock.now();
-      return {
-        ...cur,
-        state: 'ACTIVE',
-        verified_at: now,
-        failing_since: null,
-        disabled_reason: null,
-        disabled_at: null,
-        updated_at: Math.max(now, cur.updated_at + 1),
-      };
+      return { ...cur, ...pinged(true, now), updated_at: Math.max(now, cur.updated_at + 1) };
     });
   });
   if (!record) throw notFound(id);

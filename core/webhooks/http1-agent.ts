@@ -70,8 +70,6 @@ class Connection {
   exchange: Exchange | null = null;
   idleSince = 0;
   idleLimitMs: number;
-  /** Counted in its pool's open connections until it closes. */
-  counted = true;
   private phase: 'head' | 'body' = 'head';
   /** The head's bytes so far, while it spans several reads. */
   private partial: Buffer | null = null;
@@ -330,9 +328,7 @@ class Pool {
   forget(conn: Connection): void {
     const i = this.idle.indexOf(conn);
     if (i >= 0) this.idle.splice(i, 1);
-    if (!conn.counted) return;
-    conn.counted = false;
-    this.conns.delete(conn);
+    if (!this.conns.delete(conn)) return;
     let next = this.waiting.shift();
     while (next?.done) next = this.waiting.shift();
     if (next) this.send(next);

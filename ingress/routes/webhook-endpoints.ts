@@ -58,6 +58,13 @@ function pingHeaders(ping: AttemptOutcome): Record<string, string> {
   return headers;
 }
 
+/** 429 with Retry-After once an endpoint used its burst of `limiter` at this node ("was <done> lately"). */
+function throttle(limiter: RateLimiter, rec: EndpointRecord, done: string, everySeconds: number): void {
+  const wait = limiter.take(rec.id);
+  if (wait !== null)
+    throw rateLimited(wait, `endpoint ${rec.id} was ${done} lately (one more every ${everySeconds} s)`);
+}
+
 export function webhookEndpointRoutes(ctx: Context): Route[] {
   const view = (rec: EndpointRecord) => endpointView(rec, ctx.clock.now());
   const verifies = new RateLimiter(1 / VERIFY_EVERY_SECONDS, VERIFY_BURST);
@@ -112,12 +119,7 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
 
   const testSend = async (req: AppRequest): Promise<Reply> => {
     const rec = find(req);
-    const wait = testSends.take(rec.id);
-    if (wait !== null)
-      throw rateLimited(
-        wait,
-        `endpoint ${rec.id} was sent ${TEST_SEND_BURST} tests lately (one more every ${TEST_SEND_EVERY_SECONDS} s)`,
-      );
+    throttle(testSends, rec, `sent ${TEST_SEND_BURST} tests`, TEST_SEND_EVERY_SECONDS);
     const input = (req.body ?? {}) as TestSend;
     return json(200, await sendTestEvent(ctx, rec, input, req.auth!.claims.client_id), { 'cache-control': 'no-store' });
   };
@@ -129,12 +131,7 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
 
   const verify = async (req: AppRequest): Promise<Reply> => {
     const rec = find(req);
-    const wait = verifies.take(rec.id);
-    if (wait !== null)
-      throw rateLimited(
-        wait,
-        `endpoint ${rec.id} was verified ${VERIFY_BURST} times lately (one more every ${VERIFY_EVERY_SECONDS} s)`,
-      );
+    throttle(verifies, rec, `verified ${VERIFY_BURST} times`, VERIFY_EVERY_SECONDS);
     const { record, ping } = await verifyEndpoint(ctx, rec, req.auth!.claims.client_id);
     return json(200, view(record), pingHeaders(ping));
   };

@@ -132,3 +132,31 @@ export async function call(
   }
   return { status: res.status, headers: res.headers, text, json };
 }
+
+/** A dispatching test node and another ingress node on the same topics (its own view and producer). */
+export async function nodePair(env: Record<string, string>): Promise<{ node: TestNode; other: TestNode }> {
+  const node = await startTestNode(env, { dispatcher: true });
+  const other = await startTestNode(env, { prefix: node.config.topicPrefix });
+  return { node, other };
+}
+
+interface Asserts {
+  equal(found: unknown, wanted: unknown, message: string): unknown;
+  same(found: unknown, wanted: unknown, message: string): unknown;
+}
+
+/** `res` is a 400 INVALID_REQUEST whose errors name exactly `paths` (JSON paths of the request body). */
+export function assertInvalid(
+  t: Asserts,
+  res: { status: number; json?: { code?: string; errors?: { path: string }[] } },
+  name: string,
+  paths: string[],
+): void {
+  t.equal(res.status, 400, `${name}: status`);
+  t.equal(res.json?.code, 'INVALID_REQUEST', `${name}: code`);
+  t.same(
+    res.json?.errors?.map((e) => e.path),
+    paths,
+    `${name}: paths`,
+  );
+}

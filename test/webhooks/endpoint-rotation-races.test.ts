@@ -6,7 +6,7 @@
  */
 import t, { type Test } from 'tap';
 import { randomUUID } from 'node:crypto';
-import { call, startTestNode, type TestNode } from '../helpers/sluice.ts';
+import { call, nodePair, type TestNode } from '../helpers/sluice.ts';
 import { publish, receiver, type TestReceiver } from '../dispatcher/receiver.ts';
 import { verifyWebhook } from '../../core/webhook-verify.ts';
 import { unseal } from '../../core/secrets.ts';
@@ -15,9 +15,7 @@ import { follows } from '../../core/webhooks/endpoint-registry.ts';
 import type { EndpointRecord } from '../../core/webhooks/records.ts';
 
 const env = { SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true' };
-const node = await startTestNode(env, { dispatcher: true });
-// Another ingress process on the same topics (its own view, its own producer).
-const other = await startTestNode(env, { prefix: node.config.topicPrefix });
+const { node, other } = await nodePair(env);
 const receivers: TestReceiver[] = [];
 t.teardown(async () => {
   for (const r of receivers) await r.close();

@@ -7,7 +7,7 @@ import type { Config } from '../core/config.ts';
 import type { Clock } from '../core/clock.ts';
 import { join } from 'node:path';
 import { applyHeapSettings, heapGrowthFor } from './heap.ts';
-import { StateConsumer } from '../core/kafka/state-consumer.ts';
+import { StateConsumer, type StoredView } from '../core/kafka/state-consumer.ts';
 import { ViewStore } from '../core/store/view-store.ts';
 import { openContext, waitFor, type Context } from '../core/context.ts';
 import { rotateKeys } from '../core/rotation/key-rotation.ts';
@@ -25,6 +25,8 @@ import { webhookEventRoutes } from '../ingress/routes/webhook-events.ts';
 import { webhookDlqRoutes } from '../ingress/routes/webhook-dlq.ts';
 import { AttemptHistory } from '../core/webhooks/attempt-history.ts';
 import { webhookAttemptRoutes } from '../ingress/routes/webhook-attempts.ts';
+import { EventTypeCounts } from '../core/webhooks/event-type-counts.ts';
+import { webhookEventTypeRoutes } from '../ingress/routes/webhook-event-types.ts';
 import { consoleRoutes } from '../ingress/routes/console.ts';
 import { startDispatcher } from '../dispatcher/index.ts';
 import { RotationScheduler } from '../core/rotation/scheduler.ts';
@@ -55,7 +57,13 @@ export interface SluiceNode {
 }
 
 /** Control-plane routes beyond the auth routes (webhooks, DLQ, revocation, audit...). */
-function buildRoutes(ctx: Context, attempts: AttemptHistory, contract: unknown, checks: RequestChecks): Route[] {
+function buildRoutes(
+  ctx: Context,
+  attempts: AttemptHistory,
+  eventTypes: EventTypeCounts,
+  contract: unknown,
+  checks: RequestChecks,
+): Route[] {
   return [
     ...webhookEndpointRoutes(ctx),
     ...webhookEventRoutes(ctx, checks),
@@ -65,6 +73,7 @@ function buildRoutes(ctx: Context, attempts: AttemptHistory, contract: unknown, 
     ...auditRoutes(ctx),
     ...openapiRoutes(contract),
     ...webhookAttemptRoutes(ctx, attempts),
+    ...webhookEventTypeRoutes(eventTypes),
     ...consoleRoutes(),
   ];
 }
@@ -94,13 +103,14 @@ async function startWorkers(
  * a second per fetch: on the state consumer (whose fetches the first record answers) the
  * stream of reports turned every idle fetch into hundreds of small ones a second across all the
  * state topics, which doubled the CPU a delivery costs. The history is for people; 1 s is fresh.
+ * The event type counts (core/webhooks/event-type-counts.ts), as busy and for people too, share it.
  */
-async function startHistory(ctx: Context, attempts: AttemptHistory): Promise<void> {
+async function startHistory(ctx: Context, views: StoredView[]): Promise<void> {
   // Its own store beside the node's: a store is emptied whole when a topic it follows
   // was re-created, which must not take the DLQ and the audit views with it.
   const store = await ViewStore.open(join(ctx.store.path, 'history'));
   ctx.closers.push(() => store.close());
-  const history = new StateConsumer(ctx.kafka, [attempts], {
+  const history = new StateConsumer(ctx.kafka, views, {
     groupPrefix: `${ctx.config.topicPrefix}-history`,
     maxWaitMs: 1000,
     minBytes: 64 * 1024,
@@ -134,14 +144,18 @@ export async function startNode(config: Readonly<Config>, opts: NodeOptions): Pr
   const ctx = await openContext(config, ctxOptions);
   // Only a node that serves the API keeps the attempt history.
   const attempts = new AttemptHistory(ctx.topics.attempts, opts.clock);
-  if (roles.ingress) await startHistory(ctx, attempts);
+  const eventTypes = new EventTypeCounts(ctx.topics.eventTypes, ctx.clock, (tenant, first) => {
+    ctx.metrics.eventTypesIgnored.inc();
+    if (first) ctx.log.warn('a tenant has more event types than its list holds; the others are ignored', { tenant });
+  });
+  if (roles.ingress) await startHistory(ctx, [attempts, eventTypes]);
   // Every node makes sure a key signs now (the same audited step the rotation scheduler runs).
   await rotateKeys(ctx);
   await waitFor(ctx.changes, () => ctx.keys.signingKey(ctx.clock.now()) !== null, 10_000, 'a signing key');
   let ingress: Ingress | null = null;
   if (roles.ingress) {
     const { contract, checks } = requestContract();
-    const routes = buildRoutes(ctx, attempts, contract, checks);
+    const routes = buildRoutes(ctx, attempts, eventTypes, contract, checks);
     ingress = await startIngress(ctx, { port: opts.port, adminPort: opts.adminPort, routes, checks });
   }
   const workers = await startWorkers(ctx, roles);

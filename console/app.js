@@ -2,7 +2,10 @@
 // (the page's Content-Security-Policy allows scripts from this origin only). It signs in with the
 // tenant's client credentials and uses the public API; the token lives in this module's memory
 // only (never localStorage, sessionStorage or cookies). Every value from the API reaches the page
-// as text (textContent), never as markup.
+// as text (textContent), never as markup. Endpoint management (register, edit, pause, rotate,
+// delete, test send) is in endpoints.js.
+
+import { configure, endpointPanel, loadEventTypes, pausedBadge, registerSection } from './endpoints.js';
 
 const session = { token: null, scopes: new Set(), tenant: '', expiresAt: 0 };
 const ui = { view: 'endpoints', endpoints: [], timers: new Set() };
@@ -225,8 +228,9 @@ async function renderEndpoints() {
         {},
         h('button', { type: 'button', class: 'link mono open', dataset: { id: ep.id } }, ep.id),
         h('div', { class: 'subtle' }, ep.url),
+        ep.description ? h('div', { class: 'subtle' }, ep.description) : null,
       ),
-      h('td', {}, stateBadge(ep.state), verify ? h('div', {}, verify) : null),
+      h('td', {}, stateBadge(ep.state), ' ', pausedBadge(ep), verify ? h('div', {}, verify) : null),
       h(
         'td',
         { class: r?.success_rate === null || r === undefined ? '' : r.success_rate >= 0.99 ? 'ok' : 'bad' },
@@ -250,6 +254,7 @@ async function renderEndpoints() {
   fill(
     root,
     h('h2', {}, 'Endpoints'),
+    registerSection(renderEndpoints),
     endpoints.length === 0
       ? h('p', { class: 'subtle' }, 'This tenant has no webhook endpoints.')
       : h(
@@ -293,9 +298,10 @@ async function reverify(button) {
 
 async function renderEndpoint(id) {
   const root = $('view-endpoint');
-  const [{ data: ep }, { data: attempts }] = await Promise.all([
+  const [{ data: ep }, { data: attempts }, types] = await Promise.all([
     api('GET', `/v1/webhooks/endpoints/${encodeURIComponent(id)}`),
     api('GET', `/v1/webhooks/endpoints/${encodeURIComponent(id)}/attempts?limit=1000`),
+    loadEventTypes(),
   ]);
   const byDelivery = new Map();
   for (const a of attempts.data) {
@@ -310,8 +316,7 @@ async function renderEndpoint(id) {
   fill(
     root,
     back,
-    h('h2', {}, 'Endpoint ', h('span', { class: 'mono' }, ep.id), ' ', stateBadge(ep.state)),
-    h('p', { class: 'subtle' }, ep.url, ` · events: ${ep.events.join(', ')}`),
+    endpointPanel(ep, types),
     h('h3', {}, `Recent deliveries (${byDelivery.size}; the newest ${attempts.data.length} attempts)`),
     deliveries.length === 0 ? h('p', { class: 'subtle' }, 'No attempts recorded yet.') : deliveries,
   );
@@ -797,6 +802,8 @@ function latencyChart(series) {
 }
 
 // ---- start ----
+
+configure({ h, fill, api, ApiError, canWrite, writeButton, stateBadge, when, show });
 
 $('signin-form').addEventListener('submit', (ev) => void signIn(ev));
 $('signout').addEventListener('click', () => signOut('Signed out.'));

@@ -66,6 +66,15 @@ function requestAjv(doc: Json): Ajv {
     };
     ajv.addKeyword({ keyword, schemaType: 'number', errors: true, validate: check });
   }
+  // A string's length in UTF-8 bytes (a Kafka key's size), not in characters.
+  const utf8: SchemaValidateFunction = (limit: number, data: unknown) => {
+    if (typeof data !== 'string' || Buffer.byteLength(data) <= limit) return true;
+    utf8.errors = [
+      { keyword: 'x-max-utf8-bytes', params: { limit }, message: `must be at most ${limit} bytes as UTF-8` },
+    ];
+    return false;
+  };
+  ajv.addKeyword({ keyword: 'x-max-utf8-bytes', schemaType: 'number', errors: true, validate: utf8 });
   return ajv;
 }
 

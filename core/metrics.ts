@@ -171,6 +171,8 @@ export class Metrics {
   readonly consumerLag: Gauge<'group' | 'topic' | 'partition'>;
   readonly outcomeWriteFailures: Counter<'topic'>;
   readonly attemptReportsDropped: Counter<string>;
+  readonly eventTypeReportsDropped: Counter<string>;
+  readonly eventTypesIgnored: Counter<string>;
   readonly backpressurePauses: Counter<'topic'>;
   readonly rungPauses: Counter<'topic'>;
   readonly rebalanceDropped: Counter<string>;
@@ -275,6 +277,16 @@ export class Metrics {
     this.attemptReportsDropped = counter(
       'sluice_attempt_reports_dropped_total',
       'Attempt reports for the attempt history that could not be written (best effort; deliveries are unaffected).',
+      [],
+    );
+    this.eventTypeReportsDropped = counter(
+      'sluice_event_type_reports_dropped_total',
+      'Event type counts for GET /v1/webhooks/event-types that could not be written (best effort).',
+      [],
+    );
+    this.eventTypesIgnored = counter(
+      'sluice_event_types_ignored_total',
+      "Counts of event types left out of a tenant's list (it holds 10,000 types at most) by this node.",
       [],
     );
     this.backpressurePauses = counter(

@@ -24,9 +24,13 @@ export interface TopicNames {
   audit: string;
   events: string;
   deliveries: string;
+  /** Deliveries of lane endpoints (rate, in-flight or order limits), key = endpoint id: one owner each. */
+  lanes: string;
   dlq: string;
   /** What each delivery attempt did (status, latency), for the tenant's attempt history and rates. */
   attempts: string;
+  /** How many events of each type each tenant published, counted by the fan-out (GET /v1/webhooks/event-types). */
+  eventTypes: string;
   retry(delayLabel: string): string;
   /** The hold rung (`retry.hold`). */
   hold: string;
@@ -45,8 +49,10 @@ export function topicNames(prefix: string): TopicNames {
     audit: `${prefix}.audit`,
     events: `${prefix}.events`,
     deliveries: `${prefix}.deliveries`,
+    lanes: `${prefix}.lanes`,
     dlq: `${prefix}.dlq`,
     attempts: `${prefix}.attempts`,
+    eventTypes: `${prefix}.event-types`,
     retry: (label) => `${prefix}.retry.${label}`,
     hold: `${prefix}.retry.${HOLD_LABEL}`,
     rungs: [...RUNG_LABELS, HOLD_LABEL].map((label) => `${prefix}.retry.${label}`),
@@ -78,11 +84,15 @@ export function topicSpecs(prefix: string, partitions: number, timeScale = 1): T
     },
     { name: t.events, partitions, config: deleted(7 * DAY_MS) },
     { name: t.deliveries, partitions, config: deleted(7 * DAY_MS) },
+    { name: t.lanes, partitions, config: deleted(7 * DAY_MS) },
     // The retry rungs and the hold rung.
     ...t.rungs.map((name) => ({ name, partitions, config: deleted(7 * DAY_MS) })),
     { name: t.dlq, partitions: 1, config: deleted(Math.max(60_000, Math.round(dlqRetentionMs))) },
     // Read whole by every ingress node's attempt history
     // (core/webhooks/attempt-history.ts), which keeps 7 days at most.
     { name: t.attempts, partitions: 1, config: deleted(7 * DAY_MS) },
+    // Read whole by every ingress node's event type counts (core/webhooks/event-type-counts.ts),
+    // which count the last 7 days.
+    { name: t.eventTypes, partitions: 1, config: deleted(7 * DAY_MS) },
   ];
 }

@@ -12,6 +12,7 @@ import type { Metrics } from '../core/metrics.ts';
 import { parseDeliveries, parseDeliveryRecord } from '../core/webhooks/deliveries.ts';
 import type { DeliveryRecord } from '../core/webhooks/records.ts';
 import { GroupConsumer, OffsetTracker } from './consume.ts';
+import { isWaiting } from '../core/webhooks/delivery-policy.ts';
 import { processDelivery, type Stage } from './process.ts';
 import { HEADER_HELD_SINCE, type OutcomeRecorder } from './record.ts';
 import { gate, PauseTimers, type TopicMode } from './rungs.ts';
@@ -38,8 +39,11 @@ export function deliveryConsumer(
 ): DeliveryConsumer {
   const { ctx } = stage;
   const timers = new PauseTimers();
-  // A held delivery may go early once its endpoint is ACTIVE again (or gone: then it is dropped).
-  const released = (rec: DeliveryRecord) => ctx.endpoints.get(rec.endpoint_id)?.state !== 'PENDING';
+  // A held delivery may go early once its endpoint may receive again (or is gone: then it is dropped).
+  const released = (rec: DeliveryRecord) => {
+    const ep = ctx.endpoints.get(rec.endpoint_id);
+    return ep === undefined || !isWaiting(ep);
+  };
   let tracker!: OffsetTracker;
 
   const eachBatch = async (p: EachBatchPayload): Promise<void> => {

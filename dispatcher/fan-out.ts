@@ -2,20 +2,29 @@
  * The fan-out: a consumer group over `sluice.events` (published through the API or written
  * straight by data-plane producers) that turns each event into its deliveries on `sluice.deliveries`:
  * one DeliverySet record (key event id) per event and up to 100 matching endpoints, so the event
- * crosses Kafka once, not once per endpoint. A batch's offsets are committed only after its
+ * crosses Kafka once, not once per endpoint; an endpoint with limits or order gets its delivery on
+ * `sluice.lanes` instead (key endpoint id: dispatcher/lanes.ts). A batch's offsets are committed only after its
  * deliveries were acknowledged, so a crash repeats a fan-out (same delivery ids), never skips one.
  */
 import type { Context } from '../core/context.ts';
 import type { OutRecord } from '../core/kafka/client.ts';
 import type { Metrics } from '../core/metrics.ts';
-import { DELIVERY_SET_MAX, deliverySetJson, parseEventRecord } from '../core/webhooks/deliveries.ts';
+import {
+  DELIVERY_SET_MAX,
+  deliveryJson,
+  deliverySetJson,
+  newDelivery,
+  parseEventRecord,
+} from '../core/webhooks/deliveries.ts';
+import { needsLane } from '../core/webhooks/delivery-policy.ts';
+import type { TypeCountReports } from '../core/webhooks/event-type-counts.ts';
 import { GroupConsumer } from './consume.ts';
 import { endSpan, extractContext, injectContext, SpanKind, startSpan, tracing, type Span } from '../core/tracing.ts';
 
 /** How long a fan-out waits for its endpoint view to catch up before it matches anyway (under the session timeout). */
 const VIEW_WAIT_MS = 10_000;
 
-export function fanOutConsumer(ctx: Context, metrics: Metrics): GroupConsumer {
+export function fanOutConsumer(ctx: Context, metrics: Metrics, typeCounts?: TypeCountReports): GroupConsumer {
   return new GroupConsumer(ctx.kafka, ctx.log, {
     groupId: `${ctx.config.topicPrefix}.fan-out`,
     topics: [ctx.topics.events],
@@ -24,6 +33,7 @@ export function fanOutConsumer(ctx: Context, metrics: Metrics): GroupConsumer {
     async eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }, member) {
       if (batch.messages.length === 0) return;
       const out: OutRecord[] = [];
+      const toLanes: OutRecord[] = [];
       const events = batch.messages.map((m) => parseEventRecord(m.value));
       // Read-your-writes across processes: match only once this view of the endpoints has read
       // as far as the publishing node's had (an endpoint registered just before is not missed).
@@ -40,6 +50,7 @@ export function fanOutConsumer(ctx: Context, metrics: Metrics): GroupConsumer {
         const { endpoints_at: _seen, ...event } = parsed; // a matching detail, not part of the event
         const endpoints = ctx.endpoints.matching(event.tenant_id, event.type);
         metrics.fannedOut(endpoints.length > 0 ? 'matched' : 'unmatched');
+        typeCounts?.note(event.tenant_id, event.type, now);
         // Keyed by event id: a tenant's events spread over every partition, so every dispatcher
         // process shares them (delivery order was never promised; receivers dedupe on the event id).
         const eventJson = endpoints.length > 0 ? JSON.stringify(event) : '';
@@ -68,9 +79,19 @@ export function fanOutConsumer(ctx: Context, metrics: Metrics): GroupConsumer {
           }
         }
         const endpointsAt = Number(ctx.state.position(ctx.topics.endpoints, 0));
-        for (let i = 0; i < endpoints.length; i += DELIVERY_SET_MAX) {
-          const ids = endpoints.slice(i, i + DELIVERY_SET_MAX).map((ep) => ep.id);
-          const value = deliverySetJson(eventJson, ids, now, endpointsAt);
+        // A lane endpoint's delivery goes alone to its lane (keyed by endpoint: one owner, in
+        // order); the others share DeliverySets, spread over every dispatcher.
+        const spread: string[] = [];
+        for (const ep of endpoints) {
+          if (!needsLane(ep)) {
+            spread.push(ep.id);
+            continue;
+          }
+          const value = deliveryJson({ ...newDelivery(event, ep.id, now), endpoints_at: endpointsAt }, eventJson);
+          toLanes.push(headers ? { key: ep.id, value, headers } : { key: ep.id, value });
+        }
+        for (let i = 0; i < spread.length; i += DELIVERY_SET_MAX) {
+          const value = deliverySetJson(eventJson, spread.slice(i, i + DELIVERY_SET_MAX), now, endpointsAt);
           out.push(headers ? { key: event.id, value, headers } : { key: event.id, value });
         }
       }
@@ -81,6 +102,11 @@ export function fanOutConsumer(ctx: Context, metrics: Metrics): GroupConsumer {
       try {
         for (let i = 0; i < out.length; i += 500) {
           await ctx.producer.send(ctx.topics.deliveries, out.slice(i, i + 500));
+          await heartbeat();
+        }
+        // In the events' order: a lane keeps a key's order as the tenant's partition had it.
+        for (let i = 0; i < toLanes.length; i += 500) {
+          await ctx.producer.send(ctx.topics.lanes, toLanes.slice(i, i + 500));
           await heartbeat();
         }
       } catch (err) {

@@ -11,6 +11,10 @@ import type { Metrics } from '../core/metrics.ts';
 import { createDeliverer, DELIVERY_TIMEOUT_MS } from './deliver.ts';
 import { deliveryConsumer, type DeliveryConsumer } from './delivery-consumer.ts';
 import { fanOutConsumer } from './fan-out.ts';
+import { startTypeCountReports } from '../core/webhooks/event-type-counts.ts';
+import { laneConsumer } from './lanes.ts';
+import { isWaiting } from '../core/webhooks/delivery-policy.ts';
+import type { EndpointRecord } from '../core/webhooks/records.ts';
 import { EndpointHealth } from './health.ts';
 import { DeliveryScheduler } from './scheduler.ts';
 import type { Attempted, Stage } from './process.ts';
@@ -26,6 +30,7 @@ export interface Dispatcher {
   fanOut: GroupConsumer;
   deliveries: DeliveryConsumer;
   rungs: DeliveryConsumer;
+  lanes: DeliveryConsumer;
   stop(): Promise<void>;
 }
 
@@ -91,23 +96,32 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
     maxWaitTimeInMs: 50,
     concurrency: 4,
   });
-  const onEndpoint = (_id: string, rec: { state: string } | null) => {
-    if (rec === null || rec.state !== 'PENDING') rungs.timers.wake(holdTopic);
+  const lanes = laneConsumer(stage, recorder, metrics);
+  const onEndpoint = (id: string, rec: EndpointRecord | null) => {
+    if (rec === null || !isWaiting(rec)) rungs.timers.wake(holdTopic);
+    // A lane looks again at once: resumed, verified, its limits changed or gone.
+    lanes.lanes.wake(id);
   };
   ctx.endpoints.listeners.add(onEndpoint);
-  const fanOut = fanOutConsumer(ctx, metrics);
-  await Promise.all([deliveries.member.start(), rungs.member.start(), fanOut.start()]);
-  metrics.gauge('sluice_deliveries_in_flight', 'Delivery attempts under way in this process.', () => scheduler.active);
+  const typeCounts = await startTypeCountReports(ctx);
+  const fanOut = fanOutConsumer(ctx, metrics, typeCounts);
+  await Promise.all([deliveries.member.start(), rungs.member.start(), lanes.member.start(), fanOut.start()]);
+  metrics.gauge(
+    'sluice_deliveries_in_flight',
+    'Delivery attempts under way in this process.',
+    () => scheduler.active + lanes.lanes.active,
+  );
   metrics.gauge(
     'sluice_deliveries_buffered',
     'Deliveries this process holds (queued or in flight).',
-    () => scheduler.buffered,
+    () => scheduler.buffered + lanes.lanes.buffered,
   );
   return {
     metrics,
     fanOut,
     deliveries,
     rungs,
+    lanes,
     /**
      * Stops within DELIVERY_TIMEOUT_MS plus a few seconds: nothing new is fetched or attempted;
      * attempts under way finish (10 s at most) and their outcomes are recorded; then the offsets
@@ -117,7 +131,7 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
     async stop() {
       ctx.endpoints.listeners.delete(onEndpoint);
       stage.stopping = true;
-      for (const c of [deliveries, rungs]) {
+      for (const c of [deliveries, rungs, lanes]) {
         c.member.pauseAll();
         c.timers.clear();
       }
@@ -134,9 +148,9 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
       await Promise.all([fanOut.stop(), settled()]);
       recorder.stopped = true;
       // Everything that can finish has: commit what is durable and leave the groups.
-      await Promise.all([deliveries.stop(0), rungs.stop(0)]);
+      await Promise.all([deliveries.stop(0), rungs.stop(0), lanes.stop(0)]);
       recorder.flushReports();
-      await Promise.all([deliverer.close(), reports.disconnect().catch(() => {})]);
+      await Promise.all([deliverer.close(), reports.disconnect().catch(() => {}), typeCounts.stop().catch(() => {})]);
     },
   };
 }

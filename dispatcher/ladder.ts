@@ -2,12 +2,14 @@
  * The retry ladder as values: what happens to a delivery after an attempt (or instead of one).
  * `delivered`, `retry` (to a rung, due at a time), `dead-letter` after the 17th consecutive
  * failure or on a 410 Gone (the endpoint is disabled); and, without an attempt: `held` (endpoint PENDING), `deferred`
- * (its endpoint is slow right now) or `dropped` (endpoint deleted, record unreadable). Nothing here touches Kafka.
+ * (its endpoint is slow right now), `dropped` (endpoint deleted, record unreadable, already delivered here)
+ * or `forwarded` (its endpoint is a lane endpoint: to `sluice.lanes`, dispatcher/lanes.ts). Nothing here touches Kafka.
  */
 import { MAX_ATTEMPTS, RETRY_SPAN_MS, RUNGS, retryDelayMs, rungAfter, rungForDelay } from '../core/backoff.ts';
 import type { AttemptOutcome } from '../core/webhooks/attempt.ts';
 import type { DeliveryRecord, DlqEntry } from '../core/webhooks/records.ts';
 import { deadLetterEntry } from './dlq.ts';
+import { PAUSE_MAX_MS } from '../core/webhooks/delivery-policy.ts';
 
 export type Outcome =
   | { kind: 'delivered'; rec: DeliveryRecord; status: number }
@@ -15,7 +17,8 @@ export type Outcome =
   | { kind: 'dead-letter'; rec: DeliveryRecord; entry: DlqEntry }
   | { kind: 'held'; rec: DeliveryRecord; next: DeliveryRecord; heldSince: number }
   | { kind: 'deferred'; rec: DeliveryRecord; next: DeliveryRecord; rung: string }
-  | { kind: 'dropped'; rec: DeliveryRecord | null; reason: 'endpoint-deleted' | 'malformed' };
+  | { kind: 'dropped'; rec: DeliveryRecord | null; reason: 'endpoint-deleted' | 'malformed' | 'duplicate' }
+  | { kind: 'forwarded'; rec: DeliveryRecord; next: DeliveryRecord };
 
 export interface LadderClock {
   now: number;
@@ -63,17 +66,28 @@ export function disabled(rec: DeliveryRecord, reason: string, c: LadderClock): O
 }
 
 /**
- * A delivery whose endpoint is PENDING waits on the hold rung, uncounted, re-checked every
- * `recheckMs` (scaled) or as soon as the endpoint changes; it is dead-lettered once the 72-hour
- * span (scaled) since its first attempt, or since it was first held, ran out.
+ * A delivery whose endpoint is PENDING or paused waits on the hold rung, uncounted, re-checked every
+ * `recheckMs` (scaled) or as soon as the endpoint changes. A PENDING endpoint's is dead-lettered
+ * once the 72-hour span (scaled) since its first attempt, or since it was first held, ran out; a
+ * paused endpoint's waits up to the DLQ retention (7 days, scaled) since it was first held.
  */
-export function hold(rec: DeliveryRecord, heldSince: number | null, recheckMs: number, c: LadderClock): Outcome {
+export function hold(
+  rec: DeliveryRecord,
+  heldSince: number | null,
+  recheckMs: number,
+  c: LadderClock,
+  paused = false,
+): Outcome {
   const since = heldSince ?? c.now;
-  const deadline = (rec.first_attempt_at ?? since) + RETRY_SPAN_MS / c.timeScale;
+  const deadline = paused
+    ? since + PAUSE_MAX_MS / c.timeScale
+    : (rec.first_attempt_at ?? since) + RETRY_SPAN_MS / c.timeScale;
   if (c.now >= deadline) {
     const last: DeliveryRecord = {
       ...rec,
-      last_error: rec.last_error ?? 'the endpoint stayed PENDING (unverified) until the 72-hour retry span ran out',
+      last_error: paused
+        ? 'the endpoint stayed paused for longer than the DLQ retention (7 days)'
+        : (rec.last_error ?? 'the endpoint stayed PENDING (unverified) until the 72-hour retry span ran out'),
     };
     return { kind: 'dead-letter', rec, entry: deadLetterEntry(last, rec.attempt - 1, c.now, c.timeScale) };
   }
@@ -92,4 +106,9 @@ export function defer(rec: DeliveryRecord, c: LadderClock, until: number | null 
   }
   const rung = RUNGS[0];
   return { kind: 'deferred', rec, next: { ...rec, due_at: c.now + rung.delayMs / c.timeScale }, rung: rung.label };
+}
+
+/** A lane endpoint's delivery read elsewhere (a rung, a replay) goes to its lane, unchanged. */
+export function forward(rec: DeliveryRecord): Outcome {
+  return { kind: 'forwarded', rec, next: rec };
 }

@@ -1,6 +1,7 @@
 /**
  * What happens to one delivery record, as an Outcome value: dropped when its endpoint is gone,
- * held while it is PENDING, dead-lettered when it is DISABLED, else queued for its endpoint (scheduler.ts) and
+ * held while it is PENDING or paused, dead-lettered when it is DISABLED, forwarded to its lane when
+ * the endpoint has limits or order (lanes.ts), else queued for its endpoint (scheduler.ts) and
  * attempted (signed afresh) and judged by the ladder, or diverted to a rung when its endpoint is slow or asked
  * for time. What an attempt says about its endpoint is acted on here too: a 410 Gone disables it,
  * and so does failing every attempt for SLUICE_WEBHOOK_DISABLE_AFTER_HOURS (scaled).
@@ -16,7 +17,17 @@ import type { AttemptRecord } from '../core/webhooks/attempt-history.ts';
 import type { AttemptOutcome } from '../core/webhooks/attempt.ts';
 import type { Deliverer } from './deliver.ts';
 import type { EndpointHealth } from './health.ts';
-import { afterAttempt, defer, disabled, hold, remainingSpanMs, type LadderClock, type Outcome } from './ladder.ts';
+import {
+  afterAttempt,
+  defer,
+  disabled,
+  forward,
+  hold,
+  remainingSpanMs,
+  type LadderClock,
+  type Outcome,
+} from './ladder.ts';
+import { isWaiting, needsLane } from '../core/webhooks/delivery-policy.ts';
 import type { DeliveryScheduler, EndpointSignal } from './scheduler.ts';
 import type { TraceContext } from '../core/tracing.ts';
 
@@ -40,22 +51,31 @@ export interface Stage {
 }
 
 /** The answer for a delivery that must not start: never settles, so its offset stays uncommitted. */
-const never = <T>(): Promise<T> => new Promise<T>(() => {});
+export const never = <T>(): Promise<T> => new Promise<T>(() => {});
 
-function clockOf(ctx: Context): LadderClock {
+export function clockOf(ctx: Context): LadderClock {
   return { now: ctx.clock.now(), timeScale: ctx.config.timeScale };
 }
 
-/** The endpoint as the delivery must see it, or the outcome that replaces the attempt. */
-function precheck(ctx: Context, rec: DeliveryRecord, heldSince: number | null): EndpointRecord | Outcome {
+/**
+ * The endpoint as the delivery must see it, or the outcome that replaces the attempt. Outside its
+ * lane (`inLane` false) a lane endpoint's delivery is forwarded to the lane, which alone sends to it.
+ */
+export function precheck(
+  ctx: Context,
+  rec: DeliveryRecord,
+  heldSince: number | null,
+  inLane = false,
+): EndpointRecord | Outcome {
   const ep = ctx.endpoints.get(rec.endpoint_id);
   if (!ep || ep.tenant_id !== rec.tenant_id) return { kind: 'dropped', rec, reason: 'endpoint-deleted' };
   if (ep.state === 'DISABLED') return disabled(rec, ep.disabled_reason ?? 'disabled', clockOf(ctx));
-  if (ep.state !== 'ACTIVE') return hold(rec, heldSince, ctx.config.dispatchHoldRecheckMs, clockOf(ctx));
+  if (isWaiting(ep)) return hold(rec, heldSince, ctx.config.dispatchHoldRecheckMs, clockOf(ctx), ep.paused === true);
+  if (!inLane && needsLane(ep)) return forward(rec);
   return ep;
 }
 
-const isOutcome = (v: EndpointRecord | Outcome): v is Outcome => 'kind' in v;
+export const isOutcome = (v: EndpointRecord | Outcome): v is Outcome => 'kind' in v;
 const HEALTHY: EndpointSignal = { slow: false, notBefore: null };
 
 async function attempt(
@@ -64,14 +84,24 @@ async function attempt(
   heldSince: number | null,
   trace: TraceContext | undefined,
 ): Promise<Attempted> {
-  const { ctx } = s;
   // Queued before the dispatcher began to stop; left to the partition's next owner.
   if (s.stopping) return never();
+  // The endpoint may have been deleted or re-verified while this waited its turn.
+  const ep = precheck(s.ctx, rec, heldSince);
+  if (isOutcome(ep)) return { outcome: ep, ...HEALTHY };
+  return attemptAt(s, rec, ep, trace);
+}
+
+/** One attempt at an endpoint that may receive it now, judged by the ladder. */
+export async function attemptAt(
+  s: Stage,
+  rec: DeliveryRecord,
+  ep: EndpointRecord,
+  trace: TraceContext | undefined,
+): Promise<Attempted> {
+  const { ctx } = s;
   s.attempting = (s.attempting ?? 0) + 1;
   try {
-    // The endpoint may have been deleted or re-verified while this waited its turn.
-    const ep = precheck(ctx, rec, heldSince);
-    if (isOutcome(ep)) return { outcome: ep, ...HEALTHY };
     const { result, startedAt } = await s.deliverer.attempt(rec, ep, trace);
     ctx.metrics.attempt(rec.attempt, result.ok, result.durationMs);
     const slow = result.durationMs >= ctx.config.dispatchSlowMs;

@@ -70,6 +70,13 @@ export class OutcomeRecorder {
       case 'retry':
       case 'deferred':
         return this.write(t.retry(o.rung), trace, (h) => rungRecord(o.next.delivery_id, o.next, h));
+      case 'forwarded':
+        // Keyed by endpoint: the lane's one owner reads it (dispatcher/lanes.ts).
+        return this.write(t.lanes, trace, (h) => ({
+          key: o.next.endpoint_id,
+          value: JSON.stringify(o.next),
+          ...(h ? { headers: h } : {}),
+        }));
       case 'held':
         return this.write(t.hold, trace, (h) =>
           rungRecord(o.next.delivery_id, o.next, { [HEADER_HELD_SINCE]: String(o.heldSince), ...h }),

@@ -311,6 +311,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/event-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The event types the caller's tenant published in the last 7 days, with counts
+         * @description Every type published for the tenant (through the API or straight to Kafka) in the last
+         *     7 days, busiest first, with how many events of it and when the last one was published.
+         *     Counted by the fan-out as it reads the events, so a type shows within a few seconds of its
+         *     first event. What the console offers when an endpoint's filter is edited.
+         */
+        get: operations["listEventTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/endpoints/{endpoint_id}/rotate-secret": {
         parameters: {
             query?: never;
@@ -844,7 +867,26 @@ export interface components {
             /** @description routing context, echoed back; null: none */
             metadata?: Record<string, never> | null;
             description?: components["schemas"]["EndpointDescription"];
+            rate_limit_per_second?: components["schemas"]["RateLimitPerSecond"];
+            max_in_flight?: components["schemas"]["MaxInFlight"];
+            ordering?: components["schemas"]["Ordering"];
         };
+        /**
+         * @description the most deliveries a second this endpoint receives from the whole cluster, all dispatchers
+         *     together; deliveries over it wait their turn (not failures, never deferred to a retry rung).
+         *     null (the default): no limit
+         */
+        RateLimitPerSecond: number | null;
+        /** @description the most requests open to this endpoint at once, cluster-wide; null (the default): Sluice's own per-endpoint limit (SLUICE_DISPATCH_PER_ENDPOINT, adaptive) */
+        MaxInFlight: number | null;
+        /**
+         * @description `none` (the default): deliveries go out in any order, as fast as they can. `key`: events
+         *     that share an `ordering_key` reach the endpoint in publish order, a failing delivery holding
+         *     back the later events of its key (only of its key) until it succeeds or is dead-lettered
+         *     (docs/webhooks.md, "Ordered delivery")
+         * @enum {string}
+         */
+        Ordering: "none" | "key";
         /** @description a note for people (what the endpoint is for), echoed back; null: none */
         EndpointDescription: string | null;
         /** @description the fields to change, at least one; a field left out keeps its value */
@@ -853,6 +895,16 @@ export interface components {
             events?: components["schemas"]["EndpointCreate"]["events"];
             metadata?: components["schemas"]["EndpointCreate"]["metadata"];
             description?: components["schemas"]["EndpointDescription"];
+            /**
+             * @description true pauses the endpoint: it receives nothing, and its deliveries wait in Kafka (not
+             *     attempted, not failures, not climbing the retry ladder) until false resumes it; then they
+             *     are delivered, even those that waited longer than the ladder's 72 hours, up to the DLQ
+             *     retention (7 days), after which they are dead-lettered
+             */
+            disabled?: boolean;
+            rate_limit_per_second?: components["schemas"]["RateLimitPerSecond"];
+            max_in_flight?: components["schemas"]["MaxInFlight"];
+            ordering?: components["schemas"]["Ordering"];
         };
         /** @description the event to send; an empty body (or none) sends a `ping` */
         EndpointTestSend: {
@@ -896,6 +948,11 @@ export interface components {
             disabled_reason: string | null;
             /** Format: date-time */
             disabled_at: string | null;
+            /** @description paused by the tenant (PATCH `disabled`): it receives nothing and its deliveries wait */
+            disabled: boolean;
+            rate_limit_per_second: number | null;
+            max_in_flight: number | null;
+            ordering: components["schemas"]["Ordering"];
         };
         /** @description the endpoint and, this once, its signing secret */
         EndpointCreated: {
@@ -923,6 +980,11 @@ export interface components {
             disabled_reason: string | null;
             /** Format: date-time */
             disabled_at: string | null;
+            /** @description paused by the tenant (PATCH `disabled`): it receives nothing and its deliveries wait */
+            disabled: boolean;
+            rate_limit_per_second: number | null;
+            max_in_flight: number | null;
+            ordering: components["schemas"]["Ordering"];
         };
         SecretRotation: {
             /** @description how long the previous secret keeps signing beside the new one; default 86400 (SLUICE_WEBHOOK_SECRET_OVERLAP_SECONDS) */
@@ -938,6 +1000,11 @@ export interface components {
             data: unknown;
             /** @description the publisher's own id; a repeat within 24 h is accepted once; null: none */
             id?: string | null;
+            /**
+             * @description 1 to 128 bytes (UTF-8): endpoints with `ordering: key` receive the events that share a key
+             *     in publish order (docs/webhooks.md, "Ordered delivery"); null or absent: no order
+             */
+            ordering_key?: string | null;
         };
         EventAccepted: {
             id: string;
@@ -1067,6 +1134,16 @@ export interface components {
                 status: number | null;
                 error: string | null;
             };
+        };
+        EventTypeList: {
+            /** @constant */
+            window_days: 7;
+            data: {
+                type: string;
+                count: number;
+                /** Format: date-time */
+                last_published_at: string;
+            }[];
         };
         WebhookStats: {
             /** @constant */
@@ -2161,6 +2238,31 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            421: components["responses"]["Misdirected"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listEventTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the types, busiest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventTypeList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             421: components["responses"]["Misdirected"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];

@@ -11,6 +11,9 @@ import { verificationAck } from './verification-ack.ts';
 import { deliveryTimeout } from './delivery-timeout.ts';
 import { replayWindow } from './replay-window.ts';
 import { ladderResults, measureLadder } from './retry-ladder.ts';
+import { endpointRateLimit } from './endpoint-rate-limit.ts';
+import { endpointMaxInFlight } from './endpoint-in-flight.ts';
+import { endpointLimitBounds, orderingKeySize } from './request-bounds.ts';
 import { result, type LimitCheck, type LimitContext, type LimitResult } from './types.ts';
 
 export type { LimitContext, LimitResult } from './types.ts';
@@ -22,6 +25,10 @@ export const CHECKS: LimitCheck[] = [
   verificationAck,
   deliveryTimeout,
   replayWindow,
+  endpointRateLimit,
+  endpointMaxInFlight,
+  orderingKeySize,
+  endpointLimitBounds,
 ];
 
 export async function runLimits(ctx: LimitContext): Promise<LimitResult[]> {

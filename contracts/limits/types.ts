@@ -62,6 +62,7 @@ export async function issueToken(
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
+    signal: AbortSignal.timeout(30_000),
   });
   return { status: res.status, body: await res.json().catch(() => null) };
 }

@@ -32,6 +32,9 @@ export async function startTarget(
   };
 }
 
+/** How long one API call may take before the guard fails (a guard never hangs on a silent Sluice). */
+export const API_TIMEOUT_MS = 30_000;
+
 export async function api(
   ctx: LimitContext,
   method: string,
@@ -44,22 +47,29 @@ export async function api(
     method,
     headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
     body: body ? JSON.stringify(body) : undefined,
+    signal: AbortSignal.timeout(API_TIMEOUT_MS),
   });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : null, ms: performance.now() - started };
 }
 
 /**
- * Registers an endpoint at `url`. Anything but a 201 is a failure of the guard that needs it
- * (never a skip): the reason says what to fix (e.g. start Sluice with SLUICE_DEV_ALLOW_INSECURE_TARGETS=true).
+ * Registers an endpoint at `url` (with `extra` fields of EndpointCreate, e.g. a delivery policy).
+ * Anything but a 201 is a failure of the guard that needs it (never a skip): the reason says what
+ * to fix (e.g. start Sluice with SLUICE_DEV_ALLOW_INSECURE_TARGETS=true).
  */
 export async function register(
   ctx: LimitContext,
   url: string,
   events = ['inference.completed'],
-): Promise<{ id: string; state: string; secret: string; ms: number } | { fail: string }> {
-  const r = await api(ctx, 'POST', '/v1/webhooks/endpoints', { url, events });
+  extra: Json = {},
+): Promise<{ id: string; state: string; secret: string; ms: number; body: Json } | { fail: string }> {
+  const r = await api(ctx, 'POST', '/v1/webhooks/endpoints', { url, events, ...extra });
   if (r.status === 404) return { fail: 'POST /v1/webhooks/endpoints answered 404 (not implemented?)' };
+  // A refusal of another field than the url is not about local targets: say what was refused.
+  const paths: string[] = Array.isArray(r.body?.errors) ? r.body.errors.map((e: Json) => e.path) : [];
+  if (r.status === 400 && paths.some((p) => p !== '$.url'))
+    return { fail: `registration refused: 400 ${r.body?.detail ?? ''}` };
   if (r.status === 422 || r.status === 400)
     return {
       fail:
@@ -67,5 +77,5 @@ export async function register(
         'start Sluice with SLUICE_DEV_ALLOW_INSECURE_TARGETS=true',
     };
   if (r.status !== 201) return { fail: `registration answered ${r.status}` };
-  return { id: r.body.id, state: r.body.state, secret: r.body.secret, ms: r.ms };
+  return { id: r.body.id, state: r.body.state, secret: r.body.secret, ms: r.ms, body: r.body };
 }

@@ -1,6 +1,9 @@
 /**
  * msw (v2) handlers that behave like Sluice, built from the contract: token issuance, endpoint
- * registration and reads, publishing (single and batch), DLQ listing with paging, and the 401/403 problem bodies.
+ * registration, reads, updates (PATCH: the tenant's pause, delivery limits, ordering) and test sends,
+ * publishing (single and batch, `ordering_key` included), the event types published, DLQ listing with
+ * paging, and the 401/403 problem bodies. Request bodies are checked by the service's own checks
+ * (contracts/requests.ts), so a refused one gets the service's 400 (or 413) with the same `errors[]`.
  * Every answer is validated against contracts/openapi.yaml before it is returned, so a mock cannot drift from
  * the contract without a test noticing.
  *
@@ -11,10 +14,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { http, HttpResponse } from 'msw';
-import { SluiceBaseError } from '../../core/errors.ts';
+import { ERRORS, invalidRequest, SluiceBaseError, SluiceError } from '../../core/errors.ts';
+import { parseJsonBody } from '../../core/json.ts';
 import { loadContract, type Json } from '../contract.ts';
+import { compileRequestChecks } from '../requests.ts';
+import type { components } from '../generated/types.ts';
 import { ContractSchemas } from '../schemas.ts';
-import type { MockSluice } from './state.ts';
+import { TEST_SEND_EVERY_MS, type MockSluice } from './state.ts';
 
 export class MockContractError extends SluiceBaseError<'MOCK_BREAKS_CONTRACT'> {
   constructor(what: string, errors: string[]) {
@@ -26,8 +32,11 @@ export interface HandlerOptions {
   baseUrl: string;
 }
 
+type S = components['schemas'];
+
 const doc = loadContract();
 const schemas = new ContractSchemas(doc);
+const checks = compileRequestChecks(doc);
 
 function reply(
   schema: string,
@@ -62,6 +71,48 @@ function problem(
     ...extra,
   };
   return reply(`#/components/schemas/${schema}`, status, body, headers, 'application/problem+json');
+}
+
+/** A SluiceError as the service answers it (problem+json, its extra members). */
+function sluiceProblem(err: SluiceError, path: string, headers: Record<string, string> = {}) {
+  return problem(err.status, err.code, ERRORS[err.code].title, err.message, path, err.extra, headers);
+}
+
+/** The service's refusal of request faults (ingress/pipeline.ts faultError): 400 with errors[], or 413. */
+function faultError(faults: { path: string; message: string; maxBytes?: number }[]): SluiceError | null {
+  if (faults.length === 0) return null;
+  const fields = faults.filter((f) => f.maxBytes === undefined);
+  if (fields.length > 0) return invalidRequest(fields.map(({ path, message }) => ({ path, message })));
+  const { path, message, maxBytes } = faults[0];
+  return new SluiceError('PAYLOAD_TOO_LARGE', `${path} ${message}`, { max_bytes: maxBytes });
+}
+
+/**
+ * The request's JSON body as the service reads and checks it for the operation at `method pattern`:
+ * `{ value }` (undefined when none was sent), or the problem answer (malformed JSON, a contract fault).
+ */
+async function checkedBody(request: Request, method: string, pattern: string): Promise<{ value: unknown } | Response> {
+  const path = new URL(request.url).pathname;
+  const text = await request.text();
+  let value: unknown;
+  try {
+    value = text === '' ? undefined : parseJsonBody(text);
+  } catch (err) {
+    if (err instanceof SluiceError) return sluiceProblem(err, path);
+    throw err;
+  }
+  const check = checks(method, pattern);
+  if (!check) throw new Error(`the contract has no ${method} ${pattern}`);
+  const err = faultError(check.body(value));
+  return err ? sluiceProblem(err, path) : { value };
+}
+
+/** The Sluice-Ping-* headers of a ping's outcome. */
+function pingHeaders(ping: { ok: boolean; status: number | null; error: string | null }): Record<string, string> {
+  const headers: Record<string, string> = { 'sluice-ping-result': ping.ok ? 'ok' : 'failed' };
+  if (ping.status !== null) headers['sluice-ping-status'] = String(ping.status);
+  if (ping.error) headers['sluice-ping-error'] = ping.error.replace(/[^\x20-\x7e]/g, '?').slice(0, 200);
+  return headers;
 }
 
 type Authorized = { tenantId: string; scopes: string[] } | Response;
@@ -106,14 +157,6 @@ function authorize(sluice: MockSluice, request: Request, scope: string): Authori
   return { tenantId: issued.client.tenantId, scopes: issued.scopes };
 }
 
-async function readJson(request: Request): Promise<Json | undefined> {
-  try {
-    return JSON.parse(await request.text()) as Json;
-  } catch {
-    return undefined;
-  }
-}
-
 type MockEndpoint = NonNullable<ReturnType<MockSluice['endpoints']['get']>>;
 
 /** The tenant's endpoint, or the 404 for an id that is not one (another tenant's included). */
@@ -123,15 +166,16 @@ function tenantEndpoint(sluice: MockSluice, request: Request, id: string, tenant
   return problem(404, 'NOT_FOUND', 'Not found', `no webhook endpoint ${id}`, new URL(request.url).pathname);
 }
 
-/** The answer to one accepted publish: the caller's id or a new one, and the endpoints it matches. */
+/**
+ * The answer to one accepted publish: the caller's id or a new one, and the endpoints it matches.
+ * The event is recorded (with its `ordering_key`) for `sluice.events` and the event types.
+ */
 function published(sluice: MockSluice, tenantId: string, event: Json): { id: string; matched_endpoints: number } {
   const matched = [...sluice.endpoints.values()].filter(
     (e) => e.tenant_id === tenantId && (e.events.includes('*') || e.events.includes(event.type)),
   ).length;
-  return {
-    id: typeof event.id === 'string' ? event.id : `evt_${randomBytes(8).toString('hex')}`,
-    matched_endpoints: matched,
-  };
+  const { id } = sluice.recordEvent(tenantId, event as { type: string });
+  return { id, matched_endpoints: matched };
 }
 
 async function readForm(request: Request): Promise<Json | null> {
@@ -196,99 +240,85 @@ export function sluiceHandlers(sluice: MockSluice, opts: HandlerOptions) {
     }),
 
     http.post(`${base}/v1/webhooks/endpoints`, async ({ request }) => {
-      const path = new URL(request.url).pathname;
       const auth = authorize(sluice, request, 'webhooks:write');
       if (auth instanceof Response) return auth;
-      let body: unknown;
-      try {
-        body = JSON.parse(await request.text());
-      } catch {
-        return problem(400, 'INVALID_REQUEST', 'Invalid request', 'malformed JSON', path, {
-          errors: [{ path: '$', message: 'malformed JSON' }],
-        });
-      }
-      const faults = schemas.errors('#/components/schemas/EndpointCreate', body);
-      if (faults.length)
-        return problem(400, 'INVALID_REQUEST', 'Invalid request', faults.join('; '), path, {
-          errors: faults.map((f) => ({
-            path: `$${f
-              .split(' ')[0]
-              .replace(/^\(root\)$/, '')
-              .replace(/\//g, '.')}`,
-            message: f,
-          })),
-        });
-      const b = body as { url: string; events: string[]; metadata?: Json; description?: string | null };
-      const now = new Date().toISOString();
+      const body = await checkedBody(request, 'POST', '/v1/webhooks/endpoints');
+      if (body instanceof Response) return body;
+      const b = body.value as S['EndpointCreate'];
+      const now = new Date(sluice.now()).toISOString();
+      // The registration ping: a 2xx makes the endpoint ACTIVE, anything else leaves it PENDING.
+      const ping = sluice.targetAnswer(b.url, 'ping');
       const endpoint = {
         id: `ep_${randomBytes(8).toString('hex')}`,
         url: b.url,
         events: b.events,
         metadata: b.metadata ?? null,
         description: b.description ?? null,
-        state: 'ACTIVE' as const,
+        state: ping.ok ? ('ACTIVE' as const) : ('PENDING' as const),
         created_at: now,
         updated_at: now,
-        verified_at: now,
+        verified_at: ping.ok ? now : null,
         previous_secret_expires_at: null,
         disabled_reason: null,
         disabled_at: null,
+        disabled: false,
+        rate_limit_per_second: b.rate_limit_per_second ?? null,
+        max_in_flight: b.max_in_flight ?? null,
+        ordering: b.ordering ?? 'none',
       };
       sluice.endpoints.set(endpoint.id, { ...endpoint, tenant_id: auth.tenantId });
       return reply(
         '#/components/schemas/EndpointCreated',
         201,
         { ...endpoint, secret: `whsec_${randomBytes(32).toString('base64')}` },
-        { location: `/v1/webhooks/endpoints/${endpoint.id}` },
+        { location: `/v1/webhooks/endpoints/${endpoint.id}`, 'cache-control': 'no-store', ...pingHeaders(ping) },
       );
     }),
 
     http.post(`${base}/v1/webhooks/events`, async ({ request }) => {
-      const path = new URL(request.url).pathname;
       const auth = authorize(sluice, request, 'events:publish');
       if (auth instanceof Response) return auth;
-      const body = await readJson(request);
-      if (body === undefined)
-        return problem(400, 'INVALID_REQUEST', 'Invalid request', 'malformed JSON', path, {
-          errors: [{ path: '$', message: 'malformed JSON' }],
-        });
-      const faults = schemas.errors('#/components/schemas/EventPublish', body);
-      if (faults.length)
-        return problem(400, 'INVALID_REQUEST', 'Invalid request', faults.join('; '), path, {
-          errors: faults.map((f) => ({ path: '$', message: f })),
-        });
-      return reply('#/components/schemas/EventAccepted', 202, published(sluice, auth.tenantId, body as Json));
+      const body = await checkedBody(request, 'POST', '/v1/webhooks/events');
+      if (body instanceof Response) return body;
+      return reply('#/components/schemas/EventAccepted', 202, published(sluice, auth.tenantId, body.value as Json));
     }),
 
     http.post(`${base}/v1/webhooks/events/batch`, async ({ request }) => {
       const path = new URL(request.url).pathname;
       const auth = authorize(sluice, request, 'events:publish');
       if (auth instanceof Response) return auth;
-      const body = await readJson(request);
-      const shape = body === undefined ? ['malformed JSON'] : schemas.errors('#/components/schemas/EventBatch', body);
-      if (shape.length)
-        return problem(400, 'INVALID_REQUEST', 'Invalid request', shape.join('; '), path, {
-          errors: shape.map((f) => ({ path: '$', message: f })),
-        });
-      const results = (body as { events: Json[] }).events.map((item, index) => {
-        const faults = schemas.errors('#/components/schemas/EventPublish', item);
-        if (faults.length)
-          return {
-            index,
-            error: {
-              code: 'INVALID_REQUEST',
-              status: 400,
-              detail: faults.join('; '),
-              errors: faults.map((f) => ({ path: `$.events[${index}]`, message: f })),
-            },
-          };
-        return { index, ...published(sluice, auth.tenantId, item) };
+      const body = await checkedBody(request, 'POST', '/v1/webhooks/events/batch');
+      if (body instanceof Response) return body;
+      // Each item is checked alone by the single publish's checks, its faults moved under $.events[index].
+      const item = checks('POST', '/v1/webhooks/events')!;
+      const refusals = (body.value as { events: Json[] }).events.map((event, index) => {
+        const err = faultError(item.body(event));
+        if (err?.code !== 'INVALID_REQUEST') return err;
+        const errors = (err.extra.errors as { path: string; message: string }[]).map((e) => ({
+          path: `$.events[${index}]${e.path.slice(1)}`,
+          message: e.message,
+        }));
+        return invalidRequest(errors);
+      });
+      if (refusals.every((r): r is SluiceError => r !== null)) {
+        if (refusals.every((r) => r.code === 'PAYLOAD_TOO_LARGE')) return sluiceProblem(refusals[0]!, path);
+        const errors = refusals.flatMap((r, index) =>
+          Array.isArray(r.extra.errors)
+            ? (r.extra.errors as { path: string; message: string }[])
+            : [{ path: `$.events[${index}]`, message: r.message }],
+        );
+        return sluiceProblem(invalidRequest(errors), path);
+      }
+      const results = (body.value as { events: Json[] }).events.map((event, index) => {
+        const err = refusals[index];
+        if (err === null) return { index, ...published(sluice, auth.tenantId, event) };
+        const { errors } = err.extra as { errors?: unknown };
+        return {
+          index,
+          error: { code: err.code, status: err.status, detail: err.message, ...(errors ? { errors } : {}) },
+        };
       });
       const accepted = results.filter((r) => !('error' in r)).length;
-      if (accepted === 0)
-        return problem(400, 'INVALID_REQUEST', 'Invalid request', 'every event of the batch is invalid', path, {
-          errors: results.flatMap((r) => (r.error ? r.error.errors : [])),
-        });
       return reply('#/components/schemas/EventBatchAccepted', 202, {
         accepted,
         rejected: results.length - accepted,
@@ -314,6 +344,75 @@ export function sluiceHandlers(sluice: MockSluice, opts: HandlerOptions) {
       if (e instanceof Response) return e;
       const { tenant_id: _, ...view } = e;
       return reply('#/components/schemas/Endpoint', 200, view);
+    }),
+
+    http.patch(`${base}/v1/webhooks/endpoints/:id`, async ({ request, params }) => {
+      const auth = authorize(sluice, request, 'webhooks:write');
+      if (auth instanceof Response) return auth;
+      // As the service: the body is checked (400/413) before the endpoint is looked up (404).
+      const body = await checkedBody(request, 'PATCH', '/v1/webhooks/endpoints/{endpoint_id}');
+      if (body instanceof Response) return body;
+      const e = tenantEndpoint(sluice, request, String(params.id), auth.tenantId);
+      if (e instanceof Response) return e;
+      const patch = body.value as S['EndpointUpdate'];
+      const now = new Date(sluice.now()).toISOString();
+      const next: MockEndpoint = { ...e, updated_at: now };
+      if (patch.events !== undefined) next.events = patch.events;
+      if (patch.metadata !== undefined) next.metadata = patch.metadata;
+      if (patch.description !== undefined) next.description = patch.description;
+      if (patch.disabled !== undefined) next.disabled = patch.disabled;
+      if (patch.rate_limit_per_second !== undefined) next.rate_limit_per_second = patch.rate_limit_per_second;
+      if (patch.max_in_flight !== undefined) next.max_in_flight = patch.max_in_flight;
+      if (patch.ordering !== undefined) next.ordering = patch.ordering;
+      // A new url is pinged at once: a 2xx makes the endpoint ACTIVE (a DISABLED one too), else PENDING.
+      let headers: Record<string, string> = {};
+      if (patch.url !== undefined && patch.url !== e.url) {
+        const ping = sluice.targetAnswer(patch.url, 'ping');
+        headers = pingHeaders(ping);
+        Object.assign(next, {
+          url: patch.url,
+          state: ping.ok ? 'ACTIVE' : 'PENDING',
+          verified_at: ping.ok ? now : null,
+          disabled_reason: null,
+          disabled_at: null,
+        });
+      }
+      sluice.endpoints.set(next.id, next);
+      const { tenant_id: _, ...view } = next;
+      return reply('#/components/schemas/Endpoint', 200, view, headers);
+    }),
+
+    http.post(`${base}/v1/webhooks/endpoints/:id/test`, async ({ request, params }) => {
+      const path = new URL(request.url).pathname;
+      const auth = authorize(sluice, request, 'webhooks:write');
+      if (auth instanceof Response) return auth;
+      const body = await checkedBody(request, 'POST', '/v1/webhooks/endpoints/{endpoint_id}/test');
+      if (body instanceof Response) return body;
+      const e = tenantEndpoint(sluice, request, String(params.id), auth.tenantId);
+      if (e instanceof Response) return e;
+      const wait = sluice.takeTestSend(e.id);
+      if (wait !== null) {
+        const every = TEST_SEND_EVERY_MS / 1000;
+        const detail = `endpoint ${e.id} was sent 3 tests lately (one more every ${every} s); retry after ${wait} s`;
+        return sluiceProblem(
+          new SluiceError('RATE_LIMITED', detail, { retry_after: wait }, { retryAfterSeconds: wait }),
+          path,
+          { 'retry-after': String(wait) },
+        );
+      }
+      const input = (body.value ?? {}) as S['EndpointTestSend'];
+      const type = input.type ?? 'ping';
+      const data = input.data !== undefined ? input.data : type === 'ping' ? { endpoint_id: e.id } : null;
+      sluice.testSends.push({ endpointId: e.id, type, data, at: sluice.now() });
+      return reply('#/components/schemas/EndpointTestResult', 200, sluice.targetAnswer(e.url, type), {
+        'cache-control': 'no-store',
+      });
+    }),
+
+    http.get(`${base}/v1/webhooks/event-types`, ({ request }) => {
+      const auth = authorize(sluice, request, 'webhooks:read');
+      if (auth instanceof Response) return auth;
+      return reply('#/components/schemas/EventTypeList', 200, sluice.eventTypes(auth.tenantId));
     }),
 
     http.delete(`${base}/v1/webhooks/endpoints/:id`, ({ request, params }) => {

@@ -1,4 +1,7 @@
-/** The in-memory Sluice the msw handlers answer from: clients, issued tokens, endpoints, DLQ entries. */
+/**
+ * The in-memory Sluice the msw handlers answer from: clients, issued tokens, endpoints, DLQ entries,
+ * the events published through it (for `GET /v1/webhooks/event-types`) and the test sends made.
+ */
 import { randomBytes } from 'node:crypto';
 import type { components } from '../generated/types.ts';
 
@@ -11,11 +14,58 @@ export interface MockClient {
   scopes: string[];
 }
 
+/** An event published through the mocks (or recorded by a test, as if produced straight to Kafka). */
+export interface MockEvent {
+  tenantId: string;
+  id: string;
+  type: string;
+  data: unknown;
+  orderingKey: string | null;
+  /** When it was published (ms). */
+  at: number;
+}
+
+/** A test send (`POST /v1/webhooks/endpoints/{id}/test`) the mocks answered. */
+export interface MockTestSend {
+  endpointId: string;
+  type: string;
+  data: unknown;
+  at: number;
+}
+
+/** What a target answers the mock's ping or test send (the EndpointTestResult the test send returns). */
+export type TargetAnswer = S['EndpointTestResult'];
+
+const DAY_MS = 24 * 3600_000;
+/** How long `GET /v1/webhooks/event-types` looks back, and a publisher's id is remembered. */
+const EVENT_TYPES_WINDOW_DAYS = 7;
+const ID_MEMORY_MS = DAY_MS;
+/** Test sends of one endpoint: this many at once, then one more every TEST_SEND_EVERY_MS (the service's budget). */
+export const TEST_SEND_BURST = 3;
+export const TEST_SEND_EVERY_MS = 5000;
+
 export class MockSluice {
   readonly clients = new Map<string, MockClient>();
   readonly tokens = new Map<string, { client: MockClient; scopes: string[] }>();
   readonly endpoints = new Map<string, S['Endpoint'] & { tenant_id: string }>();
   readonly dlq: S['DlqEntry'][] = [];
+  /** Every event published (a repeated `id` within 24 h once), oldest first. */
+  readonly events: MockEvent[] = [];
+  readonly testSends: MockTestSend[] = [];
+  /** The mock's clock (ms): replace it to move time (the 7-day window, the test-send budget). */
+  now: () => number = () => Date.now();
+  /**
+   * What the target at `url` answers a ping (registration, a new `url`) or a test send of `type`.
+   * Replace it to simulate a failing receiver: a ping not `ok` leaves the endpoint PENDING.
+   */
+  targetAnswer: (url: string, type: string) => TargetAnswer = () => ({
+    ok: true,
+    status: 200,
+    latency_ms: 1,
+    body: '',
+    error: null,
+  });
+  private readonly testSendBudget = new Map<string, { tokens: number; at: number }>();
 
   addClient(c: MockClient): MockClient {
     this.clients.set(c.clientId, c);
@@ -30,6 +80,59 @@ export class MockSluice {
     const token = `${header}.${claims}.${randomBytes(16).toString('base64url')}`;
     this.tokens.set(token, { client, scopes });
     return token;
+  }
+
+  /**
+   * Records a published event, as the service's fan-out counts it: a repeat of a tenant's `id`
+   * within 24 h is the same event (not counted again). Also for events a test produces "straight
+   * to Kafka". Returns the event's id and whether it was a repeat.
+   */
+  recordEvent(
+    tenantId: string,
+    event: { type: string; data?: unknown; id?: string | null; ordering_key?: string | null },
+    at = this.now(),
+  ): { id: string; repeated: boolean } {
+    if (typeof event.id === 'string') {
+      const id = event.id;
+      const earlier = this.events.find((e) => e.tenantId === tenantId && e.id === id && at - e.at < ID_MEMORY_MS);
+      if (earlier) return { id, repeated: true };
+    }
+    const id = typeof event.id === 'string' ? event.id : `evt_${randomBytes(8).toString('hex')}`;
+    const orderingKey = event.ordering_key ?? null;
+    this.events.push({ tenantId, id, type: event.type, data: event.data ?? null, orderingKey, at });
+    return { id, repeated: false };
+  }
+
+  /** `GET /v1/webhooks/event-types`: the tenant's types of the last 7 days, busiest first. */
+  eventTypes(tenantId: string, now = this.now()): S['EventTypeList'] {
+    const since = now - EVENT_TYPES_WINDOW_DAYS * DAY_MS;
+    const byType = new Map<string, { count: number; last: number }>();
+    for (const e of this.events) {
+      if (e.tenantId !== tenantId || e.at <= since || e.at > now) continue;
+      const t = byType.get(e.type) ?? { count: 0, last: 0 };
+      t.count++;
+      t.last = Math.max(t.last, e.at);
+      byType.set(e.type, t);
+    }
+    const data = [...byType]
+      .sort(([ta, a], [tb, b]) => b.count - a.count || b.last - a.last || (ta < tb ? -1 : 1))
+      .slice(0, 10_000)
+      .map(([type, t]) => ({ type, count: t.count, last_published_at: new Date(t.last).toISOString() }));
+    return { window_days: EVENT_TYPES_WINDOW_DAYS, data };
+  }
+
+  /** Takes one test send of the endpoint's budget: null when allowed, else the whole seconds to wait. */
+  takeTestSend(endpointId: string, now = this.now()): number | null {
+    const perMs = 1 / TEST_SEND_EVERY_MS;
+    const b = this.testSendBudget.get(endpointId) ?? { tokens: TEST_SEND_BURST, at: now };
+    b.tokens = Math.min(TEST_SEND_BURST, b.tokens + (now - b.at) * perMs);
+    b.at = now;
+    this.testSendBudget.set(endpointId, b);
+    if (b.tokens >= 1) {
+      b.tokens -= 1;
+      return null;
+    }
+    return Math.max(1, Math.ceil((1 - b.tokens) / perMs / 1000));
   }
 
   /** Seeds `count` DLQ entries for a tenant, oldest first. */

@@ -5,7 +5,7 @@
  */
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { listOperations, type Json, type Operation } from '../contract.ts';
-import { bearer, jsonBody, type Exchange } from './http.ts';
+import { bearer, jsonBody, send, type Exchange } from './http.ts';
 import { concretePath, type Session } from './session.ts';
 
 type Scenario = (s: Session, op: Operation) => Promise<void>;
@@ -44,6 +44,37 @@ export function validBody(s: Session, operationId: string): Json | undefined {
       return undefined;
   }
 }
+
+/** A 400 whose errors[] names each of `paths` (`$.ordering_key`). */
+const names =
+  (...paths: string[]) =>
+  (ex: Exchange): string[] => {
+    const got: string[] = Array.isArray(body(ex)?.errors) ? body(ex).errors.map((e: Json) => e.path) : [];
+    return paths.filter((p) => !got.includes(p)).map((p) => `errors[] does not name ${p} (it names ${got.join(', ')})`);
+  };
+
+/** The members of `change` the endpoint view `ex` does not show as changed. */
+const shows =
+  (change: Json) =>
+  (ex: Exchange): string[] =>
+    Object.entries(change)
+      .filter(([k, v]) => JSON.stringify(body(ex)?.[k]) !== JSON.stringify(v))
+      .map(([k, v]) => `${k} is ${JSON.stringify(body(ex)?.[k])}, not ${JSON.stringify(v)}`);
+
+/** A delivery policy no endpoint may have: each value one past its bound, or not of its type. */
+const POLICY_REFUSALS: [string, Json][] = [
+  ['rate_limit_per_second', { rate_limit_per_second: 0 }],
+  ['rate_limit_per_second', { rate_limit_per_second: 10001 }],
+  ['rate_limit_per_second', { rate_limit_per_second: 2.5 }],
+  ['max_in_flight', { max_in_flight: 0 }],
+  ['max_in_flight', { max_in_flight: 1001 }],
+  ['ordering', { ordering: 'fifo' }],
+  ['disabled', { disabled: null }],
+  ['disabled', { disabled: 'yes' }],
+];
+
+/** An ordering key of `bytes` bytes as UTF-8 (two-byte characters, so a character count would pass it). */
+const orderingKey = (bytes: number) => 'é'.repeat(Math.floor(bytes / 2)) + (bytes % 2 ? 'k' : '');
 
 /** The operation on an endpoint id that does not exist: 404. */
 const probeUnknownEndpoint = async (s: Session, op: Operation, what: string) =>
@@ -97,6 +128,104 @@ const dataPlane: Scenario = async (s, op) => {
     },
   );
 };
+
+/**
+ * The tenant's pause and the delivery policy through PATCH: each field set (its bounds included)
+ * is shown by the answer and by a read after it; out of range, of the wrong type or unknown → 400
+ * naming the field. The endpoint ends with the defaults again (not paused, no limits, no order).
+ */
+async function policyScenarios(s: Session, op: Operation): Promise<void> {
+  const getOp = listOperations(s.doc).find((o) => o.operationId === 'getEndpoint')!;
+  const steps: [string, Json][] = [
+    ['pause (disabled: true)', { disabled: true }],
+    ['resume (disabled: false)', { disabled: false }],
+    ['rate_limit_per_second 1', { rate_limit_per_second: 1 }],
+    ['rate_limit_per_second 10000', { rate_limit_per_second: 10000 }],
+    ['max_in_flight 1', { max_in_flight: 1 }],
+    ['max_in_flight 1000', { max_in_flight: 1000 }],
+    ['ordering key', { ordering: 'key' }],
+    [
+      'back to the defaults (nulls, ordering none)',
+      { rate_limit_per_second: null, max_in_flight: null, ordering: 'none' },
+    ],
+  ];
+  if (!s.state.endpointId)
+    for (const [what] of steps) s.record(op, `${what} → 200, shown`, 'skip', 'no endpoint was created');
+  else
+    for (const [what, change] of steps) {
+      const ex = await s.probe(
+        op,
+        `${what} → 200, shown`,
+        { method: 'PATCH', path: concretePath(op, s), ...(await json(s, op, change)) },
+        { status: [200], then: shows(change) },
+      );
+      if (ex?.status !== 200) continue;
+      await s.probe(
+        op,
+        `${what}: a read after shows it`,
+        { method: 'GET', path: concretePath(getOp, s), headers: bearer(await s.token(getOp.scopes![0])) },
+        { status: [200], documented: { '200': getOp.responses['200'] }, then: shows(change) },
+      );
+    }
+  // Faults are found before the endpoint is looked up: these are 400 whether or not one was created.
+  for (const [field, change] of POLICY_REFUSALS)
+    await s.probe(
+      op,
+      `${field} ${JSON.stringify(Object.values(change)[0])} → 400 naming it`,
+      { method: 'PATCH', path: concretePath(op, s), ...(await json(s, op, change)) },
+      { status: [400], then: names(`$.${field}`) },
+    );
+  await s.probe(
+    op,
+    'an unknown field (paused) → 400 naming it',
+    { method: 'PATCH', path: concretePath(op, s), ...(await json(s, op, { paused: true })) },
+    { status: [400], then: names('$.paused') },
+  );
+  s.record(
+    op,
+    "another tenant's endpoint → 404",
+    'skip',
+    "the verifier has one tenant's client (test/webhooks/endpoint-update.test.ts covers it)",
+  );
+}
+
+/**
+ * listEventTypes: the type publishEvent published shows within 20 s (the fan-out counts an event as it
+ * reads it and reports every 5 s), as last published no earlier than it was sent (30 s allowed for clocks).
+ */
+async function publishedTypeListed(s: Session, op: Operation): Promise<void> {
+  const type = s.state.publishedType;
+  const what = 'a type published by publishEvent is listed, as last published no earlier, within 20 s';
+  if (!type || !s.state.publishedAt) {
+    s.record(op, what, 'skip', 'publishEvent published nothing');
+    return;
+  }
+  // The fan-out counts an event as it reads it and reports every 5 s; the clocks may differ by a little.
+  const since = Number(s.state.publishedAt) - 30_000;
+  const listed = (ex: Exchange) => {
+    const t = (body(ex)?.data ?? []).find((d: Json) => d.type === type);
+    return t !== undefined && Date.parse(t.last_published_at) >= since;
+  };
+  // Read, unrecorded, until it is listed or the time is up; then the one recorded check.
+  const deadline = Date.now() + 20_000;
+  const read = async () =>
+    send(s.opts.baseUrl, { method: 'GET', path: op.path, headers: await tokenFor(s, op) }).catch(() => null);
+  for (let ex = await read(); !(ex?.status === 200 && listed(ex)) && Date.now() < deadline; ex = await read())
+    await new Promise((r) => setTimeout(r, 500));
+  const waited = ((Date.now() - Number(s.state.publishedAt)) / 1000).toFixed(1);
+  await s.probe(
+    op,
+    what,
+    { method: 'GET', path: op.path, headers: await tokenFor(s, op) },
+    {
+      status: [200],
+      then: (ex) =>
+        listed(ex)
+          ? []
+          : [`${type}, published ${waited} s ago, is not listed as published since (is a dispatcher running?)`],
+    },
+  );
+}
 
 export const SCENARIOS: Record<string, Scenario> = {
   async getContract(s, op) {
@@ -225,10 +354,30 @@ export const SCENARIOS: Record<string, Scenario> = {
       {
         status: own ? [201] : [201, 422],
         then: (ex) =>
-          ex.status === 422 || body(ex).url === validBody(s, op.operationId)!.url ? [] : ['url not echoed'],
+          ex.status === 422
+            ? []
+            : [
+                ...(body(ex).url === validBody(s, op.operationId)!.url ? [] : ['url not echoed']),
+                ...shows({ disabled: false, rate_limit_per_second: null, max_in_flight: null, ordering: 'none' })(ex),
+              ],
       },
     );
     if (ex?.status === 201) s.state.endpointId = body(ex).id;
+    await s.probe(
+      op,
+      'rate_limit_per_second 10001, max_in_flight 0, ordering "fifo" → 400 naming each',
+      {
+        method: 'POST',
+        path: op.path,
+        ...(await json(s, op, {
+          ...validBody(s, op.operationId),
+          rate_limit_per_second: 10001,
+          max_in_flight: 0,
+          ordering: 'fifo',
+        })),
+      },
+      { status: [400], then: names('$.rate_limit_per_second', '$.max_in_flight', '$.ordering') },
+    );
     await s.probe(
       op,
       'event filter item that is not an event type → 400',
@@ -332,6 +481,7 @@ export const SCENARIOS: Record<string, Scenario> = {
       },
       { status: [404] },
     );
+    await policyScenarios(s, op);
   },
 
   async testEndpoint(s, op) {
@@ -433,6 +583,25 @@ export const SCENARIOS: Record<string, Scenario> = {
     );
   },
 
+  async listEventTypes(s, op) {
+    await s.probe(
+      op,
+      'GET → 200, busiest first, each type once',
+      { method: 'GET', path: op.path, headers: await tokenFor(s, op) },
+      {
+        status: [200],
+        then: (ex) => {
+          const data = body(ex).data as Json[];
+          const faults: string[] = [];
+          if (data.some((d, i) => i > 0 && d.count > data[i - 1].count)) faults.push('types are not busiest first');
+          if (new Set(data.map((d) => d.type)).size !== data.length) faults.push('a type is listed twice');
+          return faults;
+        },
+      },
+    );
+    await publishedTypeListed(s, op);
+  },
+
   async rotateEndpointSecret(s, op) {
     if (!s.state.endpointId) s.record(op, 'rotate the secret → 200 with a new one', 'skip', 'no endpoint was created');
     else
@@ -460,6 +629,7 @@ export const SCENARIOS: Record<string, Scenario> = {
   async publishEvent(s, op) {
     const id = `evt_contract_${Date.now().toString(36)}`;
     const event = { ...validBody(s, op.operationId), id };
+    const sentAt = Date.now();
     const first = await s.probe(
       op,
       'valid event → 202',
@@ -467,6 +637,8 @@ export const SCENARIOS: Record<string, Scenario> = {
       { status: [202], then: (ex) => (body(ex).id === id ? [] : [`id is ${body(ex).id}, sent ${id}`]) },
     );
     if (first?.status === 202) {
+      s.state.publishedType = (event as Json).type;
+      s.state.publishedAt = String(sentAt);
       await s.probe(
         op,
         'same id again → 202 (idempotent)',
@@ -474,6 +646,36 @@ export const SCENARIOS: Record<string, Scenario> = {
         { status: [202], then: (ex) => (body(ex).id === id ? [] : ['a different id']) },
       );
     }
+    for (const [what, key] of [
+      ['ordering_key → 202', 'contract-probe-key'],
+      ['ordering_key of 128 bytes (64 two-byte characters) → 202', orderingKey(128)],
+      ['ordering_key null → 202', null],
+    ] as const)
+      await s.probe(
+        op,
+        what,
+        {
+          method: 'POST',
+          path: op.path,
+          ...(await json(s, op, { ...validBody(s, op.operationId), ordering_key: key })),
+        },
+        { status: [202] },
+      );
+    for (const [what, key] of [
+      ['ordering_key of 129 bytes → 400 naming it', orderingKey(129)],
+      ['ordering_key of 65 two-byte characters (130 bytes) → 400 naming it', orderingKey(130)],
+      ['empty ordering_key → 400 naming it', ''],
+    ] as const)
+      await s.probe(
+        op,
+        what,
+        {
+          method: 'POST',
+          path: op.path,
+          ...(await json(s, op, { ...validBody(s, op.operationId), ordering_key: key })),
+        },
+        { status: [400], then: names('$.ordering_key') },
+      );
   },
 
   async publishEventBatch(s, op) {
@@ -507,6 +709,30 @@ export const SCENARIOS: Record<string, Scenario> = {
       'every item invalid → 400',
       { method: 'POST', path: op.path, ...(await json(s, op, { events: [{ type: 'ping', data: null }] })) },
       { status: [400] },
+    );
+    await s.probe(
+      op,
+      'an item with a 129-byte ordering_key → refused alone, naming it',
+      {
+        method: 'POST',
+        path: op.path,
+        ...(await json(s, op, {
+          events: [
+            { type: 'inference.completed', data: { n: 1 }, ordering_key: orderingKey(128) },
+            { type: 'inference.completed', data: { n: 2 }, ordering_key: orderingKey(129) },
+          ],
+        })),
+      },
+      {
+        status: [202],
+        then: (ex) => {
+          const b = body(ex);
+          if (b.accepted !== 1 || b.rejected !== 1)
+            return [`accepted ${b.accepted}, rejected ${b.rejected}; expected 1 and 1`];
+          const paths = (b.results?.[1]?.error?.errors ?? []).map((e: Json) => e.path);
+          return paths.includes('$.events[1].ordering_key') ? [] : [`item 1's errors name ${paths.join(', ')}`];
+        },
+      },
     );
     await s.probe(
       op,
@@ -730,6 +956,7 @@ export const ORDER = [
   'listEndpointAttempts',
   'getWebhookStats',
   'publishEventBatch',
+  'listEventTypes',
   'listDlq',
   'replayDlqEntry',
   'replayDlq',

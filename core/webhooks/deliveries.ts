@@ -89,6 +89,10 @@ export function parseEventRecord(value: Buffer | null): EventRecord | null {
     ...(typeof e.endpoints_at === 'number' && Number.isSafeInteger(e.endpoints_at)
       ? { endpoints_at: e.endpoints_at }
       : {}),
+    // Direct producers are held to the API's bound too: a longer key is no key.
+    ...(typeof e.ordering_key === 'string' && e.ordering_key !== '' && Buffer.byteLength(e.ordering_key) <= 128
+      ? { ordering_key: e.ordering_key }
+      : {}),
   };
 }
 

@@ -26,7 +26,7 @@ import type { AttemptOutcome } from './attempt.ts';
 import { isPublishableType } from './deliveries.ts';
 import { sendEvent, sendPing } from './ping.ts';
 import { publishEvent } from './publish.ts';
-import type { EndpointRecord, EventRecord } from './records.ts';
+import type { EndpointRecord, EventRecord, Ordering } from './records.ts';
 import { newEndpointSecret } from './signing.ts';
 import { assertPublicAddress, checkTargetUrl, type TargetGuardOptions } from './target-guard.ts';
 
@@ -38,6 +38,9 @@ export interface NewEndpoint {
   events: string[];
   metadata: Record<string, unknown> | null;
   description?: string | null;
+  rate_limit_per_second?: number | null;
+  max_in_flight?: number | null;
+  ordering?: Ordering;
 }
 
 export interface EndpointOutcome {
@@ -61,6 +64,11 @@ export interface EndpointView {
   /** Why the endpoint is DISABLED (null otherwise). */
   disabled_reason: string | null;
   disabled_at: string | null;
+  /** Paused by the tenant. */
+  disabled: boolean;
+  rate_limit_per_second: number | null;
+  max_in_flight: number | null;
+  ordering: Ordering;
 }
 
 const isoOrNull = (ms: number | null | undefined): string | null =>
@@ -84,6 +92,10 @@ export function endpointView(rec: EndpointRecord, nowMs: number): EndpointView {
         : null,
     disabled_reason: rec.state === 'DISABLED' ? (rec.disabled_reason ?? null) : null,
     disabled_at: rec.state === 'DISABLED' ? isoOrNull(rec.disabled_at) : null,
+    disabled: rec.paused === true,
+    rate_limit_per_second: rec.rate_limit_per_second ?? null,
+    max_in_flight: rec.max_in_flight ?? null,
+    ordering: rec.ordering ?? 'none',
   };
 }
 
@@ -112,6 +124,7 @@ export async function createEndpoint(ctx: Context, input: NewEndpoint): Promise<
       events: input.events,
       metadata: input.metadata,
       description: input.description ?? null,
+      ...deliveryPolicy(input),
       secret_sealed: seal(ctx.config.masterKey, secret),
       state: 'PENDING',
       created_at: now,
@@ -139,13 +152,42 @@ async function checkNewTarget(url: string, guard: TargetGuardOptions): Promise<v
   }
 }
 
+/** An endpoint's delivery policy fields as stored: only those given, an absent `ordering` as `none`. */
+function deliveryPolicy(
+  p: Pick<EndpointPatch, 'rate_limit_per_second' | 'max_in_flight' | 'ordering'>,
+): Partial<EndpointRecord> {
+  const out: Partial<EndpointRecord> = {};
+  if (p.rate_limit_per_second !== undefined) out.rate_limit_per_second = p.rate_limit_per_second;
+  if (p.max_in_flight !== undefined) out.max_in_flight = p.max_in_flight;
+  if (p.ordering !== undefined) out.ordering = p.ordering;
+  return out;
+}
+
 /** The fields an update may change (the contract's EndpointUpdate); absent ones keep their value. */
 export interface EndpointPatch {
   url?: string;
   events?: string[];
   metadata?: Record<string, unknown> | null;
   description?: string | null;
+  /** The tenant's pause. */
+  disabled?: boolean;
+  rate_limit_per_second?: number | null;
+  max_in_flight?: number | null;
+  ordering?: Ordering;
 }
+
+const pauseWord = (disabled: boolean | undefined) => (disabled ? 'disabled (paused)' : 'disabled (resumed)');
+
+const PATCH_FIELDS = [
+  'url',
+  'events',
+  'metadata',
+  'description',
+  'disabled',
+  'rate_limit_per_second',
+  'max_in_flight',
+  'ordering',
+] as const;
 
 /**
  * Changes the fields `patch` names, by compare-and-set under the endpoint's queue like every write,
@@ -173,9 +215,7 @@ export async function updateEndpoint(
     if (secrets === undefined) throw notFound(rec.id);
     ping = await sendPing({ ...rec, url }, secrets, { ...guard, nowMs: ctx.clock.now() });
   }
-  const fields = (['url', 'events', 'metadata', 'description'] as const).filter((f) =>
-    f === 'url' ? url !== undefined : patch[f] !== undefined,
-  );
+  const fields = PATCH_FIELDS.filter((f) => (f === 'url' ? url !== undefined : patch[f] !== undefined));
   const outcome =
     ping === null
       ? ''
@@ -191,7 +231,7 @@ export async function updateEndpoint(
       actor,
       action: 'endpoint.updated',
       subject: rec.id,
-      reason: `changed ${fields.join(', ')}${outcome}`,
+      reason: `changed ${fields.map((f) => (f === 'disabled' ? pauseWord(patch.disabled) : f)).join(', ')}${outcome}`,
     });
     if (ping?.ok) await auditEnabled(ctx, current, actor, 'its new URL answered the ping');
     return commit(ctx, rec.id, (cur) => {
@@ -200,6 +240,8 @@ export async function updateEndpoint(
       if (patch.events !== undefined) next.events = patch.events;
       if (patch.metadata !== undefined) next.metadata = patch.metadata;
       if (patch.description !== undefined) next.description = patch.description;
+      if (patch.disabled !== undefined) next.paused = patch.disabled;
+      Object.assign(next, deliveryPolicy(patch));
       return url !== undefined && ping !== null ? { ...next, url, ...pinged(ping.ok, now) } : next;
     });
   });

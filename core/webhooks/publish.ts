@@ -26,6 +26,8 @@ export interface PublishInput {
   type: string;
   data: unknown;
   id?: string;
+  /** Endpoints with `ordering: key` receive the events of one key in publish order. */
+  ordering_key?: string;
   /** Whose namespace `id` is in: the tenant's (default), or Sluice's own, which no tenant's id reaches. */
   origin?: EventIdOrigin;
 }
@@ -42,7 +44,14 @@ export async function publishEvent(ctx: Context, input: PublishInput): Promise<P
   const matched = ctx.endpoints.matching(input.tenant_id, input.type).length;
   if (input.id === undefined) {
     const id = newId('evt');
-    await writeEvent(ctx, { id, tenant_id: input.tenant_id, type: input.type, data: input.data, created_at: now });
+    await writeEvent(ctx, {
+      id,
+      tenant_id: input.tenant_id,
+      type: input.type,
+      data: input.data,
+      created_at: now,
+      ...keyOf(input),
+    });
     return { id, matched_endpoints: matched, repeated: false };
   }
   const view = ctx.eventIds;
@@ -79,6 +88,7 @@ export async function publishEvent(ctx: Context, input: PublishInput): Promise<P
       type: input.type,
       data: input.data,
       created_at: claim.claimed_at,
+      ...keyOf(input),
     });
     await ctx.producer.sendJson(
       ctx.topics.control,
@@ -123,6 +133,7 @@ export async function publishBatch(
         data: input.data,
         created_at: now,
         endpoints_at: endpointsAt(ctx),
+        ...keyOf(input),
       });
       results[index] = ok({ id, matched_endpoints: matched, repeated: false });
       return;
@@ -185,6 +196,7 @@ export async function publishBatch(
       data: c.input.data,
       created_at: c.claim.claimed_at,
       endpoints_at: endpointsAt(ctx),
+      ...keyOf(c.input),
     });
   await producing(ctx.topics.events, (headers) =>
     ctx.producer.send(
@@ -242,4 +254,9 @@ async function settle(
 ): Promise<EventIdClaim | undefined> {
   await ctx.changes.until(() => read()?.state === 'published', timeoutMs);
   return read();
+}
+
+/** The event's ordering key, when it has one (absent from the record otherwise). */
+function keyOf(input: { ordering_key?: string }): { ordering_key?: string } {
+  return input.ordering_key === undefined ? {} : { ordering_key: input.ordering_key };
 }

@@ -8,6 +8,8 @@
  */
 export type EndpointState = 'PENDING' | 'ACTIVE' | 'DISABLED';
 
+export type Ordering = 'none' | 'key';
+
 /** `sluice.endpoints`, key = id (compacted; a tombstone deletes). */
 export interface EndpointRecord {
   id: string; // ep_…
@@ -32,6 +34,14 @@ export interface EndpointRecord {
   previous_secret_until?: number | null; // ms
   /** Since when every attempt at this endpoint failed (ms); null after a success. */
   failing_since?: number | null;
+  /** Paused by its tenant (`disabled: true`): nothing is attempted, its deliveries wait on the hold rung. */
+  paused?: boolean;
+  /** Deliveries a second from the whole cluster; null/absent: no limit. */
+  rate_limit_per_second?: number | null;
+  /** Requests open at once, cluster-wide; null/absent: the dispatcher's own adaptive limit. */
+  max_in_flight?: number | null;
+  /** `key`: events sharing an ordering key arrive in publish order; absent: `none`. */
+  ordering?: Ordering;
   /** Why and when it became DISABLED. */
   disabled_reason?: string | null;
   disabled_at?: number | null; // ms
@@ -58,6 +68,8 @@ export interface EventRecord {
    * the publish is never missed by a dispatcher whose view lags. Absent from direct producers.
    */
   endpoints_at?: number;
+  /** The publisher's ordering key: endpoints with `ordering: key` get a key's events in order. */
+  ordering_key?: string;
 }
 
 /** `sluice.deliveries` and `sluice.retry.<rung>`, key = delivery_id: one (event, endpoint) pair. */

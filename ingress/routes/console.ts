@@ -15,6 +15,7 @@ export const CONSOLE_DIR = fileURLToPath(new URL('../../console/', import.meta.u
 const FILES: Record<string, string> = {
   'index.html': 'text/html; charset=utf-8',
   'app.js': 'text/javascript; charset=utf-8',
+  'endpoints.js': 'text/javascript; charset=utf-8',
   'style.css': 'text/css; charset=utf-8',
 };
 

@@ -76,7 +76,7 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
   };
 
   const create = async (req: AppRequest): Promise<Reply> => {
-    const { url, events, metadata, description } = req.body as Create;
+    const { url, events, metadata, description, rate_limit_per_second, max_in_flight, ordering } = req.body as Create;
     const { claims } = req.auth!;
     try {
       // null metadata is "none", so an endpoint read back can be sent again as it is.
@@ -85,6 +85,9 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
         events,
         metadata: metadata ?? null,
         description: description ?? null,
+        rate_limit_per_second,
+        max_in_flight,
+        ordering,
         tenant_id: claims.tenant_id,
         actor: claims.client_id,
       };

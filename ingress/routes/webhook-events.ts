@@ -21,9 +21,15 @@ interface Publish {
   type: string;
   data: unknown;
   id?: string | null;
+  ordering_key?: string | null;
 }
 
-const inputOf = (body: Publish) => ({ type: body.type, data: body.data, id: body.id ?? undefined });
+const inputOf = (body: Publish) => ({
+  type: body.type,
+  data: body.data,
+  id: body.id ?? undefined,
+  ordering_key: body.ordering_key ?? undefined,
+});
 
 /** The same error with its paths moved under `$.events[index]` (other errors, e.g. 413, as they are). */
 function atIndex(err: SluiceError, index: number): SluiceError {

@@ -3,6 +3,8 @@
  * Debian's `chromium` package (.ci/run installs it) against a real node, dispatcher and receivers.
  * It signs in, sees a failing endpoint and its attempts, replays a DLQ entry and sees it
  * delivered, re-verifies a PENDING endpoint, and checks that a webhooks:read token cannot replay.
+ * It manages an endpoint end to end: registers one against a local receiver (its secret shown
+ * once), edits its events and limits, pauses and resumes it, test-sends, rotates and deletes it.
  * Screenshots go to SLUICE_CONSOLE_SCREENSHOTS (docs/img to refresh the README's), else a temp dir.
  */
 import t from 'tap';
@@ -11,7 +13,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { startTestNode, call } from '../helpers/sluice.ts';
 import { rawHttp } from '../helpers/raw-http.ts';
-import { receiver, registerEndpoint, publish } from '../dispatcher/receiver.ts';
+import { receiver, registerEndpoint, publish, signatureValid } from '../dispatcher/receiver.ts';
 
 const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find(
   (p): p is string => typeof p === 'string' && p !== '' && existsSync(p),
@@ -93,6 +95,7 @@ async function run(executablePath: string): Promise<void> {
       ['/console', 'text/html'],
       ['/console/', 'text/html'],
       ['/console/app.js', 'text/javascript'],
+      ['/console/endpoints.js', 'text/javascript'],
       ['/console/style.css', 'text/css'],
     ]) {
       const res = await fetch(`${node.base}${path}`);
@@ -204,6 +207,13 @@ async function run(executablePath: string): Promise<void> {
       'and says so on the page',
     );
     t.ok(await page.locator('#replay-selected').isDisabled(), 'bulk replay too');
+    await page.click('button[data-view="endpoints"]');
+    await page.waitForSelector('#endpoints');
+    t.ok(await page.locator('#register-open').isDisabled(), 'registering is disabled');
+    await page.locator(`tr[data-endpoint="${pending.id}"] button.open`).click();
+    await page.waitForSelector('#endpoint-manage');
+    for (const id of ['#pause', '#rotate', '#delete'])
+      t.ok(await page.locator(id).isDisabled(), `${id} is disabled on the endpoint's page`);
     await page.screenshot({ path: join(shots, 'console-read-only.png'), fullPage: true });
     t.same(violations, []);
     await context.close();
@@ -215,6 +225,194 @@ async function run(executablePath: string): Promise<void> {
     await page.locator(`tr[data-endpoint="${pending.id}"] button.verify`).click();
     await page.locator('#verify-result').getByText(`${pending.id} is now ACTIVE`).waitFor();
     t.match(await page.locator(`tr[data-endpoint="${pending.id}"]`).innerText(), /ACTIVE/);
+    await context.close();
+  });
+
+  t.test('a tenant registers, edits, pauses, resumes, test-sends, rotates and deletes an endpoint', async (t) => {
+    const hook = await receiver(200);
+    const moved = await receiver(200);
+    moved.pingStatus = 500;
+    t.teardown(async () => {
+      await hook.close();
+      await moved.close();
+    });
+    t.equal((await publish(node, token, { type: 'order.created', data: { n: 0 } })).status, 202);
+    const { context, page, violations } = await signIn();
+    const patches: Record<string, unknown>[] = [];
+    page.on('request', (r) => {
+      if (r.method() === 'PATCH') patches.push(r.postDataJSON());
+    });
+    const apiEndpoint = async (id: string) => call(node.base, 'GET', `/v1/webhooks/endpoints/${id}`, { token });
+
+    // Register: the secret is on the page once.
+    await page.click('#register-open');
+    const reg = page.locator('#register-form');
+    await reg.waitFor();
+    t.equal(await reg.locator('input[name=event][value="pipeline.completed"]').count(), 1, 'built-in kinds offered');
+    await reg.locator('button[type=submit]').click();
+    t.match(await reg.locator('.problem').innerText(), /\$\.url[\s\S]*is required/, 'a local fault beside the form');
+    await reg.locator('[name=url]').fill(hook.url);
+    await reg.locator('input[name=event][value="pipeline.completed"]').check();
+    await reg.locator('[name=events_other]').fill('order.*');
+    await reg.locator('[name=description]').fill('orders <b>and</b> pipelines');
+    await reg.locator('[name=rate_limit_per_second]').fill('50');
+    await reg.locator('[name=ordering]').selectOption('key');
+    await reg.locator('button[type=submit]').click();
+    const once = page.locator('#secret-once');
+    await once.waitFor();
+    const secret = (await page.locator('#secret-value').innerText()).trim();
+    t.match(secret, /^whsec_/, 'the secret is shown');
+    t.match(await once.innerText(), /Copy it now: it is not shown again/);
+    t.match(await once.innerText(), /ping was answered 200: ep_\S+ is ACTIVE/, 'with the ping outcome');
+    await page.screenshot({ path: join(shots, 'console-registered.png'), fullPage: true });
+    const list = (await call(node.base, 'GET', '/v1/webhooks/endpoints', { token })).json.data;
+    const id = list.find((e: { url: string }) => e.url === hook.url)?.id as string;
+    t.ok(id, 'registered');
+    const created = (await apiEndpoint(id)).json;
+    t.same(
+      {
+        events: [...created.events].sort(),
+        description: created.description,
+        rate_limit_per_second: created.rate_limit_per_second,
+        max_in_flight: created.max_in_flight,
+        ordering: created.ordering,
+        state: created.state,
+      },
+      {
+        events: ['order.*', 'pipeline.completed'],
+        description: 'orders <b>and</b> pipelines',
+        rate_limit_per_second: 50,
+        max_in_flight: null,
+        ordering: 'key',
+        state: 'ACTIVE',
+      },
+      'with the fields the form set',
+    );
+    const row = page.locator(`tr[data-endpoint="${id}"]`);
+    t.match(await row.innerText(), /orders <b>and<\/b> pipelines/, 'the description is text, not markup');
+    t.equal(await row.locator('b').count(), 0);
+    await page.click('#secret-done');
+    t.equal(await once.count(), 0, 'dismissed');
+    t.notOk((await page.content()).includes(secret), 'and the secret is off the page');
+
+    // The tenant's published types are offered when the API lists them (GET /v1/webhooks/event-types).
+    // The fan-out counts a type within a few seconds of its first event; a node without the route answers 404.
+    let typesRes = await call(node.base, 'GET', '/v1/webhooks/event-types', { token });
+    const listed = () => (typesRes.status === 200 ? typesRes.json.data.map((x: { type: string }) => x.type) : []);
+    for (const until = Date.now() + 20_000; typesRes.status === 200 && !listed().includes('order.created'); ) {
+      if (Date.now() > until) break;
+      await new Promise((r) => setTimeout(r, 250));
+      typesRes = await call(node.base, 'GET', '/v1/webhooks/event-types', { token });
+    }
+    const published: string[] = listed();
+    await row.locator('button.open').click();
+    await page.waitForSelector('#endpoint-manage');
+    t.match(await page.locator('#endpoint-summary').innerText(), /Rate limit\s+50 a second[\s\S]*Ordering\s+key/i);
+
+    // Edit events and limits: only the changed fields are sent.
+    await page.click('#settings summary');
+    const edit = page.locator('#settings-form');
+    t.equal(await edit.locator('input[name=event][value="pipeline.failed"]').count(), 1);
+    if (published.includes('order.created'))
+      t.equal(await edit.locator('input[name=event][value="order.created"]').count(), 1, 'a published type offered');
+    else t.comment(`event-types answered ${typesRes.status} without order.created: the built-in kinds only`);
+    t.ok(await edit.locator('input[name=event][value="pipeline.completed"]').isChecked(), 'the current events checked');
+    t.equal(await edit.locator('[name=events_other]').inputValue(), 'order.*', 'other filters as text');
+    await edit.locator('input[name=event][value="pipeline.completed"]').uncheck();
+    await edit.locator('input[name=event][value="pipeline.failed"]').check();
+    await edit.locator('[name=rate_limit_per_second]').fill('');
+    await edit.locator('[name=max_in_flight]').fill('5000');
+    await edit.locator('button[type=submit]').click();
+    t.match(
+      await edit.locator('.problem').innerText(),
+      /\$\.max_in_flight must be a whole number from 1 to 1000/,
+      'an out-of-range limit is refused beside the form',
+    );
+    t.equal(patches.length, 0, 'and not sent');
+    await edit.locator('[name=max_in_flight]').fill('5');
+    await edit.locator('[name=events_other]').fill('order.* Not-A-Type');
+    await edit.locator('button[type=submit]').click();
+    await edit.locator('.problem').getByText('400').waitFor();
+    t.match(await edit.locator('.problem').innerText(), /\$\.events\[\d\]/, "the server's 400 with each field's path");
+    await page.screenshot({ path: join(shots, 'console-settings.png'), fullPage: true });
+    await edit.locator('[name=events_other]').fill('order.*');
+    await edit.locator('button[type=submit]').click();
+    await page.locator('#settings-result').getByText('Saved:').waitFor();
+    t.equal(await page.locator('#settings-result').innerText(), 'Saved: events, rate_limit_per_second, max_in_flight.');
+    t.same(Object.keys(patches.at(-1) ?? {}).sort(), ['events', 'max_in_flight', 'rate_limit_per_second']);
+    const edited = (await apiEndpoint(id)).json;
+    t.same(
+      [[...edited.events].sort(), edited.rate_limit_per_second, edited.max_in_flight, edited.ordering],
+      [['order.*', 'pipeline.failed'], null, 5, 'key'],
+    );
+    t.equal(await page.locator('#settings-form .problem').isVisible(), false, 'the problem is gone');
+
+    // Pause: the list shows it; resume.
+    await page.click('#pause');
+    await page.locator('#actions-result').getByText('Paused:').waitFor();
+    t.match(await page.locator('#endpoint-manage h2').innerText(), /PAUSED/);
+    t.same(patches.at(-1), { disabled: true });
+    t.equal((await apiEndpoint(id)).json.disabled, true);
+    await page.click('#view-endpoint button.link');
+    await row.locator('[data-paused]').waitFor();
+    t.match(await row.innerText(), /ACTIVE\s+PAUSED/, 'the list shows it paused');
+    await page.screenshot({ path: join(shots, 'console-paused.png'), fullPage: true });
+    await row.locator('button.open').click();
+    await page.click('#resume');
+    await page.locator('#actions-result').getByText('Resumed:').waitFor();
+    t.equal((await apiEndpoint(id)).json.disabled, false);
+    t.notMatch(await page.locator('#endpoint-manage h2').innerText(), /PAUSED/);
+
+    // A test send, then a rotation, then a test send signed with the new secret.
+    const testSend = async (type: string, data: string) => {
+      await page.locator('#test-form [name=type]').fill(type);
+      await page.locator('#test-form [name=data]').fill(data);
+      await page.locator('#test-form button[type=submit]').click();
+      await page.locator('#test-result .test-result').waitFor();
+      return page.locator('#test-result .test-result');
+    };
+    await page.click('#test-send summary');
+    const result = await testSend('order.created', '{"n": 1}');
+    t.equal(await result.getAttribute('data-status'), '200');
+    t.match(await result.innerText(), /ok · order\.created · status 200 · \d+ ms/);
+    t.equal(await result.locator('pre.body').innerText(), 'ok', 'the receiver body as text');
+    const sent = hook.events().find((x) => x.body.type === 'order.created');
+    t.same(sent?.body.data, { n: 1 }, 'the receiver got it');
+    t.ok(sent && signatureValid(sent, secret), 'signed with the secret shown at registration');
+    await page.screenshot({ path: join(shots, 'console-manage.png'), fullPage: true });
+
+    await page.click('#rotate');
+    await page.locator('#secret-once').waitFor();
+    const rotated = (await page.locator('#secret-value').innerText()).trim();
+    t.match(rotated, /^whsec_/);
+    t.not(rotated, secret, 'a new secret');
+    t.match(await page.locator('#secret-once').innerText(), /not shown again[\s\S]*previous secret keeps signing/);
+    await page.click('#secret-done');
+    await page.locator('#test-result').evaluate((el) => el.replaceChildren());
+    await testSend('order.created', '{"n": 2}');
+    const second = hook.events().find((x) => x.body.type === 'order.created' && (x.body.data as { n: number }).n === 2);
+    t.ok(second && signatureValid(second, rotated), 'the next test send is signed with the new secret');
+
+    // A new URL is pinged; its outcome is shown.
+    await page.click('#settings summary');
+    await edit.locator('[name=url]').fill(moved.url);
+    await edit.locator('button[type=submit]').click();
+    await page.locator('#settings-result').getByText('Saved: url.').waitFor();
+    t.match(await page.locator('#settings-result').innerText(), /ping failed \(500[^)]*\): ep_\S+ is PENDING/);
+    t.same(patches.at(-1), { url: moved.url });
+    t.match(await page.locator('#endpoint-manage h2').innerText(), /PENDING/);
+
+    // Delete, confirmed.
+    await page.click('#delete');
+    await page.click('#delete-cancel');
+    t.equal((await apiEndpoint(id)).status, 200, 'cancel keeps it');
+    await page.click('#delete');
+    await page.click('#delete-confirm');
+    await page.locator('#deleted').waitFor();
+    t.equal(await page.locator('#deleted').innerText(), `Deleted ${id}.`);
+    t.equal(await page.locator(`tr[data-endpoint="${id}"]`).count(), 0, 'gone from the list');
+    t.equal((await apiEndpoint(id)).status, 404, 'and from the API');
+    t.same(violations, [], 'no CSP violations or page errors');
     await context.close();
   });
 }

@@ -39,7 +39,7 @@ class WebhookAdmin {
     method: string,
     path: string,
     body?: unknown,
-  ): Promise<{ status: number; body: any; type: string | null }> {
+  ): Promise<{ status: number; body: any; type: string | null; headers: Headers }> {
     const res = await fetch(`${this.base}${path}`, {
       method,
       headers: {
@@ -49,7 +49,12 @@ class WebhookAdmin {
       body: body ? JSON.stringify(body) : undefined,
     });
     const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : null, type: res.headers.get('content-type') };
+    return {
+      status: res.status,
+      body: text ? JSON.parse(text) : null,
+      type: res.headers.get('content-type'),
+      headers: res.headers,
+    };
   }
 
   /** Reads the whole DLQ, following next_cursor. */
@@ -74,9 +79,20 @@ sluice.addClient({
   clientId: 'cl_app',
   clientSecret: 'app-secret',
   tenantId: 'acme',
+  scopes: ['webhooks:read', 'webhooks:write', 'events:publish'],
+});
+sluice.addClient({
+  clientId: 'cl_other',
+  clientSecret: 'other-secret',
+  tenantId: 'globex',
   scopes: ['webhooks:read', 'webhooks:write'],
 });
-sluice.addClient({ clientId: 'cl_other', clientSecret: 'other-secret', tenantId: 'globex', scopes: ['webhooks:read'] });
+sluice.addClient({
+  clientId: 'cl_types',
+  clientSecret: 'types-secret',
+  tenantId: 'initech',
+  scopes: ['webhooks:read', 'events:publish'],
+});
 sluice.seedDlq('acme', 25);
 sluice.seedDlq('globex', 3);
 
@@ -144,4 +160,232 @@ t.test('no token and bad credentials: 401 in both shapes', async (t) => {
 
 t.test('a request the mocks do not handle fails loudly', async (t) => {
   await t.rejects(fetch(`${BASE}/v1/not-mocked`));
+});
+
+/** Registers an endpoint for acme and returns its id. */
+async function endpointOf(app: WebhookAdmin, extra: Record<string, unknown> = {}): Promise<string> {
+  const created = await app.call('POST', '/v1/webhooks/endpoints', {
+    url: 'https://hooks.acme.test/sluice',
+    events: ['pipeline.failed'],
+    ...extra,
+  });
+  if (created.status !== 201) throw new Error(`registration: ${created.status} ${JSON.stringify(created.body)}`);
+  return created.body.id;
+}
+
+/** The paths of a 400 problem's errors[]. */
+const faultPaths = (res: { body: { errors?: { path: string }[] } }) => (res.body.errors ?? []).map((e) => e.path);
+
+t.test('an endpoint shows its delivery policy: defaults, and what the registration set', async (t) => {
+  const app = new WebhookAdmin(BASE, 'cl_app', 'app-secret');
+  const plain = await app.call('GET', `/v1/webhooks/endpoints/${await endpointOf(app)}`);
+  t.match(plain.body, { disabled: false, rate_limit_per_second: null, max_in_flight: null, ordering: 'none' });
+  const created = await app.call('POST', '/v1/webhooks/endpoints', {
+    url: 'https://hooks.acme.test/ordered',
+    events: ['pipeline.failed'],
+    rate_limit_per_second: 20,
+    max_in_flight: 2,
+    ordering: 'key',
+  });
+  t.equal(created.status, 201);
+  t.match(created.body, { disabled: false, rate_limit_per_second: 20, max_in_flight: 2, ordering: 'key' });
+  const bad = await app.call('POST', '/v1/webhooks/endpoints', {
+    url: 'https://hooks.acme.test/x',
+    events: ['pipeline.failed'],
+    rate_limit_per_second: 0,
+    max_in_flight: 1001,
+    ordering: 'fifo',
+  });
+  t.equal(bad.status, 400);
+  t.same(faultPaths(bad).sort(), ['$.max_in_flight', '$.ordering', '$.rate_limit_per_second']);
+});
+
+t.test('PATCH pauses, limits and orders an endpoint; the view reflects each change', async (t) => {
+  const app = new WebhookAdmin(BASE, 'cl_app', 'app-secret');
+  const id = await endpointOf(app);
+  const path = `/v1/webhooks/endpoints/${id}`;
+  const steps: [Record<string, unknown>, Record<string, unknown>][] = [
+    [{ disabled: true }, { disabled: true, state: 'ACTIVE' }],
+    [{ rate_limit_per_second: 20 }, { disabled: true, rate_limit_per_second: 20 }],
+    [{ max_in_flight: 2 }, { rate_limit_per_second: 20, max_in_flight: 2 }],
+    [{ ordering: 'key' }, { max_in_flight: 2, ordering: 'key' }],
+    [
+      { rate_limit_per_second: 10000, max_in_flight: 1000 },
+      { rate_limit_per_second: 10000, max_in_flight: 1000 },
+    ],
+    [{ disabled: false, rate_limit_per_second: null, max_in_flight: null, ordering: 'none' }, { disabled: false }],
+  ];
+  for (const [change, expected] of steps) {
+    const res = await app.call('PATCH', path, change);
+    t.equal(res.status, 200, `PATCH ${JSON.stringify(change)}`);
+    t.match(res.body, { ...change, ...expected }, 'the answer shows the change');
+    t.notOk('secret' in res.body);
+    t.notOk(res.headers.has('sluice-ping-result'), 'no ping without a new url');
+    t.match((await app.call('GET', path)).body, { ...change, ...expected }, 'and so does a read');
+  }
+  const described = await app.call('PATCH', path, { description: 'orders' });
+  t.match(described.body, { description: 'orders', rate_limit_per_second: null, ordering: 'none' });
+});
+
+t.test(
+  'a refused PATCH gets the service answer: 400 with errors[] naming the field, 404 for another tenant',
+  async (t) => {
+    const app = new WebhookAdmin(BASE, 'cl_app', 'app-secret');
+    const id = await endpointOf(app);
+    const path = `/v1/webhooks/endpoints/${id}`;
+    const cases: [unknown, string][] = [
+      [{}, '$'],
+      [{ secret: 'whsec_x' }, '$.secret'],
+      [{ paused: true }, '$.paused'],
+      [{ disabled: 'yes' }, '$.disabled'],
+      [{ rate_limit_per_second: 0 }, '$.rate_limit_per_second'],
+      [{ rate_limit_per_second: 10001 }, '$.rate_limit_per_second'],
+      [{ rate_limit_per_second: 1.5 }, '$.rate_limit_per_second'],
+      [{ max_in_flight: 0 }, '$.max_in_flight'],
+      [{ max_in_flight: 1001 }, '$.max_in_flight'],
+      [{ ordering: 'fifo' }, '$.ordering'],
+    ];
+    for (const [change, at] of cases) {
+      const res = await app.call('PATCH', path, change);
+      t.equal(res.status, 400, `PATCH ${JSON.stringify(change)} → 400`);
+      t.equal(res.type, 'application/problem+json');
+      t.equal(res.body.code, 'INVALID_REQUEST');
+      t.same(faultPaths(res), [at]);
+    }
+    t.match((await app.call('GET', path)).body, { disabled: false, rate_limit_per_second: null, ordering: 'none' });
+    const other = new WebhookAdmin(BASE, 'cl_other', 'other-secret');
+    const foreign = await other.call('PATCH', path, { disabled: true });
+    t.equal(foreign.status, 404, "another tenant's endpoint is not found");
+    t.equal(foreign.body.code, 'NOT_FOUND');
+    t.equal((await app.call('GET', path)).body.disabled, false, 'and is left as it was');
+    const readOnly = new WebhookAdmin(BASE, 'cl_app', 'app-secret', 'webhooks:read');
+    t.equal((await readOnly.call('PATCH', path, { disabled: true })).body.missing_scope, 'webhooks:write');
+  },
+);
+
+t.test('a new url is pinged: ACTIVE on a 2xx, PENDING otherwise, told in the Sluice-Ping-* headers', async (t) => {
+  const app = new WebhookAdmin(BASE, 'cl_app', 'app-secret');
+  const path = `/v1/webhooks/endpoints/${await endpointOf(app)}`;
+  const moved = await app.call('PATCH', path, { url: 'https://hooks.acme.test/v2' });
+  t.equal(moved.status, 200);
+  t.equal(moved.headers.get('sluice-ping-result'), 'ok');
+  t.match(moved.body, { url: 'https://hooks.acme.test/v2', state: 'ACTIVE' });
+  const answer = sluice.targetAnswer;
+  sluice.targetAnswer = () => ({ ok: false, status: 503, latency_ms: 3, body: 'down', error: 'HTTP 503' });
+  t.teardown(() => {
+    sluice.targetAnswer = answer;
+  });
+  const failing = await app.call('PATCH', path, { url: 'https://hooks.acme.test/v3' });
+  t.equal(failing.headers.get('sluice-ping-result'), 'failed');
+  t.equal(failing.headers.get('sluice-ping-status'), '503');
+  t.match(failing.body, { state: 'PENDING', verified_at: null });
+});
+
+t.test("a test send answers with the target's answer, is recorded, and is rate limited per endpoint", async (t) => {
+  const app = new WebhookAdmin(BASE, 'cl_app', 'app-secret');
+  const id = await endpointOf(app);
+  const path = `/v1/webhooks/endpoints/${id}/test`;
+  const ping = await app.call('POST', path);
+  t.equal(ping.status, 200);
+  t.same(ping.body, { ok: true, status: 200, latency_ms: 1, body: '', error: null });
+  t.equal(ping.headers.get('cache-control'), 'no-store');
+  const typed = await app.call('POST', path, { type: 'pipeline.failed', data: { run: 7 } });
+  t.equal(typed.status, 200);
+  const sent = sluice.testSends.filter((s) => s.endpointId === id);
+  t.same(
+    sent.map((s) => [s.type, s.data]),
+    [
+      ['ping', { endpoint_id: id }],
+      ['pipeline.failed', { run: 7 }],
+    ],
+  );
+  t.equal((await app.call('POST', path, { type: 'credential.rotated' })).status, 400, 'a reserved type');
+  t.equal((await app.call('POST', path, { type: 'ping', extra: 1 })).status, 400, 'an unknown field');
+  // The burst of 3 is spent (the refused ones took none): one more waits.
+  await app.call('POST', path);
+  const limited = await app.call('POST', path);
+  t.equal(limited.status, 429);
+  t.equal(limited.body.code, 'RATE_LIMITED');
+  t.ok(Number(limited.headers.get('retry-after')) >= 1, 'with Retry-After');
+  const clock = sluice.now;
+  const later = Date.now() + 5_000;
+  sluice.now = () => later;
+  t.teardown(() => {
+    sluice.now = clock;
+  });
+  t.equal((await app.call('POST', path)).status, 200, 'one more every 5 s');
+  t.equal((await app.call('POST', '/v1/webhooks/endpoints/ep_missing/test')).status, 404);
+});
+
+t.test('ordering_key: 1..128 UTF-8 bytes on a publish and on each batch item', async (t) => {
+  const app = new WebhookAdmin(BASE, 'cl_app', 'app-secret');
+  const publish = (key: unknown) =>
+    app.call('POST', '/v1/webhooks/events', { type: 'pipeline.failed', data: {}, ordering_key: key });
+  const max = 'é'.repeat(64); // 64 characters, 128 bytes
+  const ok = await publish(max);
+  t.equal(ok.status, 202, 'a 128-byte key');
+  t.equal(sluice.events.find((e) => e.id === ok.body.id)?.orderingKey, max, 'recorded with its key');
+  t.equal((await publish(null)).status, 202, 'null: no key');
+  for (const [key, what] of [
+    [`${max}a`, '129 bytes'],
+    ['é'.repeat(65), '65 characters, 130 bytes'],
+    ['', 'empty'],
+    [12, 'not a string'],
+  ] as const) {
+    const res = await publish(key);
+    t.equal(res.status, 400, `${what} → 400`);
+    t.same(faultPaths(res), ['$.ordering_key']);
+  }
+  const batch = await app.call('POST', '/v1/webhooks/events/batch', {
+    events: [
+      { type: 'pipeline.failed', data: 1, ordering_key: 'order-1' },
+      { type: 'pipeline.failed', data: 2, ordering_key: 'x'.repeat(129) },
+    ],
+  });
+  t.equal(batch.status, 202);
+  t.match(batch.body, { accepted: 1, rejected: 1 });
+  t.same(faultPaths({ body: batch.body.results[1].error }), ['$.events[1].ordering_key'], 'the item refused alone');
+});
+
+t.test('GET /v1/webhooks/event-types counts what the tenant published in the last 7 days, busiest first', async (t) => {
+  const pub = new WebhookAdmin(BASE, 'cl_types', 'types-secret');
+  const empty = await pub.call('GET', '/v1/webhooks/event-types');
+  t.equal(empty.status, 200);
+  t.same(empty.body, { window_days: 7, data: [] });
+  const publish = (type: string, id?: string) =>
+    pub.call('POST', '/v1/webhooks/events', { type, data: null, ...(id ? { id } : {}) });
+  for (const type of ['pipeline.failed', 'inference.completed', 'pipeline.failed']) await publish(type);
+  await publish('pipeline.failed', 'order-42');
+  await publish('pipeline.failed', 'order-42'); // a repeat within 24 h is the same event
+  await pub.call('POST', '/v1/webhooks/events/batch', {
+    events: [
+      { type: 'inference.completed', data: 1 },
+      { type: 'ping', data: 2 },
+    ],
+  });
+  // Produced straight to Kafka: counted too; eight days ago: out of the window.
+  sluice.recordEvent('initech', { type: 'billing.invoiced' });
+  sluice.recordEvent('initech', { type: 'billing.refunded' }, Date.now() - 8 * 24 * 3600_000);
+  const res = await pub.call('GET', '/v1/webhooks/event-types');
+  t.equal(res.status, 200);
+  t.equal(res.body.window_days, 7);
+  t.same(
+    res.body.data.map((d: { type: string; count: number }) => [d.type, d.count]),
+    [
+      ['pipeline.failed', 3],
+      ['inference.completed', 2],
+      ['billing.invoiced', 1],
+    ],
+  );
+  t.ok(
+    res.body.data.every((d: { last_published_at: string }) => Date.now() - Date.parse(d.last_published_at) < 60_000),
+  );
+  const other = await new WebhookAdmin(BASE, 'cl_other', 'other-secret').call('GET', '/v1/webhooks/event-types');
+  t.same(other.body.data, [], "another tenant's types are not shown");
+  const unscoped = await new WebhookAdmin(BASE, 'cl_types', 'types-secret', 'events:publish').call(
+    'GET',
+    '/v1/webhooks/event-types',
+  );
+  t.equal(unscoped.status, 403);
+  t.equal(unscoped.body.missing_scope, 'webhooks:read');
 });

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { startTestNode } from '../helpers/sluice.ts';
 import { runLimits, formatLimits, LIMIT_NAMES } from '../../contracts/limits/index.ts';
+import { maxInWindow } from '../../contracts/limits/burst.ts';
 
 const SCALE = 4320; // 72 h of retries in about a minute
 // Secrets and signing keys rotate every 30 days / 129600 = 20 s: the rotation guard sees two of
@@ -31,7 +32,7 @@ t.test('every limit of the spec is measured against a live Sluice, and every one
   });
   t.comment(`\n${formatLimits(rows)}`);
   t.same(rows.map((r) => r.limit).sort(), [...LIMIT_NAMES].sort(), 'one row per limit the service promises');
-  t.equal(rows.length, 9);
+  t.equal(rows.length, 13);
   // Nothing was asked to skip, so a skip is as much a failure as a fail.
   t.same(
     rows
@@ -74,4 +75,23 @@ t.test('a guard reports skip only when asked to, and a failure to measure as a f
     [],
     'every guard that could not measure fails',
   );
+});
+
+t.test('the rate guard counts the busiest sliding 1 s window, not fixed seconds', async (t) => {
+  t.equal(maxInWindow([], 1000), 0);
+  // 20 a second, evenly: 20 in any window.
+  t.equal(
+    maxInWindow(
+      Array.from({ length: 100 }, (_, i) => i * 50),
+      1000,
+    ),
+    20,
+  );
+  // 15 at the end of one second and 15 at the start of the next: two fixed seconds of 15, one window of 30.
+  const straddling = [
+    ...Array.from({ length: 15 }, (_, i) => 900 + i),
+    ...Array.from({ length: 15 }, (_, i) => 1000 + i),
+  ];
+  t.equal(maxInWindow(straddling, 1000), 30);
+  t.equal(maxInWindow([0, 1000, 2000], 1000), 1, 'a window is [t, t + 1 s)');
 });

@@ -15,12 +15,16 @@ const upstream = createServer((req, res) => {
 await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
 const up = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
 const receiver = await startConformanceReceiver({ port: 0, secret: 'unknown-until-registration', alwaysOk: true });
-const node = await startTestNode({
-  SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
-  SLUICE_UPSTREAM_INFERENCE: up,
-  SLUICE_UPSTREAM_PIPELINES: up,
-  SLUICE_UPSTREAM_TELEMETRY: up,
-});
+// With a dispatcher: the event types are counted by its fan-out (listEventTypes checks a published one shows).
+const node = await startTestNode(
+  {
+    SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
+    SLUICE_UPSTREAM_INFERENCE: up,
+    SLUICE_UPSTREAM_PIPELINES: up,
+    SLUICE_UPSTREAM_TELEMETRY: up,
+  },
+  { dispatcher: true },
+);
 t.teardown(async () => {
   await node.close();
   await receiver.close();

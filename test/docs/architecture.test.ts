@@ -44,7 +44,7 @@ t.test('every repository path docs/architecture.md names in code spans exists', 
 t.test('the map names every topic core/topics.ts defines', async (t) => {
   const text = readFileSync(architecture, 'utf8');
   const topics = readFileSync(join(root, 'core/topics.ts'), 'utf8');
-  const names = [...topics.matchAll(/`\$\{prefix\}\.([\w.]+)`/g)].map((m) => `sluice.${m[1]}`);
+  const names = [...topics.matchAll(/`\$\{prefix\}\.([\w.-]+)`/g)].map((m) => `sluice.${m[1]}`);
   t.ok(names.length >= 10, `core/topics.ts defines the topics (${names.length} found)`);
   t.same(
     names.filter((n) => !text.includes(`\`${n}`)),

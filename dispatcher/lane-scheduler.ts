@@ -120,6 +120,15 @@ export class LaneScheduler {
     this.pump(lane);
   }
 
+  /** Stops every lane's timer (the dispatcher stops; nothing queued here starts again). */
+  close(): void {
+    this.frozen = true;
+    for (const lane of this.lanes.values()) {
+      if (lane.timer !== null) clearTimeout(lane.timer);
+      lane.timer = null;
+    }
+  }
+
   /** The endpoint changed (resumed, verified, limits changed): look at its lane now. */
   wake(endpointId: string): void {
     const lane = this.lanes.get(endpointId);
@@ -282,7 +291,6 @@ export class LaneScheduler {
       },
       Math.max(0, Math.min(at - this.opts.now(), 2 ** 31 - 1)),
     );
-    lane.timer.unref?.();
   }
 
   private expireAll(lane: Lane, reason: 'gone' | 'waited'): void {

@@ -176,9 +176,9 @@ export function laneConsumer(stage: Stage, recorder: OutcomeRecorder, metrics: M
     timers,
     lanes,
     async stop(drainMs) {
-      lanes.thaw();
       member.pauseAll();
       await tracker.drain(drainMs);
+      lanes.close();
       await member.stop();
     },
   };

@@ -54,7 +54,12 @@ export const endpointMaxInFlight: LimitCheck = {
         ` (${requests} requests, each held ${HOLD_MS} ms)`;
       const faults = [
         ...(peak > MAX ? [`${peak} requests open at once, over ${MAX}`] : []),
-        ...(all ? [] : [`${EVENTS - arrived} of ${EVENTS} events not delivered within ${WAIT_MS / 1000} s`]),
+        ...(all
+          ? []
+          : [
+              `${EVENTS - arrived} of ${EVENTS} events not delivered within ${WAIT_MS / 1000} s` +
+                (arrived === 0 ? ' (none arrived: is a dispatcher running?)' : ''),
+            ]),
       ];
       return result(this, faults.length ? 'fail' : 'pass', measured, faults.join('; ') || undefined);
     } finally {

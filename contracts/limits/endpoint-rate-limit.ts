@@ -49,7 +49,12 @@ export const endpointRateLimit: LimitCheck = {
         `first ${arrivals.length ? ((arrivals[0] - published) / 1000).toFixed(2) : '-'} s after the publish)`;
       const faults = [
         ...(peak > ALLOWED ? [`${peak} deliveries in one 1 s window, over ${ALLOWED}`] : []),
-        ...(all ? [] : [`${EVENTS - arrived} of ${EVENTS} events not delivered within ${WAIT_MS / 1000} s`]),
+        ...(all
+          ? []
+          : [
+              `${EVENTS - arrived} of ${EVENTS} events not delivered within ${WAIT_MS / 1000} s` +
+                (arrived === 0 ? ' (none arrived: is a dispatcher running?)' : ''),
+            ]),
       ];
       return result(this, faults.length ? 'fail' : 'pass', measured, faults.join('; ') || undefined);
     } finally {

@@ -11,7 +11,8 @@ import { verifyProvider } from '../../contracts/verify/verifier.ts';
 import { failed } from '../../contracts/verify/report.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const node = await startTestNode();
+// With a dispatcher, whose fan-out counts the event types (listEventTypes checks a published one shows).
+const node = await startTestNode({}, { dispatcher: true });
 const target = new URL(node.base);
 
 // A deliberately broken Sluice: a proxy that breaks three answers of the live one.

@@ -252,14 +252,20 @@ export async function dropBenchTopics(brokers: string[], prefix: string): Promis
 }
 
 /**
- * Waits until the dispatcher's consumer groups of `prefix` are Stable with at least `members`
- * members (3 polls in a row, 90 s at most): a process joining later would rebalance them mid-run.
+ * Waits until the dispatcher's consumer groups of `prefix` (`names`, after the prefix; by default
+ * the fan-out's and the delivery consumers') are Stable with at least `members` members (3 polls
+ * in a row, 90 s at most): a process joining later would rebalance them mid-run.
  */
-export async function settleGroups(brokers: string[], prefix: string, members: number): Promise<boolean> {
+export async function settleGroups(
+  brokers: string[],
+  prefix: string,
+  members: number,
+  names: string[] = ['fan-out', 'dispatch', 'dispatch-rungs'],
+): Promise<boolean> {
   const admin = createKafka(brokers, 'sluice-bench-groups').admin();
   await admin.connect();
   try {
-    const ids = ['fan-out', 'dispatch', 'dispatch-rungs'].map((g) => `${prefix}.${g}`);
+    const ids = names.map((g) => `${prefix}.${g}`);
     for (let stablePolls = 0, deadline = Date.now() + 90_000; Date.now() < deadline; await sleep(500)) {
       const { groups } = await admin.describeGroups(ids);
       stablePolls = groups.every((g) => g.state === 'Stable' && g.members.length >= members) ? stablePolls + 1 : 0;

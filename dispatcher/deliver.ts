@@ -39,7 +39,11 @@ export function createDeliverer(ctx: Context): Deliverer {
       : guardUrl(url).then(() => {
           passed.set(url.href, true);
         });
-  const agent: Http1Agent = createDeliveryAgent(ctx.config.dispatchPerEndpoint, guardedLookup(guard));
+  const agent: Http1Agent = createDeliveryAgent(
+    ctx.config.dispatchPerEndpoint,
+    guardedLookup(guard),
+    ctx.config.deliveryClientCertificate,
+  );
   /** One attempt without spans; `traceHeaders` go out with the request. */
   const attemptOnce = async (
     rec: DeliveryRecord,

@@ -59,6 +59,8 @@ class Lane {
   /** Ordered jobs by key; a key is here while it has jobs. */
   readonly keys = new Map<string, KeyQueue>();
   active = 0;
+  /** Whether the free jobs have the next turn (they alternate with the keys). */
+  freeTurn = false;
   nextAt = 0;
   notBefore = 0;
   timer: NodeJS.Timeout | null = null;
@@ -89,6 +91,8 @@ export class LaneScheduler {
   private count = 0;
   private frozen = false;
   private readonly roomWaiters: Array<() => void> = [];
+  /** Running heads whose partition went to another member (dropQueued): never tried here again. */
+  private readonly orphans = new WeakSet<LaneJob>();
 
   constructor(private readonly opts: LaneSchedulerOptions) {}
 
@@ -167,8 +171,10 @@ export class LaneScheduler {
       lane.free.length = 0;
       lane.free.push(...keep);
       for (const [key, q] of lane.keys) {
-        // A running head finishes here; everything else of a moved partition goes.
+        // A running head finishes here (its attempt, not a retry in place: the partition's next owner
+        // has it from the last commit); everything else of a moved partition goes.
         const start = q.busy ? 1 : 0;
+        if (q.busy && origins.has(q.jobs[0].origin)) this.orphans.add(q.jobs[0]);
         const kept = q.jobs.filter((j, i) => i < start || !origins.has(j.origin));
         dropped += q.jobs.length - kept.length;
         q.jobs = kept;
@@ -218,12 +224,17 @@ export class LaneScheduler {
     }
   }
 
-  /** The job to start next and its readiness: free jobs first come first served, then each key in turn. */
+  /**
+   * The job to start next and its readiness: each ready key in turn, taking turns with the free
+   * jobs (first come first served), so neither starves the other.
+   */
   private next(
     lane: Lane,
     ordered: boolean,
     now: number,
   ): { job: LaneJob; queue: KeyQueue | null; readyAt: number } | null {
+    lane.freeTurn = !lane.freeTurn;
+    if (lane.freeTurn && lane.free.length > 0) return { job: lane.free.shift()!, queue: null, readyAt: 0 };
     let best: { job: LaneJob; queue: KeyQueue | null; readyAt: number } | null = null;
     for (const [key, q] of lane.keys) {
       if (q.busy || q.jobs.length === 0) continue;
@@ -249,10 +260,14 @@ export class LaneScheduler {
     lane.active++;
     this.inFlight++;
     if (queue) queue.busy = true;
-    const settle = (step: LaneStep) => {
+    const settle = (attempted: LaneStep) => {
+      // An orphan is not retried in place: it leaves its key unfinished (its offset uncommitted here).
+      const step = !attempted.done && this.orphans.has(job) ? { ...attempted, done: true } : attempted;
       lane.active--;
       this.inFlight--;
       if (step.notBefore) lane.notBefore = Math.max(lane.notBefore, step.notBefore);
+      // A free job that did not finish (its run failed unexpectedly) goes back to the front.
+      if (!queue && !step.done) lane.free.unshift(job);
       if (queue) {
         queue.busy = false;
         if (step.done) {

@@ -141,8 +141,15 @@ export function laneConsumer(stage: Stage, recorder: OutcomeRecorder, metrics: M
         return;
       }
       const m = batch.messages[i];
+      const rec = parseDeliveryRecord(m.value);
+      // The policy this record is handled under is at least the one its fan-out matched with
+      // (a PATCH that made the endpoint ordered is seen before its first ordered delivery). Waited
+      // for here, in the partition's order, so records never overtake each other.
+      const seen = rec?.endpoints_at ?? 0;
+      if (seen > 0 && ctx.state.position(ctx.topics.endpoints, 0) < BigInt(seen))
+        await ctx.state.reached(ctx.topics.endpoints, 0, seen, 10_000);
       if (tracker.accept(topic, partition, m.offset)) {
-        void handle(parseDeliveryRecord(m.value), `${topic}\0${partition}`).then(() =>
+        void handle(rec, `${topic}\0${partition}`).then(() =>
           tracker.finish(topic, partition, m.offset),
         );
       }

@@ -148,3 +148,34 @@ t.test('frozen, nothing starts; a moved partition drops its queued jobs', async 
   t.same(log, ['mine'], 'the moved job never ran');
   t.equal(lanes.buffered, 0);
 });
+
+t.test('a running head whose partition moved is not retried here when it fails', async (t) => {
+  const { lanes } = setup({ ordered: true });
+  const log: string[] = [];
+  const head = job('head', log, { key: 'k', ms: 50, step: () => ({ done: false, retryAt: Date.now() }) });
+  lanes.submit(head.job);
+  await sleep(10);
+  lanes.freeze();
+  t.equal(lanes.dropQueued(new Set(['lanes\u00000'])), 0, 'the running head is not dropped while it runs');
+  lanes.thaw();
+  await sleep(300);
+  t.same(log, ['head'], 'tried once, never again by the old owner');
+  t.equal(lanes.buffered, 0);
+});
+
+t.test('keyless jobs of an ordered endpoint take turns with the keys', async (t) => {
+  const { lanes } = setup({ ordered: true, maxInFlight: 1 });
+  const log: string[] = [];
+  const made = [
+    ...Array.from({ length: 4 }, (_, i) => job(`k${i}`, log, { key: `k${i}` })),
+    ...Array.from({ length: 4 }, (_, i) => job(`f${i}`, log)),
+  ];
+  lanes.freeze();
+  for (const m of made) lanes.submit(m.job);
+  lanes.thaw();
+  await Promise.all(made.map((m) => m.done));
+  t.ok(
+    log.slice(0, 4).some((n) => n.startsWith('f')),
+    `a free job within the first four (${log.join(' ')})`,
+  );
+});

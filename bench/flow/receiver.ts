@@ -1,0 +1,281 @@
+/**
+ * The receivers of the flow-control bench, its own process (forked with IPC by
+ * bench/flow-control.ts): one node:http server per port spec (bench/flow/ipc.ts), each answering
+ * the ping at once and every delivery as its spec says (held, 429 with Retry-After every n-th,
+ * 500 at random, a random delay), and recording what the bench checks: arrivals (the most in any
+ * 1 s window), requests open at once, the time from a 429 to the next request, first receipts and
+ * repeats, publish-to-first-2xx latency, and for an ordered port each key's order of first sightings.
+ */
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { percentile, serve } from '../dispatch/ipc.ts';
+import type { FlowPortSpec, FlowPortStats, FlowReceiverRequest, Latency, OrderedStats } from './ipc.ts';
+
+interface OrderedEvent {
+  key: string;
+  seq: number;
+  sentAt: number | null;
+  okAt: number | null;
+}
+
+/** What one port recorded since its last reset (a window). */
+class Tally {
+  requests = 0;
+  readonly seen = new Set<string>();
+  /** Event id → epoch ms of its first 2xx. */
+  readonly okAt = new Map<string, number>();
+  duplicates = 0;
+  failed = 0;
+  /** performance.now() of every request's arrival, in order. */
+  readonly arrivals: number[] = [];
+  open = 0;
+  maxOpen = 0;
+  tooMany = 0;
+  /** performance.now() of the last 429 answered, until the next request arrives. */
+  pending429: number | null = null;
+  minGapAfter429: number | null = null;
+  readonly latencies: number[] = [];
+  // Ordered ports only.
+  readonly events = new Map<string, OrderedEvent>();
+  readonly maxFirstSeq = new Map<string, number>();
+  readonly maxOkSeq = new Map<string, number>();
+  /** Epoch ms of every failure answered, by key. */
+  readonly failures = new Map<string, number[]>();
+  inversions = 0;
+  okInversions = 0;
+  readonly examples: string[] = [];
+}
+
+interface Port {
+  spec: FlowPortSpec;
+  server: Server;
+  rec: Tally;
+}
+
+let ports: Port[] = [];
+
+function readJson(req: IncomingMessage): Promise<{ id?: unknown; type?: unknown; data?: any }> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      try {
+        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+      } catch {
+        resolve({});
+      }
+    });
+  });
+}
+
+function handler(port: Port): Parameters<typeof createServer>[1] {
+  const { spec } = port;
+  return async (req, res) => {
+    const arrived = performance.now();
+    const body = await readJson(req);
+    if (body.type === 'ping') return void res.writeHead(200).end();
+    const r = port.rec; // the record of the window this request arrived in
+    r.requests++;
+    r.arrivals.push(arrived);
+    if (r.pending429 !== null) {
+      const gap = arrived - r.pending429;
+      r.minGapAfter429 = r.minGapAfter429 === null ? gap : Math.min(r.minGapAfter429, gap);
+      r.pending429 = null;
+    }
+    r.open++;
+    r.maxOpen = Math.max(r.maxOpen, r.open);
+    let closed = false;
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      r.open--;
+    };
+    res.once('close', close);
+    res.once('finish', close);
+
+    const id = String(body.id);
+    if (r.okAt.has(id)) r.duplicates++;
+    const firstSight = !r.seen.has(id);
+    r.seen.add(id);
+    const data = body.data ?? {};
+    const sentAt = typeof data.sent_at === 'number' ? data.sent_at : null;
+    let ev: OrderedEvent | undefined;
+    if (spec.ordered) {
+      ev = r.events.get(id);
+      if (!ev) {
+        ev = { key: String(data.key), seq: Number(data.seq), sentAt, okAt: null };
+        r.events.set(id, ev);
+      }
+      if (firstSight) {
+        const top = r.maxFirstSeq.get(ev.key);
+        if (top !== undefined && ev.seq < top) {
+          r.inversions++;
+          if (r.examples.length < 5) r.examples.push(`key ${ev.key}: seq ${ev.seq} first seen after seq ${top}`);
+        }
+        r.maxFirstSeq.set(ev.key, Math.max(top ?? -1, ev.seq));
+      }
+    }
+
+    const fail = (status: number, headers: Record<string, string> = {}) => {
+      r.failed++;
+      if (ev) {
+        const list = r.failures.get(ev.key) ?? [];
+        if (list.length === 0) r.failures.set(ev.key, list);
+        list.push(Date.now());
+      }
+      res.writeHead(status, headers).end();
+    };
+    const succeed = () => {
+      const now = Date.now();
+      if (!r.okAt.has(id)) {
+        r.okAt.set(id, now);
+        if (sentAt !== null) r.latencies.push(now - sentAt);
+        if (ev) {
+          ev.okAt = now;
+          const top = r.maxOkSeq.get(ev.key);
+          if (top !== undefined && ev.seq < top) {
+            r.okInversions++;
+            if (r.examples.length < 5) r.examples.push(`key ${ev.key}: seq ${ev.seq} answered 2xx after seq ${top}`);
+          }
+          r.maxOkSeq.set(ev.key, Math.max(top ?? -1, ev.seq));
+        }
+      }
+      res.writeHead(204).end();
+    };
+
+    if (spec.tooManyEvery && r.requests % spec.tooManyEvery === 0) {
+      r.tooMany++;
+      fail(429, { 'retry-after': String(spec.retryAfterS ?? 1) });
+      r.pending429 = performance.now();
+      return;
+    }
+    if (spec.failRate && Math.random() < spec.failRate) return fail(500);
+    const wait = (spec.holdMs ?? 0) + (spec.delayMaxMs ? Math.random() * spec.delayMaxMs : 0);
+    if (wait > 0) setTimeout(succeed, wait);
+    else succeed();
+  };
+}
+
+function open(port: Omit<Port, 'server'>): Promise<Port> {
+  const p = port as Port;
+  p.server = createServer(handler(p));
+  p.server.keepAliveTimeout = 65_000;
+  p.server.requestTimeout = 0;
+  return new Promise((resolve, reject) => {
+    p.server.once('error', reject);
+    p.server.listen(0, '127.0.0.1', () => resolve(p));
+  });
+}
+
+function latency(values: number[]): Latency {
+  const sorted = Array.from(Float64Array.from(values).sort());
+  return {
+    count: sorted.length,
+    p50: percentile(sorted, 50),
+    p99: percentile(sorted, 99),
+    max: sorted.length ? sorted[sorted.length - 1] : null,
+  };
+}
+
+/** The most values of an ascending list inside any window [t, t + width). */
+function maxInWindow(sorted: number[], width: number): number {
+  let best = 0;
+  for (let lo = 0, hi = 0; hi < sorted.length; hi++) {
+    while (sorted[hi] - sorted[lo] >= width) lo++;
+    best = Math.max(best, hi - lo + 1);
+  }
+  return best;
+}
+
+function orderedStats(r: Tally, splitAt: number): OrderedStats {
+  const clear: number[] = [];
+  const behind: number[] = [];
+  const after: number[] = [];
+  for (const ev of r.events.values()) {
+    if (ev.okAt === null || ev.sentAt === null) continue;
+    if (ev.okAt >= splitAt) {
+      after.push(ev.okAt - ev.sentAt);
+      continue;
+    }
+    const fails = r.failures.get(ev.key) ?? [];
+    // The first failure of the key at or after the publish: did it come before the first 2xx?
+    let lo = 0;
+    for (let hi = fails.length; lo < hi; ) {
+      const mid = (lo + hi) >> 1;
+      if (fails[mid] < ev.sentAt) lo = mid + 1;
+      else hi = mid;
+    }
+    (lo < fails.length && fails[lo] <= ev.okAt ? behind : clear).push(ev.okAt - ev.sentAt);
+  }
+  const oks = Array.from(Float64Array.from(r.okAt.values()).sort());
+  let longestGapMs: number | null = null;
+  let gapEnd = 0;
+  for (let i = 1; i < oks.length; i++) {
+    const gap = oks[i] - oks[i - 1];
+    if (longestGapMs === null || gap > longestGapMs) {
+      longestGapMs = gap;
+      gapEnd = i;
+    }
+  }
+  return {
+    keys: r.maxFirstSeq.size,
+    inversions: r.inversions,
+    okInversions: r.okInversions,
+    examples: r.examples,
+    clear: latency(clear),
+    behind: latency(behind),
+    beforeSplit: latency([...clear, ...behind]),
+    afterSplit: latency(after),
+    longestGapMs,
+    longestGapEnd: longestGapMs === null ? null : oks[gapEnd],
+    okSinceGap: longestGapMs === null ? 0 : oks.length - gapEnd,
+  };
+}
+
+function stats(p: Port, splitAt: number): FlowPortStats {
+  const r = p.rec;
+  let firstOkAt: number | null = null;
+  let lastOkAt: number | null = null;
+  for (const t of r.okAt.values()) {
+    if (firstOkAt === null || t < firstOkAt) firstOkAt = t;
+    if (lastOkAt === null || t > lastOkAt) lastOkAt = t;
+  }
+  return {
+    name: p.spec.name,
+    requests: r.requests,
+    seen: r.seen.size,
+    ok: r.okAt.size,
+    duplicates: r.duplicates,
+    failed: r.failed,
+    maxInWindow: maxInWindow(r.arrivals, 1000),
+    maxOpen: r.maxOpen,
+    firstOkAt,
+    lastOkAt,
+    tooMany: r.tooMany,
+    minGapAfter429: r.minGapAfter429,
+    latency: latency(r.latencies),
+    ordered: p.spec.ordered ? orderedStats(r, splitAt) : null,
+  };
+}
+
+serve<FlowReceiverRequest>(async (m) => {
+  if (m.op === 'listen') {
+    for (const p of ports) {
+      p.server.closeAllConnections();
+      p.server.close();
+    }
+    ports = await Promise.all(m.ports.map((spec) => open({ spec, rec: new Tally() })));
+    return { ports: ports.map((p) => (p.server.address() as { port: number }).port) };
+  }
+  if (m.op === 'reset') {
+    for (const p of ports) if (!m.names || m.names.includes(p.spec.name)) p.rec = new Tally();
+    return {};
+  }
+  if (m.op === 'progress')
+    return { progress: { ok: Object.fromEntries(ports.map((p) => [p.spec.name, p.rec.okAt.size])) } };
+  if (m.op === 'ids') {
+    const p = ports.find((q) => q.spec.name === m.name);
+    if (!p) throw new Error(`no port named ${m.name}`);
+    return { ids: [...p.rec.okAt.keys()] };
+  }
+  return { stats: { ports: ports.map((p) => stats(p, m.splitAt ?? Number.POSITIVE_INFINITY)) } };
+});

@@ -27,6 +27,7 @@ import { AttemptHistory } from '../core/webhooks/attempt-history.ts';
 import { webhookAttemptRoutes } from '../ingress/routes/webhook-attempts.ts';
 import { EventTypeCounts } from '../core/webhooks/event-type-counts.ts';
 import { webhookEventTypeRoutes } from '../ingress/routes/webhook-event-types.ts';
+import { webhookClientCertificateRoutes } from '../ingress/routes/webhook-client-certificate.ts';
 import { consoleRoutes } from '../ingress/routes/console.ts';
 import { startDispatcher } from '../dispatcher/index.ts';
 import { RotationScheduler } from '../core/rotation/scheduler.ts';
@@ -74,6 +75,7 @@ function buildRoutes(
     ...openapiRoutes(contract),
     ...webhookAttemptRoutes(ctx, attempts),
     ...webhookEventTypeRoutes(eventTypes),
+    ...webhookClientCertificateRoutes(ctx.config.deliveryClientCertificate),
     ...consoleRoutes(),
   ];
 }

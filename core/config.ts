@@ -5,11 +5,38 @@
  */
 import { readFileSync, type Stats, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { createHash } from 'node:crypto';
+import { createHash, createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { isIP } from 'node:net';
 import { ConfigError } from './errors.ts';
 import { DEFAULT_ROLES, isScope } from './scopes.ts';
+import { CidrSet, formatCidr } from './net/cidr.ts';
+
+/**
+ * The client certificate the dispatcher and the pings present to receivers (SLUICE_DELIVERY_CLIENT_CERT
+ * and SLUICE_DELIVERY_CLIENT_KEY), read and checked once at start-up.
+ */
+export interface DeliveryClientCertificate {
+  /** The certificate blocks of the cert file, leaf first, as PEM (nothing else the file held). */
+  chainPem: string;
+  /** The same certificates, parsed (`chain[0]` is the leaf, the one the key signs for). */
+  chain: readonly X509Certificate[];
+  /** The private key (a KeyObject: it prints as `{}`, so it does not leak into a dump of the config). */
+  key: KeyObject;
+}
+
+/**
+ * TLS on the public port (SLUICE_TLS_CERT, SLUICE_TLS_KEY and SLUICE_TLS_CLIENT_CA): absolute paths of
+ * files read and checked once at start-up; the listener loads them by name (ingress/uws-adapter.ts).
+ */
+export interface ListenerTls {
+  /** PEM: the server certificate, then any intermediates. */
+  certFile: string;
+  /** Its unencrypted PEM private key. */
+  keyFile: string;
+  /** PEM CA certificates a client certificate must chain to; null: no client certificate asked. */
+  clientCaFile: string | null;
+}
 
 export interface Upstreams {
   inference?: string;
@@ -26,6 +53,8 @@ export interface Config {
   topicPartitions: number;
   host: string;
   port: number;
+  /** HTTPS (and mTLS) on the public port; null: plain HTTP. */
+  tls: ListenerTls | null;
   adminPort: number;
   /** Listen address of the admin port (/healthz, /readyz, /metrics): SLUICE_ADMIN_HOST, loopback by default. */
   adminHost: string;
@@ -109,6 +138,13 @@ export interface Config {
   webhookSecretOverlapSeconds: number;
   /** The most webhook endpoints one tenant may have; registering one more is a 409 ENDPOINT_LIMIT. */
   maxEndpointsPerTenant: number;
+  /**
+   * SLUICE_TRUSTED_PROXIES: the peers (addresses or CIDR blocks, canonical text) whose client-certificate
+   * headers the ingress believes (ingress/client-cert.ts); empty: nobody's.
+   */
+  trustedProxies: readonly string[];
+  /** The client certificate presented on every delivery, ping and test send over https; null: none. */
+  deliveryClientCertificate: DeliveryClientCertificate | null;
 }
 
 type Env = Record<string, string | undefined>;
@@ -215,6 +251,131 @@ function readFileEnv(env: Env): Env {
   return { ...fromFile, ...env };
 }
 
+/** Reads a file a setting names, or a ConfigError naming the setting. */
+function readSettingFile(name: string, path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(name, `cannot read ${path}: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * SLUICE_DELIVERY_CLIENT_CERT (PEM: the certificate, then any intermediates) and
+ * SLUICE_DELIVERY_CLIENT_KEY (its unencrypted PEM private key): both or neither, readable, each
+ * certificate issued by the next, and the key the leaf's.
+ */
+function deliveryClientCertificate(env: Env): DeliveryClientCertificate | null {
+  const certPath = env.SLUICE_DELIVERY_CLIENT_CERT || '';
+  const keyPath = env.SLUICE_DELIVERY_CLIENT_KEY || '';
+  if (certPath === '' && keyPath === '') return null;
+  if (keyPath === '')
+    throw new ConfigError(
+      'SLUICE_DELIVERY_CLIENT_KEY',
+      'must be set when SLUICE_DELIVERY_CLIENT_CERT is (both or neither)',
+    );
+  if (certPath === '')
+    throw new ConfigError(
+      'SLUICE_DELIVERY_CLIENT_CERT',
+      'must be set when SLUICE_DELIVERY_CLIENT_KEY is (both or neither)',
+    );
+  const certText = readSettingFile('SLUICE_DELIVERY_CLIENT_CERT', certPath);
+  const blocks = certText.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [];
+  if (blocks.length === 0)
+    throw new ConfigError('SLUICE_DELIVERY_CLIENT_CERT', `${certPath} holds no PEM certificate (BEGIN CERTIFICATE)`);
+  const chain = blocks.map((pem, i) => {
+    try {
+      return new X509Certificate(pem);
+    } catch (err) {
+      throw new ConfigError(
+        'SLUICE_DELIVERY_CLIENT_CERT',
+        `certificate ${i + 1} in ${certPath} cannot be read: ${(err as Error).message}`,
+      );
+    }
+  });
+  for (let i = 0; i + 1 < chain.length; i++)
+    if (!chain[i].checkIssued(chain[i + 1]))
+      throw new ConfigError(
+        'SLUICE_DELIVERY_CLIENT_CERT',
+        `certificate ${i + 2} in ${certPath} did not issue certificate ${i + 1}: the file must hold the ` +
+          'certificate first, then each issuer in order',
+      );
+  let key: KeyObject;
+  try {
+    key = createPrivateKey(readSettingFile('SLUICE_DELIVERY_CLIENT_KEY', keyPath));
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw new ConfigError(
+      'SLUICE_DELIVERY_CLIENT_KEY',
+      `${keyPath} holds no readable unencrypted PEM private key: ${(err as Error).message}`,
+    );
+  }
+  if (!chain[0].checkPrivateKey(key))
+    throw new ConfigError(
+      'SLUICE_DELIVERY_CLIENT_KEY',
+      `the key in ${keyPath} does not belong to the certificate in ${certPath} ` +
+        `(${chain[0].subject.replace(/\n/g, ', ')})`,
+    );
+  return Object.freeze({ chainPem: `${blocks.join('\n')}\n`, chain: Object.freeze(chain), key });
+}
+
+/** SLUICE_TRUSTED_PROXIES: comma-separated addresses or CIDR blocks, IPv4 or IPv6, in canonical text. */
+function trustedProxies(env: Env): readonly string[] {
+  try {
+    return Object.freeze(CidrSet.parse(env.SLUICE_TRUSTED_PROXIES ?? '').entries.map(formatCidr));
+  } catch (err) {
+    throw new ConfigError(
+      'SLUICE_TRUSTED_PROXIES',
+      `${(err as Error).message}; give comma-separated IP addresses or CIDR blocks, e.g. "10.0.0.0/8,::1"`,
+    );
+  }
+}
+
+/** The PEM certificate blocks of a file a setting names, parsed, or a ConfigError naming the setting. */
+function pemCertificates(name: string, path: string): X509Certificate[] {
+  const blocks = readSettingFile(name, path).match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g);
+  if (!blocks) throw new ConfigError(name, `${path} holds no PEM certificate (BEGIN CERTIFICATE)`);
+  return blocks.map((pem, i) => {
+    try {
+      return new X509Certificate(pem);
+    } catch (err) {
+      throw new ConfigError(name, `certificate ${i + 1} in ${path} cannot be read: ${(err as Error).message}`);
+    }
+  });
+}
+
+/**
+ * SLUICE_TLS_CERT and SLUICE_TLS_KEY (both or neither; the key unencrypted and the certificate's),
+ * and SLUICE_TLS_CLIENT_CA, which needs them.
+ */
+function listenerTls(env: Env): ListenerTls | null {
+  const certPath = env.SLUICE_TLS_CERT || '';
+  const keyPath = env.SLUICE_TLS_KEY || '';
+  const caPath = env.SLUICE_TLS_CLIENT_CA || '';
+  if (certPath === '' && keyPath === '') {
+    if (caPath !== '')
+      throw new ConfigError('SLUICE_TLS_CLIENT_CA', 'needs SLUICE_TLS_CERT and SLUICE_TLS_KEY (mTLS is TLS first)');
+    return null;
+  }
+  if (keyPath === '') throw new ConfigError('SLUICE_TLS_KEY', 'must be set when SLUICE_TLS_CERT is (both or neither)');
+  if (certPath === '') throw new ConfigError('SLUICE_TLS_CERT', 'must be set when SLUICE_TLS_KEY is (both or neither)');
+  const [leaf] = pemCertificates('SLUICE_TLS_CERT', certPath);
+  let key: KeyObject;
+  try {
+    key = createPrivateKey(readSettingFile('SLUICE_TLS_KEY', keyPath));
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw new ConfigError(
+      'SLUICE_TLS_KEY',
+      `${keyPath} is not an unencrypted PEM private key: ${(err as Error).message}`,
+    );
+  }
+  if (!leaf.checkPrivateKey(key))
+    throw new ConfigError('SLUICE_TLS_KEY', `${keyPath} is not the key of the certificate in ${certPath}`);
+  if (caPath !== '') pemCertificates('SLUICE_TLS_CLIENT_CA', caPath);
+  return { certFile: resolve(certPath), keyFile: resolve(keyPath), clientCaFile: caPath ? resolve(caPath) : null };
+}
+
 /** SLUICE_STATE_FETCH_WAIT_MS's default (less when SLUICE_KAFKA_STALE_MS is under twice as long). */
 export const DEFAULT_STATE_FETCH_WAIT_MS = 1000;
 
@@ -246,7 +407,8 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
   const region = env.SLUICE_REGION || 'local';
   if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(region))
     throw new ConfigError('SLUICE_REGION', `must be lowercase letters, digits and dashes, got "${region}"`);
-  const issuer = env.SLUICE_ISSUER || `http://127.0.0.1:${port}`;
+  const tls = listenerTls(env);
+  const issuer = env.SLUICE_ISSUER || `${tls ? 'https' : 'http'}://127.0.0.1:${port}`;
   try {
     new URL(issuer);
   } catch {
@@ -280,6 +442,7 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
     topicPartitions: int(env, 'SLUICE_TOPIC_PARTITIONS', 6, 1, 1024),
     host,
     port,
+    tls,
     adminPort: int(env, 'SLUICE_ADMIN_PORT', 9464, 0, 65535),
     adminHost,
     region,
@@ -336,6 +499,8 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
     webhookDisableAfterMs: num(env, 'SLUICE_WEBHOOK_DISABLE_AFTER_HOURS', 120, 1, 24 * 365) * 3600_000,
     webhookSecretOverlapSeconds: int(env, 'SLUICE_WEBHOOK_SECRET_OVERLAP_SECONDS', 86_400, 0, 7 * 86_400),
     maxEndpointsPerTenant: int(env, 'SLUICE_MAX_ENDPOINTS_PER_TENANT', 1000, 1, 1_000_000),
+    trustedProxies: trustedProxies(env),
+    deliveryClientCertificate: deliveryClientCertificate(env),
   };
   if (config.stateFetchWaitMs * 2 > config.kafkaStaleMs)
     throw new ConfigError(

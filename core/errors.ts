@@ -32,6 +32,8 @@ export const ERRORS = {
   TOKEN_INVALID: { status: 401, title: 'Bearer token invalid' },
   TOKEN_EXPIRED: { status: 401, title: 'Bearer token expired' },
   TOKEN_REVOKED: { status: 401, title: 'Bearer token revoked' },
+  TOKEN_CERT_REQUIRED: { status: 401, title: 'Bearer token needs its client certificate' },
+  TOKEN_CERT_MISMATCH: { status: 401, title: 'Bearer token bound to another client certificate' },
   SCOPE_VIOLATION: { status: 403, title: 'Scope violation' },
   NOT_FOUND: { status: 404, title: 'Not found' },
   METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },

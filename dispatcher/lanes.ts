@@ -149,9 +149,7 @@ export function laneConsumer(stage: Stage, recorder: OutcomeRecorder, metrics: M
       if (seen > 0 && ctx.state.position(ctx.topics.endpoints, 0) < BigInt(seen))
         await ctx.state.reached(ctx.topics.endpoints, 0, seen, 10_000);
       if (tracker.accept(topic, partition, m.offset)) {
-        void handle(rec, `${topic}\0${partition}`).then(() =>
-          tracker.finish(topic, partition, m.offset),
-        );
+        void handle(rec, `${topic}\0${partition}`).then(() => tracker.finish(topic, partition, m.offset));
       }
       p.resolveOffset(m.offset);
       if (i % 500 === 499) await p.heartbeat();

@@ -1,6 +1,7 @@
 /**
  * The request lifecycle every route goes through, in this order:
- * canonical path → match route → authenticate (bearer; fail closed while Kafka is stale) → region → scope →
+ * canonical path → match route → authenticate (bearer, over its certificate when bound; fail closed while
+ * Kafka is stale) → region → scope →
  * per-client rate limit → path and query (the contract) → content type and size → read and parse body →
  * body (the contract) → handle → reply. Everything up to the body is synchronous: a refused request costs
  * no await.
@@ -21,7 +22,9 @@ import {
   type Span,
   type TraceContext,
 } from '../core/tracing.ts';
-import type { VerifiedToken } from '../core/tokens/token-service.ts';
+import { confirmCertificate, type VerifiedToken } from '../core/tokens/token-service.ts';
+import type { CidrSet } from '../core/net/cidr.ts';
+import { clientCertThumbprint } from './client-cert.ts';
 import { canonicalPath } from './canonical-path.ts';
 import type { Router } from './router.ts';
 import type { AppRequest, IncomingRequest, Reply, RequestCheck, RequestFault, Route } from './types.ts';
@@ -36,6 +39,8 @@ export interface PipelineDeps {
   clientLimiter: RateLimiter;
   /** Each route's request checks, compiled from the contract at start-up (absent: the route checks its own input). */
   checks: ReadonlyMap<Route, RequestCheck>;
+  /** SLUICE_TRUSTED_PROXIES: whose client-certificate headers count (a bound token's check). */
+  trustedProxies: CidrSet;
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -189,6 +194,8 @@ export class Pipeline {
     const down = this.deps.unavailableReason();
     if (down) throw unavailable(down);
     const auth = this.deps.ctx.tokens.verify(m[1]);
+    // RFC 8705 §3: a bound token only over its certificate; an unbound one pays nothing here.
+    if (auth.certSha256 !== undefined) confirmCertificate(auth, clientCertThumbprint(req, this.deps.trustedProxies));
     req.tenant = auth.claims.tenant_id;
     const region = this.deps.ctx.config.region;
     if (auth.claims.region !== region) {

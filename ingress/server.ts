@@ -2,6 +2,7 @@
 import type { Context } from '../core/context.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { RateLimiter } from '../core/rate-limit.ts';
+import { CidrSet, parseCidr } from '../core/net/cidr.ts';
 import { Router } from './router.ts';
 import { Pipeline } from './pipeline.ts';
 import { bodyReads, listen } from './uws-adapter.ts';
@@ -29,7 +30,8 @@ export interface Ingress {
 
 export async function startIngress(ctx: Context, opts: IngressOptions): Promise<Ingress> {
   const metrics = ctx.metrics;
-  const routes = [...authRoutes(ctx, metrics), ...(opts.routes ?? []), ...dataPlaneRoutes(ctx)];
+  const trustedProxies = new CidrSet(ctx.config.trustedProxies.map(parseCidr));
+  const routes = [...authRoutes(ctx, metrics, trustedProxies), ...(opts.routes ?? []), ...dataPlaneRoutes(ctx)];
   const router = new Router();
   router.add(routes);
   const checks = new Map<Route, RequestCheck>();
@@ -48,9 +50,9 @@ export async function startIngress(ctx: Context, opts: IngressOptions): Promise<
       : null;
   };
   const clientLimiter = new RateLimiter(ctx.config.clientRateLimit, ctx.config.clientRateBurst);
-  const pipeline = new Pipeline({ ctx, router, metrics, unavailableReason, clientLimiter, checks });
+  const pipeline = new Pipeline({ ctx, router, metrics, unavailableReason, clientLimiter, checks, trustedProxies });
   const host = opts.host ?? ctx.config.host;
-  const http = await listen(pipeline, host, opts.port ?? ctx.config.port, ctx.config.maxBodyBytes);
+  const http = await listen(pipeline, host, opts.port ?? ctx.config.port, ctx.config.maxBodyBytes, ctx.config.tls);
   metrics.gauge('sluice_token_cache_entries', 'Verified tokens cached.', () => ctx.tokens.cacheSize);
   metrics.gauge('sluice_kafka_staleness_ms', 'Milliseconds since the state consumer last heard from Kafka.', staleness);
   metrics.gauge('sluice_request_bodies_reading', 'Request bodies being read right now.', () => bodyReads.pending);

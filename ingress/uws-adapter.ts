@@ -10,6 +10,8 @@ import { tooLarge } from './pipeline.ts';
 import { invalidRequest, SluiceBaseError } from '../core/errors.ts';
 import type { IncomingRequest, Reply } from './types.ts';
 import { tracing, withContext } from '../core/tracing.ts';
+import type { ListenerTls } from '../core/config.ts';
+import { type ClientCertGate, startClientCertGate } from './client-cert-gate.ts';
 
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK',
@@ -62,11 +64,26 @@ export function framingFault(contentLengths: string[], transferEncodings: string
   return null;
 }
 
-export function listen(pipeline: Pipeline, host: string, port: number, maxBodyBytes: number): Promise<HttpServer> {
-  const app = uWS.App();
+/**
+ * The public listener: plain HTTP, HTTPS through uWS's TLS app, or (a client certificate required)
+ * the plain app on loopback behind the client-certificate gate (ingress/client-cert-gate.ts).
+ */
+export function listen(
+  pipeline: Pipeline,
+  host: string,
+  port: number,
+  maxBodyBytes: number,
+  tls: ListenerTls | null = null,
+): Promise<HttpServer> {
+  const gated = tls?.clientCaFile ? { ...tls, clientCaFile: tls.clientCaFile } : null;
+  const app = tls && !gated ? uWS.SSLApp({ cert_file_name: tls.certFile, key_file_name: tls.keyFile }) : uWS.App();
+  let gate: ClientCertGate | null = null;
   app.any('/*', (res, req) => {
     const startedAt = performance.now();
-    const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
+    const seenFrom = Buffer.from(res.getRemoteAddressAsText()).toString();
+    const remoteAddress = gate ? gate.clientOf(seenFrom) : seenFrom;
+    // Behind the gate, a connection it did not pass (made on this host, to the loopback port) is not served.
+    if (remoteAddress === undefined) return void res.close();
     let aborted = false;
     let onAbort: (() => void) | null = null;
     res.onAborted(() => {
@@ -144,19 +161,35 @@ export function listen(pipeline: Pipeline, host: string, port: number, maxBodyBy
       write(pipeline.errorReply(err, incoming, undefined));
     }
   });
+  const close = (token: uWS.us_listen_socket) => {
+    uWS.us_listen_socket_close(token);
+    // Open keep-alive connections too (untyped in this build): otherwise a stop waits for
+    // uWS's 10 s idle timeout while any client holds a connection.
+    (app as unknown as { close(): void }).close();
+  };
   return new Promise((resolve, reject) => {
-    app.listen(host, port, (token) => {
+    // Behind the gate, the app listens on loopback only, on a port of its own.
+    app.listen(gated ? '127.0.0.1' : host, gated ? 0 : port, (token) => {
       const refused = `cannot listen on ${host}:${port}: the port is in use or not allowed`;
       if (!token) return reject(new SluiceBaseError('LISTEN_FAILED', refused));
-      resolve({
-        port: uWS.us_socket_local_port(token),
-        close: () => {
-          uWS.us_listen_socket_close(token);
-          // Open keep-alive connections too (untyped in this build): otherwise a stop waits for
-          // uWS's 10 s idle timeout while any client holds a connection.
-          (app as unknown as { close(): void }).close();
+      const bound = uWS.us_socket_local_port(token);
+      if (!gated) return resolve({ port: bound, close: () => close(token) });
+      startClientCertGate({ host, port, tls: gated, upstreamPort: bound }).then(
+        (started) => {
+          gate = started;
+          resolve({
+            port: started.port,
+            close: () => {
+              started.close();
+              close(token);
+            },
+          });
         },
-      });
+        (err) => {
+          close(token);
+          reject(err);
+        },
+      );
     });
   });
 }

@@ -5,7 +5,9 @@
 //      EXPECT (200), DURATION (s), VUS,
 //      TOKENS (comma-separated bearer tokens; VU i uses token i mod n: enough clients that no one
 //      client meets the per-client rate limit), RATE (requests/s: an open model at that rate
-//      instead of VUS closed-loop users), SUMMARY_FILE.
+//      instead of VUS closed-loop users), SUMMARY_FILE,
+//      TLS_CERT and TLS_KEY (PEM files: the client certificate for an https URL that asks for one;
+//      an https URL's server certificate is not verified: the cases measure, they do not check).
 import http from 'k6/http';
 import { Counter } from 'k6/metrics';
 
@@ -16,6 +18,9 @@ const EXPECT = Number(__ENV.EXPECT || 200);
 const TOKENS = (__ENV.TOKENS || '').split(',').filter(Boolean);
 const BODIES = JSON.parse(__ENV.BODIES || '[]').map((b) => JSON.stringify(b));
 const STATUSES = [0, 200, 201, 204, 400, 401, 403, 404, 409, 413, 429, 500, 502, 503];
+
+// No `domains`: k6 offers the certificate to any server that asks for one.
+const TLS_AUTH = __ENV.TLS_CERT ? [{ cert: open(__ENV.TLS_CERT), key: open(__ENV.TLS_KEY) }] : [];
 
 const byStatus = Object.fromEntries(STATUSES.map((s) => [s, new Counter(`status_${s}`)]));
 const otherStatus = new Counter('status_other');
@@ -39,6 +44,8 @@ export const options = {
   // Only the requests that got the expected status make up the latency figures.
   thresholds: { 'http_req_duration{expected_response:true}': ['max>=0'] },
   summaryTrendStats: ['med', 'p(99)', 'max'],
+  insecureSkipTLSVerify: true,
+  tlsAuth: TLS_AUTH,
 };
 
 const params = (vu) => {

@@ -20,6 +20,8 @@ export interface CaseSpec {
   vus: number;
   /** Requests per second of an open model instead of closed-loop VUs. */
   rate?: number;
+  /** PEM files of the client certificate an https URL is sent with. */
+  clientCert?: { cert: string; key: string };
 }
 
 export interface CaseResult {
@@ -60,6 +62,8 @@ export async function runCase(
     BODIES: JSON.stringify(spec.bodies ?? []),
     RATE: String(spec.rate ?? 0),
     SUMMARY_FILE: summaryFile,
+    TLS_CERT: spec.clientCert?.cert ?? '',
+    TLS_KEY: spec.clientCert?.key ?? '',
   };
   const code = await new Promise<number>((resolve) => {
     const child = spawn(k6, ['run', '--quiet', '--no-usage-report', SCRIPT], {

@@ -1,10 +1,11 @@
 import { userInfo } from 'node:os';
-import { createClient } from '../../core/clients/provisioning.ts';
+import { createCertificateClient, createClient } from '../../core/clients/provisioning.ts';
+import { CERTIFICATE_AUTH_METHODS, type CertificateAuthMethod } from '../../core/clients/certificate-auth.ts';
 import { revokeClient, reenableClient } from '../../core/clients/revocation.ts';
 import { appendAudit } from '../../core/audit/audit-log.ts';
 import { SluiceError } from '../../core/errors.ts';
 import { openRotatedSecret } from '../../core/rotation/secret-rotation.ts';
-import { parse, required } from '../args.ts';
+import { parse, required, UsageError } from '../args.ts';
 import { say, withContext } from '../runtime.ts';
 import { actionCommand, type Command } from '../command.ts';
 
@@ -13,6 +14,12 @@ const USAGE = `usage: sluice admin <action> [options]      (needs KAFKA_BROKERS)
 actions:
   create-client --tenant T --role R [--region REG] [--json]
       provisions a service principal and prints client_id and client_secret once
+  create-client --tenant T --role R --auth-method tls_client_auth --tls-subject-dn DN [--region REG] [--json]
+  create-client --tenant T --role R --auth-method self_signed_tls_client_auth --tls-thumbprint HEX
+                [--region REG] [--json]
+      a principal that authenticates with its TLS certificate through the trusted front door (RFC 8705),
+      no secret: by the subject DN of a certificate of the front door's client CA (RFC 4514, most
+      specific first: "CN=billing,O=Acme"), or by the SHA-256 thumbprint of its certificate
   list-clients [--tenant T] [--json]
       lists service principals (never their secrets)
   roles
@@ -28,17 +35,57 @@ actions:
 
 export const ACTIONS: Record<string, (argv: string[]) => Promise<number>> = {
   async 'create-client'(argv) {
-    const usage = 'usage: sluice admin create-client --tenant T --role R [--region REG] [--json]';
+    const usage =
+      'usage: sluice admin create-client --tenant T --role R [--region REG] [--json]\n' +
+      '       [--auth-method client_secret|tls_client_auth|self_signed_tls_client_auth]\n' +
+      '       [--tls-subject-dn DN (tls_client_auth)] [--tls-thumbprint HEX (self_signed_tls_client_auth)]';
     const { values } = parse(
       argv,
-      { tenant: { type: 'string' }, role: { type: 'string' }, region: { type: 'string' }, json: { type: 'boolean' } },
+      {
+        tenant: { type: 'string' },
+        role: { type: 'string' },
+        region: { type: 'string' },
+        json: { type: 'boolean' },
+        'auth-method': { type: 'string' },
+        'tls-subject-dn': { type: 'string' },
+        'tls-thumbprint': { type: 'string' },
+      },
       usage,
     );
     const tenant = required(values, 'tenant', usage);
     const role = required(values, 'role', usage);
+    const method = values['auth-method'] ?? 'client_secret';
+    if (method !== 'client_secret' && !(CERTIFICATE_AUTH_METHODS as readonly string[]).includes(method))
+      throw new UsageError(
+        `--auth-method must be client_secret, ${CERTIFICATE_AUTH_METHODS.join(' or ')}, got "${method}"\n\n${usage}`,
+      );
+    if (method === 'client_secret' && (values['tls-subject-dn'] ?? values['tls-thumbprint']) !== undefined)
+      throw new UsageError(`--tls-subject-dn and --tls-thumbprint go with a certificate --auth-method\n\n${usage}`);
     return withContext(
       'admin',
       async (ctx) => {
+        if (method !== 'client_secret') {
+          const m = await createCertificateClient(ctx, {
+            tenant,
+            role,
+            region: values.region,
+            actor: operator(),
+            method: method as CertificateAuthMethod,
+            subjectDn: values['tls-subject-dn'],
+            thumbprint: values['tls-thumbprint'],
+          });
+          if (values.json) say(JSON.stringify(m));
+          else {
+            say(`client_id:     ${m.client_id}`);
+            say(`auth method:   ${m.token_endpoint_auth_method}`);
+            if (m.tls_client_auth_subject_dn) say(`subject DN:    ${m.tls_client_auth_subject_dn}`);
+            if (m.tls_client_auth_sha256) say(`thumbprint:    ${m.tls_client_auth_sha256}`);
+            say(`tenant ${m.tenant_id}, role ${m.role}, region ${m.region}, scopes: ${m.scopes.join(' ')}`);
+            say('No secret: it gets tokens with client_id alone, over mTLS with that certificate, through a proxy');
+            say('in SLUICE_TRUSTED_PROXIES; its tokens are bound to the certificate.');
+          }
+          return 0;
+        }
         const c = await createClient(ctx, { tenant, role, region: values.region, actor: operator() });
         if (values.json) say(JSON.stringify(c));
         else {
@@ -66,13 +113,16 @@ export const ACTIONS: Record<string, (argv: string[]) => Promise<number>> = {
             tenant_id: c.tenant_id,
             role: c.role,
             region: c.region,
+            auth_method: c.token_endpoint_auth_method ?? 'client_secret',
             status: ctx.revocations.get(c.client_id) ? 'revoked' : c.status,
             created_at: new Date(c.created_at).toISOString(),
           }));
         if (values.json) say(JSON.stringify(rows));
         else
           for (const r of rows)
-            say(`${r.client_id}  ${r.tenant_id}  ${r.role}  ${r.region}  ${r.status}  ${r.created_at}`);
+            say(
+              `${r.client_id}  ${r.tenant_id}  ${r.role}  ${r.region}  ${r.auth_method}  ${r.status}  ${r.created_at}`,
+            );
         return 0;
       },
       { views: 'admin' },
@@ -155,8 +205,12 @@ export const ACTIONS: Record<string, (argv: string[]) => Promise<number>> = {
           );
         else {
           say(`re-enabled: ${clientId}, audit entry ${r.audit_entry_id}`);
-          say(`client_secret: ${r.client_secret}`);
-          say('Every earlier secret of this client no longer works; the new one is shown only this once.');
+          if (r.client_secret === null)
+            say('It authenticates with its registered TLS certificate, which works again (it has no secret).');
+          else {
+            say(`client_secret: ${r.client_secret}`);
+            say('Every earlier secret of this client no longer works; the new one is shown only this once.');
+          }
         }
         return 0;
       },

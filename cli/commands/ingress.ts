@@ -11,7 +11,9 @@ const USAGE = `usage: sluice ingress [--port P] [--admin-port P] [--workers N]  
 Runs one ingress node: token issuance, the edge's scope checks, the control-plane API and the
 data-plane proxy. Run several (on one machine they share the port through SO_REUSEPORT; give
 each its own --admin-port); they share all state through Kafka. The admin port (/healthz,
-/readyz, /metrics) listens on SLUICE_ADMIN_HOST, 127.0.0.1 unless set.
+/readyz, /metrics) listens on SLUICE_ADMIN_HOST, 127.0.0.1 unless set. With SLUICE_TLS_CERT and
+SLUICE_TLS_KEY the port speaks HTTPS, and with SLUICE_TLS_CLIENT_CA too it requires a client
+certificate of that CA; \`sluice front-door\` prints an HAProxy configuration to put before it.
 
   --workers N   processes of this node (SLUICE_WORKERS; default 1; "--workers $(nproc)" uses
                 every core). They share the port (SO_REUSEPORT); worker i serves its admin

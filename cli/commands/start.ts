@@ -15,7 +15,8 @@ Runs ingress (SLUICE_PORT, default 8080), admin (SLUICE_ADMIN_PORT, default 9464
 SLUICE_ADMIN_HOST, default 127.0.0.1 only) and the webhook dispatcher. When KAFKA_BROKERS is
 not set it starts the embedded local Kafka on 127.0.0.1:SLUICE_KAFKA_PORT (default 9092) and
 stops it on exit. With no clients yet, it provisions and prints a bootstrap admin credential for
-the tenant "local".
+the tenant "local". With SLUICE_TLS_CERT and SLUICE_TLS_KEY the port speaks HTTPS, and with
+SLUICE_TLS_CLIENT_CA too it requires a client certificate of that CA (docs/configuration.md).
 
   --workers N   processes that each run ingress + dispatcher (SLUICE_WORKERS; default: the
                 number of cores). They share SLUICE_PORT (SO_REUSEPORT: the kernel spreads
@@ -32,7 +33,7 @@ async function runNode(config: Readonly<Config>, brokers: string[], index: numbe
     dispatcher: true,
     adminPort: workerAdminPort(config.adminPort, index),
   });
-  const base = `http://127.0.0.1:${node.ingress!.port}`;
+  const base = `${config.tls ? 'https' : 'http'}://127.0.0.1:${node.ingress!.port}`;
   if (index === 0) {
     say(
       `Sluice is up: ${base}  (${workers} worker${workers > 1 ? 's' : ''}; ` +
@@ -44,6 +45,11 @@ async function runNode(config: Readonly<Config>, brokers: string[], index: numbe
       say('Bootstrap admin credential for tenant "local" (shown once):');
       say(`  client_id=${c.client_id}`);
       say(`  client_secret=${c.client_secret}`);
+      if (config.tls)
+        say(
+          `  (HTTPS: give curl --cacert <your CA>${config.tls.clientCaFile ? ' and --cert/--key of a client' : ''}` +
+            ', or --resolve when the certificate names a host)',
+        );
       say(`  curl -s ${base}/v1/auth/token -H 'content-type: application/json' \\`);
       say(
         `    -d '{"grant_type":"client_credentials",` +

@@ -33,7 +33,12 @@ export interface paths {
         /**
          * Issue an access token (OAuth 2.0 client credentials, RFC 6749 §4.4)
          * @description Client authentication in the body (`client_secret_post`) or with HTTP Basic
-         *     (`client_secret_basic`), never both. Unrecognized parameters are ignored, as RFC 6749 §3.2
+         *     (`client_secret_basic`), never both. A client registered for mTLS (RFC 8705 §2:
+         *     `tls_client_auth` by its certificate's subject DN, `self_signed_tls_client_auth` by its
+         *     thumbprint) sends `client_id` and no `client_secret`, over the certificate the trusted front
+         *     door (`SLUICE_TRUSTED_PROXIES`) names in `X-Client-Cert-Sha256`; a secret it sends is refused.
+         *     A token issued over such a certificate, whoever the client, is bound to it (RFC 8705 §3,
+         *     `cnf.x5t#S256`) and works only over it. Unrecognized parameters are ignored, as RFC 6749 §3.2
          *     requires. The token is a JWS (RFC 9068, `typ: at+jwt`) valid for 900 seconds. Each node
          *     limits the token requests per known client id (`SLUICE_TOKEN_RATE_PER_MINUTE`, 600 a
          *     minute with a burst of 100 by default), failed authentications of that id included.
@@ -326,6 +331,32 @@ export interface paths {
          *     first event. What the console offers when an endpoint's filter is edited.
          */
         get: operations["listEventTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/client-certificate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The client certificate Sluice presents to receivers over TLS, with its chain
+         * @description With `SLUICE_DELIVERY_CLIENT_CERT` and `SLUICE_DELIVERY_CLIENT_KEY` set, every delivery,
+         *     verification ping and test send over https presents this certificate to a receiver that
+         *     asks for one, so the receiver can authenticate Sluice by it as well as by the signature.
+         *     `pem` is the chain as Sluice sends it (the certificate first, then its issuers); `sha256`
+         *     the certificate's thumbprint (lowercase hex of its DER), for pinning. Public, like the
+         *     token keys: the certificate is no secret (every receiver sees it in the handshake). 404
+         *     `NOT_FOUND` when no client certificate is configured.
+         */
+        get: operations["getDeliveryClientCertificate"];
         put?: never;
         post?: never;
         delete?: never;
@@ -715,7 +746,7 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
-        /** @description RFC 6749 §4.4.2; client_id and client_secret may come in HTTP Basic instead. Unrecognized parameters are ignored. */
+        /** @description RFC 6749 §4.4.2; client_id and client_secret may come in HTTP Basic instead. A client that authenticates with its TLS certificate (RFC 8705 §2) sends client_id without client_secret; every other client must send client_secret (invalid_client without it). Unrecognized parameters are ignored. */
         TokenRequest: {
             /** @constant */
             grant_type: "client_credentials";
@@ -757,6 +788,11 @@ export interface components {
             region: string;
             /** @description when (ms since the epoch) the client secret the token was obtained with was created; only a token of the current secret reads secrets */
             secret_created_at?: number;
+            /** @description RFC 8705 §3.1: present when the token was issued over a client certificate; the token works only over that certificate */
+            cnf?: {
+                /** @description base64url SHA-256 of the certificate DER */
+                "x5t#S256": string;
+            };
         };
         Jwk: {
             /** @enum {unknown} */
@@ -784,7 +820,9 @@ export interface components {
             /** Format: uri */
             revocation_endpoint?: string;
             grant_types_supported: string[];
-            token_endpoint_auth_methods_supported?: ("client_secret_post" | "client_secret_basic")[];
+            token_endpoint_auth_methods_supported?: ("client_secret_post" | "client_secret_basic" | "tls_client_auth" | "self_signed_tls_client_auth")[];
+            /** @description RFC 8705 §3.3: tokens issued over a client certificate are bound to it */
+            tls_client_certificate_bound_access_tokens?: boolean;
             scopes_supported?: string[];
             response_types_supported?: string[];
         };
@@ -1145,6 +1183,20 @@ export interface components {
                 last_published_at: string;
             }[];
         };
+        DeliveryClientCertificate: {
+            /** @description the certificate then its issuers, PEM, as sent in the TLS handshake */
+            pem: string;
+            /** @description SHA-256 of the certificate's DER */
+            sha256: string;
+            /** @description the subject, one RDN a line (`O=Sluice\nCN=deliveries`) */
+            subject: string;
+            /** @description the issuer */
+            issuer: string;
+            /** Format: date-time */
+            not_before: string;
+            /** Format: date-time */
+            not_after: string;
+        };
         WebhookStats: {
             /** @constant */
             window_seconds: 3600;
@@ -1223,7 +1275,7 @@ export interface components {
             };
         } & components["schemas"]["WebhookBody"];
         /** @enum {unknown} */
-        ErrorCode: "INVALID_REQUEST" | "TOKEN_MISSING" | "TOKEN_INVALID" | "TOKEN_EXPIRED" | "TOKEN_REVOKED" | "SCOPE_VIOLATION" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "ENDPOINT_LIMIT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "UNPROCESSABLE_TARGET" | "RATE_LIMITED" | "INTERNAL" | "UPSTREAM_UNAVAILABLE" | "UNAVAILABLE" | "UPSTREAM_TIMEOUT";
+        ErrorCode: "INVALID_REQUEST" | "TOKEN_MISSING" | "TOKEN_INVALID" | "TOKEN_EXPIRED" | "TOKEN_REVOKED" | "TOKEN_CERT_REQUIRED" | "TOKEN_CERT_MISMATCH" | "SCOPE_VIOLATION" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "ENDPOINT_LIMIT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "UNPROCESSABLE_TARGET" | "RATE_LIMITED" | "INTERNAL" | "UPSTREAM_UNAVAILABLE" | "UNAVAILABLE" | "UPSTREAM_TIMEOUT";
         /** @description RFC 9457 problem details; extension members may follow */
         Problem: {
             /** Format: uri */
@@ -1251,7 +1303,7 @@ export interface components {
             /** @constant */
             status?: 401;
             /** @enum {unknown} */
-            code?: "TOKEN_MISSING" | "TOKEN_INVALID" | "TOKEN_EXPIRED" | "TOKEN_REVOKED";
+            code?: "TOKEN_MISSING" | "TOKEN_INVALID" | "TOKEN_EXPIRED" | "TOKEN_REVOKED" | "TOKEN_CERT_REQUIRED" | "TOKEN_CERT_MISMATCH";
         } & components["schemas"]["Problem"];
         ScopeProblem: {
             /** @constant */
@@ -1307,7 +1359,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["ValidationProblem"];
             };
         };
-        /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or TOKEN_REVOKED */
+        /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED, or for a certificate-bound token (RFC 8705 §3) TOKEN_CERT_REQUIRED (presented without a client certificate) or TOKEN_CERT_MISMATCH (with another one) */
         Unauthorized: {
             headers: {
                 "WWW-Authenticate": components["headers"]["BearerChallenge"];
@@ -1714,7 +1766,7 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
-            /** @description invalid_client (never says whether the id or the secret was wrong) */
+            /** @description invalid_client (never says whether the id or the secret was wrong; says why when the client authenticates with its TLS certificate and sent a secret or came without that certificate, or when a secret is missing) */
             401: {
                 headers: {
                     "Cache-Control": components["headers"]["NoStore"];
@@ -2266,6 +2318,28 @@ export interface operations {
             421: components["responses"]["Misdirected"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
+        };
+    };
+    getDeliveryClientCertificate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the certificate and its chain */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryClientCertificate"];
+                };
+            };
+            404: components["responses"]["NotFound"];
         };
     };
     rotateEndpointSecret: {

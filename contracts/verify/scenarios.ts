@@ -3,6 +3,7 @@
  * delete leads to 404, paging and filters answer in shape. Keyed by operationId; an operation of
  * the contract without a scenario is itself a failure, so the verifier grows with the contract.
  */
+import { createHash, X509Certificate } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { listOperations, type Json, type Operation } from '../contract.ts';
 import { bearer, jsonBody, send, type Exchange } from './http.ts';
@@ -313,6 +314,31 @@ export const SCENARIOS: Record<string, Scenario> = {
         { status: [200], then: (ex) => (body(ex).scope === narrow ? [] : [`scope is "${body(ex).scope}"`]) },
       );
     }
+  },
+
+  async getDeliveryClientCertificate(s, op) {
+    await s.probe(
+      op,
+      'GET → 200 with the chain and its thumbprint, or 404 NOT_FOUND when none is configured',
+      { method: 'GET', path: op.path },
+      {
+        status: [200, 404],
+        then: (ex) => {
+          if (ex.status === 404) return body(ex)?.code === 'NOT_FOUND' ? [] : [`404 with code ${body(ex)?.code}`];
+          let leaf: X509Certificate;
+          try {
+            leaf = new X509Certificate(String(body(ex).pem));
+          } catch (err) {
+            return [`pem does not start with a readable certificate: ${(err as Error).message}`];
+          }
+          const sha256 = createHash('sha256').update(leaf.raw).digest('hex');
+          return [
+            ...(body(ex).sha256 === sha256 ? [] : [`sha256 is ${body(ex).sha256}, the certificate's is ${sha256}`]),
+            ...(body(ex).subject === leaf.subject ? [] : [`subject is not the certificate's (${leaf.subject})`]),
+          ];
+        },
+      },
+    );
   },
 
   async getJwks(s, op) {

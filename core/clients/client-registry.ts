@@ -2,6 +2,7 @@
 import type { StateRecord, StateView } from '../kafka/state-consumer.ts';
 import { parseJson } from '../kafka/state-consumer.ts';
 import { constantTimeEqual, hashSecret, newSecret, newId } from '../secrets.ts';
+import type { CertificateAuth, CertificateAuthMethod } from './certificate-auth.ts';
 
 export interface StoredSecret {
   /** Keyed hash of the secret; the secret itself is never stored. */
@@ -11,7 +12,12 @@ export interface StoredSecret {
   expires_at: number | null;
 }
 
-export interface ClientRecord {
+/**
+ * A client record. One that authenticates with its TLS certificate (RFC 8705 §2) has the fields of
+ * `CertificateAuth` (core/clients/certificate-auth.ts), no secrets and no `rotate_at`; a record
+ * without them (every record written before they existed) authenticates with a client secret.
+ */
+export interface ClientRecord extends CertificateAuth {
   client_id: string;
   tenant_id: string;
   role: string;
@@ -116,6 +122,32 @@ export function newClient(
     rotate_at: now + rotationMs,
   };
   return { record, secret };
+}
+
+/** A client that authenticates with its TLS certificate: no secret, nothing to rotate. */
+export function newCertificateClient(
+  fields: { tenant_id: string; role: string; scopes: string[]; region: string },
+  auth: CertificateAuth & { token_endpoint_auth_method: CertificateAuthMethod },
+  now: number,
+): ClientRecord {
+  return {
+    client_id: newId('cl'),
+    tenant_id: fields.tenant_id,
+    role: fields.role,
+    scopes: [...fields.scopes],
+    region: fields.region,
+    secrets: [],
+    status: 'active',
+    created_at: now,
+    updated_at: now,
+    rotate_at: null,
+    ...auth,
+  };
+}
+
+/** Whether the client authenticates with its TLS certificate (tls_client_auth, self_signed_tls_client_auth). */
+export function usesCertificate(rec: ClientRecord): boolean {
+  return rec.token_endpoint_auth_method !== undefined;
 }
 
 export const TENANT_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;

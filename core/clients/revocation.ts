@@ -10,7 +10,7 @@ import type { Context } from '../context.ts';
 import { DAY_MS, writeState } from '../context.ts';
 import { SluiceError } from '../errors.ts';
 import { hashSecret, newId, newSecret } from '../secrets.ts';
-import { nextSecretCreatedAt } from './client-registry.ts';
+import { nextSecretCreatedAt, usesCertificate } from './client-registry.ts';
 import { writeClient } from './provisioning.ts';
 import { appendAudit, appendAuditCommitted } from '../audit/audit-log.ts';
 import type { RevocationRecord } from './revocation-list.ts';
@@ -74,14 +74,15 @@ export async function revokeClient(
  * Lifts a revocation (operator only). A client is revoked because its secret may have leaked, so
  * it comes back with a new secret, returned here once: the record holding only the new secret is
  * written before the revocation's tombstone, so no earlier secret (the current one, one still in
- * its overlap, or a rotated one waiting to be fetched) ever works again. Tokens issued before the
- * revocation would verify again once the record is gone, so this waits out their lifetime unless
- * `force` says the operator accepts that.
+ * its overlap, or a rotated one waiting to be fetched) ever works again. A client that
+ * authenticates with its TLS certificate has no secret: it comes back with its registered
+ * certificate (`client_secret` null). Tokens issued before the revocation would verify again once
+ * the record is gone, so this waits out their lifetime unless `force` says the operator accepts that.
  */
 export async function reenableClient(
   ctx: Context,
   input: { clientId: string; reason: string; actor: string; force?: boolean },
-): Promise<{ audit_entry_id: string; revocation: RevocationRecord; client_secret: string }> {
+): Promise<{ audit_entry_id: string; revocation: RevocationRecord; client_secret: string | null }> {
   const rec = ctx.revocations.get(input.clientId);
   if (!rec) throw new SluiceError('NOT_FOUND', `client "${input.clientId}" is not revoked`);
   const client = ctx.clients.get(rec.client_id);
@@ -95,13 +96,20 @@ export async function reenableClient(
       { safe_at: new Date(safeAt).toISOString() },
     );
   }
+  const certificate = usesCertificate(client);
   const audit = await appendAudit(ctx, {
     tenant_id: rec.tenant_id,
     actor: input.actor,
     action: 'credential.reenabled',
     subject: rec.client_id,
-    reason: `${input.reason} (new secret issued; every earlier secret invalidated)`,
+    reason: certificate
+      ? `${input.reason} (${client.token_endpoint_auth_method}: its registered certificate works again)`
+      : `${input.reason} (new secret issued; every earlier secret invalidated)`,
   });
+  if (certificate) {
+    await liftRevocation(ctx, rec);
+    return { audit_entry_id: audit.id, revocation: rec, client_secret: null };
+  }
   const now = ctx.clock.now();
   const secret = newSecret('sk');
   await writeClient(ctx, {
@@ -117,7 +125,13 @@ export async function reenableClient(
     updated_at: Math.max(now, client.updated_at + 1),
     rotate_at: now + ctx.config.secretRotationDays * DAY_MS,
   });
-  await writeState(
+  await liftRevocation(ctx, rec);
+  return { audit_entry_id: audit.id, revocation: rec, client_secret: secret };
+}
+
+/** Writes the revocation's tombstone and waits until this node's view no longer has it. */
+function liftRevocation(ctx: Context, rec: RevocationRecord): Promise<void> {
+  return writeState(
     ctx,
     ctx.topics.revocations,
     rec.client_id,
@@ -125,5 +139,4 @@ export async function reenableClient(
     () => !ctx.revocations.get(rec.client_id),
     'revocation tombstone',
   );
-  return { audit_entry_id: audit.id, revocation: rec, client_secret: secret };
 }

@@ -10,6 +10,8 @@ import type { RevocationList } from '../clients/revocation-list.ts';
 import type { KeyRing } from './key-ring.ts';
 import { decodeJws, signJws, verifyJwsSignature, TOKEN_ALG, TOKEN_TYP } from './jws.ts';
 import { parseScopeString } from '../scopes.ts';
+import { constantTimeEqual } from '../secrets.ts';
+import { thumbprintOfX5t, x5tS256 } from '../clients/certificate-auth.ts';
 
 export interface AccessClaims {
   iss: string;
@@ -29,11 +31,18 @@ export interface AccessClaims {
    * since rotated out, it reads none.
    */
   secret_created_at?: number;
+  /**
+   * RFC 8705 §3.1: the token is bound to the client certificate it was issued over (base64url
+   * SHA-256 of its DER). It works only over that certificate.
+   */
+  cnf?: { 'x5t#S256': string };
 }
 
 export interface VerifiedToken {
   claims: AccessClaims;
   scopes: ReadonlySet<string>;
+  /** A bound token's certificate thumbprint as lower-case hex (the form the proxy header has); unbound: absent. */
+  certSha256?: string;
 }
 
 export interface TokenServiceOptions {
@@ -65,9 +74,15 @@ export class TokenService {
 
   /**
    * Mints a token for an authenticated client; `requested` must be a subset of its scopes.
-   * `secretCreatedAt` names the secret it authenticated with (see `AccessClaims.secret_created_at`).
+   * `secretCreatedAt` names the secret it authenticated with (see `AccessClaims.secret_created_at`);
+   * `certSha256` (hex), the client certificate it was requested over, binds the token to it (`cnf`).
    */
-  issue(client: ClientRecord, requested: string | undefined, secretCreatedAt?: number): IssuedToken {
+  issue(
+    client: ClientRecord,
+    requested: string | undefined,
+    secretCreatedAt?: number,
+    certSha256?: string | null,
+  ): IssuedToken {
     let scopes = client.scopes;
     if (requested !== undefined) {
       const asked = parseScopeString(requested);
@@ -95,6 +110,7 @@ export class TokenService {
       tenant_id: client.tenant_id,
       region: client.region,
       ...(secretCreatedAt === undefined ? {} : { secret_created_at: secretCreatedAt }),
+      ...(certSha256 ? { cnf: { 'x5t#S256': x5tS256(certSha256) } } : {}),
     };
     return {
       access_token: signJws(claims as unknown as Record<string, unknown>, signer.kid, signer.key),
@@ -165,7 +181,15 @@ export class TokenService {
     if (nowS >= c.exp! + skew)
       throw new SluiceError('TOKEN_EXPIRED', 'the access token has expired', {}, bearerError('expired'));
     const claims = c as AccessClaims;
-    return { claims, scopes: new Set(parseScopeString(claims.scope)) };
+    const scopes = new Set(parseScopeString(claims.scope));
+    if (claims.cnf === undefined) return { claims, scopes };
+    // A confirmation this edge cannot check is refused, never ignored (RFC 7800 §3.1).
+    const cnf = claims.cnf as unknown;
+    if (typeof cnf !== 'object' || cnf === null || Object.keys(cnf).join() !== 'x5t#S256')
+      throw invalid('cnf must hold exactly x5t#S256');
+    const certSha256 = thumbprintOfX5t(claims.cnf['x5t#S256']);
+    if (certSha256 === null) throw invalid('cnf x5t#S256 must be the base64url of a SHA-256');
+    return { claims, scopes, certSha256 };
   }
 
   /** Forgets cached tokens of a client (after a revocation). */
@@ -176,4 +200,29 @@ export class TokenService {
   get cacheSize(): number {
     return this.cache.size;
   }
+}
+
+/**
+ * RFC 8705 §3: a bound token (`certSha256` set) is accepted only over its certificate, the
+ * request's (`presented`, lower-case hex; null: none known). Throws 401 TOKEN_CERT_REQUIRED or
+ * TOKEN_CERT_MISMATCH; one constant-time string compare.
+ */
+export function confirmCertificate(token: VerifiedToken, presented: string | null): void {
+  const bound = token.certSha256;
+  if (bound === undefined) return;
+  if (presented === null)
+    throw new SluiceError(
+      'TOKEN_CERT_REQUIRED',
+      'this access token is bound to a client certificate (cnf x5t#S256) and this request came without ' +
+        'one: present it over mTLS with the certificate it was issued to',
+      {},
+      bearerError('certificate required'),
+    );
+  if (!constantTimeEqual(bound, presented))
+    throw new SluiceError(
+      'TOKEN_CERT_MISMATCH',
+      'this access token is bound to another client certificate than the one this request came with',
+      {},
+      bearerError('certificate mismatch'),
+    );
 }

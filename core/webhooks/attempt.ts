@@ -13,6 +13,8 @@
  * deliveries keep none.
  */
 import type { LookupFunction } from 'node:net';
+import { createSecureContext, type SecureContext } from 'node:tls';
+import type { DeliveryClientCertificate } from '../config.ts';
 import { LruMap } from '../lru.ts';
 import { Http1Agent, type ExchangeHandler, type ResponseHead } from './http1-agent.ts';
 
@@ -42,12 +44,38 @@ export interface AttemptOptions {
   keepBody?: number;
 }
 
+/** The TLS context of a client certificate, made once per certificate (a one-off ping reuses it). */
+const clientContexts = new WeakMap<DeliveryClientCertificate, SecureContext>();
+
+/**
+ * The TLS context that presents `cert` (SLUICE_DELIVERY_CLIENT_CERT/_KEY) to receivers that ask
+ * for a client certificate, and trusts the default CAs (with NODE_EXTRA_CA_CERTS) as before.
+ */
+export function clientCertificateContext(cert: DeliveryClientCertificate): SecureContext {
+  let context = clientContexts.get(cert);
+  if (!context) {
+    context = createSecureContext({ cert: cert.chainPem, key: cert.key.export({ type: 'pkcs8', format: 'pem' }) });
+    clientContexts.set(cert, context);
+  }
+  return context;
+}
+
 /**
  * A shared keep-alive agent; connections per origin are bounded so one host cannot take them all.
- * `lookup` (target-guard.ts guardedLookup) makes every new connection go to a checked address.
+ * `lookup` (target-guard.ts guardedLookup) makes every new connection go to a checked address;
+ * `clientCertificate` is presented on every https connection whose receiver asks for one.
  */
-export function createDeliveryAgent(connectionsPerOrigin = 16, lookup?: LookupFunction): Http1Agent {
-  return new Http1Agent({ connectionsPerOrigin, keepAliveMs: 30_000, ...(lookup ? { lookup } : {}) });
+export function createDeliveryAgent(
+  connectionsPerOrigin = 16,
+  lookup?: LookupFunction,
+  clientCertificate?: DeliveryClientCertificate | null,
+): Http1Agent {
+  return new Http1Agent({
+    connectionsPerOrigin,
+    keepAliveMs: 30_000,
+    ...(lookup ? { lookup } : {}),
+    ...(clientCertificate ? { secureContext: clientCertificateContext(clientCertificate) } : {}),
+  });
 }
 
 /** The agent of attempts that name none (no target guard on its connections: tests and tools). */

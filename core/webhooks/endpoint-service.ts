@@ -24,7 +24,7 @@ import { invalidRequest, SluiceError, unavailable } from '../errors.ts';
 import { newId, seal } from '../secrets.ts';
 import type { AttemptOutcome } from './attempt.ts';
 import { isPublishableType } from './deliveries.ts';
-import { sendEvent, sendPing } from './ping.ts';
+import { type PingOptions, sendEvent, sendPing } from './ping.ts';
 import { publishEvent } from './publish.ts';
 import type { EndpointRecord, EventRecord, Ordering } from './records.ts';
 import { newEndpointSecret } from './signing.ts';
@@ -103,6 +103,12 @@ export function targetGuardOptions(ctx: Context): TargetGuardOptions {
   return { allowInsecure: ctx.config.devAllowInsecureTargets };
 }
 
+/** A ping's or a test send's options: the target guard, the client certificate, the time now. */
+function sendOptions(ctx: Context): PingOptions {
+  const clientCertificate = ctx.config.deliveryClientCertificate;
+  return { ...targetGuardOptions(ctx), clientCertificate, nowMs: ctx.clock.now() };
+}
+
 /** Checks the target, writes the endpoint as PENDING, pings it, and makes it ACTIVE on a 2xx. */
 export async function createEndpoint(ctx: Context, input: NewEndpoint): Promise<EndpointOutcome & { secret: string }> {
   const guard = targetGuardOptions(ctx);
@@ -135,7 +141,7 @@ export async function createEndpoint(ctx: Context, input: NewEndpoint): Promise<
     if (!created) throw unavailable(`webhook endpoint ${id} was not applied; retry`);
     return created;
   });
-  const ping = await sendPing(record, secret, { ...guard, nowMs: ctx.clock.now() });
+  const ping = await sendPing(record, secret, sendOptions(ctx));
   return { record: ping.ok ? await markVerified(ctx, record.id) : record, secret, ping };
 }
 
@@ -213,7 +219,7 @@ export async function updateEndpoint(
     await checkNewTarget(url, guard);
     const secrets = ctx.endpoints.signingSecrets(rec.id, ctx.clock.now());
     if (secrets === undefined) throw notFound(rec.id);
-    ping = await sendPing({ ...rec, url }, secrets, { ...guard, nowMs: ctx.clock.now() });
+    ping = await sendPing({ ...rec, url }, secrets, sendOptions(ctx));
   }
   const fields = PATCH_FIELDS.filter((f) => (f === 'url' ? url !== undefined : patch[f] !== undefined));
   const outcome =
@@ -297,8 +303,7 @@ export async function sendTestEvent(
     reason: `a signed ${type} event ${event.id}`,
   });
   const sent = await sendEvent(rec, secrets, event, {
-    ...targetGuardOptions(ctx),
-    nowMs: ctx.clock.now(),
+    ...sendOptions(ctx),
     timeoutMs: TEST_SEND_TIMEOUT_MS,
     keepBody: TEST_SEND_BODY_BYTES,
   });
@@ -328,7 +333,7 @@ function endpointLimit(limit: number): SluiceError {
 export async function verifyEndpoint(ctx: Context, rec: EndpointRecord, actor: string): Promise<EndpointOutcome> {
   const secrets = ctx.endpoints.signingSecrets(rec.id, ctx.clock.now());
   if (secrets === undefined) throw notFound(rec.id);
-  const ping = await sendPing(rec, secrets, { ...targetGuardOptions(ctx), nowMs: ctx.clock.now() });
+  const ping = await sendPing(rec, secrets, sendOptions(ctx));
   if (!ping.ok) return { record: ctx.endpoints.get(rec.id) ?? rec, ping };
   return { record: await markVerified(ctx, rec.id, actor), ping };
 }

@@ -17,7 +17,7 @@
  * second (or 30 s), so a request is not sent on a connection the receiver is closing.
  */
 import { connect as netConnect, isIP, type LookupFunction, type Socket } from 'node:net';
-import { connect as tlsConnect } from 'node:tls';
+import { type SecureContext, connect as tlsConnect } from 'node:tls';
 
 /** The answer's head as an attempt reads it. */
 export interface ResponseHead {
@@ -46,6 +46,11 @@ export interface Http1AgentOptions {
   lookup?: LookupFunction;
   /** How long an idle connection is kept (the receiver's keep-alive hint, less 1 s, if shorter). */
   keepAliveMs?: number;
+  /**
+   * The TLS context of every https connection, made once (attempt.ts: the client certificate of
+   * SLUICE_DELIVERY_CLIENT_CERT beside the default trusted CAs); absent: node's default per connection.
+   */
+  secureContext?: SecureContext;
 }
 
 const MAX_HEAD_BYTES = 64 * 1024;
@@ -280,7 +285,8 @@ class Connection {
   }
 }
 
-type PoolOptions = Required<Omit<Http1AgentOptions, 'lookup'>> & { lookup?: LookupFunction };
+type PoolOptions = Required<Omit<Http1AgentOptions, 'lookup' | 'secureContext'>> &
+  Pick<Http1AgentOptions, 'lookup' | 'secureContext'>;
 
 /** The connections to one origin and the requests waiting for one. */
 class Pool {
@@ -349,7 +355,7 @@ class Pool {
   }
 
   private connect(x: Exchange): void {
-    const { lookup } = this.opts;
+    const { lookup, secureContext } = this.opts;
     const socket = this.tls
       ? tlsConnect({
           host: this.host,
@@ -357,6 +363,7 @@ class Pool {
           servername: isIP(this.host) ? undefined : this.host,
           ALPNProtocols: ['http/1.1'],
           ...(lookup ? { lookup } : {}),
+          ...(secureContext ? { secureContext } : {}),
         })
       : netConnect({ host: this.host, port: this.port, noDelay: true, ...(lookup ? { lookup } : {}) });
     if (this.tls) socket.setNoDelay(true);

@@ -8,6 +8,7 @@
  *   if (outcome.ok) ... // ACTIVE
  *   const test = await sendEvent(rec, secrets, event, { allowInsecure, nowMs, timeoutMs: 10_000, keepBody: 1024 });
  */
+import type { DeliveryClientCertificate } from '../config.ts';
 import { newId } from '../secrets.ts';
 import { attemptDelivery, createDeliveryAgent, type AttemptOutcome } from './attempt.ts';
 import type { EndpointRecord, EventRecord } from './records.ts';
@@ -19,6 +20,8 @@ export const PING_TIMEOUT_MS = 5000;
 export interface PingOptions extends TargetGuardOptions {
   nowMs: number;
   timeoutMs?: number;
+  /** Presented to a receiver that asks for a client certificate (SLUICE_DELIVERY_CLIENT_CERT). */
+  clientCertificate?: DeliveryClientCertificate | null;
 }
 
 export interface SendOptions extends PingOptions {
@@ -49,7 +52,7 @@ export async function sendEvent(
   const signed = signDelivery(secret, event, 1, opts.nowMs);
   // An agent of its own: a one-off send, and destroying the agent afterwards drops a socket
   // that a receiver which never answers would otherwise keep open.
-  const agent = createDeliveryAgent(1, guardedLookup(guard));
+  const agent = createDeliveryAgent(1, guardedLookup(guard), opts.clientCertificate);
   try {
     return await attemptDelivery(rec.url, signed.rawBody, signed.headers, {
       timeoutMs: opts.timeoutMs ?? PING_TIMEOUT_MS,

@@ -1,17 +1,26 @@
-/** OAuth 2.0 client-credentials token endpoint (RFC 6749 §4.4), JWKS and RFC 8414 metadata. */
+/**
+ * OAuth 2.0 client-credentials token endpoint (RFC 6749 §4.4), JWKS and RFC 8414 metadata. Clients
+ * authenticate with a secret, or with their TLS certificate (RFC 8705 §2) as a trusted front door
+ * names it (ingress/client-cert.ts); a token issued over such a certificate is bound to it (§3).
+ */
 import type { Context } from '../../core/context.ts';
 import { OAuthError, unavailable } from '../../core/errors.ts';
 import { ALL_SCOPES } from '../../core/scopes.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import { RateLimiter } from '../../core/rate-limit.ts';
 import { rateLimited } from '../pipeline.ts';
+import { presentedCertificate } from '../client-cert.ts';
+import { certificateMatches, type PresentedCertificate } from '../../core/clients/certificate-auth.ts';
+import { usesCertificate, type ClientRecord } from '../../core/clients/client-registry.ts';
+import type { CidrSet } from '../../core/net/cidr.ts';
 import { json, type AppRequest, type Route } from '../types.ts';
 
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
 
 interface Credentials {
   clientId: string;
-  clientSecret: string;
+  /** Absent: the client means to authenticate with its TLS certificate. */
+  clientSecret: string | undefined;
 }
 
 function basicCredentials(header: string | undefined): Credentials | null {
@@ -37,8 +46,9 @@ function param(body: Record<string, unknown>, name: string): string | undefined 
   return v;
 }
 
-export function authRoutes(ctx: Context, metrics: Metrics): Route[] {
+export function authRoutes(ctx: Context, metrics: Metrics, trustedProxies: CidrSet): Route[] {
   const issuer = ctx.config.issuer;
+  const mtls = trustedProxies.size > 0;
   const now = () => ctx.clock.now();
   const failures = new RateLimiter(ctx.config.authFailureRate, ctx.config.authFailureBurst, 100_000, now);
   // Token requests per known client id, granted or refused alike: one client cannot mint
@@ -46,6 +56,50 @@ export function authRoutes(ctx: Context, metrics: Metrics): Route[] {
   // ids get no bucket of their own (the failure budget, per id and per address, limits them).
   const issuance = new RateLimiter(ctx.config.tokenRatePerMinute / 60, ctx.config.tokenRateBurst, 100_000, now);
   const overIssuance = (clientId: string) => (ctx.clients.get(clientId) === undefined ? null : issuance.take(clientId));
+  /**
+   * The client the credentials authenticate, or why not when it is worth saying (a secret sent by a
+   * certificate client, a secret missing, a certificate missing or another one). Unknown ids and
+   * wrong secrets get the one message that never says which was wrong.
+   */
+  const authenticate = (
+    creds: Credentials,
+    cert: PresentedCertificate | null,
+  ): { authenticated: { client: ClientRecord; secretCreatedAt?: number } | null; refusal?: string } => {
+    const known = ctx.clients.get(creds.clientId);
+    if (known !== undefined && usesCertificate(known)) {
+      const method = known.token_endpoint_auth_method;
+      if (creds.clientSecret !== undefined)
+        return {
+          authenticated: null,
+          refusal: `this client authenticates with its TLS certificate (${method}), never with a client_secret`,
+        };
+      if (cert === null)
+        return {
+          authenticated: null,
+          refusal: `this client authenticates with its TLS certificate (${method}): none came with the request`,
+        };
+      if (method === 'tls_client_auth' && cert.subjectDn === null)
+        return {
+          authenticated: null,
+          refusal: 'this client authenticates with tls_client_auth: the front door sent no verified subject DN',
+        };
+      if (known.status !== 'active') return { authenticated: null };
+      if (!certificateMatches(known, cert))
+        return {
+          authenticated: null,
+          refusal: `the client certificate is not the one registered for this client (${method})`,
+        };
+      return { authenticated: { client: known } };
+    }
+    if (creds.clientSecret === undefined)
+      return {
+        authenticated: null,
+        refusal:
+          'client_secret is required: only a client registered for mTLS (tls_client_auth, ' +
+          'self_signed_tls_client_auth) authenticates without one',
+      };
+    return { authenticated: ctx.clients.authenticateSecret(creds.clientId, creds.clientSecret, ctx.clock.now()) };
+  };
   const token = (req: AppRequest) => {
     const body = req.body;
     if (typeof body !== 'object' || body === null || Array.isArray(body))
@@ -66,11 +120,16 @@ export function authRoutes(ctx: Context, metrics: Metrics): Route[] {
     const bodySecret = param(b, 'client_secret');
     if (basic && bodySecret !== undefined)
       throw new OAuthError('invalid_request', 'use one client authentication method, not both');
+    // Without a secret, only a client registered for mTLS (RFC 8705 §2) authenticates: by the
+    // certificate the trusted front door says this request came with.
     const creds: Credentials | null =
-      basic ??
-      (bodyId !== undefined && bodySecret !== undefined ? { clientId: bodyId, clientSecret: bodySecret } : null);
+      basic ?? (bodyId !== undefined ? { clientId: bodyId, clientSecret: bodySecret } : null);
     if (!creds)
-      throw new OAuthError('invalid_client', 'client authentication is required: client_id and client_secret');
+      throw new OAuthError(
+        'invalid_client',
+        'client authentication is required: client_id and client_secret (client_id alone for a client that ' +
+          'authenticates with its TLS certificate)',
+      );
     if (basic && bodyId !== undefined && bodyId !== basic.clientId)
       throw new OAuthError('invalid_request', 'client_id in the body differs from the Basic credentials');
     const scope = param(b, 'scope');
@@ -79,7 +138,8 @@ export function authRoutes(ctx: Context, metrics: Metrics): Route[] {
     if (staleMs > ctx.config.kafkaStaleMs) {
       throw unavailable(`this node has not heard from Kafka for ${staleMs} ms and issues no tokens (fail closed)`);
     }
-    const authenticated = ctx.clients.authenticateSecret(creds.clientId, creds.clientSecret, ctx.clock.now());
+    const cert = presentedCertificate(req, trustedProxies);
+    const { authenticated, refusal } = authenticate(creds, cert);
     if (!authenticated || ctx.revocations.get(authenticated.client.client_id)) {
       // Failures beyond a budget per client id and per address answer 429: a guesser is slowed
       // down. A failure the budget lets through also counts against the client id's token rate,
@@ -93,12 +153,13 @@ export function authRoutes(ctx: Context, metrics: Metrics): Route[] {
       if (waits.length > 0) throw rateLimited(Math.max(...waits), 'too many failed client authentications');
       const wait = overIssuance(creds.clientId);
       if (wait !== null) throw rateLimited(wait, 'too many token requests for this client');
-      throw new OAuthError('invalid_client', 'client authentication failed');
+      throw new OAuthError('invalid_client', refusal ?? 'client authentication failed');
     }
     const { client, secretCreatedAt } = authenticated;
     const wait = overIssuance(client.client_id);
     if (wait !== null) throw rateLimited(wait, 'this client is over its token rate at this node');
-    const issued = ctx.tokens.issue(client, scope, secretCreatedAt);
+    // Over a certificate Sluice knows, the token is bound to it (RFC 8705 §3), whatever authenticated the client.
+    const issued = ctx.tokens.issue(client, scope, secretCreatedAt, cert?.sha256);
     metrics.tokensIssued.inc();
     return json(200, issued, NO_STORE);
   };
@@ -122,7 +183,14 @@ export function authRoutes(ctx: Context, metrics: Metrics): Route[] {
           token_endpoint: `${issuer}/v1/auth/token`,
           jwks_uri: `${issuer}/v1/auth/jwks`,
           grant_types_supported: ['client_credentials'],
-          token_endpoint_auth_methods_supported: ['client_secret_post', 'client_secret_basic'],
+          token_endpoint_auth_methods_supported: [
+            'client_secret_post',
+            'client_secret_basic',
+            ...(mtls ? ['tls_client_auth', 'self_signed_tls_client_auth'] : []),
+          ],
+          // RFC 8705 §3.3: a token issued over a client certificate a trusted front door named is
+          // bound to it. Without a trusted front door no request has a certificate Sluice knows.
+          tls_client_certificate_bound_access_tokens: mtls,
           scopes_supported: [...new Set([...ALL_SCOPES, ...Object.values(ctx.config.roles).flat()])],
           response_types_supported: ['token'],
           revocation_endpoint: `${issuer}/v1/auth/revocations`,

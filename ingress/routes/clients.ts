@@ -12,7 +12,7 @@
  */
 import { appendAudit } from '../../core/audit/audit-log.ts';
 import type { Context } from '../../core/context.ts';
-import { currentSecret } from '../../core/clients/client-registry.ts';
+import { currentSecret, usesCertificate, type ClientRecord } from '../../core/clients/client-registry.ts';
 import { SluiceError } from '../../core/errors.ts';
 import { openRotatedSecret } from '../../core/rotation/secret-rotation.ts';
 import type { VerifiedToken } from '../../core/tokens/token-service.ts';
@@ -44,6 +44,21 @@ function superseded(): SluiceError {
   );
 }
 
+/**
+ * Whether the token was obtained with the caller's current credential: its current secret, or, for
+ * a client that authenticates with its TLS certificate (it has no secret, nothing rotates), its
+ * registered certificate (its tokens are bound to it, and the edge checked the binding).
+ */
+function ofCurrentCredential(caller: ClientRecord, auth: VerifiedToken): boolean {
+  if (usesCertificate(caller))
+    return (
+      auth.certSha256 !== undefined &&
+      (caller.tls_client_auth_sha256 === undefined || caller.tls_client_auth_sha256 === auth.certSha256)
+    );
+  const current = currentSecret(caller);
+  return current !== null && auth.claims.secret_created_at === current.created_at;
+}
+
 export function clientRoutes(ctx: Context): Route[] {
   return [
     {
@@ -54,8 +69,7 @@ export function clientRoutes(ctx: Context): Route[] {
       async handler(req) {
         const auth = req.auth!;
         const caller = ctx.clients.get(auth.claims.client_id);
-        const current = caller ? currentSecret(caller) : null;
-        if (!current || auth.claims.secret_created_at !== current.created_at) throw superseded();
+        if (!caller || !ofCurrentCredential(caller, auth)) throw superseded();
         const c = ctx.clients.get(req.params.id);
         if (!c || c.tenant_id !== auth.claims.tenant_id)
           throw new SluiceError('NOT_FOUND', `no client "${req.params.id}" in this tenant`);

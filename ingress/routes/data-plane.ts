@@ -28,10 +28,13 @@ const HOP_BY_HOP = new Set([
 ]);
 /**
  * Headers a client could use to lie to the upstream about who it is or which path it asked for.
- * The edge sets `x-forwarded-for` itself; the rest never pass.
+ * The edge sets `x-forwarded-for` itself; the rest never pass (the front door's client-certificate
+ * headers included: ingress/client-cert.ts).
  */
 const CLIENT_CLAIMS = new Set([
   'forwarded',
+  'x-client-cert-sha256',
+  'x-client-cert-subject',
   'x-real-ip',
   'x-client-ip',
   'true-client-ip',

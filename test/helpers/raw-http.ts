@@ -4,6 +4,7 @@
  * closed the connection or went quiet for `idleMs`, and whether it closed.
  */
 import { connect } from 'node:net';
+import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
 
 export interface RawResponse {
   text: string;
@@ -49,4 +50,65 @@ export function rawGet(port: number, path: string, headers: Record<string, strin
     ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
   ];
   return rawHttp(port, `${lines.join('\r\n')}\r\n\r\n`);
+}
+
+export interface RawTlsResponse extends RawResponse {
+  /** The TLS handshake completed (in TLS 1.3 a client's side completes before the server checked its certificate). */
+  handshake: boolean;
+  /** The error that ended the connection, if any (e.g. ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED, ECONNRESET). */
+  error?: string;
+  /** Milliseconds from sending the request to the first byte of the answer; undefined: none came. */
+  firstByteMs?: number;
+}
+
+/**
+ * `rawHttp` over TLS (node:tls, SNI localhost): `tlsOptions` carries the CA and the client
+ * certificate. Never rejects: a refused handshake is a result (`error`, no statuses).
+ */
+export function rawHttps(
+  port: number,
+  request: string | Buffer,
+  tlsOptions: ConnectionOptions,
+  idleMs = 1500,
+): Promise<RawTlsResponse> {
+  return new Promise((resolve) => {
+    const socket = tlsConnect({ port, host: '127.0.0.1', servername: 'localhost', ...tlsOptions });
+    let text = '';
+    let handshake = false;
+    let error: string | undefined;
+    let sentAt = 0;
+    let firstByteMs: number | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    let done = false;
+    const finish = (closed: boolean) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket.destroy();
+      const statuses = [...text.matchAll(/^HTTP\/1\.[01] (\d{3})/gm)].map((m) => Number(m[1]));
+      resolve({ text, closed, statuses, handshake, error, firstByteMs });
+    };
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => finish(false), idleMs);
+    };
+    socket.on('secureConnect', () => {
+      handshake = true;
+      sentAt = performance.now();
+      socket.write(request);
+      arm();
+    });
+    socket.on('data', (d) => {
+      firstByteMs ??= performance.now() - sentAt;
+      text += d.toString('latin1');
+      arm();
+    });
+    socket.on('end', () => finish(true));
+    socket.on('close', () => finish(true));
+    socket.on('error', (err: NodeJS.ErrnoException) => {
+      error = err.code ?? err.message;
+      finish(true);
+    });
+    arm();
+  });
 }

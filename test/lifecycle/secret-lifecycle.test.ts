@@ -128,7 +128,7 @@ t.test('re-enabling a revoked client issues a new secret and invalidates every e
   t.equal(s0Again.status, 401, 'the secret from creation (still inside its overlap) no longer works');
   t.equal(s0Again.json.error, 'invalid_client');
   t.equal((await grant(s1)).status, 401, 'nor does the rotated-in one');
-  const s2 = { client_id: v.client_id, client_secret: r.client_secret };
+  const s2 = { client_id: v.client_id, client_secret: r.client_secret! };
   const fresh = await grant(s2);
   t.equal(fresh.status, 200, 'the new secret works');
   const data = await call(node.base, 'GET', '/v1/inference/models', { token: fresh.json.access_token });

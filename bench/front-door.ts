@@ -347,7 +347,8 @@ function render(): string {
       `every case in turn, ${DURATION} s each; a row is the median of its rounds (the rounds' req/s in brackets). ` +
       'CPU: user + system time of the Sluice processes (and of HAProxy) over the case, per 1,000 answered requests.',
     '',
-    '| case | 200/s (rounds) | vs plain | p50 ms | p99 ms | Sluice CPU-s / 1,000 | HAProxy CPU-s / 1,000 | other statuses |',
+    '| case | 200/s (rounds) | vs plain | p50 ms | p99 ms | Sluice CPU-s / 1,000 | HAProxy CPU-s / 1,000 | ' +
+      'other statuses |',
     '|---|---:|---:|---:|---:|---:|---:|---|',
   ];
   for (const c of cases) {

@@ -14,7 +14,7 @@ import { parse, required, UsageError } from '../args.ts';
 import type { Command } from '../command.ts';
 
 const USAGE = `usage: sluice front-door --listen [HOST:]PORT --upstream HOST:PORT [--upstream HOST:PORT ...]
-                         --cert FILE [--key FILE] --client-ca FILE
+                         --cert FILE [--key FILE] --client-ca FILE [--self-signed-clients]
 
 Prints a complete HAProxy 2.6 configuration (Debian's haproxy package) for a front door before
 Sluice; redirect it into a file and run \`haproxy -f FILE\`. The front door:
@@ -33,7 +33,10 @@ Sluice; redirect it into a file and run \`haproxy -f FILE\`. The front door:
                from the same file, or from FILE.key beside it: give a file holding both
                (cat server.pem server.key > sluice.pem; chmod 600), or --key FILE.key
   --key        the certificate's PEM key, when it is not in --cert; must be named <--cert>.key
-  --client-ca  PEM: the CA certificates a client certificate must chain to`;
+  --client-ca  PEM: the CA certificates a client certificate must chain to
+  --self-signed-clients  also admit client certificates that do not chain to --client-ca (for
+               self_signed_tls_client_auth clients): a certificate is still required; only a verified
+               one's subject DN is passed on, so tls_client_auth still needs the CA`;
 
 function readPem(option: string, path: string): string {
   // The configuration names it unquoted.
@@ -119,6 +122,12 @@ export interface FrontDoorOptions {
   cert: string;
   /** Absolute path of the client CA certificates. */
   clientCa: string;
+  /**
+   * Also admit certificates that do not chain to the CA (self-signed ones, for
+   * `self_signed_tls_client_auth` clients): a certificate is still required, and only a CA-verified
+   * one's subject goes upstream.
+   */
+  selfSignedClients?: boolean;
 }
 
 /** A string HAProxy reads as one word inside double quotes. */
@@ -128,9 +137,20 @@ const quoted = (s: string) => `"${s.replace(/["\\]/g, '\\$&')}"`;
 const refuse = (why: string, condition: string) =>
   `    http-request deny deny_status 400 content-type text/plain string ${quoted(why)} if ${condition}`;
 
+const SELF_SIGNED = ' ca-ignore-err all crt-ignore-err all';
+
+const mtlsComment = (selfSigned: boolean) =>
+  selfSigned
+    ? `    # mTLS: a client without a certificate fails its handshake; with --self-signed-clients one that does not
+    # chain to the CA is let through (its thumbprint binds tokens and identifies self_signed_tls_client_auth
+    # clients; only a verified one has its subject passed on).`
+    : '    # mTLS: a client without a certificate signed by the CA (or with an expired one) fails its handshake.';
+
 export function frontDoorConfig(o: FrontDoorOptions): string {
+  const upstreams = o.upstreams.join(' --upstream ');
+  const verifyErrors = o.selfSignedClients ? SELF_SIGNED : '';
   return `# HAProxy 2.6 before Sluice: TLS and mTLS, strict request framing, the client certificate's thumbprint.
-# Printed by \`sluice front-door --listen ${o.listen.replace(/^:/, '')} --upstream ${o.upstreams.join(' --upstream ')} \\
+# Printed by \`sluice front-door --listen ${o.listen.replace(/^:/, '')} --upstream ${upstreams} \\
 #   --cert ${o.cert} --client-ca ${o.clientCa}\`. Check it with \`haproxy -c -f FILE\`.
 # docs/operations.md, "Front door", says what each part is for.
 
@@ -158,8 +178,8 @@ defaults
     timeout http-keep-alive 10s
 
 frontend sluice-front-door
-    # mTLS: a client without a certificate signed by the CA (or with an expired one) fails its handshake.
-    bind ${o.listen} ssl crt ${o.cert} ca-file ${o.clientCa} verify required alpn h2,http/1.1
+${mtlsComment(o.selfSignedClients === true)}
+    bind ${o.listen} ssl crt ${o.cert} ca-file ${o.clientCa} verify required${verifyErrors} alpn h2,http/1.1
     # HAProxy's HTTP/1 parser itself refuses, with 400 and a close: two Content-Length of different values, one
     # that is not a number, an unknown Transfer-Encoding or one not ending in chunked, chunked twice, too many or too
     # large headers ("gzip, chunked", a coding it does not decode: 422 and a close). It merges a Content-Length
@@ -200,6 +220,7 @@ export const frontDoor: Command = {
         cert: { type: 'string' },
         key: { type: 'string' },
         'client-ca': { type: 'string' },
+        'self-signed-clients': { type: 'boolean' },
       },
       USAGE,
     );
@@ -209,7 +230,8 @@ export const frontDoor: Command = {
     const cert = serverCertificate(required(values, 'cert', USAGE), values.key);
     const clientCa = resolve(required(values, 'client-ca', USAGE));
     leafOf('client-ca', clientCa, readPem('client-ca', clientCa));
-    process.stdout.write(frontDoorConfig({ listen, upstreams, cert, clientCa }));
+    const selfSignedClients = values['self-signed-clients'] === true;
+    process.stdout.write(frontDoorConfig({ listen, upstreams, cert, clientCa, selfSignedClients }));
     return 0;
   },
 };

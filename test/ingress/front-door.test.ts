@@ -274,3 +274,23 @@ t.test('sluice front-door checks its files and says how to hand HAProxy the key'
   const check = spawnSync(HAPROXY, ['-c', '-f', file], { encoding: 'utf8' });
   t.equal(check.status, 0, `haproxy -c accepts it: ${check.stdout}${check.stderr}`);
 });
+
+t.test('--self-signed-clients: a certificate outside the CA gets through, without its subject', async (t) => {
+  const port = await freePort();
+  await startHaproxy(
+    await frontDoorConfig('echo-self-signed', port, `127.0.0.1:${echoAddress.port}`, ['--self-signed-clients']),
+    port,
+  );
+  const get = 'GET /anything HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n';
+  const none = await rawHttps(port, get, withCert(), 1000);
+  t.same(none.statuses, [], 'still no answer without a client certificate');
+  const from = echoed.length;
+  const foreign = await rawHttps(port, get, withCert(certs.foreign));
+  t.same(foreign.statuses, [200], 'a certificate that does not chain to the CA is let through');
+  const seen = echoed[from];
+  t.equal(seen['x-client-cert-sha256'], certs.foreign.sha256, 'its thumbprint goes upstream');
+  t.equal(seen['x-client-cert-subject'], undefined, 'its subject does not (it was not verified)');
+  const verified = await rawHttps(port, get, withCert(certs.client));
+  t.same(verified.statuses, [200]);
+  t.ok(echoed[from + 1]?.['x-client-cert-subject'], 'a verified certificate still has its subject passed on');
+});

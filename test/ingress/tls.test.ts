@@ -185,7 +185,8 @@ t.test('SLUICE_TLS_CLIENT_CA: no route is reached without a valid client certifi
   const token = JSON.parse(issued.body!).access_token as string;
   const proxied = await rawHttps(
     port,
-    `GET /v1/inference/models HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer ${token}\r\nconnection: close\r\n\r\n`,
+    `GET /v1/inference/models HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer ${token}\r\n` +
+      'connection: close\r\n\r\n',
     { ca, cert: readFileSync(certs.client.cert), key: readFileSync(certs.client.key) },
   );
   t.same(proxied.statuses, [200], 'a scope-checked request through the gate');

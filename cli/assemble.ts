@@ -1,7 +1,7 @@
 /**
- * Wiring: which routes and workers each process role runs (its views are the 'node' view set of
- * core/views.ts, opened by openContext). The only place that sees core/, ingress/ and dispatcher/
- * together. Each capability adds itself to the lists below.
+ * Wiring: which workers each process role runs and what its routes need (its views are the 'node'
+ * view set of core/views.ts, opened by openContext; the routes are the table of
+ * ingress/routes/index.ts). The only place that sees core/, ingress/ and dispatcher/ together.
  */
 import type { Config } from '../core/config.ts';
 import type { Clock } from '../core/clock.ts';
@@ -13,22 +13,12 @@ import { openContext, waitFor, type Context } from '../core/context.ts';
 import { rotateKeys } from '../core/rotation/key-rotation.ts';
 import { startIngress, type Ingress } from '../ingress/server.ts';
 import { startAdminServer } from '../ingress/admin-server.ts';
-import type { RequestChecks, Route } from '../ingress/types.ts';
+import { startPeerServer } from '../core/clients/revocation-push.ts';
 import { loadContract } from '../contracts/contract.ts';
 import { compileRequestChecks } from '../contracts/requests.ts';
-import { openapiRoutes } from '../ingress/routes/openapi.ts';
-import { revocationRoutes } from '../ingress/routes/revocations.ts';
-import { auditRoutes } from '../ingress/routes/audit.ts';
-import { clientRoutes } from '../ingress/routes/clients.ts';
-import { webhookEndpointRoutes } from '../ingress/routes/webhook-endpoints.ts';
-import { webhookEventRoutes } from '../ingress/routes/webhook-events.ts';
-import { webhookDlqRoutes } from '../ingress/routes/webhook-dlq.ts';
+import type { RequestChecks } from '../ingress/types.ts';
 import { AttemptHistory } from '../core/webhooks/attempt-history.ts';
-import { webhookAttemptRoutes } from '../ingress/routes/webhook-attempts.ts';
 import { EventTypeCounts } from '../core/webhooks/event-type-counts.ts';
-import { webhookEventTypeRoutes } from '../ingress/routes/webhook-event-types.ts';
-import { webhookClientCertificateRoutes } from '../ingress/routes/webhook-client-certificate.ts';
-import { consoleRoutes } from '../ingress/routes/console.ts';
 import { startDispatcher } from '../dispatcher/index.ts';
 import { RotationScheduler } from '../core/rotation/scheduler.ts';
 import { startTracing } from '../core/tracing.ts';
@@ -55,29 +45,6 @@ export interface SluiceNode {
   /** The admin port (/healthz, /readyz, /metrics) of this process. */
   adminPort: number;
   close(): Promise<void>;
-}
-
-/** Control-plane routes beyond the auth routes (webhooks, DLQ, revocation, audit...). */
-function buildRoutes(
-  ctx: Context,
-  attempts: AttemptHistory,
-  eventTypes: EventTypeCounts,
-  contract: unknown,
-  checks: RequestChecks,
-): Route[] {
-  return [
-    ...webhookEndpointRoutes(ctx),
-    ...webhookEventRoutes(ctx, checks),
-    ...webhookDlqRoutes(ctx),
-    ...revocationRoutes(ctx),
-    ...clientRoutes(ctx),
-    ...auditRoutes(ctx),
-    ...openapiRoutes(contract),
-    ...webhookAttemptRoutes(ctx, attempts),
-    ...webhookEventTypeRoutes(eventTypes),
-    ...webhookClientCertificateRoutes(ctx.config.deliveryClientCertificate),
-    ...consoleRoutes(),
-  ];
 }
 
 /**
@@ -156,9 +123,14 @@ export async function startNode(config: Readonly<Config>, opts: NodeOptions): Pr
   await waitFor(ctx.changes, () => ctx.keys.signingKey(ctx.clock.now()) !== null, 10_000, 'a signing key');
   let ingress: Ingress | null = null;
   if (roles.ingress) {
-    const { contract, checks } = requestContract();
-    const routes = buildRoutes(ctx, attempts, eventTypes, contract, checks);
-    ingress = await startIngress(ctx, { port: opts.port, adminPort: opts.adminPort, routes, checks });
+    // The route table is ingress/routes/index.ts; what it needs beyond the context is wired here.
+    const routes = { attempts, eventTypes, ...requestContract() };
+    ingress = await startIngress(ctx, { port: opts.port, adminPort: opts.adminPort, routes });
+    if (config.peerPort !== null) {
+      // Revocations pushed by other regions' nodes (core/clients/revocation-push.ts).
+      const peer = await startPeerServer(ctx, config.host, config.peerPort);
+      ctx.closers.push(() => peer.close());
+    }
   }
   const workers = await startWorkers(ctx, roles);
   // A process without the ingress still serves /healthz, /readyz and /metrics on its admin port.

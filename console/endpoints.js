@@ -1,15 +1,13 @@
 // Endpoint management in the Sluice tenant console (docs/console.md): register an endpoint, edit
 // its URL, events, description, limits and ordering, pause and resume it, rotate its secret, delete
-// it, and send it a test event. An ES module imported by app.js, which hands it its helpers
-// (configure). Like app.js it puts every value from the API on the page as text (textContent),
-// never as markup; a signing secret is on the page once, until the tenant dismisses it.
+// it, and send it a test event. Used by the endpoints view (view-endpoints.js: the register form)
+// and the view of one endpoint (view-endpoint.js: its settings and actions). Like every module of
+// the console it puts every value from the API on the page as text (textContent), never as markup;
+// a signing secret is on the page once, until the tenant dismisses it.
 
-/** app.js's helpers: h, fill, api, ApiError, canWrite, writeButton, stateBadge, when, show. */
-let c = null;
-
-export function configure(helpers) {
-  c = helpers;
-}
+import { fill, h, stateBadge, when } from './dom.js';
+import { show } from './nav.js';
+import { ApiError, api, canWrite, writeButton } from './session.js';
 
 /** The kinds an endpoint may subscribe to besides its tenant's own types (KNOWN_EVENT_KINDS but `ping`). */
 const BUILT_IN_KINDS = [
@@ -54,7 +52,7 @@ const enc = encodeURIComponent;
  */
 export async function loadEventTypes() {
   try {
-    const { data } = await c.api('GET', '/v1/webhooks/event-types');
+    const { data } = await api('GET', '/v1/webhooks/event-types');
     if (Array.isArray(data?.data))
       return {
         published: data.data.filter((t) => typeof t?.type === 'string'),
@@ -86,7 +84,6 @@ class FormError extends Error {
 
 /** A problem+json answer (its detail and, for a 400, each field's path and message) or a local fault. */
 function showProblem(el, err) {
-  const { h, fill, ApiError } = c;
   let head;
   let errors = [];
   if (err instanceof ApiError) {
@@ -119,7 +116,7 @@ function clearProblem(el) {
   el.replaceChildren();
 }
 
-const problemBox = () => c.h('div', { class: 'problem', role: 'alert', hidden: true });
+const problemBox = () => h('div', { class: 'problem', role: 'alert', hidden: true });
 
 /** Runs a form's request with its submit button disabled and its problem shown beside it. */
 async function submitting(button, problem, work) {
@@ -130,7 +127,7 @@ async function submitting(button, problem, work) {
   } catch (err) {
     showProblem(problem, err);
   } finally {
-    button.disabled = !c.canWrite();
+    button.disabled = !canWrite();
   }
 }
 
@@ -138,7 +135,6 @@ async function submitting(button, problem, work) {
 
 /** url, events, description, the limits and ordering, filled from `ep` (or empty); read() gives the values. */
 function endpointForm(id, ep, types, submitLabel) {
-  const { h } = c;
   const offered = offeredTypes(types);
   const chosen = new Set(ep?.events ?? []);
   const boxes = [...offered].map(([type, note]) =>
@@ -184,7 +180,7 @@ function endpointForm(id, ep, types, submitLabel) {
     h('option', { value: 'none', selected: (ep?.ordering ?? 'none') === 'none' }, 'none: any order, as fast as it can'),
     h('option', { value: 'key', selected: ep?.ordering === 'key' }, 'key: in publish order per ordering key'),
   );
-  const submit = c.writeButton(submitLabel, { type: 'submit', class: 'primary' });
+  const submit = writeButton(submitLabel, { type: 'submit', class: 'primary' });
   const problem = problemBox();
   const form = h(
     'form',
@@ -255,7 +251,6 @@ function pingOutcome(headers, ep) {
 // ---- a secret, once ----
 
 function secretOnce(title, secret, ...notes) {
-  const { h } = c;
   const value = h('code', { id: 'secret-value', class: 'secret-value' }, secret);
   const copy = h('button', { type: 'button', id: 'secret-copy' }, 'Copy');
   const done = h('button', { type: 'button', id: 'secret-done' }, 'I have stored it');
@@ -298,12 +293,11 @@ const PING_NOTE =
 
 /** The list's "Register an endpoint" button and form; `reload` renders the list again. */
 export function registerSection(reload) {
-  const { h, fill } = c;
   const shown = onceOnList;
   onceOnList = [];
   const slot = h('div', { id: 'register-slot' });
-  const open = c.writeButton('Register an endpoint', { id: 'register-open', class: 'primary' });
-  if (c.canWrite())
+  const open = writeButton('Register an endpoint', { id: 'register-open', class: 'primary' });
+  if (canWrite())
     open.addEventListener('click', async () => {
       if (slot.firstChild) return void fill(slot);
       open.disabled = true;
@@ -321,7 +315,7 @@ export function registerSection(reload) {
           if (v.description !== null) body.description = v.description;
           for (const l of LIMITS) if (v[l.name] !== null) body[l.name] = v[l.name];
           if (v.ordering !== 'none') body.ordering = v.ordering;
-          const { data, headers } = await c.api('POST', '/v1/webhooks/endpoints', body);
+          const { data, headers } = await api('POST', '/v1/webhooks/endpoints', body);
           const secret = secretOnce(
             `Registered ${data.id}: its signing secret`,
             data.secret,
@@ -355,14 +349,13 @@ export function registerSection(reload) {
 
 /** PAUSED beside the state of an endpoint its tenant paused. */
 export function pausedBadge(ep) {
-  return ep.disabled ? c.h('span', { class: 'state state-paused', dataset: { paused: 'true' } }, 'PAUSED') : null;
+  return ep.disabled ? h('span', { class: 'state state-paused', dataset: { paused: 'true' } }, 'PAUSED') : null;
 }
 
 // ---- one endpoint: settings, actions, test send ----
 
 /** The endpoint view's head: its state, settings, actions and test send; it redraws itself on a change. */
 export function endpointPanel(initial, types) {
-  const { h, fill } = c;
   let ep = initial;
   const head = h('div', { class: 'endpoint-head' });
   const summary = h('dl', { class: 'summary', id: 'endpoint-summary' });
@@ -375,7 +368,7 @@ export function endpointPanel(initial, types) {
   const redraw = () => {
     fill(
       head,
-      h('h2', {}, 'Endpoint ', h('span', { class: 'mono' }, ep.id), ' ', c.stateBadge(ep.state), ' ', pausedBadge(ep)),
+      h('h2', {}, 'Endpoint ', h('span', { class: 'mono' }, ep.id), ' ', stateBadge(ep.state), ' ', pausedBadge(ep)),
     );
     const limit = (v, none) => (v === null || v === undefined ? none : String(v));
     fill(
@@ -387,9 +380,9 @@ export function endpointPanel(initial, types) {
         ['Rate limit', limit(ep.rate_limit_per_second, 'none') + (ep.rate_limit_per_second ? ' a second' : '')],
         ['Max in flight', limit(ep.max_in_flight, "Sluice's adaptive limit")],
         ['Ordering', ep.ordering ?? 'none'],
-        ep.disabled_reason ? ['Disabled because', `${ep.disabled_reason} (${c.when(ep.disabled_at)})`] : null,
+        ep.disabled_reason ? ['Disabled because', `${ep.disabled_reason} (${when(ep.disabled_at)})`] : null,
         ep.previous_secret_expires_at
-          ? ['Previous secret', `signs beside the new one until ${c.when(ep.previous_secret_expires_at)}`]
+          ? ['Previous secret', `signs beside the new one until ${when(ep.previous_secret_expires_at)}`]
           : null,
       ]
         .filter(Boolean)
@@ -419,7 +412,7 @@ export function endpointPanel(initial, types) {
     }
     settingsResult.textContent = changed.url ? `Saving; pinging ${changed.url}…` : 'Saving…';
     try {
-      const { data, headers } = await c.api('PATCH', `/v1/webhooks/endpoints/${enc(ep.id)}`, changed);
+      const { data, headers } = await api('PATCH', `/v1/webhooks/endpoints/${enc(ep.id)}`, changed);
       ep = data;
       redraw();
       settingsResult.textContent = [`Saved: ${names.join(', ')}.`, pingOutcome(headers, ep)].filter(Boolean).join(' ');
@@ -442,15 +435,15 @@ export function endpointPanel(initial, types) {
     });
 
   const drawActions = () => {
-    const pause = c.writeButton(ep.disabled ? 'Resume' : 'Pause', { id: ep.disabled ? 'resume' : 'pause' });
-    const rotate = c.writeButton('Rotate secret', { id: 'rotate' });
-    const del = c.writeButton('Delete…', { id: 'delete', class: 'danger' });
+    const pause = writeButton(ep.disabled ? 'Resume' : 'Pause', { id: ep.disabled ? 'resume' : 'pause' });
+    const rotate = writeButton('Rotate secret', { id: 'rotate' });
+    const del = writeButton('Delete…', { id: 'delete', class: 'danger' });
     const confirm = h('span', { class: 'confirm', id: 'delete-confirm-bar', hidden: true });
     fill(actions, pause, rotate, del, confirm);
-    if (!c.canWrite()) return;
+    if (!canWrite()) return;
     act(pause, async () => {
       const disabled = !ep.disabled;
-      const { data } = await c.api('PATCH', `/v1/webhooks/endpoints/${enc(ep.id)}`, { disabled });
+      const { data } = await api('PATCH', `/v1/webhooks/endpoints/${enc(ep.id)}`, { disabled });
       ep = data;
       redraw();
       actionsResult.textContent = disabled
@@ -458,7 +451,7 @@ export function endpointPanel(initial, types) {
         : `Resumed: ${ep.id} gets its waiting deliveries and new ones again.`;
     });
     act(rotate, async () => {
-      const { data } = await c.api('POST', `/v1/webhooks/endpoints/${enc(ep.id)}/rotate-secret`);
+      const { data } = await api('POST', `/v1/webhooks/endpoints/${enc(ep.id)}/rotate-secret`);
       const { secret, ...view } = data;
       ep = view;
       redraw();
@@ -469,7 +462,7 @@ export function endpointPanel(initial, types) {
           `The new signing secret of ${ep.id}`,
           secret,
           ep.previous_secret_expires_at
-            ? `The previous secret keeps signing beside it until ${c.when(ep.previous_secret_expires_at)}: ` +
+            ? `The previous secret keeps signing beside it until ${when(ep.previous_secret_expires_at)}: ` +
                 'move your receiver to the new one before then.'
             : null,
         ),
@@ -487,9 +480,9 @@ export function endpointPanel(initial, types) {
         del.disabled = false;
       });
       act(yes, async () => {
-        await c.api('DELETE', `/v1/webhooks/endpoints/${enc(ep.id)}`);
+        await api('DELETE', `/v1/webhooks/endpoints/${enc(ep.id)}`);
         onceOnList = [h('p', { class: 'notice', id: 'deleted', role: 'status' }, `Deleted ${ep.id}.`)];
-        c.show('endpoints');
+        show('endpoints');
       });
     });
   };
@@ -516,11 +509,10 @@ export function endpointPanel(initial, types) {
 
 /** POST …/test: a signed ping or event of the given type, outside the queue; shows what the receiver answered. */
 function testForm(current, types) {
-  const { h, fill } = c;
   const listId = 'test-types';
   const type = h('input', { name: 'type', placeholder: 'ping', list: listId, maxlength: 65, spellcheck: 'false' });
   const data = h('textarea', { name: 'data', rows: 4, spellcheck: 'false', placeholder: '{"order_id": "o-123"}' });
-  const submit = c.writeButton('Send', { type: 'submit', class: 'primary' });
+  const submit = writeButton('Send', { type: 'submit', class: 'primary' });
   const problem = problemBox();
   const result = h('div', { id: 'test-result', role: 'status' });
   const form = h(
@@ -563,7 +555,7 @@ function testForm(current, types) {
       const ep = current();
       fill(result, h('p', { class: 'subtle' }, `Sending to ${ep.url}…`));
       try {
-        const { data: r } = await c.api(
+        const { data: r } = await api(
           'POST',
           `/v1/webhooks/endpoints/${enc(ep.id)}/test`,
           Object.keys(body).length > 0 ? body : undefined,
@@ -579,7 +571,6 @@ function testForm(current, types) {
 }
 
 function testResult(r, type) {
-  const { h } = c;
   return h(
     'div',
     { class: 'test-result', dataset: { ok: String(r.ok), status: String(r.status ?? '') } },

@@ -8,6 +8,7 @@ import type { IssuedToken } from '../core/tokens/token-service.ts';
 import type { DlqEntry, EventRecord, WebhookBody, EndpointState } from '../core/webhooks/records.ts';
 import type { EndpointView } from '../core/webhooks/endpoint-service.ts';
 import type { FieldError } from '../core/errors.ts';
+import type { AuditEntry } from '../core/audit/entry.ts';
 import type { KNOWN_EVENT_KINDS } from '../core/webhooks/records.ts';
 
 type S = components['schemas'];
@@ -29,6 +30,10 @@ export const CONFORMANCE: Record<string, true> = {
   endpointViewKeys: true as SameKeys<EndpointView, S['Endpoint']>,
   endpointState: true as Assignable<EndpointState, S['EndpointState']> & Assignable<S['EndpointState'], EndpointState>,
   fieldError: true as Assignable<FieldError, S['FieldError']>,
+  auditEntry: true as Assignable<AuditEntry, S['AuditEntry']>,
+  auditEntryKeys: true as SameKeys<AuditEntry, S['AuditEntry']>,
+  // Every entry links to one before it (64 zeros for a tenant's first): prev_hash is never null.
+  auditPrevHash: true as Assignable<S['AuditEntry']['prev_hash'], AuditEntry['prev_hash']>,
   eventKinds: true as Assignable<(typeof KNOWN_EVENT_KINDS)[number], S['EventKind']> &
     Assignable<S['EventKind'], (typeof KNOWN_EVENT_KINDS)[number]>,
 };

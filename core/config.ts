@@ -64,7 +64,7 @@ export interface Config {
   /** 32 bytes; keys the secret hashes and encrypts signing keys at rest. */
   masterKey: Buffer;
   masterKeyIsDefault: boolean;
-  /** SLUICE_ISSUER unset: the node adopts the issuer its cluster already uses (core/cluster-issuer.ts). */
+  /** SLUICE_ISSUER unset: the node adopts the issuer its cluster already uses (core/tokens/cluster-issuer.ts). */
   issuerIsDefault: boolean;
   roles: Readonly<Record<string, readonly string[]>>;
   upstreams: Upstreams;
@@ -76,10 +76,23 @@ export interface Config {
   devAllowInsecureTargets: boolean;
   production: boolean;
   cacheDir: string;
-  /** Where each process keeps its on-disk views (DLQ, audit), under `<topic prefix>/<process name>`. */
+  /**
+   * Where each process keeps its on-disk views (endpoints, DLQ, audit; on an ingress, the attempt history
+   * and event type counts too), under `<topic prefix>/<process name>`.
+   */
   dataDir: string;
   /** Fail closed when the state consumer has not heard from Kafka for this long. */
   kafkaStaleMs: number;
+  /**
+   * This process's rack (Kafka's `client.rack`), or null: with one, consumers fetch from the replica
+   * in that rack (brokers with `replica.selector.class` RackAwareReplicaSelector) and the state views
+   * prove their freshness by a heartbeat written through the cluster (docs/operations.md, "Regions").
+   */
+  kafkaRack: string | null;
+  /** Peer ports of the ingress nodes in other regions, pushed every revocation taken here (SLUICE_PEERS). */
+  peers: readonly string[];
+  /** This ingress's peer port (SLUICE_PEER_PORT), or null: no pushes received. */
+  peerPort: number | null;
   /** The state consumer's fetch wait (a fetch still returns as soon as a record arrives). */
   stateFetchWaitMs: number;
   /**
@@ -376,6 +389,25 @@ function listenerTls(env: Env): ListenerTls | null {
   return { certFile: resolve(certPath), keyFile: resolve(keyPath), clientCaFile: caPath ? resolve(caPath) : null };
 }
 
+function peers(env: Env): string[] {
+  return (env.SLUICE_PEERS ?? '')
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)
+    .map((p, i) => url({ [`SLUICE_PEERS[${i}]`]: p }, `SLUICE_PEERS[${i}]`)!);
+}
+
+function kafkaRack(env: Env): string | null {
+  const rack = env.SLUICE_KAFKA_RACK?.trim();
+  if (!rack) return null;
+  if (!/^[A-Za-z0-9._-]{1,64}$/.test(rack))
+    throw new ConfigError(
+      'SLUICE_KAFKA_RACK',
+      `must be letters, digits, ".", "_" or "-" (a broker.rack), got "${rack}"`,
+    );
+  return rack;
+}
+
 /** SLUICE_STATE_FETCH_WAIT_MS's default (less when SLUICE_KAFKA_STALE_MS is under twice as long). */
 export const DEFAULT_STATE_FETCH_WAIT_MS = 1000;
 
@@ -467,6 +499,9 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
     cacheDir,
     dataDir: dirPath(env, 'SLUICE_DATA_DIR', join(cacheDir, 'state')),
     kafkaStaleMs,
+    kafkaRack: kafkaRack(env),
+    peers: Object.freeze(peers(env)),
+    peerPort: env.SLUICE_PEER_PORT ? int(env, 'SLUICE_PEER_PORT', 0, 0, 65535) : null,
     // A fetch answers as soon as a record arrives: the wait only sets how often an idle node asks.
     stateFetchWaitMs: int(
       env,

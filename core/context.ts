@@ -1,16 +1,20 @@
 /**
  * What every Sluice process shares: the Kafka connection, the durable producer, the views of
- * the state topics (in memory, or in the process's on-disk store for the DLQ and the audit log)
- * and the audit writer. `openContext` is where all of it is built: it creates the topics
- * (idempotently), opens the process's view set (core/views.ts), catches the views up and agrees
- * on the cluster's issuer before anything serves (a node then makes sure a signing key exists:
- * cli/assemble.ts).
+ * the state topics (in memory, or in the process's on-disk store for the endpoints, the DLQ and
+ * the audit log; an ingress keeps the attempt history and event type counts in a store beside it,
+ * on a consumer of their own: cli/assemble.ts) and the audit writer. `openContext` is where all
+ * of it is built: it creates the topics (idempotently), opens the process's view set
+ * (core/views.ts), catches the views up and agrees on the cluster's issuer before anything serves
+ * (a node then makes sure a signing key exists: cli/assemble.ts).
  */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { Kafka } from 'kafkajs';
 import type { Config } from './config.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { createKafka, DurableProducer, ensureTopics } from './kafka/client.ts';
 import { StateConsumer } from './kafka/state-consumer.ts';
+import { Heartbeat } from './kafka/heartbeat.ts';
 import { ViewChanges } from './kafka/view-changes.ts';
 import { topicNames, topicSpecs, type TopicNames } from './topics.ts';
 import type { KeyRing } from './tokens/key-ring.ts';
@@ -84,7 +88,7 @@ export const DAY_MS = 24 * 3600 * 1000;
 export async function openContext(config: Readonly<Config>, opts: ContextOptions): Promise<Context> {
   const clock = opts.clock ?? systemClock;
   const log = createLogger(config.logLevel, opts.component ?? 'sluice');
-  const kafka = createKafka(opts.brokers, config.kafkaClientId);
+  const kafka = createKafka(opts.brokers, config.kafkaClientId, config.kafkaRack);
   const topics = topicNames(config.topicPrefix);
   const strict = config.timeScale !== 1;
   await ensureTopics(kafka, topicSpecs(config.topicPrefix, config.topicPartitions, config.timeScale), { strict });
@@ -110,6 +114,7 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
     groupPrefix: config.topicPrefix,
     changes,
     maxWaitMs: config.stateFetchWaitMs,
+    freshness: config.kafkaRack ? 'heartbeat' : 'fetch',
     onError: (err) => log.error('state view error', { error: err.message }),
     onRebuilt: () => log.info('state views reconnected: a new consumer replaced the one kafkajs gave up'),
     onProgress: (left, total) =>
@@ -197,6 +202,16 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
       await producer.disconnect().catch(() => {});
     },
   };
+  if (config.kafkaRack) {
+    // A local replica answers fetches even when its region is cut off: contact is proven by a
+    // heartbeat written through the cluster and read back (core/kafka/heartbeat.ts).
+    const node = `${config.kafkaRack}-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+    const everyMs = Math.max(50, Math.min(1000, Math.floor(config.kafkaStaleMs / 4)));
+    const heartbeat = new Heartbeat(producer, topics.revocations, node, everyMs, (at) => state.heard(at));
+    revocations.onHeartbeat = (key, value) => heartbeat.read(key, value);
+    heartbeat.start();
+    ctx.closers.push(() => heartbeat.stop());
+  }
   return ctx;
 }
 

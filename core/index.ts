@@ -8,20 +8,17 @@ export {
   type WebhookVerificationCode,
   type VerifyWebhookOptions,
   type WebhookHeaders,
-} from './webhook-verify.ts';
+  type SchemeName,
+} from './webhooks/verify.ts';
 export type { WebhookBody, EndpointState } from './webhooks/records.ts';
 export { KNOWN_EVENT_KINDS } from './webhooks/records.ts';
+export { EVENT_ID_HEADER, EVENT_TYPE_HEADER, ATTEMPT_HEADER } from './webhooks/signing.ts';
+export { SIGNATURE_HEADER, PREVIOUS_SIGNATURE_HEADER, TIMESTAMP_HEADER } from './webhooks/schemes/sluice.ts';
 export {
-  SIGNATURE_HEADER,
-  PREVIOUS_SIGNATURE_HEADER,
-  TIMESTAMP_HEADER,
-  EVENT_ID_HEADER,
-  EVENT_TYPE_HEADER,
-  ATTEMPT_HEADER,
   STANDARD_ID_HEADER,
   STANDARD_TIMESTAMP_HEADER,
   STANDARD_SIGNATURE_HEADER,
-} from './webhooks/signing.ts';
+} from './webhooks/schemes/standard.ts';
 export {
   checkTargetUrl,
   assertPublicAddress,

@@ -1,6 +1,8 @@
 /**
  * The process's Prometheus metrics (prom-client), rendered on the admin port's /metrics.
- * Every metric is declared here with its type and help; call sites use the typed fields.
+ * Every counter and histogram is declared here with its type and help; call sites use the typed
+ * fields. A gauge read when scraped is declared through `gauge()` beside the value it reads
+ * (grep `metrics.gauge(`: ingress/server.ts, dispatcher/index.ts, core/context.ts).
  *
  * Hot paths (a request, a delivery attempt, a record leaving a rung) count through FastCounter and
  * FastHistogram: each labelled series is found through nested Maps and created once, so counting

@@ -3,7 +3,7 @@
  * with one ensureTopics call (created when missing; an existing topic's settings are raised, never weakened).
  * docs/architecture.md describes each topic.
  */
-import { DLQ_RETENTION_MS, RUNG_LABELS } from './backoff.ts';
+import { retryLadder } from './webhooks/retry-policy.ts';
 
 export interface TopicSpec {
   name: string;
@@ -34,7 +34,7 @@ export interface TopicNames {
   retry(delayLabel: string): string;
   /** The hold rung (`retry.hold`). */
   hold: string;
-  /** Every rung the dispatcher reads: the retry rungs of the ladder, then the hold rung. */
+  /** Every rung the dispatcher reads: the retry rungs of the policy (webhooks/retry-policy.ts), then the hold rung. */
   rungs: readonly string[];
   /** Internal compacted state for leases, idempotency keys and the like. */
   control: string;
@@ -55,7 +55,7 @@ export function topicNames(prefix: string): TopicNames {
     eventTypes: `${prefix}.event-types`,
     retry: (label) => `${prefix}.retry.${label}`,
     hold: `${prefix}.retry.${HOLD_LABEL}`,
-    rungs: [...RUNG_LABELS, HOLD_LABEL].map((label) => `${prefix}.retry.${label}`),
+    rungs: [...retryLadder.rungLabels, HOLD_LABEL].map((label) => `${prefix}.retry.${label}`),
     control: `${prefix}.control`,
   };
 }
@@ -68,7 +68,7 @@ const compacted = { 'cleanup.policy': 'compact', 'min.compaction.lag.ms': '0', '
  */
 export function topicSpecs(prefix: string, partitions: number, timeScale = 1): TopicSpec[] {
   const t = topicNames(prefix);
-  const dlqRetentionMs = DLQ_RETENTION_MS / timeScale;
+  const dlqRetentionMs = retryLadder.dlqRetentionMs / timeScale;
   const deleted = (retentionMs: number) => ({ 'cleanup.policy': 'delete', 'retention.ms': String(retentionMs) });
   return [
     { name: t.clients, partitions: 1, config: compacted },

@@ -7,6 +7,10 @@
  * `sluice.events`, `sluice.deliveries`, every rung and the DLQ, and out to the receiver as
  * `traceparent`, so one trace reads: edge request → produce → fan-out (consume, produce) →
  * attempt 1 → rung → attempt 2 … → delivered or dead-lettered.
+ *
+ * The spans of that path are made here, beside it: `producing` around a Kafka write, `relaying` for
+ * the fan-out, `consuming`/`consumed` around a delivery record, `attempting` around an attempt. Each
+ * makes nothing when tracing is off, so the path's own files read as delivery logic.
  */
 import {
   context,
@@ -23,6 +27,8 @@ import {
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { IHeaders } from 'kafkajs';
 import type { Config } from './config.ts';
+import type { AttemptOutcome } from './webhooks/attempt.ts';
+import type { DeliveryRecord, EndpointRecord } from './webhooks/records.ts';
 
 export type { Span, TraceContext };
 export { SpanKind };
@@ -164,6 +170,130 @@ export async function producing<T>(
     return out;
   } catch (err) {
     endSpan(span, (err as Error).message);
+    throw err;
+  }
+}
+
+/** A span under way and the context it makes: the parent of what follows from it. */
+export interface Traced {
+  span: Span;
+  ctx: TraceContext;
+}
+
+function consumerSpan(topic: string, headers: IHeaders | undefined, attributes: Attributes): Traced {
+  return startSpan(`process ${topic}`, SpanKind.CONSUMER, extractContext(headers), {
+    'messaging.system': 'kafka',
+    'messaging.source.name': topic,
+    'messaging.operation.type': 'process',
+    ...attributes,
+  });
+}
+
+/**
+ * The fan-out's spans for one event read from topic `from`: a CONSUMER span (child of the context
+ * the event carries) and, when it matched endpoints, a PRODUCER span for its deliveries on `to`.
+ * Both go on `spans`, ended with the batch (`endSpans`). Returns the headers the deliveries carry;
+ * undefined when tracing is off or nothing matched.
+ */
+export function relaying(
+  spans: Span[],
+  from: string,
+  headers: IHeaders | undefined,
+  to: string,
+  eventId: string,
+  matched: number,
+): Record<string, string> | undefined {
+  if (!tracing.on) return undefined;
+  const consumed = consumerSpan(from, headers, { 'sluice.event_id': eventId, 'sluice.matched_endpoints': matched });
+  spans.push(consumed.span);
+  if (matched === 0) return undefined;
+  const produced = startSpan(`send ${to}`, SpanKind.PRODUCER, consumed.ctx, {
+    'messaging.system': 'kafka',
+    'messaging.destination.name': to,
+    'messaging.operation.type': 'send',
+    'messaging.batch.message_count': matched,
+  });
+  spans.push(produced.span);
+  return injectContext(produced.ctx, {});
+}
+
+/** Ends every span of `spans`: with an error status when `error` is given. */
+export function endSpans(spans: readonly Span[], error?: string): void {
+  for (const s of spans) endSpan(s, error);
+}
+
+/**
+ * The CONSUMER span of a delivery record read from `topic`, child of the context the record carries
+ * (the fan-out's, or an earlier attempt's); undefined when tracing is off. Its context is the parent
+ * of the attempt and of the outcome's write; `consumed` ends it.
+ */
+export function consuming(
+  topic: string,
+  headers: IHeaders | undefined,
+  rec: DeliveryRecord | null,
+): Traced | undefined {
+  if (!tracing.on) return undefined;
+  return consumerSpan(
+    topic,
+    headers,
+    rec
+      ? { 'sluice.delivery_id': rec.delivery_id, 'sluice.endpoint_id': rec.endpoint_id, 'sluice.attempt': rec.attempt }
+      : {},
+  );
+}
+
+/** Ends a `consuming` span with the outcome its record came to (an error status when dead-lettered). */
+export function consumed(traced: Traced | undefined, outcome: string): void {
+  if (traced) endSpan(traced.span, outcome === 'dead-letter' ? 'dead-lettered' : null, { 'sluice.outcome': outcome });
+}
+
+/** Runs `fn(a, b)` in the span's context, so the log lines it writes carry the span's ids; plainly without one. */
+export function within<A, B>(traced: Traced | undefined, fn: (a: A, b: B) => void, a: A, b: B): void {
+  if (traced) context.with(traced.ctx, fn, undefined, a, b);
+  else fn(a, b);
+}
+
+/**
+ * Runs attempt `rec.attempt` under an INTERNAL span (signing included) with a CLIENT span for its
+ * HTTP request, children of `parent`: `send` gets the headers that carry the CLIENT span to the
+ * receiver (`traceparent`). Without tracing, or a parent, it is `send(rec, endpoint)`.
+ */
+export function attempting<T extends { result: AttemptOutcome }>(
+  parent: TraceContext | undefined,
+  rec: DeliveryRecord,
+  endpoint: EndpointRecord,
+  send: (rec: DeliveryRecord, endpoint: EndpointRecord, traceHeaders?: Record<string, string>) => Promise<T>,
+): Promise<T> {
+  if (!tracing.on || !parent) return send(rec, endpoint);
+  return tracedAttempt(parent, rec, endpoint, send);
+}
+
+async function tracedAttempt<T extends { result: AttemptOutcome }>(
+  parent: TraceContext,
+  rec: DeliveryRecord,
+  endpoint: EndpointRecord,
+  send: (rec: DeliveryRecord, endpoint: EndpointRecord, traceHeaders?: Record<string, string>) => Promise<T>,
+): Promise<T> {
+  const a = startSpan(`webhook attempt ${rec.attempt}`, SpanKind.INTERNAL, parent, {
+    'sluice.delivery_id': rec.delivery_id,
+    'sluice.endpoint_id': endpoint.id,
+    'sluice.attempt': rec.attempt,
+    'sluice.event_id': rec.event.id,
+  });
+  const http = startSpan('POST', SpanKind.CLIENT, a.ctx, { 'http.request.method': 'POST', 'url.full': endpoint.url });
+  try {
+    const out = await send(rec, endpoint, injectContext(http.ctx, {}));
+    const { result } = out;
+    endSpan(
+      http.span,
+      result.status === null ? result.error : result.status >= 400 ? `HTTP ${result.status}` : null,
+      result.status === null ? undefined : { 'http.response.status_code': result.status },
+    );
+    endSpan(a.span, result.ok ? null : result.error, { 'sluice.result': result.ok ? 'success' : 'failure' });
+    return out;
+  } catch (err) {
+    endSpan(http.span, (err as Error).message);
+    endSpan(a.span, (err as Error).message);
     throw err;
   }
 }

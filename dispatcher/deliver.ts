@@ -11,7 +11,7 @@ import { attemptDelivery, createDeliveryAgent, type AttemptOutcome } from '../co
 import { signDelivery } from '../core/webhooks/signing.ts';
 import { guardedLookup, targetGuard } from '../core/webhooks/target-guard.ts';
 import type { DeliveryRecord, EndpointRecord } from '../core/webhooks/records.ts';
-import { endSpan, injectContext, SpanKind, startSpan, tracing, type TraceContext } from '../core/tracing.ts';
+import { attempting, type TraceContext } from '../core/tracing.ts';
 
 export const DELIVERY_TIMEOUT_MS = 10_000;
 
@@ -44,7 +44,7 @@ export function createDeliverer(ctx: Context): Deliverer {
     guardedLookup(guard),
     ctx.config.deliveryClientCertificate,
   );
-  /** One attempt without spans; `traceHeaders` go out with the request. */
+  /** One attempt; `traceHeaders` (tracing on) go out with the request. */
   const attemptOnce = async (
     rec: DeliveryRecord,
     endpoint: EndpointRecord,
@@ -68,35 +68,7 @@ export function createDeliverer(ctx: Context): Deliverer {
     return { result, startedAt };
   };
   return {
-    async attempt(rec, endpoint, trace) {
-      if (!tracing.on || !trace) return attemptOnce(rec, endpoint);
-      // An INTERNAL span for the attempt (signing included) and a CLIENT span for its HTTP request.
-      const a = startSpan(`webhook attempt ${rec.attempt}`, SpanKind.INTERNAL, trace, {
-        'sluice.delivery_id': rec.delivery_id,
-        'sluice.endpoint_id': endpoint.id,
-        'sluice.attempt': rec.attempt,
-        'sluice.event_id': rec.event.id,
-      });
-      const http = startSpan('POST', SpanKind.CLIENT, a.ctx, {
-        'http.request.method': 'POST',
-        'url.full': endpoint.url,
-      });
-      try {
-        const out = await attemptOnce(rec, endpoint, injectContext(http.ctx, {}));
-        const { result } = out;
-        endSpan(
-          http.span,
-          result.status === null ? result.error : result.status >= 400 ? `HTTP ${result.status}` : null,
-          result.status === null ? undefined : { 'http.response.status_code': result.status },
-        );
-        endSpan(a.span, result.ok ? null : result.error, { 'sluice.result': result.ok ? 'success' : 'failure' });
-        return out;
-      } catch (err) {
-        endSpan(http.span, (err as Error).message);
-        endSpan(a.span, (err as Error).message);
-        throw err;
-      }
-    },
+    attempt: (rec, endpoint, trace) => attempting(trace, rec, endpoint, attemptOnce),
     async close() {
       // The dispatcher waited for its attempts; a request still open after a second is cut off
       // (destroy) rather than keep the process from exiting.

@@ -7,16 +7,18 @@
  */
 import type { EachBatchPayload, IHeaders } from 'kafkajs';
 import type { Context } from '../core/context.ts';
+import type { Logger } from '../core/log.ts';
 import { headerString } from '../core/kafka/client.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { parseDeliveries, parseDeliveryRecord } from '../core/webhooks/deliveries.ts';
 import type { DeliveryRecord } from '../core/webhooks/records.ts';
 import { GroupConsumer, OffsetTracker } from './consume.ts';
 import { isWaiting } from '../core/webhooks/delivery-policy.ts';
+import type { Outcome } from './ladder.ts';
 import { processDelivery, type Stage } from './process.ts';
 import { HEADER_HELD_SINCE, type OutcomeRecorder } from './record.ts';
 import { gate, PauseTimers, type TopicMode } from './rungs.ts';
-import { endSpan, extractContext, SpanKind, startSpan, tracing, withContext } from '../core/tracing.ts';
+import { consumed, consuming, within } from '../core/tracing.ts';
 
 export interface DeliveryConsumer {
   member: GroupConsumer;
@@ -145,44 +147,29 @@ async function handle(
   topic: string,
   headers: IHeaders | undefined,
 ): Promise<void> {
-  // A CONSUMER span per record, child of the context the record carries (fan-out or an earlier attempt).
-  const traced = tracing.on
-    ? startSpan(`process ${topic}`, SpanKind.CONSUMER, extractContext(headers), {
-        'messaging.system': 'kafka',
-        'messaging.source.name': topic,
-        'messaging.operation.type': 'process',
-        ...(rec
-          ? {
-              'sluice.delivery_id': rec.delivery_id,
-              'sluice.endpoint_id': rec.endpoint_id,
-              'sluice.attempt': rec.attempt,
-            }
-          : {}),
-      })
-    : undefined;
-  const outcome = await processDelivery(stage, rec, heldSince, origin, traced?.ctx);
-  const logLines = () => {
-    if (outcome.kind === 'dead-letter')
-      ctx.log.info('delivery dead-lettered', {
-        delivery_id: outcome.rec.delivery_id,
-        endpoint_id: outcome.rec.endpoint_id,
-        attempts: outcome.entry.attempts,
-      });
-    else if (ctx.log.level === 'debug' && outcome.rec)
-      ctx.log.debug('delivery outcome', {
-        outcome: outcome.kind,
-        delivery_id: outcome.rec.delivery_id,
-        endpoint_id: outcome.rec.endpoint_id,
-        attempt: outcome.rec.attempt,
-        ...(outcome.kind === 'delivered' ? { status: outcome.status } : {}),
-      });
-  };
-  // In the record's span, so the lines carry its trace and span ids.
-  if (traced) withContext(traced.ctx, logLines);
-  else logLines();
-  if (traced)
-    endSpan(traced.span, outcome.kind === 'dead-letter' ? 'dead-lettered' : null, { 'sluice.outcome': outcome.kind });
-  await recorder.record(outcome, traced?.ctx);
+  // Traced: the record's span, parent of its attempt and of its outcome's write.
+  const span = consuming(topic, headers, rec);
+  const outcome = await processDelivery(stage, rec, heldSince, origin, span?.ctx);
+  within(span, logOutcome, ctx.log, outcome);
+  consumed(span, outcome.kind);
+  await recorder.record(outcome, span?.ctx);
+}
+
+function logOutcome(log: Logger, outcome: Outcome): void {
+  if (outcome.kind === 'dead-letter')
+    log.info('delivery dead-lettered', {
+      delivery_id: outcome.rec.delivery_id,
+      endpoint_id: outcome.rec.endpoint_id,
+      attempts: outcome.entry.attempts,
+    });
+  else if (log.level === 'debug' && outcome.rec)
+    log.debug('delivery outcome', {
+      outcome: outcome.kind,
+      delivery_id: outcome.rec.delivery_id,
+      endpoint_id: outcome.rec.endpoint_id,
+      attempt: outcome.rec.attempt,
+      ...(outcome.kind === 'delivered' ? { status: outcome.status } : {}),
+    });
 }
 
 function wrap(rec: DeliveryRecord | null): DeliveryRecord[] | null {

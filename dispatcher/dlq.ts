@@ -5,7 +5,7 @@
  * entry (the DLQ view keeps one), while a replayed delivery (a new delivery id) gets a new one.
  */
 import { createHash } from 'node:crypto';
-import { DLQ_RETENTION_MS } from '../core/backoff.ts';
+import { retryLadder } from '../core/webhooks/retry-policy.ts';
 import type { DeliveryRecord, DlqEntry } from '../core/webhooks/records.ts';
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -23,7 +23,7 @@ export function deadLetterEntry(rec: DeliveryRecord, attempts: number, nowMs: nu
     first_attempt_at: iso(rec.first_attempt_at ?? nowMs),
     last_attempt_at: iso(rec.last_attempt_at ?? nowMs),
     dead_lettered_at: iso(nowMs),
-    expires_at: iso(nowMs + DLQ_RETENTION_MS / timeScale),
+    expires_at: iso(nowMs + retryLadder.dlqRetentionMs / timeScale),
     payload: rec.event,
   };
 }

@@ -19,7 +19,7 @@ import {
 import { needsLane } from '../core/webhooks/delivery-policy.ts';
 import type { TypeCountReports } from '../core/webhooks/event-type-counts.ts';
 import { GroupConsumer } from './consume.ts';
-import { endSpan, extractContext, injectContext, SpanKind, startSpan, tracing, type Span } from '../core/tracing.ts';
+import { endSpans, relaying, type Span } from '../core/tracing.ts';
 
 /** How long a fan-out waits for its endpoint view to catch up before it matches anyway (under the session timeout). */
 const VIEW_WAIT_MS = 10_000;
@@ -40,7 +40,7 @@ export function fanOutConsumer(ctx: Context, metrics: Metrics, typeCounts?: Type
       const needed = events.reduce((n, e) => Math.max(n, e?.endpoints_at ?? 0), 0);
       await ctx.state.reached(ctx.topics.endpoints, 0, needed, VIEW_WAIT_MS);
       const now = ctx.clock.now();
-      const spans: Span[] = [];
+      const spans: Span[] = []; // traced: each event's consume and produce spans, ended with the batch
       for (let k = 0; k < events.length; k++) {
         const parsed = events[k];
         if (!parsed) {
@@ -54,30 +54,15 @@ export function fanOutConsumer(ctx: Context, metrics: Metrics, typeCounts?: Type
         // Keyed by event id: a tenant's events spread over every partition, so every dispatcher
         // process shares them (delivery order was never promised; receivers dedupe on the event id).
         const eventJson = endpoints.length > 0 ? JSON.stringify(event) : '';
-        // Traced: a CONSUMER span for the event (child of its publisher's) and one PRODUCER span
-        // for its deliveries, whose context every delivery record carries.
-        let headers: Record<string, string> | undefined;
-        if (tracing.on) {
-          const topic = ctx.topics.events;
-          const consumed = startSpan(`process ${topic}`, SpanKind.CONSUMER, extractContext(batch.messages[k].headers), {
-            'messaging.system': 'kafka',
-            'messaging.source.name': topic,
-            'messaging.operation.type': 'process',
-            'sluice.event_id': event.id,
-            'sluice.matched_endpoints': endpoints.length,
-          });
-          spans.push(consumed.span);
-          if (endpoints.length > 0) {
-            const produced = startSpan(`send ${ctx.topics.deliveries}`, SpanKind.PRODUCER, consumed.ctx, {
-              'messaging.system': 'kafka',
-              'messaging.destination.name': ctx.topics.deliveries,
-              'messaging.operation.type': 'send',
-              'messaging.batch.message_count': endpoints.length,
-            });
-            spans.push(produced.span);
-            headers = injectContext(produced.ctx, {});
-          }
-        }
+        // Traced, the deliveries carry the trace on; undefined otherwise.
+        const headers = relaying(
+          spans,
+          batch.topic,
+          batch.messages[k].headers,
+          ctx.topics.deliveries,
+          event.id,
+          endpoints.length,
+        );
         const endpointsAt = Number(ctx.state.position(ctx.topics.endpoints, 0));
         // A lane endpoint's delivery goes alone to its lane (keyed by endpoint: one owner, in
         // order); the others share DeliverySets, spread over every dispatcher.
@@ -96,7 +81,7 @@ export function fanOutConsumer(ctx: Context, metrics: Metrics, typeCounts?: Type
         }
       }
       if (!isRunning() || isStale()) {
-        for (const s of spans) endSpan(s, 'abandoned: the partition moved');
+        endSpans(spans, 'abandoned: the partition moved');
         return;
       }
       try {
@@ -110,10 +95,10 @@ export function fanOutConsumer(ctx: Context, metrics: Metrics, typeCounts?: Type
           await heartbeat();
         }
       } catch (err) {
-        for (const s of spans) endSpan(s, (err as Error).message);
+        endSpans(spans, (err as Error).message);
         throw err;
       }
-      for (const s of spans) s.end();
+      endSpans(spans);
       const last = batch.messages[batch.messages.length - 1].offset;
       resolveOffset(last);
       await member.commit([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() }]);

@@ -1,11 +1,12 @@
 /**
- * The retry ladder as values: what happens to a delivery after an attempt (or instead of one).
+ * The retry ladder as values: what happens to a delivery after an attempt (or instead of one), by
+ * the retry policy (core/webhooks/retry-policy.ts).
  * `delivered`, `retry` (to a rung, due at a time), `dead-letter` after the 17th consecutive
  * failure or on a 410 Gone (the endpoint is disabled); and, without an attempt: `held` (endpoint PENDING), `deferred`
  * (its endpoint is slow right now), `dropped` (endpoint deleted, record unreadable, already delivered here)
  * or `forwarded` (its endpoint is a lane endpoint: to `sluice.lanes`, dispatcher/lanes.ts). Nothing here touches Kafka.
  */
-import { MAX_ATTEMPTS, RETRY_SPAN_MS, RUNGS, retryDelayMs, rungAfter, rungForDelay } from '../core/backoff.ts';
+import { retryLadder as policy } from '../core/webhooks/retry-policy.ts';
 import type { AttemptOutcome } from '../core/webhooks/attempt.ts';
 import type { DeliveryRecord, DlqEntry } from '../core/webhooks/records.ts';
 import { deadLetterEntry } from './dlq.ts';
@@ -36,7 +37,7 @@ export function afterAttempt(rec: DeliveryRecord, result: AttemptOutcome, starte
     last_error: result.error,
     last_attempt_at: startedAt,
   };
-  if (rec.attempt >= MAX_ATTEMPTS)
+  if (rec.attempt >= policy.maxAttempts)
     return { kind: 'dead-letter', rec, entry: deadLetterEntry(tried, rec.attempt, c.now, c.timeScale) };
   if (result.status === 410) {
     const gone: DeliveryRecord = {
@@ -45,18 +46,18 @@ export function afterAttempt(rec: DeliveryRecord, result: AttemptOutcome, starte
     };
     return { kind: 'dead-letter', rec, entry: deadLetterEntry(gone, rec.attempt, c.now, c.timeScale) };
   }
-  const backoff = retryDelayMs(rec.attempt, c.timeScale, c.random);
+  const backoff = policy.delayAfter(rec.attempt, c.timeScale, c.random);
   // A receiver's Retry-After (real time) lengthens the wait, never shortens it, and is capped at
   // what is left of the ladder's span (scaled) since the first attempt.
   const asked = Math.min(result.retryAfterMs ?? 0, remainingSpanMs(tried, c));
-  const rung = asked > backoff ? rungForDelay(asked, c.timeScale) : rungAfter(rec.attempt);
+  const rung = asked > backoff ? policy.rungFor(asked, c.timeScale) : policy.rungAfter(rec.attempt);
   const next: DeliveryRecord = { ...tried, attempt: rec.attempt + 1, due_at: c.now + Math.max(backoff, asked) };
   return { kind: 'retry', rec, next, rung: rung.label };
 }
 
 /** What is left of the 72-hour retry span (scaled) since the delivery's first attempt; never negative. */
 export function remainingSpanMs(rec: DeliveryRecord, c: LadderClock): number {
-  return Math.max(0, (rec.first_attempt_at ?? c.now) + RETRY_SPAN_MS / c.timeScale - c.now);
+  return Math.max(0, (rec.first_attempt_at ?? c.now) + policy.spanMs / c.timeScale - c.now);
 }
 
 /** A delivery whose endpoint is DISABLED goes to the DLQ without an attempt, with the reason. */
@@ -81,7 +82,7 @@ export function hold(
   const since = heldSince ?? c.now;
   const deadline = paused
     ? since + PAUSE_MAX_MS / c.timeScale
-    : (rec.first_attempt_at ?? since) + RETRY_SPAN_MS / c.timeScale;
+    : (rec.first_attempt_at ?? since) + policy.spanMs / c.timeScale;
   if (c.now >= deadline) {
     const last: DeliveryRecord = {
       ...rec,
@@ -101,10 +102,10 @@ export function hold(
  */
 export function defer(rec: DeliveryRecord, c: LadderClock, until: number | null = null): Outcome {
   if (until !== null && until > c.now) {
-    const rung = rungForDelay(until - c.now, c.timeScale);
+    const rung = policy.rungFor(until - c.now, c.timeScale);
     return { kind: 'deferred', rec, next: { ...rec, due_at: until }, rung: rung.label };
   }
-  const rung = RUNGS[0];
+  const rung = policy.rungs[0];
   return { kind: 'deferred', rec, next: { ...rec, due_at: c.now + rung.delayMs / c.timeScale }, rung: rung.label };
 }
 

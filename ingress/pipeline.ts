@@ -8,7 +8,7 @@
  */
 import type { Context } from '../core/context.ts';
 import { SluiceError, OAuthError, invalidRequest, unavailable } from '../core/errors.ts';
-import { errorHeaders } from './problem.ts';
+import { errorHeaders, faultError, rateLimited, tooLarge } from './problem.ts';
 import { parseJsonBody } from '../core/json.ts';
 import { throttled } from '../core/log.ts';
 import type { Metrics } from '../core/metrics.ts';
@@ -259,24 +259,6 @@ export class Pipeline {
   }
 }
 
-export function rateLimited(retryAfterSeconds: number, detail: string): SluiceError {
-  const extra = { retry_after: retryAfterSeconds };
-  const message = `${detail}; retry after ${retryAfterSeconds} s`;
-  return new SluiceError('RATE_LIMITED', message, extra, { retryAfterSeconds });
-}
-
-/**
- * The answer to a request's faults against the contract: 400 INVALID_REQUEST listing the field
- * faults; when the only faults are values over a byte limit, 413 naming the first.
- */
-export function faultError(faults: RequestFault[]): SluiceError | null {
-  if (faults.length === 0) return null;
-  const fields = faults.filter((f) => f.maxBytes === undefined);
-  if (fields.length > 0) return invalidRequest(fields.map(({ path, message }) => ({ path, message })));
-  const { path, message, maxBytes } = faults[0];
-  return new SluiceError('PAYLOAD_TOO_LARGE', `${path} ${message}`, { max_bytes: maxBytes });
-}
-
 function refuseFaults(faults: RequestFault[]): void {
   const err = faultError(faults);
   if (err) throw err;
@@ -285,10 +267,6 @@ function refuseFaults(faults: RequestFault[]): void {
 /** The body limit of a route: the node's, or the operation's own when the contract sets a lower one. */
 function bodyLimit(check: RequestCheck | undefined, nodeMax: number): number {
   return check?.maxBodyBytes !== undefined && check.maxBodyBytes < nodeMax ? check.maxBodyBytes : nodeMax;
-}
-
-export function tooLarge(max: number): SluiceError {
-  return new SluiceError('PAYLOAD_TOO_LARGE', `the request body exceeds ${max} bytes`, { max_bytes: max });
 }
 
 function mediaType(contentType: string): string {

@@ -1,4 +1,7 @@
-/** Matches a method and path to a route; tells apart "no such path" (404) and "wrong method" (405). */
+/**
+ * Matches a method and path to a route; tells apart "no such path" (404) and "wrong method" (405).
+ * The first route that matches wins, so order matters: routes/index.ts lists them and says how.
+ */
 import type { Route } from './types.ts';
 
 interface Compiled {

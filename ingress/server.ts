@@ -7,18 +7,15 @@ import { Router } from './router.ts';
 import { Pipeline } from './pipeline.ts';
 import { bodyReads, listen } from './uws-adapter.ts';
 import { startAdminServer } from './admin-server.ts';
-import { authRoutes } from './routes/auth.ts';
-import { dataPlaneRoutes } from './routes/data-plane.ts';
-import type { RequestCheck, RequestChecks, Route } from './types.ts';
+import { routeTable, type RouteInputs } from './routes/index.ts';
+import type { RequestCheck, Route } from './types.ts';
 
 export interface IngressOptions {
   port?: number;
   adminPort?: number;
   host?: string;
-  /** Routes contributed by other capabilities (webhooks, revocation, audit...). */
-  routes?: Route[];
-  /** The contract's request checks (contracts/requests.ts, compiled once by the caller). */
-  checks: RequestChecks;
+  /** What the route table (routes/index.ts) needs beyond the context; `checks` are the contract's request checks. */
+  routes: RouteInputs;
 }
 
 export interface Ingress {
@@ -31,7 +28,7 @@ export interface Ingress {
 export async function startIngress(ctx: Context, opts: IngressOptions): Promise<Ingress> {
   const metrics = ctx.metrics;
   const trustedProxies = new CidrSet(ctx.config.trustedProxies.map(parseCidr));
-  const routes = [...authRoutes(ctx, metrics, trustedProxies), ...(opts.routes ?? []), ...dataPlaneRoutes(ctx)];
+  const routes = routeTable(ctx, trustedProxies, opts.routes);
   const router = new Router();
   router.add(routes);
   const checks = new Map<Route, RequestCheck>();
@@ -39,7 +36,7 @@ export async function startIngress(ctx: Context, opts: IngressOptions): Promise<
     // The token endpoint keeps its own checks: RFC 6749 picks the error code by the rule broken
     // (unsupported_grant_type, invalid_client...) and ignores unknown parameters.
     if (route.oauthErrors) continue;
-    const check = opts.checks(route.method, route.pattern);
+    const check = opts.routes.checks(route.method, route.pattern);
     if (check) checks.set(route, check);
   }
   const staleness = () => Date.now() - ctx.state.lastContactAt;

@@ -27,6 +27,11 @@ export interface Reply {
   status: number;
   headers?: Record<string, string>;
   body?: string | Buffer;
+  /**
+   * The same answer whoever asks (the JWKS): its own Cache-Control stands even when the request
+   * carried an Authorization header, which otherwise makes every answer `no-store`.
+   */
+  shared?: boolean;
 }
 
 export type BodyKind = 'none' | 'json' | 'json-or-form' | 'raw';

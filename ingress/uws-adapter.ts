@@ -6,7 +6,7 @@
  */
 import uWS from '@trufflesuite/uws-js-unofficial';
 import type { Pipeline } from './pipeline.ts';
-import { tooLarge } from './pipeline.ts';
+import { tooLarge } from './problem.ts';
 import { invalidRequest, SluiceBaseError } from '../core/errors.ts';
 import type { IncomingRequest, Reply } from './types.ts';
 import { tracing, withContext } from '../core/tracing.ts';
@@ -40,7 +40,10 @@ export interface HttpServer {
   close(): void;
 }
 
-/** Every response carries these; authenticated ones (a request with Authorization) are never cached. */
+/**
+ * Every response carries these; authenticated ones (a request with Authorization) are never cached,
+ * unless the reply is `shared` (the same for every caller, so a token does not make it private).
+ */
 const ALWAYS = { 'x-content-type-options': 'nosniff' };
 const AUTHENTICATED = { 'cache-control': 'no-store' };
 
@@ -115,7 +118,7 @@ export function listen(
       if (aborted) return;
       const send = () => {
         res.writeStatus(`${reply.status} ${STATUS_TEXT[reply.status] ?? 'Status'}`);
-        const out = { ...reply.headers, ...ALWAYS, ...(authenticated ? AUTHENTICATED : {}) };
+        const out = { ...reply.headers, ...ALWAYS, ...(authenticated && !reply.shared ? AUTHENTICATED : {}) };
         for (const [k, v] of Object.entries(out)) res.writeHeader(k, v);
         if (incoming.method === 'HEAD') {
           // Never endWithoutBody(undefined): uWS reads an explicit undefined as a length of 2^63,

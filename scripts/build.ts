@@ -1,5 +1,5 @@
 /**
- * `npm run build`: compiles the package's public surface (core/index.ts, core/webhook-verify.ts
+ * `npm run build`: compiles the package's public surface (core/index.ts, core/webhooks/verify.ts
  * and what they import: node built-ins only) to JavaScript with type declarations in dist/, and
  * writes dist/package.json: the package receivers install (`npm run pack` packs it). It has no
  * dependencies; the server itself runs from the repository (bin/sluice.js, through tsx).
@@ -40,14 +40,14 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
   version: string;
   engines: unknown;
 };
-const entry = (name: string) => ({ types: `./core/${name}.d.ts`, default: `./core/${name}.js` });
+const entry = (path: string) => ({ types: `./core/${path}.d.ts`, default: `./core/${path}.js` });
 const manifest = {
   name: pkg.name,
   version: pkg.version,
   description: 'Verify Sluice webhooks (Sluice signatures and Standard Webhooks) in plain Node',
   type: 'module',
   engines: pkg.engines,
-  exports: { '.': entry('index'), './webhooks': entry('webhook-verify') },
+  exports: { '.': entry('index'), './webhooks': entry('webhooks/verify') },
   types: './core/index.d.ts',
   files: ['core'],
   sideEffects: false,

@@ -2,6 +2,9 @@
  * `npm test`: starts a real Kafka broker (unless KAFKA_BROKERS is set), runs tap with
  * KAFKA_BROKERS pointing at it, and stops the broker. Each test file uses its own topic prefix,
  * so one broker serves them all.
+ *
+ * No silent skips: every skipped test is listed at the end with what installs its need. Under CI
+ * (CI set, or SLUICE_NO_SKIPS=1 as .ci/run sets it) a skip fails the run.
  */
 import { spawn } from 'node:child_process';
 import { freePorts } from './free-port.ts';
@@ -47,17 +50,61 @@ async function main(): Promise<number> {
   const runs = args.length > 0 ? [args] : [files.filter((f) => !isFault(f)), ['--jobs', '1', ...files.filter(isFault)]];
   let code = 0;
   const totals = { pass: 0, fail: 0, skip: 0 };
+  const skipped: Skipped[] = [];
   for (const run of runs) {
     const r = await runTap(run, env);
     code ||= r.code;
     totals.pass += r.pass;
     totals.fail += r.fail;
     totals.skip += r.skip;
+    skipped.push(...r.skipped);
   }
   await stop();
   rmSync(dataDir, { recursive: true, force: true });
   console.log(`${totals.pass} passed, ${totals.fail} failed${totals.skip ? `, ${totals.skip} skipped` : ''}`);
+  if (totals.skip > 0 || skipped.length > 0) {
+    reportSkips(skipped, totals.skip);
+    if (strict()) {
+      console.log('!!! skips fail the run under CI (CI or SLUICE_NO_SKIPS=1): install what they need');
+      code ||= 1;
+    }
+  }
   return code;
+}
+
+interface Skipped {
+  file: string;
+  name: string;
+  reason: string;
+}
+
+/** Under CI a skip is a failure: CI set (not "false" or "0"), or SLUICE_NO_SKIPS=1. */
+function strict(): boolean {
+  const ci = process.env.CI;
+  return process.env.SLUICE_NO_SKIPS === '1' || (ci !== undefined && ci !== '' && ci !== 'false' && ci !== '0');
+}
+
+/** What a skip reason asks for, and the command that installs it (.ci/run does the same on CI). */
+const REMEDIES: [RegExp, string][] = [
+  [/chromium/i, 'apt-get install chromium   (or set CHROMIUM_PATH)'],
+  [/python/i, 'apt-get install python3'],
+  [/\bgo\b/i, 'bash scripts/install-k6.sh && export PATH="$PWD/.cache/go/bin:$PATH"   (or install Go)'],
+  [/haproxy/i, 'apt-get install haproxy'],
+  [/toxiproxy/i, 'bash scripts/install-toxiproxy.sh'],
+  [/namespace|root/i, 'run the tests as root (network namespaces), with iproute2 installed'],
+];
+
+function reportSkips(skipped: Skipped[], counted: number): void {
+  const bar = '!'.repeat(100);
+  console.log(bar);
+  console.log(`!!! ${Math.max(counted, skipped.length)} test(s) SKIPPED: they did not run on this machine`);
+  for (const s of skipped) {
+    console.log(`!!!   ${s.file}: ${s.name}`);
+    console.log(`!!!     why: ${s.reason || '(no reason given)'}`);
+    const remedy = REMEDIES.find(([re]) => re.test(`${s.name} ${s.reason}`));
+    console.log(`!!!     fix: ${remedy ? remedy[1] : 'see .ci/run for what CI installs'}`);
+  }
+  console.log(bar);
 }
 
 const isFault = (file: string) => file.startsWith('test/faults/');
@@ -71,25 +118,43 @@ function testFiles(): string[] {
   return walk('test').sort();
 }
 
-/** One tap run: its exit code and the counts from its closing summary line. */
+/**
+ * One tap run: its exit code, the counts from its closing summary line, and every skipped test
+ * (`ok N - name # SKIP reason` at any depth, under the file's `# Subtest: test/...`).
+ */
 async function runTap(
   args: string[],
   env: NodeJS.ProcessEnv,
-): Promise<{ code: number; pass: number; fail: number; skip: number }> {
+): Promise<{ code: number; pass: number; fail: number; skip: number; skipped: Skipped[] }> {
   const tap = spawn(join(root, 'node_modules/.bin/tap'), args, {
     stdio: ['inherit', 'pipe', 'inherit'],
     env,
     cwd: root,
   });
   let tail = '';
+  let partial = '';
+  let file = '';
+  const skipped: Skipped[] = [];
+  const line = (l: string) => {
+    const subtest = /^# Subtest: (test\/\S+)/.exec(l);
+    if (subtest) file = subtest[1];
+    const skip = /^\s*ok \d+ - (.*?) # SKIP\b:?\s*(.*)$/i.exec(l);
+    if (skip && !skip[1].startsWith('test/')) skipped.push({ file, name: skip[1], reason: skip[2] });
+    else if (skip) skipped.push({ file: skip[1].split(' ')[0], name: '(the whole file)', reason: skip[2] });
+  };
   tap.stdout!.on('data', (chunk: Buffer) => {
     process.stdout.write(chunk);
-    tail = (tail + chunk.toString()).slice(-4096);
+    const text = chunk.toString();
+    tail = (tail + text).slice(-4096);
+    const lines = (partial + text).split('\n');
+    partial = lines.pop() ?? '';
+    for (const l of lines) line(l);
   });
   const code = await new Promise<number>((resolve) => tap.once('close', (c, sig) => resolve(c ?? (sig ? 1 : 0))));
+  if (partial) line(partial);
   const summary = /# \{ total: (\d+)(?:, pass: (\d+))?(?:, fail: (\d+))?(?:, skip: (\d+))?/.exec(tail);
   const n = (i: number) => Number(summary?.[i] ?? 0);
-  return { code, pass: n(2), fail: summary ? n(3) : 1, skip: n(4) };
+  return { code, pass: n(2), fail: summary ? n(3) : 1, skip: n(4), skipped };
 }
 
 main().then(

@@ -28,11 +28,11 @@ export const FEATURES: Feature[] = [
   },
   {
     name: 'signing, both schemes (HMAC-SHA256 ×2, headers)',
-    owns: (url) => url.includes('/core/webhooks/signing.ts'),
+    owns: (url) => url.includes('/core/webhooks/signing.ts') || url.includes('/core/webhooks/schemes/'),
   },
   {
     name: 'of which the standard-webhooks signature',
-    owns: (url, fn) => url.includes('/core/webhooks/signing.ts') && /standard/i.test(fn),
+    owns: (url) => url.includes('/core/webhooks/schemes/standard.ts'),
   },
   {
     name: 'attempt history (digests, their Kafka writes; the view on each ingress)',

@@ -864,7 +864,7 @@ export interface components {
             subject: string;
             reason?: string | null;
             /** @description the hash of the tenant's previous entry (64 zeros for its first) */
-            prev_hash: string | null;
+            prev_hash: string;
             /** @description SHA-256 over the fields id, seq, at, tenant_id, actor, action, subject, reason, prev_hash (docs/operations.md) */
             hash: string;
         };

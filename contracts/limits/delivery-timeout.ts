@@ -3,7 +3,7 @@
  * how long the dispatcher holds a silent target's connection.
  */
 import { api, register, startTarget } from './webhook-target.ts';
-import { result, type LimitCheck } from './types.ts';
+import { judgesDurations, result, type LimitCheck } from './types.ts';
 
 export const deliveryTimeout: LimitCheck = {
   limit: 'delivery TCP timeout',
@@ -40,11 +40,10 @@ export const deliveryTimeout: LimitCheck = {
             ? 'the dispatcher still held the connection 30 s after the delivery arrived'
             : 'no delivery arrived within 30 s (is a dispatcher running?)',
         );
-      return result(
-        this,
-        ms >= 9_500 && ms <= 11_000 ? 'pass' : 'fail',
-        `connection dropped after ${(ms / 1000).toFixed(2)} s`,
-      );
+      // Durations unjudged, only the lower bound holds (a busy machine is slow, never early): the
+      // dispatcher let go of the silent target's connection itself, and not before the limit.
+      const inTime = ms >= 9_500 && (ms <= 11_000 || !judgesDurations(ctx));
+      return result(this, inTime ? 'pass' : 'fail', `connection dropped after ${(ms / 1000).toFixed(2)} s`);
     } finally {
       if (endpointId) await api(ctx, 'DELETE', `/v1/webhooks/endpoints/${endpointId}`).catch(() => {});
       await target.close();

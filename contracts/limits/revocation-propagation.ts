@@ -1,5 +1,5 @@
 /** Spec 5.6/8: a revocation reaches the edge within 250 ms: time from the 201 until the node refuses the token. */
-import { issueToken, result, type LimitCheck } from './types.ts';
+import { issueToken, judgesDurations, result, type LimitCheck } from './types.ts';
 
 export const revocationPropagation: LimitCheck = {
   limit: 'revocation propagation',
@@ -33,7 +33,8 @@ export const revocationPropagation: LimitCheck = {
       });
       await probe.arrayBuffer();
       const ms = performance.now() - revokedAt;
-      if (probe.status === 401) return result(this, ms <= 250 ? 'pass' : 'fail', `${ms.toFixed(1)} ms on this node`);
+      if (probe.status === 401)
+        return result(this, ms <= 250 || !judgesDurations(ctx) ? 'pass' : 'fail', `${ms.toFixed(1)} ms on this node`);
       if (ms > 5000)
         return result(this, 'fail', `still accepted after ${ms.toFixed(0)} ms (last answer ${probe.status})`);
     }

@@ -28,7 +28,17 @@ export interface LimitContext {
   rotation?: { scale: number; checkMs: number };
   /** Limits (by their `limit` name) the caller explicitly does not want measured: reported as skip. */
   skip?: string[];
+  /**
+   * false: a guard whose limit is a wall-clock duration on this machine (revocation propagation,
+   * the ping decision, the delivery timeout) judges only what Sluice decided (states, order) and
+   * reports the duration unjudged: for the unit tests, where a busy machine is not a broken
+   * product. Default true: `sluice contract verify --limits` judges the numbers.
+   */
+  judgeDurations?: boolean;
 }
+
+/** Whether `ctx` asks for wall-clock durations to be judged against the spec's numbers. */
+export const judgesDurations = (ctx: LimitContext): boolean => ctx.judgeDurations !== false;
 
 export interface LimitResult {
   limit: string;

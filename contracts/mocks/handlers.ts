@@ -78,7 +78,7 @@ function sluiceProblem(err: SluiceError, path: string, headers: Record<string, s
   return problem(err.status, err.code, ERRORS[err.code].title, err.message, path, err.extra, headers);
 }
 
-/** The service's refusal of request faults (ingress/pipeline.ts faultError): 400 with errors[], or 413. */
+/** The service's refusal of request faults (ingress/problem.ts faultError): 400 with errors[], or 413. */
 function faultError(faults: { path: string; message: string; maxBytes?: number }[]): SluiceError | null {
   if (faults.length === 0) return null;
   const fields = faults.filter((f) => f.maxBytes === undefined);

@@ -1,11 +1,12 @@
 /**
  * Crafted bad inputs every operation gets, derived from the contract: missing, malformed and
- * tampered tokens (401), a token without the operation's scope (403), a method the path does
- * not document (405 with Allow), and for JSON bodies malformed JSON, wrong types, unknown fields
- * (400), an oversize body (413) and a wrong Content-Type (415).
+ * tampered tokens (401), a token without the operation's scope (403), a public read sent with a
+ * token (the same documented answer: headers too), a method the path does not document (405 with
+ * Allow), and for JSON bodies malformed JSON, wrong types, unknown fields (400), an oversize body
+ * (413) and a wrong Content-Type (415).
  */
 import { deref, methodsOf, responseComponent, type Json, type Operation } from '../contract.ts';
-import { bearer } from './http.ts';
+import { bearer, send } from './http.ts';
 import type { Exchange } from './http.ts';
 import { concretePath, type Session } from './session.ts';
 
@@ -73,6 +74,23 @@ export async function authCases(s: Session, op: Operation): Promise<void> {
         return faults;
       },
     },
+  );
+}
+
+/**
+ * A public read (no scope) answers a caller that sends its token along as it answers anyone: the
+ * status it gave without one, and a response the contract documents, headers included (a JWKS
+ * turned `no-store` by the token broke its `max-age` Cache-Control).
+ */
+export async function publicCases(s: Session, op: Operation): Promise<void> {
+  if (op.scopes !== null || op.method !== 'GET') return;
+  const path = concretePath(op, s);
+  const anonymous = await send(s.opts.baseUrl, { method: op.method, path });
+  await s.probe(
+    op,
+    `with a bearer token → ${anonymous.status}, as without`,
+    { method: op.method, path, headers: bearer(await s.token()) },
+    { status: [anonymous.status] },
   );
 }
 

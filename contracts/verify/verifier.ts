@@ -7,8 +7,8 @@
 import { SluiceBaseError } from '../../core/errors.ts';
 import { listOperations, loadContract, type Json, type Operation } from '../contract.ts';
 import { ContractSchemas } from '../schemas.ts';
-import { authCases, bodyCases, isImplemented, methodCase } from './cases.ts';
-import { ORDER, SCENARIOS, validBody } from './scenarios.ts';
+import { authCases, bodyCases, isImplemented, methodCase, publicCases } from './cases.ts';
+import { ORDER, SCENARIOS, validBody } from './scenarios/index.ts';
 import { Session, TokenError, type VerifyOptions } from './session.ts';
 import type { Report } from './report.ts';
 
@@ -48,6 +48,7 @@ export async function verifyProvider(opts: VerifyOptions, doc: Json = loadContra
         );
       else {
         await authCases(s, op);
+        await publicCases(s, op);
         await methodCase(s, op, donePaths);
         await bodyCases(s, op, validBody(s, op.operationId));
         await scenario(s, op);

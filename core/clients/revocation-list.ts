@@ -1,6 +1,7 @@
 /** Revoked clients, materialized from the compacted `sluice.revocations` topic (a tombstone re-enables). */
 import type { StateRecord, StateView } from '../kafka/state-consumer.ts';
 import { parseJson } from '../kafka/state-consumer.ts';
+import { HEARTBEAT_PREFIX } from '../kafka/heartbeat.ts';
 
 export interface RevocationRecord {
   revocation_id: string;
@@ -14,12 +15,21 @@ export interface RevocationRecord {
 
 export class RevocationList implements StateView {
   private readonly revoked = new Map<string, RevocationRecord>();
+  /** Revocations pushed by a peer (core/clients/revocation-push.ts) whose Kafka record has not arrived yet. */
+  private readonly pushed = new Map<string, { revokedAt: number; until: number }>();
   /** Called on every change, so token caches can drop what a revocation touched. */
   onChange: ((clientId: string) => void) | null = null;
+  /** Heartbeat records (core/kafka/heartbeat.ts) share the topic: they go here, never into the list. */
+  onHeartbeat: ((key: string, value: Buffer | null) => void) | null = null;
   constructor(readonly topic: string) {}
 
   apply(r: StateRecord): void {
+    if (r.key.startsWith(HEARTBEAT_PREFIX)) {
+      this.onHeartbeat?.(r.key, r.value);
+      return;
+    }
     const rec = parseJson<RevocationRecord>(r.value);
+    this.pushed.delete(r.key);
     if (rec === null) this.revoked.delete(r.key);
     else this.revoked.set(r.key, rec);
     this.onChange?.(r.key);
@@ -29,9 +39,23 @@ export class RevocationList implements StateView {
     return this.revoked.get(clientId);
   }
 
+  /** Holds a peer's pushed revocation until its Kafka record arrives or `until` (epoch ms). */
+  provisional(clientId: string, revokedAt: number, until: number): void {
+    if (this.revoked.has(clientId)) return;
+    this.pushed.set(clientId, { revokedAt, until });
+    this.onChange?.(clientId);
+  }
+
   /** A token issued (iat, in seconds) to a revoked client before the revocation is refused. */
   refuses(clientId: string, issuedAtSeconds: number): boolean {
     const rec = this.revoked.get(clientId);
-    return rec !== undefined && issuedAtSeconds * 1000 <= rec.revoked_at + 999;
+    if (rec !== undefined) return issuedAtSeconds * 1000 <= rec.revoked_at + 999;
+    const pushed = this.pushed.get(clientId);
+    if (pushed === undefined) return false;
+    if (Date.now() > pushed.until) {
+      this.pushed.delete(clientId);
+      return false;
+    }
+    return issuedAtSeconds * 1000 <= pushed.revokedAt + 999;
   }
 }

@@ -14,6 +14,7 @@ import { nextSecretCreatedAt, usesCertificate } from './client-registry.ts';
 import { writeClient } from './provisioning.ts';
 import { appendAudit, appendAuditCommitted } from '../audit/audit-log.ts';
 import type { RevocationRecord } from './revocation-list.ts';
+import { pushRevocation } from './revocation-push.ts';
 
 export interface RevokeInput {
   clientId: string;
@@ -38,6 +39,8 @@ export async function revokeClient(
   const running = ctx.revoking.current(client.client_id);
   if (running) return running.then((record) => ({ record, created: false }));
   const record = await ctx.revoking.run(client.client_id, async () => {
+    // Other regions refuse the client at once (provisionally) instead of after the Kafka path below.
+    void pushRevocation(ctx, { client_id: client.client_id, revoked_at: ctx.clock.now() });
     const { entry: audit, visible } = await appendAuditCommitted(ctx, {
       tenant_id: client.tenant_id,
       actor: input.actor,

@@ -1,6 +1,8 @@
 /**
- * The one place that knows kafkajs: a client factory, a durable producer, topic creation.
- * Keeping it small lets another client replace kafkajs, whose last release (2.2.4) dates from 2023.
+ * A client factory, a durable producer, topic creation: the product's one runtime import of kafkajs.
+ * Other modules import its types (Kafka, Batch, EachBatchPayload, IHeaders...) and call the client
+ * built here (consumers, the audit writer's transactional producer, admin), so another client
+ * replacing kafkajs (last release 2.2.4, 2023) starts here and reaches those too.
  */
 import kafkajs, { Kafka, logLevel } from 'kafkajs';
 import type { Producer, Admin, IHeaders, Consumer, ConsumerConfig } from 'kafkajs';
@@ -26,8 +28,11 @@ const {
 
 export type { Consumer, Producer, Admin, IHeaders };
 
-export function createKafka(brokers: string[], clientId: string): Kafka {
-  return new Kafka({
+/** The rack (`client.rack`) a client was made for: its consumers fetch from the replica there. */
+const racks = new WeakMap<Kafka, string>();
+
+export function createKafka(brokers: string[], clientId: string, rack: string | null = null): Kafka {
+  const kafka = new Kafka({
     clientId,
     brokers,
     logLevel: logLevel.NOTHING,
@@ -35,6 +40,12 @@ export function createKafka(brokers: string[], clientId: string): Kafka {
     connectionTimeout: 3000,
     requestTimeout: 10000,
   });
+  if (rack) racks.set(kafka, rack);
+  return kafka;
+}
+
+export function rackOf(kafka: Kafka): string | null {
+  return racks.get(kafka) ?? null;
 }
 
 export interface OutRecord {
@@ -509,7 +520,8 @@ async function endOffsetsOnce(kafka: Kafka, topics: string[]): Promise<Map<strin
 }
 
 export function consumer(kafka: Kafka, config: ConsumerConfig): Consumer {
-  return kafka.consumer({ allowAutoTopicCreation: false, ...config });
+  const rack = racks.get(kafka);
+  return kafka.consumer({ allowAutoTopicCreation: false, ...(rack ? { rackId: rack } : {}), ...config });
 }
 
 export function headerString(headers: IHeaders | undefined, name: string): string | undefined {

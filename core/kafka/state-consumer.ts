@@ -5,9 +5,11 @@
  * end offsets seen at start: a node does not serve before that.
  *
  * In-memory views read their topics from the beginning at every start. Stored views (StoredView:
- * DLQ, audit) keep their data in the process's on-disk store: a batch of their records is applied
- * in one store transaction together with the next offset, and at start (and at every group join)
- * the consumer seeks their partitions to the stored offsets, so only the tail is read.
+ * endpoints, DLQ, audit; on an ingress, the attempt history and event type counts, read by a
+ * second StateConsumer into a store of their own: cli/assemble.ts) keep their data on disk: a
+ * batch of their records is applied in one store transaction together with the next offset, and
+ * at start (and at every group join) the consumer seeks their partitions to the stored offsets,
+ * so only the tail is read.
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -70,6 +72,11 @@ export interface StateConsumerOptions {
   onRebuilt?: () => void;
   /** Where this consumer announces applied batches (default: its own); share one to wait on several consumers. */
   changes?: ViewChanges;
+  /**
+   * What counts as contact with Kafka for the fail-closed check: any answered fetch (default), or
+   * only a heartbeat read back (`heard()`, core/kafka/heartbeat.ts), for nodes reading a local replica.
+   */
+  freshness?: 'fetch' | 'heartbeat';
 }
 
 /** How long one store transaction may hold the event loop once the node serves (see eachBatch). */
@@ -143,7 +150,7 @@ export class StateConsumer {
 
   private listen(c: Consumer): void {
     c.on(c.events.FETCH, () => {
-      this.lastContactAt = Date.now();
+      if (this.opts.freshness !== 'heartbeat') this.lastContactAt = Date.now();
     });
     // END_BATCH_PROCESS also fires for batches of only transaction markers, which eachBatch never sees.
     c.on(c.events.END_BATCH_PROCESS, (e) => {
@@ -360,6 +367,11 @@ export class StateConsumer {
   reached(topic: string, partition: number, offset: bigint | number, timeoutMs: number): Promise<boolean> {
     const want = BigInt(offset);
     return this.changes.until(() => this.position(topic, partition) >= want, timeoutMs);
+  }
+
+  /** In heartbeat freshness: everything committed before `sentAt` has been read (core/kafka/heartbeat.ts). */
+  heard(sentAt: number): void {
+    if (sentAt > this.lastContactAt) this.lastContactAt = sentAt;
   }
 
   viewsOf(topic: string): readonly StateView[] {

@@ -1,21 +1,21 @@
 /**
  * An endpoint's delivery policy, in one place: what a tenant may set on an endpoint (pause, rate,
  * requests in flight, ordering) and what follows from it. The retry ladder itself is
- * core/backoff.ts; how a policy is enforced is dispatcher/lanes.ts.
+ * retry-policy.ts; how a policy is enforced is dispatcher/lanes.ts.
  *
  * An endpoint with a rate limit, an in-flight limit or `ordering: key` is a *lane* endpoint: the
  * fan-out writes its deliveries to `sluice.lanes` keyed by endpoint id, so one dispatcher at a time
  * (the owner of that partition) sends to it, and its limits and order hold cluster-wide without a
  * coordinator. Every other endpoint keeps today's spread over every dispatcher.
  */
-import { DLQ_RETENTION_MS } from '../backoff.ts';
+import { retryLadder } from './retry-policy.ts';
 import type { EndpointRecord } from './records.ts';
 
 export const RATE_LIMIT_MAX = 10_000;
 export const MAX_IN_FLIGHT_MAX = 1000;
 export const ORDERING_KEY_MAX_BYTES = 128;
 /** How long a paused endpoint's deliveries wait before they are dead-lettered (unscaled). */
-export const PAUSE_MAX_MS = DLQ_RETENTION_MS;
+export const PAUSE_MAX_MS = retryLadder.dlqRetentionMs;
 
 export type PolicyFields = Pick<EndpointRecord, 'rate_limit_per_second' | 'max_in_flight' | 'ordering'>;
 

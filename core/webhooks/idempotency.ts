@@ -7,8 +7,16 @@
  *
  *   ctx.eventIds.winner(`evt:acme:order-1`, now)   // { claim, state: 'published', matched_endpoints, ... }
  *
+ * The steps a publish takes (publish.ts): `newClaim` for each free id, `claimIds` (one write, then
+ * wait for this node's view to learn which claims won), the events themselves, then `markPublished`.
+ * A repeat of a published id answers its result; one whose claim is still fresh is `inFlight`
+ * (`awaitPublished` waits for it).
+ *
  * Opened by the 'node' view set (core/views.ts).
  */
+import { randomUUID } from 'node:crypto';
+import type { Context } from '../context.ts';
+import { unavailable } from '../errors.ts';
 import type { StateRecord, StateView } from '../kafka/state-consumer.ts';
 
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
@@ -39,6 +47,76 @@ export type EventIdOrigin = 'tenant' | 'sluice';
  */
 export function eventIdKey(tenantId: string, eventId: string, origin: EventIdOrigin = 'tenant'): string {
   return origin === 'sluice' ? `${KEY_PREFIX}!sluice:${tenantId}:${eventId}` : `${KEY_PREFIX}${tenantId}:${eventId}`;
+}
+
+/** A publish's claim of one event id, under the id's key. */
+export interface HeldClaim {
+  key: string;
+  claim: EventIdClaim;
+}
+
+/** A new claim of `eventId` for one publish request, holding the result a repeat will answer. */
+export function newClaim(tenantId: string, eventId: string, matchedEndpoints: number, nowMs: number): EventIdClaim {
+  return {
+    kind: 'event-id',
+    tenant_id: tenantId,
+    event_id: eventId,
+    claim: randomUUID(),
+    state: 'claimed',
+    matched_endpoints: matchedEndpoints,
+    claimed_at: nowMs,
+  };
+}
+
+/** Whether a winning claim not yet published is fresh: its publish is still under way, not dead. */
+export function inFlight(winner: EventIdClaim, nowMs: number): boolean {
+  return winner.state === 'claimed' && nowMs - winner.claimed_at < STALE_CLAIM_MS;
+}
+
+/**
+ * Writes the claims to `sluice.control` (one write) and waits until this node's view has applied
+ * them all; returns those that won. A lost claim means another publish of its id got there first.
+ */
+export async function claimIds(
+  ctx: Context,
+  claims: readonly HeldClaim[],
+  ack: { timeoutMs: number },
+): Promise<Set<HeldClaim>> {
+  const view = ctx.eventIds;
+  await ctx.producer.send(
+    ctx.topics.control,
+    claims.map((c) => ({ key: c.key, value: JSON.stringify(c.claim) })),
+    ack,
+  );
+  const waitMs = 10_000;
+  if (!(await ctx.changes.until(() => claims.every((c) => view.seen(c.claim.claim)), waitMs)))
+    throw unavailable(`event-id claims did not become visible in this node's view within ${waitMs} ms`);
+  const now = ctx.clock.now();
+  return new Set(claims.filter((c) => view.winner(c.key, now)?.claim === c.claim.claim));
+}
+
+/** Marks won claims published (one write): from then on a repeat of their ids answers their result. */
+export async function markPublished(
+  ctx: Context,
+  claims: readonly HeldClaim[],
+  ack: { timeoutMs: number },
+): Promise<void> {
+  await ctx.producer.send(
+    ctx.topics.control,
+    claims.map((c) => ({
+      key: c.key,
+      value: JSON.stringify({ ...c.claim, state: 'published' } satisfies EventIdClaim),
+    })),
+    ack,
+  );
+}
+
+/** Waits (up to STALE_CLAIM_MS) until the claim holding `key` is published; returns it then, else undefined. */
+export async function awaitPublished(ctx: Context, key: string): Promise<EventIdClaim | undefined> {
+  const read = () => ctx.eventIds.winner(key, ctx.clock.now());
+  await ctx.changes.until(() => read()?.state === 'published', STALE_CLAIM_MS);
+  const w = read();
+  return w?.state === 'published' ? w : undefined;
 }
 
 export class EventIdView implements StateView {

@@ -8,7 +8,7 @@ import { OAuthError, unavailable } from '../../core/errors.ts';
 import { ALL_SCOPES } from '../../core/scopes.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import { RateLimiter } from '../../core/rate-limit.ts';
-import { rateLimited } from '../pipeline.ts';
+import { rateLimited } from '../problem.ts';
 import { presentedCertificate } from '../client-cert.ts';
 import { certificateMatches, type PresentedCertificate } from '../../core/clients/certificate-auth.ts';
 import { usesCertificate, type ClientRecord } from '../../core/clients/client-registry.ts';
@@ -170,7 +170,11 @@ export function authRoutes(ctx: Context, metrics: Metrics, trustedProxies: CidrS
       pattern: '/v1/auth/jwks',
       scope: null,
       body: 'none',
-      handler: () => json(200, ctx.keys.jwks(ctx.clock.now()), { 'cache-control': 'public, max-age=60' }),
+      // Shared: a verifier that sends its own token along still gets (and may cache) the public keys.
+      handler: () => ({
+        ...json(200, ctx.keys.jwks(ctx.clock.now()), { 'cache-control': 'public, max-age=60' }),
+        shared: true,
+      }),
     },
     {
       method: 'GET',

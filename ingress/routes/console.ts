@@ -12,11 +12,21 @@ import type { Reply, Route } from '../types.ts';
 
 export const CONSOLE_DIR = fileURLToPath(new URL('../../console/', import.meta.url));
 
+const JS = 'text/javascript; charset=utf-8';
+
+/** The page, its style and its ES modules (app.js imports the others; see its opening comment). */
 const FILES: Record<string, string> = {
   'index.html': 'text/html; charset=utf-8',
-  'app.js': 'text/javascript; charset=utf-8',
-  'endpoints.js': 'text/javascript; charset=utf-8',
   'style.css': 'text/css; charset=utf-8',
+  'app.js': JS,
+  'dom.js': JS,
+  'session.js': JS,
+  'nav.js': JS,
+  'view-endpoints.js': JS,
+  'view-endpoint.js': JS,
+  'view-dlq.js': JS,
+  'view-activity.js': JS,
+  'endpoints.js': JS,
 };
 
 export const CONSOLE_CSP = [

@@ -25,7 +25,7 @@ import {
 import { json, type AppRequest, type Reply, type Route } from '../types.ts';
 import { pageOf, readCursor } from '../../core/paging.ts';
 import { RateLimiter } from '../../core/rate-limit.ts';
-import { rateLimited } from '../pipeline.ts';
+import { rateLimited } from '../problem.ts';
 
 /**
  * Verifications of one endpoint at one node: this many at once, then one more every

@@ -14,7 +14,7 @@ import type { Context } from '../../core/context.ts';
 import { invalidRequest, type SluiceError, type FieldError } from '../../core/errors.ts';
 import { publishBatch, publishEvent } from '../../core/webhooks/publish.ts';
 import { json, type AppRequest, type RequestChecks, type Route } from '../types.ts';
-import { faultError } from '../pipeline.ts';
+import { faultError } from '../problem.ts';
 
 /** A publish body the contract's EventPublish admitted: `{type, data, id?}`, a null id as none. */
 interface Publish {

@@ -94,8 +94,17 @@ async function run(executablePath: string): Promise<void> {
     for (const [path, type] of [
       ['/console', 'text/html'],
       ['/console/', 'text/html'],
-      ['/console/app.js', 'text/javascript'],
-      ['/console/endpoints.js', 'text/javascript'],
+      ...[
+        'app.js',
+        'dom.js',
+        'session.js',
+        'nav.js',
+        'view-endpoints.js',
+        'view-endpoint.js',
+        'view-dlq.js',
+        'view-activity.js',
+        'endpoints.js',
+      ].map((name) => [`/console/${name}`, 'text/javascript']),
       ['/console/style.css', 'text/css'],
     ]) {
       const res = await fetch(`${node.base}${path}`);

@@ -15,7 +15,7 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 const node = await startTestNode({}, { dispatcher: true });
 const target = new URL(node.base);
 
-// A deliberately broken Sluice: a proxy that breaks three answers of the live one.
+// A deliberately broken Sluice: a proxy that breaks four answers of the live one.
 const proxy = createServer((req, res) => {
   const up = request(
     { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
@@ -34,6 +34,8 @@ const proxy = createServer((req, res) => {
           body = Buffer.from(JSON.stringify(meta));
         }
         if (path === '/v1/audit' && status === 200) status = 418; // an undocumented status
+        // The JWKS made private by the caller's token: the contract's `max-age` Cache-Control is gone.
+        if (path === '/v1/auth/jwks' && req.headers.authorization) headers['cache-control'] = 'no-store';
         if (path === '/v1/webhooks/dlq' && status === 200) {
           status = 500; // a server error
           headers['content-type'] = 'application/problem+json';
@@ -63,7 +65,7 @@ t.teardown(async () => {
 
 const admin = await node.client('admin', 'acme');
 
-t.test('the verifier catches a schema violation, an undocumented status and a 5xx', async (t) => {
+t.test('the verifier catches a schema violation, an undocumented status, a 5xx and a bad header', async (t) => {
   const report = await verifyProvider({
     baseUrl: broken,
     clientId: admin.client_id,
@@ -83,7 +85,8 @@ t.test('the verifier catches a schema violation, an undocumented status and a 5x
   );
   t.match(of('listAuditEntries'), /status 418 is not documented/, 'undocumented status');
   t.match(of('listDlq'), /answered 500/, '5xx');
-  const expected = ['getAuthorizationServerMetadata', 'listAuditEntries', 'listDlq'];
+  t.match(of('getJwks'), /header Cache-Control .*max-age.*"no-store"/, 'a header against its documented pattern');
+  const expected = ['getAuthorizationServerMetadata', 'getJwks', 'listAuditEntries', 'listDlq'];
   const failedOps = new Set(fails.map((f) => f.operationId));
   const others = fails.filter((f) => !expected.includes(f.operationId));
   t.same([...failedOps].sort(), expected, 'nothing else fails');

@@ -29,6 +29,9 @@ t.test('every limit of the spec is measured against a live Sluice, and every one
     revocable: { clientId: victim.client_id, clientSecret: victim.client_secret },
     timeScale: SCALE,
     rotation: ROTATION,
+    // Wall-clock bounds fail on a busy machine, not on a broken Sluice: here the guards judge what
+    // Sluice decided; `sluice contract verify --limits` judges the spec's numbers.
+    judgeDurations: false,
   });
   t.comment(`\n${formatLimits(rows)}`);
   t.same(rows.map((r) => r.limit).sort(), [...LIMIT_NAMES].sort(), 'one row per limit the service promises');

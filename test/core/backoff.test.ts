@@ -1,5 +1,7 @@
 import t from 'tap';
-import { MAX_ATTEMPTS, RUNGS, nominalSpanMs, retryDelayMs, rungAfter } from '../../core/backoff.ts';
+import { retryLadder } from '../../core/webhooks/retry-policy.ts';
+
+const { maxAttempts: MAX_ATTEMPTS, rungs: RUNGS, nominalSpanMs, delayAfter: retryDelayMs, rungAfter } = retryLadder;
 
 const H = 3600_000;
 const span = (random: () => number, scale = 1) => {

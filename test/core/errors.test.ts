@@ -9,7 +9,7 @@ import kafkajs from 'kafkajs';
 import { ConfigError, OAuthError, SluiceBaseError, SluiceError, unavailable } from '../../core/errors.ts';
 import { isPermanentWriteError, isTransientKafkaError, TopicSettingsError } from '../../core/kafka/client.ts';
 import { LocalKafkaError } from '../../core/kafka/local-broker.ts';
-import { WebhookVerificationError } from '../../core/webhook-verify.ts';
+import { WebhookVerificationError } from '../../core/webhooks/verify.ts';
 import { UsageError } from '../../cli/args.ts';
 import { TokenError } from '../../contracts/verify/session.ts';
 import { errorHeaders } from '../../ingress/problem.ts';

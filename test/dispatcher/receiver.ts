@@ -7,7 +7,7 @@
  */
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { call, type TestNode } from '../helpers/sluice.ts';
 
 export interface Hit {
@@ -119,6 +119,21 @@ export async function registerEndpoint(
 
 export async function publish(node: TestNode, token: string, body: unknown) {
   return call(node.base, 'POST', '/v1/webhooks/events', { token, body });
+}
+
+/**
+ * The barrier that proves "nothing more came" (instead of a sleep): publishes a marker event of
+ * `type`, which the endpoint at `r` takes, and waits for its delivery there. The fan-out reads a
+ * tenant's events in publish order, so a delivery an earlier publish or decision caused was on
+ * its way before the marker's. Returns `r`'s events other than the marker.
+ */
+export async function awaitMarker(node: TestNode, token: string, r: TestReceiver, type: string): Promise<Hit[]> {
+  const id = `marker-${randomUUID()}`;
+  const res = await publish(node, token, { type, id, data: { marker: true } });
+  if (res.status !== 202 || res.json.matched_endpoints < 1)
+    throw new Error(`the marker was not accepted for an endpoint: ${res.status} ${res.text}`);
+  await r.until((e) => e.some((h) => h.body.id === id), 30_000, `the marker ${type}`);
+  return r.events().filter((h) => h.body.id !== id);
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -7,6 +7,10 @@
  *     no upstream configured, and 503 UNAVAILABLE;
  *   - every 4xx has a JSON body: problem+json, or the RFC 6749 shape on POST /v1/auth/token;
  *   - every request is answered (no hang, no connection closed without an answer);
+ *   - no 2xx and no upstream answer beyond what the credentials allow: without a valid token
+ *     (none, tampered, garbage...) only public routes succeed; a narrow token only where one of
+ *     its scopes is needed; another tenant's token never on acme's resources or data, and the
+ *     upstream always sees the token's tenant;
  *   - prototype keys (`__proto__`, `constructor`, `prototype`) never change behaviour and never
  *     pollute a prototype;
  *   - the node still answers plain requests afterwards.
@@ -1210,6 +1214,8 @@ interface Case {
   headers: [string, string][];
   body: Body | null;
   raw: boolean;
+  /** The credentials sent (the Authorization header), which the auth invariant judges answers by. */
+  auth: AuthMode;
 }
 
 function caseArb(route: RouteInfo): fc.Arbitrary<Case> {
@@ -1266,6 +1272,7 @@ function caseArb(route: RouteInfo): fc.Arbitrary<Case> {
         headers: list,
         body: b,
         raw: raw || method === 'CONNECT',
+        auth: h.auth,
       };
     });
 }
@@ -1395,13 +1402,114 @@ function headBytes(c: Case): number {
   return line + c.headers.reduce((n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(v) + 4, 0) + 100;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The auth invariant: who the credentials make the caller, and what a route needs of it.
+
+const claimsOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString());
+/** The scopes a token carries (RFC 9068 `scope`, space-separated). */
+const scopesOf = (token: string): string[] => String(claimsOf(token).scope ?? '').split(' ');
+
+/**
+ * Who a request's Authorization makes the caller: a tenant and its scopes, `nobody` (no valid
+ * credential: none, tampered, garbage...), or null where the fuzzer does not judge (the admin
+ * token in an odd spelling or beside another credential: a lenient reading is no bypass).
+ */
+type Caller = { tenant: string; scopes: string[]; basic?: true } | 'nobody' | null;
+const ADMIN_CALLER = { tenant: 'acme', scopes: scopesOf(adminToken) };
+function callerOf(mode: AuthMode): Caller {
+  switch (mode) {
+    case 'admin':
+    case 'lower':
+    case 'spaces':
+      return ADMIN_CALLER;
+    case 'narrow':
+      return { tenant: 'acme', scopes: scopesOf(narrowToken) };
+    case 'other-tenant':
+      return { tenant: 'globex', scopes: scopesOf(otherTenantToken) };
+    case 'basic-admin':
+      // Client authentication, which only the token route takes: it is no bearer token elsewhere.
+      return { ...ADMIN_CALLER, basic: true };
+    case 'none':
+    case 'tampered':
+    case 'garbage':
+    case 'long':
+    case 'basic-garbage':
+    case 'non-ascii':
+    case 'empty':
+      return 'nobody';
+    case 'two-admin':
+    case 'admin-garbage':
+    case 'padded':
+    case 'scheme':
+      return null;
+  }
+}
+
+const CONTRACT_ROUTES = listOperations(contract).map((op) => ({
+  method: op.method,
+  pattern: new RegExp(`^${op.path.replace(/\{[^}]+\}/g, '[^/]+')}$`),
+  scopes: op.scopes,
+}));
+
+/**
+ * The scopes the route Sluice takes a request to needs: null for a public route, undefined when
+ * no route is known for it (the fuzzer then does not judge a 2xx by its credentials).
+ */
+function routeScopes(c: Case): string[] | null | undefined {
+  const path = routedPath(c);
+  const method = c.method === 'HEAD' ? 'GET' : c.method;
+  const family = /^\/v1\/(inference|pipelines|telemetry)(\/.*)?$/.exec(path);
+  if (family) {
+    const resource = family[1] === 'pipelines' ? 'pipeline' : family[1];
+    if (resource === 'telemetry' && /^\/export(\/|$)/.test(family[2] ?? '')) return ['telemetry:export'];
+    return [`${resource}:${method === 'GET' ? 'read' : 'write'}`];
+  }
+  if (path === '/console' || path.startsWith('/console/')) return null;
+  return CONTRACT_ROUTES.find((r) => r.method === method && r.pattern.test(path))?.scopes;
+}
+
+/** What names one of acme's own resources, which another tenant must never reach. */
+const ACME_RESOURCES = [...endpointIds, adminClient.client_id, victim.client_id, bystander.client_id];
+
+/**
+ * A 2xx, or an answer from the upstream, to credentials that do not allow it: null when allowed.
+ * `reached`: what the upstream saw of this request (its tenant header must be the caller's).
+ */
+function authViolation(c: Case, r: Response, reached: Seen[]): string | null {
+  const upstream = r.headers['x-fuzz-upstream'] === '1';
+  if (!upstream && (r.status < 200 || r.status >= 300) && reached.length === 0) return null;
+  const caller = callerOf(c.auth);
+  if (caller === null) return null;
+  const what = upstream || reached.length > 0 ? 'reached the upstream' : `succeeded (${r.status})`;
+  const scopes = routeScopes(c);
+  if (scopes === null) return null; // a public route
+  if (scopes === undefined) return upstream ? `${what} by no known route` : null;
+  if (caller === 'nobody') return `${what} without a valid token (${c.auth})`;
+  if (caller.basic) return `${what} with HTTP Basic client credentials instead of a token`;
+  if (!scopes.some((s) => caller.scopes.includes(s)))
+    return `${what} with a token lacking ${scopes.join(' or ')} (it carries ${caller.scopes.join(' ')})`;
+  for (const seen of reached)
+    if (seen.headers['x-sluice-tenant'] !== caller.tenant)
+      return `${what} as tenant ${seen.headers['x-sluice-tenant']} with a token of ${caller.tenant}`;
+  if (caller.tenant !== 'acme') {
+    const body = c.body?.bytes.toString('utf8') ?? '';
+    const named = ACME_RESOURCES.find((id) => c.path.includes(id) || c.query.includes(id) || body.includes(id));
+    if (named && !upstream) return `${what} on ${named}, a resource of acme, with a token of ${caller.tenant}`;
+    if (!upstream && (r.body.includes('"tenant_id":"acme"') || endpointIds.some((id) => r.body.includes(id))))
+      return `${what} with a token of ${caller.tenant}, answering acme's data`;
+  }
+  return null;
+}
+
 /** Null when the answer keeps every invariant, else what is wrong. */
-function violation(c: Case, r: Response | string): string | null {
+function violation(c: Case, r: Response | string, reached: Seen[] = []): string | null {
   if (typeof r === 'string') {
     if (headBytes(c) <= UWS_HEAD_LIMIT) return r;
     stats.longHeadsDropped++;
     return null;
   }
+  const unauthorized = authViolation(c, r, reached);
+  if (unauthorized) return unauthorized;
   if (r.headers['x-fuzz-upstream'] === '1') return null; // the upstream's own answer, passed through
   if (r.headers['content-length'] !== undefined && !(Number(r.headers['content-length']) <= MAX_BODY * 64))
     return `absurd Content-Length: ${r.headers['content-length']}`;
@@ -1482,14 +1590,16 @@ function describe(c: Case): string {
 
 async function check(c: Case): Promise<void> {
   const t0 = Date.now();
+  const seenBefore = upstreamSeen.length;
   const r = await send(c);
+  const reached = upstreamSeen.slice(seenBefore);
   const ms = Date.now() - t0;
   if (ms > 300)
     stats.slow.push(`${ms} ms ${typeof r === 'string' ? 'no answer' : r.status} ${describe(c).slice(0, 160)}`);
   stats.cases++;
   stats.families.set(c.family, (stats.families.get(c.family) ?? 0) + 1);
   if (typeof r !== 'string') stats.statuses.set(r.status, (stats.statuses.get(r.status) ?? 0) + 1);
-  const v = violation(c, r);
+  const v = violation(c, r, reached);
   previous.unshift(c);
   previous.length = Math.min(previous.length, 3);
   if (!v) return;
@@ -1513,6 +1623,37 @@ t.test(`every route, ${RUNS} generated requests (seed ${SEED}): no 5xx, every 4x
   for (const r of ROUTES) stats.routes.add(`${r.method} ${r.template}`);
   await fc.assert(fc.asyncProperty(allCases, check), { seed: SEED, numRuns: RUNS, endOnFailure: !SHRINK });
   t.pass(`${stats.cases} cases over ${stats.routes.size} routes`);
+});
+
+t.test('every route with each credential that must not pass: no 2xx, nothing reaches the upstream', async (t) => {
+  // The main property sends these modes in a few percent of its cases; here every route gets each.
+  const modes: AuthMode[] = ['none', 'empty', 'garbage', 'tampered', 'narrow', 'other-tenant', 'basic-admin'];
+  const params: Record<string, string> = {
+    endpoint_id: endpointIds[endpointIds.length - 1],
+    client_id: victim.client_id,
+    dlq_id: 'dlq_nope',
+    path: 'sweep',
+  };
+  let n = 0;
+  for (const route of ROUTES)
+    for (const mode of modes) {
+      const body = route.template_body === undefined ? null : text('valid', JSON.stringify(route.template_body));
+      await check({
+        family: 'auth',
+        auth: mode,
+        method: route.method,
+        path: route.template.replace(/\{([^}]+)\}/g, (_, name: string) => params[name] ?? 'sweep'),
+        query: '',
+        headers: [
+          ...authHeaders(mode, 'g', n),
+          ...(body ? [['content-type', 'application/json'] as [string, string]] : []),
+        ],
+        body,
+        raw: false,
+      });
+      n++;
+    }
+  t.pass(`${n} requests: ${ROUTES.length} routes, ${modes.length} credentials each`);
 });
 
 t.test('wrong types for every field of every JSON body: 400, never 5xx', async (t) => {
@@ -1555,6 +1696,7 @@ t.test('wrong types for every field of every JSON body: 400, never 5xx', async (
           : { o: Object.entries(tpl).map(([k, v]): [string, J] => [k, k === field ? value : toJ(v)]) };
       await check({
         family: 'types',
+        auth: 'admin',
         method: route.method,
         path: route.template.replace(/\{[^}]+\}/g, endpointId),
         query: '',

@@ -57,7 +57,7 @@ t.test('a known workload, counted exactly', async (t) => {
   let { res, families: m } = await scrape();
   for (
     const deadline = Date.now() + 10_000;
-    sample(m, 'sluice_deliveries_total', { outcome: 'delivered' }) < 4 && Date.now() < deadline;
+    sample(m, 'sluice_deliveries_total', { outcome: 'delivered' }, { missing: 0 }) < 4 && Date.now() < deadline;
   ) {
     await sleep(50);
     ({ res, families: m } = await scrape());
@@ -65,12 +65,15 @@ t.test('a known workload, counted exactly', async (t) => {
   t.match(res.headers.get('content-type'), /^text\/plain; version=0\.0\.4/);
   t.equal(sample(m, 'sluice_deliveries_total', { outcome: 'delivered' }), 4, '4 delivered');
   t.equal(sample(m, 'sluice_deliveries_total', { outcome: 'retry' }), 1, '1 retried');
-  t.equal(sample(m, 'sluice_deliveries_total', { outcome: 'dead-letter' }), 0, 'none dead-lettered');
+  t.equal(sample(m, 'sluice_deliveries_total', { outcome: 'dead-letter' }, { missing: 0 }), 0, 'none dead-lettered');
   t.equal(sample(m, 'sluice_delivery_attempts_total', { attempt: '1', result: 'success' }), 3);
   t.equal(sample(m, 'sluice_delivery_attempts_total', { attempt: '1', result: 'failure' }), 1);
   t.equal(sample(m, 'sluice_delivery_attempts_total', { attempt: '2', result: 'success' }), 1);
   t.equal(sample(m, 'sluice_delivery_latency_seconds'), 4, 'a latency for each delivery');
-  t.equal(sample(m, 'sluice_rung_lateness_seconds'), 1, 'one record left a rung (the first: its only series)');
+  t.equal(sample(m, 'sluice_rung_lateness_seconds', { rung: '30s' }), 1, 'one record left a rung: the first');
+  t.equal(sample(m, 'sluice_rung_lateness_seconds'), 1, 'and no other rung');
+  t.throws(() => sample(m, 'sluice_rung_lateness_seconds', { rung: '1m' }), 'a missing series is no zero');
+  t.throws(() => sample(m, 'sluice_deliveries_totl'), 'nor is a misspelt name');
   t.equal(
     sample(m, 'sluice_scope_violations_total', { scope: 'events:publish' }),
     2,

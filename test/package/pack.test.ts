@@ -40,8 +40,8 @@ t.test(
     const files = packed[0].files.map((f) => f.path);
     for (const f of [
       'package.json',
-      'core/webhook-verify.js',
-      'core/webhook-verify.d.ts',
+      'core/webhooks/verify.js',
+      'core/webhooks/verify.d.ts',
       'core/index.js',
       'core/index.d.ts',
     ])

@@ -1,0 +1,96 @@
+/**
+ * What the scenarios of every tag share: the Scenario shape, a token and a JSON body for an
+ * operation, the valid body each operation starts from, and the checks several tags repeat.
+ */
+import type { Json, Operation } from '../../contract.ts';
+import { bearer, jsonBody, type Exchange } from '../http.ts';
+import { concretePath, type Session } from '../session.ts';
+
+/** What one operation does right, probed against a live Sluice. */
+export type Scenario = (s: Session, op: Operation) => Promise<void>;
+
+export const body = (ex: Exchange) => ex.json as Json;
+export const tokenFor = async (s: Session, op: Operation) => bearer(await s.token(op.scopes![0]));
+export const json = async (s: Session, op: Operation, value: unknown) => {
+  const b = jsonBody(value);
+  return { headers: { ...(await tokenFor(s, op)), ...b.headers }, body: b.body };
+};
+
+/** A valid body per operation, the base of the crafted bad ones. */
+export function validBody(s: Session, operationId: string): Json | undefined {
+  switch (operationId) {
+    case 'issueToken':
+      return { grant_type: 'client_credentials', client_id: s.opts.clientId, client_secret: s.opts.clientSecret };
+    case 'createEndpoint':
+      return {
+        url: s.opts.webhookUrl ?? 'https://webhook-receiver.invalid/sluice',
+        events: ['inference.completed', 'pipeline.failed'],
+        metadata: { source: 'sluice contract verify' },
+      };
+    case 'updateEndpoint':
+      return { description: 'sluice contract verify', metadata: { source: 'sluice contract verify', updated: true } };
+    case 'testEndpoint':
+      return { type: 'inference.completed', data: { model: 'contract-probe', latency_ms: 1 } };
+    case 'publishEvent':
+      return { type: 'inference.completed', data: { model: 'contract-probe', latency_ms: 1 } };
+    case 'publishEventBatch':
+      return { events: [{ type: 'inference.completed', data: { model: 'contract-probe', latency_ms: 1 } }] };
+    case 'replayDlq':
+      return { endpoint_id: s.state.endpointId ?? 'ep_contract_probe_missing' };
+    case 'revokeClient':
+      return { client_id: 'cl_contract_probe_missing', reason: 'sluice contract verify' };
+    default:
+      return undefined;
+  }
+}
+
+/** A 400 whose errors[] names each of `paths` (`$.ordering_key`). */
+export const names =
+  (...paths: string[]) =>
+  (ex: Exchange): string[] => {
+    const got: string[] = Array.isArray(body(ex)?.errors) ? body(ex).errors.map((e: Json) => e.path) : [];
+    return paths.filter((p) => !got.includes(p)).map((p) => `errors[] does not name ${p} (it names ${got.join(', ')})`);
+  };
+
+/** The members of `change` the endpoint view `ex` does not show as changed. */
+export const shows =
+  (change: Json) =>
+  (ex: Exchange): string[] =>
+    Object.entries(change)
+      .filter(([k, v]) => JSON.stringify(body(ex)?.[k]) !== JSON.stringify(v))
+      .map(([k, v]) => `${k} is ${JSON.stringify(body(ex)?.[k])}, not ${JSON.stringify(v)}`);
+
+/** The operation on an endpoint id that does not exist: 404. */
+export const probeUnknownEndpoint = async (s: Session, op: Operation, what: string) =>
+  s.probe(
+    op,
+    what,
+    {
+      method: op.method,
+      path: concretePath(op, s, { endpoint_id: 'ep_contract_probe_missing' }),
+      headers: await tokenFor(s, op),
+    },
+    { status: [404] },
+  );
+
+/** limit=0 and limit=1001 → 400; limit=1 → at most one item. */
+export const pagingChecks = (s: Session, op: Operation): Promise<unknown> =>
+  Promise.all([
+    tokenFor(s, op).then((h) =>
+      s.probe(op, 'limit=0 → 400', { method: 'GET', path: `${op.path}?limit=0`, headers: h }, { status: [400] }),
+    ),
+    tokenFor(s, op).then((h) =>
+      s.probe(op, 'limit=1001 → 400', { method: 'GET', path: `${op.path}?limit=1001`, headers: h }, { status: [400] }),
+    ),
+    tokenFor(s, op).then((h) =>
+      s.probe(
+        op,
+        'limit=1 → at most one item',
+        { method: 'GET', path: `${op.path}?limit=1`, headers: h },
+        {
+          status: [200],
+          then: (ex) => (body(ex).data.length <= 1 ? [] : [`${body(ex).data.length} items for limit=1`]),
+        },
+      ),
+    ),
+  ]);

@@ -1,0 +1,121 @@
+/**
+ * The fast path of a revocation between regions. Kafka carries every revocation durably, but at
+ * 80 ms between regions its path (the audit transaction, an acks=all write, the follower's high
+ * watermark) takes 0.5-1 s; the promise is 250 ms. So the node that takes `POST /v1/auth/revocations`
+ * also sends the revocation straight to its peers (`SLUICE_PEERS`: the peer ports of the ingress
+ * nodes in other regions), before its audit append. A peer holds it as provisional: it refuses the
+ * client's tokens issued before `revoked_at` at once, until the Kafka record arrives (which replaces
+ * it) or PROVISIONAL_TTL_MS passed (a POST that failed after the push: fail-safe, never fail-open).
+ *
+ * Pushes are signed with an HMAC keyed from SLUICE_MASTER_KEY (every node of a cluster shares it);
+ * the peer port (`SLUICE_PEER_PORT`) serves only `POST /revocations`.
+ *
+ *   const peers = await startPeerServer(ctx, host, port);   // on an ingress node
+ *   void pushRevocation(ctx, { client_id, revoked_at });    // best effort; Kafka stays the record
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { Context } from '../context.ts';
+
+/** How long a pushed revocation holds without its Kafka record. */
+export const PROVISIONAL_TTL_MS = 5 * 60_000;
+/** A push older than this (by its sender's clock) is refused: replays need not be honoured. */
+const MAX_AGE_MS = 60_000;
+const PUSH_TIMEOUT_MS = 2000;
+const MAX_BODY = 4096;
+
+export interface PushedRevocation {
+  client_id: string;
+  revoked_at: number;
+}
+
+function pushKey(masterKey: Buffer): Buffer {
+  return createHmac('sha256', masterKey).update('sluice revocation push v1').digest();
+}
+
+function sign(masterKey: Buffer, body: string): string {
+  return createHmac('sha256', pushKey(masterKey)).update(body).digest('hex');
+}
+
+/** Sends the revocation to every peer at once; resolves when all answered or timed out (never throws). */
+export async function pushRevocation(ctx: Context, r: PushedRevocation): Promise<void> {
+  const peers = ctx.config.peers;
+  if (peers.length === 0) return;
+  const body = JSON.stringify({ ...r, sent_at: Date.now() });
+  const signature = sign(ctx.config.masterKey, body);
+  await Promise.all(
+    peers.map((peer) =>
+      fetch(`${peer}/revocations`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-sluice-signature': signature },
+        body,
+        signal: AbortSignal.timeout(PUSH_TIMEOUT_MS),
+      }).then(
+        async (res) => {
+          await res.arrayBuffer();
+          if (res.status !== 204) ctx.log.warn('revocation push refused', { peer, status: res.status });
+        },
+        (err: Error) => ctx.log.warn('revocation push failed', { peer, error: err.message }),
+      ),
+    ),
+  );
+}
+
+/** The peer port: applies signed pushes to this node's revocation list as provisional entries. */
+export async function startPeerServer(
+  ctx: Context,
+  host: string,
+  port: number,
+): Promise<{ port: number; close(): Promise<void> }> {
+  const server: Server = createServer((req, res) => {
+    if (req.method !== 'POST' || req.url !== '/revocations') {
+      res.writeHead(404).end();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY) req.destroy();
+      else chunks.push(c);
+    });
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      const want = Buffer.from(sign(ctx.config.masterKey, body));
+      const got = Buffer.from(String(req.headers['x-sluice-signature'] ?? ''));
+      if (got.length !== want.length || !timingSafeEqual(got, want)) {
+        res.writeHead(401).end();
+        return;
+      }
+      let push: PushedRevocation & { sent_at: number };
+      try {
+        push = JSON.parse(body);
+      } catch {
+        res.writeHead(400).end();
+        return;
+      }
+      if (
+        typeof push.client_id !== 'string' ||
+        !Number.isFinite(push.revoked_at) ||
+        Math.abs(Date.now() - push.sent_at) > MAX_AGE_MS
+      ) {
+        res.writeHead(400).end();
+        return;
+      }
+      ctx.revocations.provisional(push.client_id, push.revoked_at, Date.now() + PROVISIONAL_TTL_MS);
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return {
+    port: (server.address() as { port: number }).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,62 @@
+/**
+ * The route table: every route an ingress serves, auth and data plane included, in the order the
+ * router tries them. A capability adds its factory here, once.
+ *
+ * The ordering rule: the router (ingress/router.ts) takes the first route whose pattern matches,
+ * and a wildcard pattern (`/prefix/*`) also matches `/prefix` and everything below it. So a
+ * wildcard comes after every route it covers: `/console` before `/console/*`, and the data plane,
+ * whose patterns are all wildcards, last.
+ *
+ *   const routes = routeTable(ctx, trustedProxies, { attempts, eventTypes, contract, checks });
+ */
+import type { Context } from '../../core/context.ts';
+import type { CidrSet } from '../../core/net/cidr.ts';
+import type { AttemptHistory } from '../../core/webhooks/attempt-history.ts';
+import type { EventTypeCounts } from '../../core/webhooks/event-type-counts.ts';
+import type { RequestChecks, Route } from '../types.ts';
+import { auditRoutes } from './audit.ts';
+import { authRoutes } from './auth.ts';
+import { clientRoutes } from './clients.ts';
+import { consoleRoutes } from './console.ts';
+import { dataPlaneRoutes } from './data-plane.ts';
+import { openapiRoutes } from './openapi.ts';
+import { revocationRoutes } from './revocations.ts';
+import { webhookAttemptRoutes } from './webhook-attempts.ts';
+import { webhookClientCertificateRoutes } from './webhook-client-certificate.ts';
+import { webhookDlqRoutes } from './webhook-dlq.ts';
+import { webhookEndpointRoutes } from './webhook-endpoints.ts';
+import { webhookEventTypeRoutes } from './webhook-event-types.ts';
+import { webhookEventRoutes } from './webhook-events.ts';
+
+/**
+ * What the routes need beyond the context, handed in by cli/assemble.ts: the views only an
+ * ingress node keeps, and the contract with its compiled request checks (ingress/ does not import
+ * contracts/).
+ */
+export interface RouteInputs {
+  attempts: AttemptHistory;
+  eventTypes: EventTypeCounts;
+  /** The parsed OpenAPI document, served as it is. */
+  contract: unknown;
+  checks: RequestChecks;
+}
+
+export function routeTable(ctx: Context, trustedProxies: CidrSet, inputs: RouteInputs): Route[] {
+  return [
+    // The token endpoint, JWKS and metadata: no bearer token.
+    ...authRoutes(ctx, ctx.metrics, trustedProxies),
+    ...webhookEndpointRoutes(ctx),
+    ...webhookEventRoutes(ctx, inputs.checks),
+    ...webhookDlqRoutes(ctx),
+    ...revocationRoutes(ctx),
+    ...clientRoutes(ctx),
+    ...auditRoutes(ctx),
+    ...openapiRoutes(inputs.contract),
+    ...webhookAttemptRoutes(ctx, inputs.attempts),
+    ...webhookEventTypeRoutes(inputs.eventTypes),
+    ...webhookClientCertificateRoutes(ctx.config.deliveryClientCertificate),
+    ...consoleRoutes(),
+    // Wildcards only, so last.
+    ...dataPlaneRoutes(ctx),
+  ];
+}

@@ -1,0 +1,505 @@
+/**
+ * What the regions lab measures (scripts/lab-regions.ts prints it; test/faults/regions.test.ts runs
+ * short forms): revocation propagation from region a to b and c, the hot path per region, a region
+ * cut off under load, and a region's broker killed under load. Every client of the lab (this
+ * process) sits in the root namespace, next to every region: its requests to a region's ingress
+ * are local ones.
+ */
+import { createServer, type Server } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { Context } from '../../core/context.ts';
+import { createClient, type CreatedClient } from '../../core/clients/provisioning.ts';
+import { REGIONS, type Lab, type Region } from './regions.ts';
+
+export interface Stats {
+  n: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+export function stats(xs: number[]): Stats {
+  const s = [...xs].sort((a, b) => a - b);
+  const at = (p: number) => s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] ?? Number.NaN;
+  return { n: s.length, p50: at(50), p99: at(99), max: s.length ? s[s.length - 1] : Number.NaN };
+}
+
+export const fmtStats = (s: Stats) =>
+  `p50 ${s.p50.toFixed(1)} ms  p99 ${s.p99.toFixed(1)} ms  max ${s.max.toFixed(1)} ms  (n ${s.n})`;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function call(base: string, method: string, path: string, token?: string, body?: unknown) {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(15_000),
+  });
+  const text = await res.text();
+  let json: any;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    /* not JSON */
+  }
+  return { status: res.status, json };
+}
+
+export async function tokenFor(base: string, c: CreatedClient): Promise<{ status: number; token: string }> {
+  const r = await call(base, 'POST', '/v1/auth/token', undefined, {
+    grant_type: 'client_credentials',
+    client_id: c.client_id,
+    client_secret: c.client_secret,
+  });
+  return { status: r.status, token: r.json?.access_token ?? '' };
+}
+
+/** A scope-checked request answered from the node's own views (audit:read). */
+export async function checked(base: string, token: string): Promise<number> {
+  return (await call(base, 'GET', '/v1/audit?limit=1', token).catch(() => ({ status: 0 }))).status;
+}
+
+export interface RevocationResult {
+  /** Per region (b, c): from sending the POST to a until that region's ingress answers 401. */
+  fromSent: Record<'b' | 'c', Stats>;
+  /** The POST until its 201 (region a's own view has the revocation by then). */
+  post201: Stats;
+}
+
+/**
+ * `n` clients of region b and `n` of region c (a token is only accepted in its own region) revoked
+ * one after the other through region a, alternating; the client's region is polled back to back
+ * with its token from before the POST leaves.
+ */
+export async function measureRevocation(lab: Lab, ctx: Context, n: number, log: (s: string) => void) {
+  const a = lab.region('a').base;
+  const officer = await createClient(ctx, { tenant: 'lab', role: 'security-officer', region: 'a' });
+  const victims: { c: CreatedClient; region: 'b' | 'c' }[] = [];
+  for (let i = 0; i < 2 * n; i++) {
+    const region = i % 2 === 0 ? 'b' : 'c';
+    victims.push({ c: await createClient(ctx, { tenant: 'lab', role: 'security-officer', region }), region });
+  }
+  let officerToken = (await tokenFor(a, officer)).token;
+  // Warm-up: region a's first audit append claims the transactional audit writer.
+  const warm = await createClient(ctx, { tenant: 'lab', role: 'security-officer', region: 'a' });
+  const last = victims[victims.length - 1];
+  await until(
+    async () => (await tokenFor(lab.region(last.region).base, last.c)).status === 200,
+    30_000,
+    'the new clients reach every region',
+  );
+  const w = await call(a, 'POST', '/v1/auth/revocations', officerToken, { client_id: warm.client_id, reason: 'warm' });
+  if (w.status !== 201) throw new Error(`warm-up revocation answered ${w.status}: ${JSON.stringify(w.json)}`);
+  const fromSent = { b: [] as number[], c: [] as number[] };
+  const post201: number[] = [];
+  for (let i = 0; i < victims.length; i++) {
+    if (i % 100 === 99) officerToken = (await tokenFor(a, officer)).token;
+    const v = victims[i];
+    const base = lab.region(v.region).base;
+    const { token, status } = await tokenFor(base, v.c);
+    if (status !== 200) throw new Error(`token in ${v.region} answered ${status}`);
+    await until(async () => (await checked(base, token)) === 200, 10_000, `the token works in ${v.region}`);
+    let stop = false;
+    const poller = (async () => {
+      for (;;) {
+        const s = await checked(base, token);
+        if (s === 401) return performance.now();
+        if (stop) return Number.NaN;
+      }
+    })();
+    const sent = performance.now();
+    const res = await call(a, 'POST', '/v1/auth/revocations', officerToken, {
+      client_id: v.c.client_id,
+      reason: 'lab',
+    });
+    post201.push(performance.now() - sent);
+    if (res.status !== 201) throw new Error(`revocation answered ${res.status}: ${JSON.stringify(res.json)}`);
+    const timer = setTimeout(() => (stop = true), 10_000);
+    fromSent[v.region].push((await poller) - sent);
+    clearTimeout(timer);
+    if ((i + 1) % 100 === 0) log(`  ${i + 1}/${victims.length} revocations`);
+  }
+  return {
+    fromSent: { b: stats(fromSent.b), c: stats(fromSent.c) },
+    post201: stats(post201),
+  } satisfies RevocationResult;
+}
+
+export async function until(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await sleep(50);
+  }
+}
+
+export interface HotPath {
+  token: Stats;
+  checked: Stats;
+  publish: Stats;
+}
+
+/** Per region, one after the other: `n` token issuances, `n` scope-checked requests, `n` single-event publishes. */
+export async function measureHotPath(
+  lab: Lab,
+  clients: Record<Region, CreatedClient>,
+  n: number,
+): Promise<Record<Region, HotPath>> {
+  const out = {} as Record<Region, HotPath>;
+  for (const r of lab.regions) {
+    const client = clients[r.name];
+    const tok: number[] = [];
+    const chk: number[] = [];
+    const pub: number[] = [];
+    let token = '';
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      const res = await tokenFor(r.base, client);
+      tok.push(performance.now() - t0);
+      if (res.status !== 200) throw new Error(`token in ${r.name} answered ${res.status}`);
+      token = res.token;
+    }
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      const status = (await call(r.base, 'GET', '/v1/webhooks/endpoints?limit=1', token)).status;
+      chk.push(performance.now() - t0);
+      if (status !== 200) throw new Error(`scope-checked request in ${r.name} answered ${status}`);
+    }
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      const res = await call(r.base, 'POST', '/v1/webhooks/events', token, {
+        type: 'lab.hotpath',
+        data: { i },
+      });
+      pub.push(performance.now() - t0);
+      if (res.status !== 202)
+        throw new Error(`publish in ${r.name} answered ${res.status}: ${JSON.stringify(res.json)}`);
+    }
+    out[r.name] = { token: stats(tok), checked: stats(chk), publish: stats(pub) };
+  }
+  return out;
+}
+
+/** A webhook receiver in the root namespace (every region reaches it directly): counts each event id. */
+export async function labReceiver(host: string, name: string) {
+  const hits = new Map<string, number>();
+  let pings = 0;
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      try {
+        const body = JSON.parse(Buffer.concat(chunks).toString()) as { id?: string; type?: string };
+        if (body.type === 'ping') pings++;
+        else if (body.id) hits.set(body.id, (hits.get(body.id) ?? 0) + 1);
+      } catch {
+        /* counted as nothing */
+      }
+      res.writeHead(200).end('ok');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, host, r));
+  const port = (server.address() as { port: number }).port;
+  return {
+    name,
+    url: `http://${host}:${port}/hook/${name}`,
+    hits,
+    get pings() {
+      return pings;
+    },
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+export type LabReceiver = Awaited<ReturnType<typeof labReceiver>>;
+
+export interface Publisher {
+  accepted: Set<string>;
+  refused: number;
+  errors: number;
+  /** Longest time without an accepted event (ms). */
+  longestGapMs: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Publishes `perBatch` events every `everyMs` to a region's ingress (ids `${tag}-${n}`), without
+ * waiting for the previous batch (a steady rate whatever the latency; at most 50 batches in flight).
+ */
+export function publish(base: string, token: () => string, tag: string, perBatch: number, everyMs: number): Publisher {
+  let running = true;
+  let n = 0;
+  let lastAccepted = Date.now();
+  const inFlight = new Set<Promise<void>>();
+  const p: Publisher = {
+    accepted: new Set(),
+    refused: 0,
+    errors: 0,
+    longestGapMs: 0,
+    async stop() {
+      running = false;
+      await loop;
+      await Promise.all(inFlight);
+      p.longestGapMs = Math.max(p.longestGapMs, Date.now() - lastAccepted);
+    },
+  };
+  const one = async () => {
+    const events = Array.from({ length: perBatch }, () => ({ type: 'lab.event', id: `${tag}-${n++}`, data: {} }));
+    const res = await call(base, 'POST', '/v1/webhooks/events/batch', token(), { events }).catch(() => null);
+    if (res?.status === 202) {
+      for (const r of res.json.results as { id?: string; error?: { status: number } }[]) {
+        if (r.id) p.accepted.add(r.id);
+        else p.refused++;
+      }
+      p.longestGapMs = Math.max(p.longestGapMs, Date.now() - lastAccepted);
+      lastAccepted = Date.now();
+    } else if (res?.status === 503) p.refused += perBatch;
+    else p.errors += perBatch;
+  };
+  const loop = (async () => {
+    let next = Date.now();
+    while (running) {
+      if (inFlight.size < 50) {
+        const b = one();
+        inFlight.add(b);
+        void b.finally(() => inFlight.delete(b));
+      } else p.errors += perBatch;
+      next += everyMs;
+      await sleep(Math.max(0, next - Date.now()));
+    }
+  })();
+  return p;
+}
+
+/** (endpoint, event) pairs expected but never received, and pairs received more than once. */
+export function tally(accepted: Iterable<string>, receivers: LabReceiver[]) {
+  let lost = 0;
+  let duplicates = 0;
+  let expected = 0;
+  for (const id of accepted)
+    for (const r of receivers) {
+      expected++;
+      const c = r.hits.get(id) ?? 0;
+      if (c === 0) lost++;
+      else duplicates += c - 1;
+    }
+  return { expected, lost, duplicates };
+}
+
+export async function registerReceivers(lab: Lab, adminToken: string, receivers: LabReceiver[]) {
+  for (const r of receivers) {
+    const res = await call(lab.region('a').base, 'POST', '/v1/webhooks/endpoints', adminToken, {
+      url: r.url,
+      events: ['lab.event'],
+    });
+    if (res.status !== 201) throw new Error(`registering ${r.url}: ${res.status} ${JSON.stringify(res.json)}`);
+  }
+  await until(async () => receivers.every((r) => r.pings > 0), 30_000, 'the endpoints verified');
+}
+
+export interface CutResult {
+  cutMs: number;
+  /** Probes (a token and a scope-checked request every 200 ms) that did not answer 200, per region. */
+  failedProbes: Record<Region, number>;
+  probes: Record<Region, number>;
+  /** From the cut until c first answered 503 (its view stale), and its longest staleness seen. */
+  cFailClosedAfterMs: number;
+  /** From the end of the cut until c served a valid token again. */
+  cServingAfterMs: number;
+  /**
+   * Requests with a token revoked during the cut that c accepted: before it failed closed (it
+   * cannot know; bounded by SLUICE_KAFKA_STALE_MS), and after it came back (must be 0).
+   */
+  staleAcceptsBeforeFailClosed: number;
+  staleAcceptsAfterReturn: number;
+  revokedDuringCut: number;
+  publish: { accepted: number; refused: number; longestGapMs: Record<string, number> };
+  lost: number;
+  duplicates: number;
+  expected: number;
+}
+
+/**
+ * Region c cut off for `cutMs` (every proxy into and out of it disabled) while a and b publish
+ * `rate` events/s between them to endpoints of `receivers`; revocations made in a during the cut
+ * must apply in c before c serves again.
+ */
+export async function measureCut(
+  lab: Lab,
+  ctx: Context,
+  receivers: LabReceiver[],
+  opts: { cutMs: number; rate: number; revocations: number; log: (s: string) => void },
+): Promise<CutResult> {
+  const { log } = opts;
+  const a = lab.region('a').base;
+  const c = lab.region('c').base;
+  const publishers = {
+    a: await createClient(ctx, { tenant: 'lab', role: 'admin', region: 'a' }),
+    b: await createClient(ctx, { tenant: 'lab', role: 'admin', region: 'b' }),
+  };
+  const officer = await createClient(ctx, { tenant: 'lab', role: 'security-officer', region: 'a' });
+  const probe = {} as Record<Region, CreatedClient>;
+  for (const r of REGIONS) probe[r] = await createClient(ctx, { tenant: 'lab', role: 'security-officer', region: r });
+  const victims: CreatedClient[] = [];
+  for (let i = 0; i < opts.revocations; i++)
+    victims.push(await createClient(ctx, { tenant: 'lab', role: 'security-officer', region: 'c' }));
+  await until(async () => (await tokenFor(c, victims[victims.length - 1])).status === 200, 30_000, 'clients in c');
+  const pubTokens = {
+    a: (await tokenFor(a, publishers.a)).token,
+    b: (await tokenFor(lab.region('b').base, publishers.b)).token,
+  };
+  const officerToken = (await tokenFor(a, officer)).token;
+  const victimTokens: string[] = [];
+  for (const v of victims) victimTokens.push((await tokenFor(c, v)).token);
+  for (const t of victimTokens) await until(async () => (await checked(c, t)) === 200, 10_000, 'victim token in c');
+  const validInC = (await tokenFor(c, probe.c)).token;
+
+  const perRegion = opts.rate / 2;
+  const batch = Math.max(1, Math.round(perRegion / 10));
+  const pubs = [
+    publish(a, () => pubTokens.a, 'cut-a', batch, 100),
+    publish(lab.region('b').base, () => pubTokens.b, 'cut-b', batch, 100),
+  ];
+  const failedProbes = { a: 0, b: 0, c: 0 } as Record<Region, number>;
+  const probes = { a: 0, b: 0, c: 0 } as Record<Region, number>;
+  let probing = true;
+  let cutAt = 0;
+  let healedAt = 0;
+  let cFailClosedAt = 0;
+  let cServingAt = 0;
+  const revokedAt = new Map<number, number>();
+  let staleBefore = 0;
+  let staleAfter = 0;
+  const probeLoop = (async () => {
+    while (probing) {
+      await Promise.all(
+        lab.regions.map(async (r) => {
+          if (r.name === 'c') return;
+          const t = await tokenFor(r.base, probe[r.name]).catch(() => ({ status: 0, token: '' }));
+          const s = t.status === 200 ? await checked(r.base, t.token) : t.status;
+          probes[r.name]++;
+          if (t.status !== 200 || s !== 200) failedProbes[r.name]++;
+        }),
+      );
+      await sleep(200);
+    }
+  })();
+  // Region c, watched every 100 ms with a valid token and every token revoked so far.
+  const watchC = (async () => {
+    while (probing) {
+      const now = Date.now();
+      const s = await checked(c, validInC);
+      probes.c++;
+      if (s !== 200) failedProbes.c++;
+      if (cutAt && !cFailClosedAt && s === 503) cFailClosedAt = now;
+      if (healedAt && !cServingAt && s === 200) cServingAt = now;
+      for (const [i, at] of revokedAt)
+        if ((await checked(c, victimTokens[i])) === 200 && Date.now() > at) {
+          if (healedAt) {
+            staleAfter++;
+            log(`  c accepted token ${i} after its return, revoked ${Date.now() - at} ms before`);
+          } else staleBefore++;
+        }
+      await sleep(100);
+    }
+  })();
+  await sleep(5000);
+  log(`  cutting region c off for ${opts.cutMs / 1000} s`);
+  await lab.cut('c');
+  cutAt = Date.now();
+  const spacing = Math.max(200, (opts.cutMs - 3000) / Math.max(1, opts.revocations));
+  for (let i = 0; i < victims.length; i++) {
+    await sleep(i === 0 ? 1000 : spacing);
+    const res = await call(a, 'POST', '/v1/auth/revocations', officerToken, {
+      client_id: victims[i].client_id,
+      reason: 'lab cut',
+    });
+    if (res.status !== 201) throw new Error(`revocation during the cut answered ${res.status}`);
+    revokedAt.set(i, Date.now());
+  }
+  await sleep(Math.max(0, cutAt + opts.cutMs - Date.now()));
+  await lab.cut('c', false);
+  healedAt = Date.now();
+  log('  region c back; publishing 10 s more');
+  await until(async () => cServingAt > 0, 120_000, 'c serving again');
+  await sleep(Math.max(0, 10_000 - (Date.now() - healedAt)));
+  for (const p of pubs) await p.stop();
+  probing = false;
+  await Promise.all([probeLoop, watchC]);
+  const accepted = new Set([...pubs[0].accepted, ...pubs[1].accepted]);
+  log(`  waiting for ${accepted.size} events × ${receivers.length} endpoints`);
+  const deadline = Date.now() + 180_000;
+  while (tally(accepted, receivers).lost > 0 && Date.now() < deadline) await sleep(500);
+  await sleep(3000); // late duplicates
+  const t = tally(accepted, receivers);
+  return {
+    cutMs: opts.cutMs,
+    failedProbes,
+    probes,
+    cFailClosedAfterMs: cFailClosedAt ? cFailClosedAt - cutAt : Number.NaN,
+    cServingAfterMs: cServingAt - healedAt,
+    staleAcceptsBeforeFailClosed: staleBefore,
+    staleAcceptsAfterReturn: staleAfter,
+    revokedDuringCut: revokedAt.size,
+    publish: {
+      accepted: accepted.size,
+      refused: pubs[0].refused + pubs[1].refused + pubs[0].errors + pubs[1].errors,
+      longestGapMs: { a: pubs[0].longestGapMs, b: pubs[1].longestGapMs },
+    },
+    ...t,
+  };
+}
+
+export interface KillResult {
+  region: Region;
+  downMs: number;
+  accepted: number;
+  refused: number;
+  longestGapMs: Record<string, number>;
+  lost: number;
+  duplicates: number;
+  expected: number;
+}
+
+/** A region's broker SIGKILLed for `downMs` under `rate` events/s published in every region. */
+export async function measureBrokerKill(
+  lab: Lab,
+  ctx: Context,
+  receivers: LabReceiver[],
+  opts: { region: Region; downMs: number; rate: number; log: (s: string) => void },
+): Promise<KillResult> {
+  const tokens = {} as Record<Region, string>;
+  for (const r of lab.regions) {
+    const publisher = await createClient(ctx, { tenant: 'lab', role: 'admin', region: r.name });
+    await until(async () => (await tokenFor(r.base, publisher)).status === 200, 30_000, `a publisher in ${r.name}`);
+    tokens[r.name] = (await tokenFor(r.base, publisher)).token;
+  }
+  const batch = Math.max(1, Math.round(opts.rate / 30));
+  const pubs = lab.regions.map((r) => publish(r.base, () => tokens[r.name], `kill-${r.name}`, batch, 100));
+  await sleep(5000);
+  opts.log(`  SIGKILL broker ${opts.region} for ${opts.downMs / 1000} s`);
+  await lab.killBroker(opts.region);
+  await sleep(opts.downMs);
+  await lab.startBroker(opts.region);
+  await sleep(10_000);
+  for (const p of pubs) await p.stop();
+  const accepted = new Set(pubs.flatMap((p) => [...p.accepted]));
+  const deadline = Date.now() + 180_000;
+  while (tally(accepted, receivers).lost > 0 && Date.now() < deadline) await sleep(500);
+  await sleep(3000);
+  return {
+    region: opts.region,
+    downMs: opts.downMs,
+    accepted: accepted.size,
+    refused: pubs.reduce((n, p) => n + p.refused + p.errors, 0),
+    longestGapMs: Object.fromEntries(lab.regions.map((r, i) => [r.name, pubs[i].longestGapMs])),
+    ...tally(accepted, receivers),
+  };
+}

@@ -421,7 +421,8 @@ async function main(): Promise<number> {
       front.push({ name, ...node, adminPort: ap });
     }
   } else {
-    const adminPort = await freePorts(opt.workers ? Number(opt.workers) : availableParallelism());
+    // The node's port (every worker summed, served by the primary) and one per worker after it.
+    const adminPort = await freePorts(1 + (opt.workers ? Number(opt.workers) : availableParallelism()));
     say(`starting sluice start (topic prefix ${prefix}) and ${DISPATCHERS} extra dispatcher(s)...`);
     const node = launch(
       'sluice',
@@ -460,11 +461,8 @@ async function main(): Promise<number> {
   for (const node of front) await readyz(node, node.adminPort);
   // Cluster workers of `sluice start`, if any, are the node children of the primary; all forked by now.
   const sluiceWorkers = INGRESSES > 0 ? 0 : processTree(front[0].proc.pid!).length - 1;
-  adminPorts =
-    INGRESSES > 0
-      ? front.map((n) => n.adminPort)
-      : Array.from({ length: Math.max(1, sluiceWorkers) }, (_, i) => front[0].adminPort + i);
-  for (const p of adminPorts) await readyz(front[0], p);
+  // `sluice start`'s admin port serves the sum of its workers (its /readyz: all of them ready).
+  adminPorts = front.map((n) => n.adminPort);
   adminPorts.push(...dispatcherAdminPorts);
 
   const frontName = (node: (typeof front)[number]) =>

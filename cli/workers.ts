@@ -1,13 +1,14 @@
 /**
  * `--workers N` for `sluice start` and `sluice ingress`: the primary forks N worker processes
  * (node:cluster) that each run a whole node. They share the HTTP port (uWS listens with
- * SO_REUSEPORT, so the kernel spreads connections) and worker i serves its admin port on
- * base + i. A dead worker ends the run (the operator's supervisor decides); a signal stops all.
+ * SO_REUSEPORT, so the kernel spreads connections); the primary serves the node's admin port
+ * (admin-aggregate.ts) and worker i its own on base + 1 + i. A dead worker ends the run (the operator's supervisor decides); a signal stops all.
  */
 import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import { UsageError } from './args.ts';
 import { say, untilSignal } from './runtime.ts';
+import { startAggregateAdmin } from './admin-aggregate.ts';
 
 const WORKER_INDEX = 'SLUICE_WORKER_INDEX';
 
@@ -25,9 +26,14 @@ export function workerIndex(): number {
   return cluster.isWorker ? Number(process.env[WORKER_INDEX] ?? '0') : 0;
 }
 
-/** The admin port of worker `index` (0 stays 0: each picks a free one). */
-export function workerAdminPort(base: number, index: number): number {
-  return base === 0 ? 0 : base + index;
+/**
+ * The admin port of worker `index` of `workers` (0 stays 0: each picks a free one). With more than
+ * one worker the primary serves `base` for the whole node (admin-aggregate.ts) and worker i
+ * serves base + 1 + i.
+ */
+export function workerAdminPort(base: number, index: number, workers = 1): number {
+  if (base === 0) return 0;
+  return workers > 1 ? base + 1 + index : base;
 }
 
 /** How a worker (or a single process) waits for its stop. */
@@ -68,8 +74,18 @@ export async function runPrimary(
   workers: number,
   env: Record<string, string>,
   v8Flags: string[] = [],
+  admin?: { host: string; port: number },
 ): Promise<number> {
   if (v8Flags.length > 0) cluster.setupPrimary({ execArgv: [...process.execArgv, ...v8Flags] });
+  // The node's admin port: every worker's metrics summed, health only when all are healthy.
+  const aggregate =
+    admin && admin.port !== 0
+      ? await startAggregateAdmin(
+          admin.host,
+          admin.port,
+          Array.from({ length: workers }, (_, i) => workerAdminPort(admin.port, i, workers)),
+        )
+      : null;
   const alive = new Set<number>();
   let stopping = false;
   let failed = false;
@@ -92,5 +108,6 @@ export async function runPrimary(
     for (const id of alive) cluster.workers?.[id]?.send('shutdown');
     await exited;
   }
+  await aggregate?.close();
   return failed ? 1 : 0;
 }

@@ -30,7 +30,9 @@ export const ingress: Command = {
     const config = loadConfig();
     const { brokers } = await kafkaFor(config, { embedded: false });
     const workers = workerCount(values.workers, USAGE, 1);
-    if (workers > 1 && !cluster.isWorker) return runPrimary(workers, {});
+    const adminBase = values['admin-port'] !== undefined ? Number(values['admin-port']) : config.adminPort;
+    if (workers > 1 && !cluster.isWorker)
+      return runPrimary(workers, {}, [], { host: config.adminHost, port: adminBase });
     const index = workerIndex();
     const stopped = untilStop();
     const node = await startNode(config, {
@@ -38,14 +40,11 @@ export const ingress: Command = {
       ingress: true,
       dispatcher: false,
       port: values.port !== undefined ? Number(values.port) : undefined,
-      adminPort: workerAdminPort(
-        values['admin-port'] !== undefined ? Number(values['admin-port']) : config.adminPort,
-        index,
-      ),
+      adminPort: workerAdminPort(adminBase, index, workers),
     });
     if (index === 0) {
       const admin = node.ingress!.adminPort;
-      const more = workers > 1 ? ` … ${admin + workers - 1}, ${workers} workers` : '';
+      const more = workers > 1 ? `; the node's ${adminBase}, workers' ${admin} … ${admin + workers - 1}` : '';
       say(`ingress ready on port ${node.ingress!.port} (admin ${admin}${more}), region ${config.region}`);
     }
     await stopped;

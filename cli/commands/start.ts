@@ -31,13 +31,15 @@ async function runNode(config: Readonly<Config>, brokers: string[], index: numbe
     brokers,
     ingress: true,
     dispatcher: true,
-    adminPort: workerAdminPort(config.adminPort, index),
+    adminPort: workerAdminPort(config.adminPort, index, workers),
   });
   const base = `${config.tls ? 'https' : 'http'}://127.0.0.1:${node.ingress!.port}`;
+  // With workers the primary serves the node's admin port (every worker's metrics summed).
+  const nodeAdmin = workers > 1 && config.adminPort !== 0 ? config.adminPort : node.ingress!.adminPort;
   if (index === 0) {
     say(
       `Sluice is up: ${base}  (${workers} worker${workers > 1 ? 's' : ''}; ` +
-        `admin: ${adminUrl(config.adminHost, node.ingress!.adminPort, '/healthz')}, Kafka: ${brokers.join(',')})`,
+        `admin: ${adminUrl(config.adminHost, nodeAdmin, '/healthz')}, Kafka: ${brokers.join(',')})`,
     );
     if (node.ctx.clients.size === 0) {
       const c = await createClient(node.ctx, { tenant: 'local', role: 'admin', region: config.region });
@@ -89,7 +91,10 @@ export const start: Command = {
         await runNode(config, brokers, 0, 1);
         return 0;
       }
-      return await runPrimary(workers, { KAFKA_BROKERS: brokers.join(',') }, DISPATCHER_V8_FLAGS);
+      return await runPrimary(workers, { KAFKA_BROKERS: brokers.join(',') }, DISPATCHER_V8_FLAGS, {
+        host: config.adminHost,
+        port: config.adminPort,
+      });
     } finally {
       if (local) {
         say('stopping the embedded Kafka');

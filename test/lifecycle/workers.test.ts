@@ -6,10 +6,10 @@ import { brokers, uniquePrefix, freePort, freePorts, call } from '../helpers/slu
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
 t.test(
-  'sluice start --workers 2: two processes share the port, each serves its admin port, SIGTERM stops all',
+  'sluice start --workers 2: two processes share the port, the node and each worker serve an admin port, SIGTERM stops all',
   async (t) => {
     const port = await freePort();
-    const adminPort = await freePorts(2);
+    const adminPort = await freePorts(3);
     const child = spawn(process.execPath, ['bin/sluice.js', 'start', '--workers', '2'], {
       cwd: root,
       env: {
@@ -40,8 +40,9 @@ t.test(
       }
       return false;
     };
-    t.ok(await ready(adminPort), 'worker 0 is ready on SLUICE_ADMIN_PORT');
-    t.ok(await ready(adminPort + 1), 'worker 1 is ready on SLUICE_ADMIN_PORT + 1');
+    t.ok(await ready(adminPort + 1), 'worker 0 is ready on SLUICE_ADMIN_PORT + 1');
+    t.ok(await ready(adminPort + 2), 'worker 1 is ready on SLUICE_ADMIN_PORT + 2');
+    t.ok(await ready(adminPort), 'the node is ready on SLUICE_ADMIN_PORT once both are');
     for (let i = 0; i < 60 && !/client_secret=\S+/.test(out); i++) await new Promise((r) => setTimeout(r, 500));
     const id = /client_id=(\S+)/.exec(out)?.[1];
     const secret = /client_secret=(\S+)/.exec(out)?.[1];
@@ -56,6 +57,16 @@ t.test(
       if (res.status === 200) issued++;
     }
     t.equal(issued, 20, 'every worker issues tokens on the shared port');
+    // The node's /metrics is the sum of its workers' pages.
+    const tokens = async (p: number) => {
+      const text = await (await fetch(`http://127.0.0.1:${p}/metrics`)).text();
+      const lines = text.split('\n').filter((l) => /^sluice_tokens_issued_total(\{[^}]*\})? /.test(l));
+      if (lines.length === 0) return Number.NaN;
+      return lines.reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    };
+    const [node, w0, w1] = await Promise.all([tokens(adminPort), tokens(adminPort + 1), tokens(adminPort + 2)]);
+    t.equal(node, w0 + w1, `the node's count (${node}) is its workers' sum (${w0} + ${w1})`);
+    t.ok(node >= 20, 'and holds every token issued');
     child.kill('SIGTERM');
     t.equal(await exited, 0, 'SIGTERM stops every worker and the primary exits 0');
   },

@@ -1,0 +1,113 @@
+/**
+ * The admin port of a node with workers: the primary serves SLUICE_ADMIN_PORT for the whole node
+ * (a Prometheus job pointed at it sees every worker, not one at random), and worker i keeps its own
+ * on SLUICE_ADMIN_PORT + 1 + i for debugging.
+ * - `/metrics`: every worker's page, series of the same name and labels summed (counters, gauges,
+ *   histogram buckets, sums and counts all add up across processes);
+ * - `/healthz`, `/readyz`: 200 only when every worker answers 200, with each worker's answer.
+ */
+import { createServer } from 'node:http';
+import { adminUrl } from '../ingress/admin-server.ts';
+
+/** Series whose value is not a quantity: the workers' largest is kept, not their sum. */
+const NOT_SUMMED = /^(process_start_time_seconds|nodejs_version_info)\b/;
+
+/** Sums Prometheus text pages series by series; HELP and TYPE lines are kept once, in first-seen order. */
+export function mergeMetrics(pages: string[]): string {
+  const out: string[] = [];
+  const values = new Map<string, number>();
+  const at = new Map<string, number>();
+  const comments = new Set<string>();
+  for (const page of pages) {
+    for (const line of page.split('\n')) {
+      if (line === '') continue;
+      if (line.startsWith('#')) {
+        if (!comments.has(line)) {
+          comments.add(line);
+          out.push(line);
+        }
+        continue;
+      }
+      const cut = line.lastIndexOf(' ');
+      const key = line.slice(0, cut);
+      const v = Number(line.slice(cut + 1));
+      const seen = values.get(key);
+      if (seen === undefined) {
+        at.set(key, out.length);
+        out.push(key);
+        values.set(key, v);
+      } else values.set(key, NOT_SUMMED.test(key) ? Math.max(seen, v) : seen + v);
+    }
+  }
+  for (const [key, i] of at) out[i] = `${key} ${values.get(key)}`;
+  return `${out.join('\n')}\n`;
+}
+
+async function fetchText(url: string): Promise<{ status: number; text: string }> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
+    return { status: res.status, text: await res.text() };
+  } catch (err) {
+    return { status: 0, text: (err as Error).message };
+  }
+}
+
+/** Serves the node's admin port from the primary; `workerPorts` are the workers' own admin ports. */
+export function startAggregateAdmin(
+  host: string,
+  port: number,
+  workerPorts: number[],
+): Promise<{ close(): Promise<void> }> {
+  const urls = (path: string) => workerPorts.map((p) => adminUrl(host, p, path));
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path === '/metrics') {
+      void Promise.all(urls('/metrics').map(fetchText)).then((pages) => {
+        const missing = pages.findIndex((p) => p.status !== 200);
+        if (missing >= 0) {
+          res.writeHead(503, { 'content-type': 'application/problem+json' });
+          res.end(
+            JSON.stringify({
+              type: 'about:blank',
+              title: 'Unavailable',
+              status: 503,
+              code: 'UNAVAILABLE',
+              detail: `worker ${missing} did not answer /metrics (${pages[missing].status || pages[missing].text})`,
+            }),
+          );
+          return;
+        }
+        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
+        res.end(mergeMetrics(pages.map((p) => p.text)));
+      });
+    } else if (path === '/healthz' || path === '/readyz') {
+      void Promise.all(urls(path).map(fetchText)).then((answers) => {
+        const ok = answers.every((a) => a.status === 200);
+        const workers = answers.map((a) => {
+          try {
+            return JSON.parse(a.text) as unknown;
+          } catch {
+            return { status: 'unreachable', error: a.text };
+          }
+        });
+        res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ status: ok ? 'ok' : 'unavailable', ready: ok, workers }));
+      });
+    } else {
+      res.writeHead(404, { 'content-type': 'application/problem+json' });
+      res.end(
+        JSON.stringify({
+          type: 'about:blank',
+          title: 'Not found',
+          status: 404,
+          code: 'NOT_FOUND',
+          detail: 'admin routes: /healthz, /readyz, /metrics (worker i: its own on this port + 1 + i)',
+        }),
+      );
+    }
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve({ close: () => new Promise<void>((r) => server.close(() => r())) }));
+  });
+}

@@ -128,8 +128,12 @@ export async function startNode(config: Readonly<Config>, opts: NodeOptions): Pr
     ingress = await startIngress(ctx, { port: opts.port, adminPort: opts.adminPort, routes });
     if (config.peerPort !== null) {
       // Revocations pushed by other regions' nodes (core/clients/revocation-push.ts).
-      const peer = await startPeerServer(ctx, config.host, config.peerPort);
-      ctx.closers.push(() => peer.close());
+      // With --workers N the port is taken by the first worker; the others rely on it and on Kafka.
+      const peer = await startPeerServer(ctx, config.host, config.peerPort).catch((err: Error) => {
+        ctx.log.warn('the peer port is not served by this process', { error: err.message });
+        return null;
+      });
+      if (peer) ctx.closers.push(() => peer.close());
     }
   }
   const workers = await startWorkers(ctx, roles);

@@ -2,7 +2,8 @@
  * `--workers N` for `sluice start` and `sluice ingress`: the primary forks N worker processes
  * (node:cluster) that each run a whole node. They share the HTTP port (uWS listens with
  * SO_REUSEPORT, so the kernel spreads connections); the primary serves the node's admin port
- * (admin-aggregate.ts) and worker i its own on base + 1 + i. A dead worker ends the run (the operator's supervisor decides); a signal stops all.
+ * (admin-aggregate.ts) and worker i its own on base + 1 + i. A dead worker ends the run (the
+ * operator's supervisor decides); a signal stops all.
  */
 import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';

@@ -53,6 +53,7 @@ const { values } = parseArgs({
 const oneWayMs = Number(values['one-way-ms']);
 const only = new Set((values.only ?? 'revocation,hot,cut,kill').split(','));
 const say = (line: string) => process.stdout.write(`${line}\n`);
+const WHAT = { token: 'token issuance', checked: 'scope-checked request', publish: 'publish (acks=all)' };
 
 const why = whyNoNamespaces();
 if (why) {
@@ -166,10 +167,7 @@ try {
     const cell = (s: { p50: number; p99: number }) => `${s.p50.toFixed(1)} / ${s.p99.toFixed(1)} ms`;
     for (const reg of REGIONS)
       for (const what of ['token', 'checked', 'publish'] as const)
-        out(
-          `| ${reg} | ${{ token: 'token issuance', checked: 'scope-checked request', publish: 'publish (acks=all)' }[what]} ` +
-            `| ${cell(zero[reg][what])} | ${cell(far[reg][what])} |`,
-        );
+        out(`| ${reg} | ${WHAT[what]} ` + `| ${cell(zero[reg][what])} | ${cell(far[reg][what])} |`);
     out('');
   }
 
@@ -194,7 +192,8 @@ try {
         REGIONS.map((reg) => `${reg} ${c.failedProbes[reg]}/${c.probes[reg]}`).join(', '),
     );
     out(
-      `- c failed closed (503) ${c.cFailClosedAfterMs} ms after the cut; served again ${c.cServingAfterMs} ms after it ended`,
+      `- c failed closed (503) ${c.cFailClosedAfterMs} ms after the cut; ` +
+        `served again ${c.cServingAfterMs} ms after it ended`,
     );
     out(
       `- ${c.revokedDuringCut} clients revoked in a during the cut: their tokens accepted by c before it failed ` +
@@ -204,8 +203,15 @@ try {
       `- events accepted ${c.publish.accepted}, refused ${c.publish.refused}; longest time without an accepted ` +
         `batch: a ${c.publish.longestGapMs.a} ms, b ${c.publish.longestGapMs.b} ms`,
     );
-    out(`- deliveries expected ${c.expected}: lost ${c.lost}, duplicates ${c.duplicates}`);
+    out(
+      `- deliveries expected ${c.expected}: lost ${c.lost}, duplicates ${c.duplicates} ` +
+        `(events delivered more than once, per receiver: ${JSON.stringify(c.repeated)}); ` +
+        `all delivered ${c.drainedAfterMs} ms after the cut ended`,
+    );
     out('');
+    if (c.lost > 0) {
+      say(`lost, e.g.: ${c.lostSample.join(' ')}`);
+    }
   }
   if (only.has('kill')) {
     const downMs = Number(values['kill-seconds']) * 1000;
@@ -224,11 +230,16 @@ try {
           .map(([r, ms]) => `${r} ${ms} ms`)
           .join(', '),
     );
-    out(`- deliveries expected ${k.expected}: lost ${k.lost}, duplicates ${k.duplicates}`);
+    out(
+      `- deliveries expected ${k.expected}: lost ${k.lost}, duplicates ${k.duplicates} ` +
+        `(per receiver: ${JSON.stringify(k.repeated)})`,
+    );
+    if (k.lost > 0) say(`lost, e.g.: ${k.lostSample.join(' ')}`);
     out('');
   }
   if (!values['no-results']) {
-    const command = `sudo npm run lab:regions${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`;
+    const args = process.argv.slice(2).join(' ');
+    const command = `sudo npm run lab:regions${args ? ` -- ${args}` : ''}`;
     writeMarkedSection(
       join(root, 'bench', 'RESULTS.md'),
       'regions',

@@ -520,8 +520,7 @@ async function endOffsetsOnce(kafka: Kafka, topics: string[]): Promise<Map<strin
 }
 
 export function consumer(kafka: Kafka, config: ConsumerConfig): Consumer {
-  const rack = racks.get(kafka);
-  return kafka.consumer({ allowAutoTopicCreation: false, ...(rack ? { rackId: rack } : {}), ...config });
+  return kafka.consumer({ allowAutoTopicCreation: false, ...config });
 }
 
 export function headerString(headers: IHeaders | undefined, name: string): string | undefined {

@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setImmediate } from 'node:timers/promises';
 import type { Batch, Kafka, IHeaders } from 'kafkajs';
-import { endOffsets, retryAdmin, type Consumer } from './client.ts';
+import { endOffsets, rackOf, retryAdmin, type Consumer } from './client.ts';
 import { Member } from './member.ts';
 import { ViewStore } from '../store/view-store.ts';
 import { ViewChanges } from './view-changes.ts';
@@ -128,6 +128,8 @@ export class StateConsumer {
       config: {
         groupId: `${opts.groupPrefix}-view-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
         maxWaitTimeInMs: opts.maxWaitMs ?? 20,
+        // In a region (SLUICE_KAFKA_RACK), read the replica there: the brokers' rack-aware selector picks it.
+        ...(rackOf(kafka) ? { rackId: rackOf(kafka)! } : {}),
         minBytes: opts.minBytes ?? 1,
         // kafkajs decodes a whole fetch at once: 1 MB (its default) of DLQ records held the event
         // loop ~5 ms, and the decoded batch outlived young collections while applied in slices.

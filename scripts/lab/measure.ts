@@ -283,14 +283,24 @@ export function tally(accepted: Iterable<string>, receivers: LabReceiver[]) {
   let lost = 0;
   let duplicates = 0;
   let expected = 0;
+  const lostSample: string[] = [];
+  /** Per receiver: events delivered more than once, and the most times one event was. */
+  const repeated: Record<string, { events: number; most: number }> = {};
   for (const id of accepted)
     for (const r of receivers) {
       expected++;
       const c = r.hits.get(id) ?? 0;
-      if (c === 0) lost++;
-      else duplicates += c - 1;
+      repeated[r.name] ??= { events: 0, most: 0 };
+      if (c === 0) {
+        lost++;
+        if (lostSample.length < 5) lostSample.push(`${id}→${r.name}`);
+      } else if (c > 1) {
+        duplicates += c - 1;
+        repeated[r.name].events++;
+        repeated[r.name].most = Math.max(repeated[r.name].most, c);
+      }
     }
-  return { expected, lost, duplicates };
+  return { expected, lost, duplicates, lostSample, repeated };
 }
 
 export async function registerReceivers(lab: Lab, adminToken: string, receivers: LabReceiver[]) {
@@ -324,6 +334,10 @@ export interface CutResult {
   lost: number;
   duplicates: number;
   expected: number;
+  lostSample: string[];
+  repeated: Record<string, { events: number; most: number }>;
+  /** From the end of the cut until every accepted event was delivered (or the drain gave up). */
+  drainedAfterMs: number;
 }
 
 /**
@@ -335,7 +349,7 @@ export async function measureCut(
   lab: Lab,
   ctx: Context,
   receivers: LabReceiver[],
-  opts: { cutMs: number; rate: number; revocations: number; log: (s: string) => void },
+  opts: { cutMs: number; rate: number; revocations: number; drainMs?: number; log: (s: string) => void },
 ): Promise<CutResult> {
   const { log } = opts;
   const a = lab.region('a').base;
@@ -435,8 +449,9 @@ export async function measureCut(
   await Promise.all([probeLoop, watchC]);
   const accepted = new Set([...pubs[0].accepted, ...pubs[1].accepted]);
   log(`  waiting for ${accepted.size} events × ${receivers.length} endpoints`);
-  const deadline = Date.now() + 180_000;
+  const deadline = Date.now() + (opts.drainMs ?? 180_000);
   while (tally(accepted, receivers).lost > 0 && Date.now() < deadline) await sleep(500);
+  const drainedAfterMs = Date.now() - healedAt;
   await sleep(3000); // late duplicates
   const t = tally(accepted, receivers);
   return {
@@ -454,6 +469,7 @@ export async function measureCut(
       longestGapMs: { a: pubs[0].longestGapMs, b: pubs[1].longestGapMs },
     },
     ...t,
+    drainedAfterMs,
   };
 }
 
@@ -466,6 +482,8 @@ export interface KillResult {
   lost: number;
   duplicates: number;
   expected: number;
+  lostSample: string[];
+  repeated: Record<string, { events: number; most: number }>;
 }
 
 /** A region's broker SIGKILLed for `downMs` under `rate` events/s published in every region. */

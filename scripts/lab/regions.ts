@@ -118,12 +118,21 @@ export async function startLab(opts: LabOptions): Promise<Lab> {
     net.destroy();
   };
   process.once('exit', onExit);
+  // A signal ends the process without 'exit' handlers: clean up first (a test runner's timeout).
+  const onSignal = (signal: NodeJS.Signals) => {
+    onExit();
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
 
   function run(name: string, region: Region, argv: string[], env: NodeJS.ProcessEnv = process.env): Proc {
     const logDir = join(opts.workDir, 'logs');
     mkdirSync(logDir, { recursive: true });
     const out = openSync(join(logDir, `${name}.log`), 'a');
-    const child = spawn(net.exec(region)[0], [...net.exec(region).slice(1), ...argv], {
+    // setpriv: the child gets SIGKILL when this process dies, however it dies (a runner's SIGKILL).
+    const wrapped = [...net.exec(region), 'setpriv', '--pdeathsig', 'KILL', '--', ...argv];
+    const child = spawn(wrapped[0], wrapped.slice(1), {
       stdio: ['ignore', out, out],
       env,
     });
@@ -187,6 +196,8 @@ export async function startLab(opts: LabOptions): Promise<Lab> {
       await Promise.all(sluice.map((p) => stopProc(p, 'SIGTERM', 8000)));
       await Promise.all(procs.map((p) => stopProc(p, 'SIGKILL')));
       process.removeListener('exit', onExit);
+      process.removeListener('SIGINT', onSignal);
+      process.removeListener('SIGTERM', onSignal);
       net.destroy();
     },
   };
@@ -224,7 +235,7 @@ export async function startLab(opts: LabOptions): Promise<Lab> {
       `advertised.listeners=${advertised.join(',')}`,
       'controller.listener.names=CONTROLLER',
       `inter.broker.listener.name=${name(r)}`,
-      `listener.security.protocol.map=${[...REGIONS.map((y) => `${name(y)}:PLAINTEXT`), 'CONTROLLER:PLAINTEXT'].join(',')}`,
+      `listener.security.protocol.map=${[...REGIONS.map(name), 'CONTROLLER'].map((l) => `${l}:PLAINTEXT`).join(',')}`,
       `broker.rack=${r}`,
       'replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector',
       `log.dirs=${join(dataDir, 'kraft')}`,

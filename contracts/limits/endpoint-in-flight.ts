@@ -5,8 +5,8 @@
  * every event arrived. A request counts as open from its arrival to the target's answer, a part of
  * the time the dispatcher has it in flight, so the measure never overstates.
  */
-import { publishBurst, within } from './burst.ts';
-import { api, register, startTarget } from './webhook-target.ts';
+import { policyBurst } from './burst.ts';
+import { startTarget } from './webhook-target.ts';
 import { result, type LimitCheck } from './types.ts';
 
 const MAX = 2;
@@ -33,38 +33,19 @@ export const endpointMaxInFlight: LimitCheck = {
         res.writeHead(200).end();
       }, HOLD_MS);
     });
-    let endpointId: string | null = null;
-    try {
-      const ep = await register(ctx, target.url, [TYPE], { max_in_flight: MAX });
-      if ('fail' in ep) return result(this, 'fail', '-', ep.fail);
-      endpointId = ep.id;
-      if (ep.state !== 'ACTIVE')
-        return result(this, 'fail', '-', `the target answered its ping but the endpoint is ${ep.state}`);
-      if (ep.body.max_in_flight !== MAX)
-        return result(this, 'fail', '-', `the endpoint shows max_in_flight ${ep.body.max_in_flight}`);
-      const started = performance.now();
-      const burst = await publishBurst(ctx, TYPE, EVENTS, 'endpoint-max-in-flight');
-      if ('fail' in burst) return result(this, 'fail', '-', burst.fail);
-      const all = await within(() => burst.ids.every((id) => seen.has(id)), WAIT_MS);
-      const arrived = burst.ids.filter((id) => seen.has(id)).length;
-      const took = ((performance.now() - started) / 1000).toFixed(2);
-      const measured =
-        `at most ${peak} open at once; ${arrived}/${EVENTS} delivered` +
-        (all ? ` in ${took} s` : '') +
-        ` (${requests} requests, each held ${HOLD_MS} ms)`;
-      const faults = [
-        ...(peak > MAX ? [`${peak} requests open at once, over ${MAX}`] : []),
-        ...(all
-          ? []
-          : [
-              `${EVENTS - arrived} of ${EVENTS} events not delivered within ${WAIT_MS / 1000} s` +
-                (arrived === 0 ? ' (none arrived: is a dispatcher running?)' : ''),
-            ]),
-      ];
-      return result(this, faults.length ? 'fail' : 'pass', measured, faults.join('; ') || undefined);
-    } finally {
-      if (endpointId) await api(ctx, 'DELETE', `/v1/webhooks/endpoints/${endpointId}`).catch(() => {});
-      await target.close();
-    }
+    const run = await policyBurst(
+      ctx,
+      target,
+      { type: TYPE, policy: { max_in_flight: MAX }, count: EVENTS, waitMs: WAIT_MS, guard: 'endpoint-max-in-flight' },
+      seen,
+    );
+    if ('fail' in run) return result(this, 'fail', '-', run.fail);
+    const took = ((performance.now() - run.started) / 1000).toFixed(2);
+    const measured =
+      `at most ${peak} open at once; ${run.arrived}/${EVENTS} delivered` +
+      (run.all ? ` in ${took} s` : '') +
+      ` (${requests} requests, each held ${HOLD_MS} ms)`;
+    const faults = [...(peak > MAX ? [`${peak} requests open at once, over ${MAX}`] : []), ...run.undelivered];
+    return result(this, faults.length ? 'fail' : 'pass', measured, faults.join('; ') || undefined);
   },
 };

@@ -4,7 +4,7 @@
  */
 import { createServer } from 'node:http';
 import t from 'tap';
-import { call, startTestNode } from '../helpers/sluice.ts';
+import { call, startTestNode, until } from '../helpers/sluice.ts';
 import { receiver, registerEndpoint, sleep, type TestReceiver } from './receiver.ts';
 
 // 1000: the first retry rung (30 s) waits 30 ms.
@@ -92,8 +92,19 @@ t.test('a paused endpoint receives nothing, and everything once resumed, uncount
   t.equal((await patch(ep.id, { disabled: false })).status, 200);
   await r.until((e) => new Set(e.map(nOf)).size >= 20, 20_000, 'the 20 held deliveries');
   t.equal(r.events().length, 20, 'each once');
-  const stats = await call(node.base, 'GET', `/v1/webhooks/stats?endpoint_id=${ep.id}`, { token });
-  t.equal(stats.json.totals?.failed ?? 0, 0, 'no failed attempts');
+  // The attempt history trails the deliveries (digests, a fetch): wait until it counts all 20.
+  const totals = await until(
+    async () =>
+      (await call(node.base, 'GET', `/v1/webhooks/stats?endpoint_id=${ep.id}`, { token })).json.totals as {
+        attempts: number;
+        failed: number;
+      },
+    (v) => v?.attempts >= 20,
+    20_000,
+    'the 20 attempts in the stats',
+  );
+  t.equal(totals.attempts, 20, 'one attempt each');
+  t.equal(totals.failed, 0, 'no failed attempts');
 });
 
 t.test('a rate-limited endpoint gets no more than its rate in any second, and all of it', async (t) => {

@@ -65,16 +65,16 @@ function finish(dir: string, name: string): Cert {
   };
 }
 
-function selfSignedCa(dir: string, name: string, subject: string): Cert {
+/** An EC P-256 key, unencrypted: the key half of every `openssl req` here. */
+const EC_KEY = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+
+/** A self-signed certificate with `extensions` (`-addext` values), valid for `days`. */
+export function selfSigned(dir: string, name: string, subject: string, extensions: string[], days = 3650): Cert {
   openssl(
     [
       'req',
       '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
+      ...EC_KEY,
       '-keyout',
       `${name}.key`,
       '-out',
@@ -82,36 +82,20 @@ function selfSignedCa(dir: string, name: string, subject: string): Cert {
       '-subj',
       subject,
       '-days',
-      '3650',
-      '-addext',
-      'basicConstraints=critical,CA:TRUE',
-      '-addext',
-      'keyUsage=critical,keyCertSign,cRLSign',
+      String(days),
+      ...extensions.flatMap((e) => ['-addext', e]),
     ],
     dir,
   );
   return finish(dir, name);
 }
 
+function selfSignedCa(dir: string, name: string, subject: string): Cert {
+  return selfSigned(dir, name, subject, ['basicConstraints=critical,CA:TRUE', 'keyUsage=critical,keyCertSign,cRLSign']);
+}
+
 function request(dir: string, name: string, subject: string): void {
-  openssl(
-    [
-      'req',
-      '-new',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      `${name}.key`,
-      '-out',
-      `${name}.csr`,
-      '-subj',
-      subject,
-    ],
-    dir,
-  );
+  openssl(['req', '-new', ...EC_KEY, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subject], dir);
 }
 
 function signed(dir: string, ca: Cert, name: string, subject: string, extensions: string): Cert {

@@ -9,7 +9,7 @@
  */
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
-import { createHash, X509Certificate } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { createServer, request as httpsRequest } from 'node:https';
@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import * as jose from 'jose';
-import { makeCerts, type Cert } from '../helpers/certs.ts';
+import { makeCerts, selfSigned, type Cert } from '../helpers/certs.ts';
 import { call, startTestNode, type TestNode } from '../helpers/sluice.ts';
 import { cliEnv, runCli } from '../helpers/cli.ts';
 import { reenableClient } from '../../core/clients/revocation.ts';
@@ -28,45 +28,8 @@ const dir = mkdtempSync(join(tmpdir(), 'sluice-binding-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 const certs = makeCerts(dir);
 
-/** A self-signed client certificate (no CA), for self_signed_tls_client_auth. */
-function selfSigned(name: string): Cert {
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      `${name}.key`,
-      '-out',
-      `${name}.pem`,
-      '-subj',
-      `/CN=${name}`,
-      '-days',
-      '30',
-      '-addext',
-      'extendedKeyUsage=clientAuth',
-    ],
-    { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  const cert = join(dir, `${name}.pem`);
-  const digest = createHash('sha256')
-    .update(new X509Certificate(readFileSync(cert)).raw)
-    .digest();
-  return {
-    cert,
-    key: join(dir, `${name}.key`),
-    pem: cert,
-    sha256: digest.toString('hex'),
-    x5tS256: digest.toString('base64url'),
-    subject: `CN=${name}`,
-  };
-}
-const robot = selfSigned('robot');
+// A self-signed client certificate (no CA), for self_signed_tls_client_auth.
+const robot = selfSigned(dir, 'robot', '/CN=robot', ['extendedKeyUsage=clientAuth'], 30);
 
 /** The subject as HAProxy's %[ssl_c_s_dn(,0,rfc2253)] prints it (both are OpenSSL's XN_FLAG_RFC2253). */
 function rfc2253(c: Cert): string {

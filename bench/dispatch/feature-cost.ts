@@ -20,7 +20,11 @@ export interface Feature {
 export const FEATURES: Feature[] = [
   {
     name: 'tracing (span work; none when off)',
-    owns: (url) => url.includes('/core/tracing.ts') || url.includes('@opentelemetry/'),
+    // `attempting` and `within` wrap the attempt and its log lines: with tracing off they only call
+    // through, so their frame sits under work that is not tracing's (the traced paths have frames
+    // of their own: tracedAttempt, @opentelemetry's context.with).
+    owns: (url, fn) =>
+      (url.includes('/core/tracing.ts') && fn !== 'attempting' && fn !== 'within') || url.includes('@opentelemetry/'),
   },
   {
     name: 'metrics (prom-client counters and histograms)',
@@ -47,6 +51,17 @@ export const FEATURES: Feature[] = [
   {
     name: 'HTTP to receivers (http1-agent.ts, attempt.ts: socket writes and reads included)',
     owns: (url) => url.includes('/core/webhooks/http1-agent.ts') || url.includes('/core/webhooks/attempt.ts'),
+  },
+  {
+    name: 'event-type counts (the fan-out tally, its reports, the view on each ingress)',
+    owns: (url) => url.includes('/core/webhooks/event-type-counts.ts'),
+  },
+  {
+    name: 'delivery policy (which endpoints need a lane; the lane consumer)',
+    owns: (url) =>
+      url.includes('/core/webhooks/delivery-policy.ts') ||
+      url.includes('/dispatcher/lanes.ts') ||
+      url.includes('/dispatcher/lane-scheduler.ts'),
   },
   { name: 'Kafka client (kafkajs)', owns: (url) => url.includes('/kafkajs/') },
   { name: 'garbage collection', owns: (_url, fn) => fn === '(garbage collector)' },

@@ -143,7 +143,8 @@ try {
     out('');
     out("From sending `POST /v1/auth/revocations` to a until the client's region's ingress answers 401:");
     out('');
-    for (const reg of ['b', 'c'] as const) out(`- ${reg}: ${fmtStats(r.fromSent[reg])}`);
+    for (const reg of ['b', 'c'] as const)
+      out(`- ${reg}: ${fmtStats(r.fromSent[reg])}${r.missed[reg] ? `; ${r.missed[reg]} not refused within 10 s` : ''}`);
     out(`- a (the POST until its 201, a's own view has it then): ${fmtStats(r.post201)}`);
     out('');
   }

@@ -7,7 +7,7 @@
  * deliveries were acknowledged, so a crash repeats a fan-out (same delivery ids), never skips one.
  */
 import type { Context } from '../core/context.ts';
-import type { OutRecord } from '../core/kafka/client.ts';
+import type { OutRecord } from '../core/kafka/producers.ts';
 import type { Metrics } from '../core/metrics.ts';
 import {
   DELIVERY_SET_MAX,

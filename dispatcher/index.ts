@@ -6,7 +6,7 @@
  *   const d = await startDispatcher(ctx);  // ... await d.stop();
  */
 import type { Context } from '../core/context.ts';
-import { BestEffortProducer } from '../core/kafka/client.ts';
+import { BestEffortProducer } from '../core/kafka/producers.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { createDeliverer, DELIVERY_TIMEOUT_MS } from './deliver.ts';
 import { deliveryConsumer, type DeliveryConsumer } from './delivery-consumer.ts';

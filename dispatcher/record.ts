@@ -11,7 +11,8 @@
  * (`sluice_outcome_write_failures_total`) and let go rather than stall its partition.
  */
 import type { Context } from '../core/context.ts';
-import { isPermanentWriteError, type BestEffortProducer, type OutRecord } from '../core/kafka/client.ts';
+import { isPermanentWriteError } from '../core/kafka/client.ts';
+import { type BestEffortProducer, type OutRecord } from '../core/kafka/producers.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { doubling, retry } from '../core/retry.ts';
 import { producing, tracing, type TraceContext } from '../core/tracing.ts';

@@ -3,7 +3,8 @@
  * that building and encoding the burst does not share an event loop with the latency probe in the
  * orchestrator. Spec (argv[2], JSON): { brokers, prefix }; then IPC requests (BurstRequest).
  */
-import { createKafka, DurableProducer } from '../../core/kafka/client.ts';
+import { createKafka } from '../../core/kafka/client.ts';
+import { DurableProducer } from '../../core/kafka/producers.ts';
 import { topicNames } from '../../core/topics.ts';
 import type { Outcome } from '../../dispatcher/ladder.ts';
 import { serve } from '../dispatch/ipc.ts';

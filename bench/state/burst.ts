@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Context } from '../../core/context.ts';
-import type { DurableProducer } from '../../core/kafka/client.ts';
+import type { DurableProducer } from '../../core/kafka/producers.ts';
 import { createLogger } from '../../core/log.ts';
 import { Metrics } from '../../core/metrics.ts';
 import type { TopicNames } from '../../core/topics.ts';

@@ -12,7 +12,7 @@
  */
 import { seal, newSecret } from '../../core/secrets.ts';
 import type { DlqEntry, EndpointRecord } from '../../core/webhooks/records.ts';
-import type { OutRecord } from '../../core/kafka/client.ts';
+import type { OutRecord } from '../../core/kafka/producers.ts';
 
 export const EVENT_TYPES = [
   'inference.completed',

@@ -2,7 +2,7 @@
  * Writes generated records straight into a topic through DurableProducers (acks=all: the
  * producer Sluice itself uses), one chunk per send, one send in flight per producer.
  */
-import type { DurableProducer, OutRecord } from '../../core/kafka/client.ts';
+import type { DurableProducer, OutRecord } from '../../core/kafka/producers.ts';
 
 const CHUNK = 2000;
 

@@ -13,7 +13,7 @@
  *   revocations.onHeartbeat = (key, value) => hb.read(key, value);
  *   hb.start();  …  await hb.stop();   // stop() leaves a tombstone, so compaction drops the key
  */
-import type { DurableProducer } from './client.ts';
+import type { DurableProducer } from './producers.ts';
 
 export const HEARTBEAT_PREFIX = '~heartbeat:';
 

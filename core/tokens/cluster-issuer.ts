@@ -7,7 +7,7 @@
  */
 import type { Config } from '../config.ts';
 import { ConfigError } from '../errors.ts';
-import type { DurableProducer } from '../kafka/client.ts';
+import type { DurableProducer } from '../kafka/producers.ts';
 import { parseJson, type StateRecord, type StateView } from '../kafka/state-consumer.ts';
 
 export const ISSUER_KEY_PREFIX = 'issuer:';

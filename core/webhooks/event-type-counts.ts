@@ -21,7 +21,7 @@
  */
 import type { Context } from '../context.ts';
 import { systemClock, type Clock } from '../clock.ts';
-import { BestEffortProducer } from '../kafka/client.ts';
+import { BestEffortProducer } from '../kafka/producers.ts';
 import type { StateRecord, StoredView } from '../kafka/state-consumer.ts';
 import { addToCount, type Table, type ViewStore } from '../store/view-store.ts';
 

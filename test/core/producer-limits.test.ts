@@ -1,11 +1,7 @@
 import t from 'tap';
-import {
-  createKafka,
-  DurableProducer,
-  ensureTopics,
-  MAX_RECORD_BYTES,
-  MAX_BATCH_BYTES,
-} from '../../core/kafka/client.ts';
+import { createKafka } from '../../core/kafka/client.ts';
+import { DurableProducer, MAX_RECORD_BYTES, MAX_BATCH_BYTES } from '../../core/kafka/producers.ts';
+import { ensureTopics } from '../../core/kafka/topic-admin.ts';
 import { brokers, uniquePrefix } from '../helpers/sluice.ts';
 
 const kafka = createKafka(brokers(), 'producer-limits-test');

@@ -8,7 +8,8 @@ import t from 'tap';
 import type { Test } from 'tap';
 import { Kafka, logLevel } from 'kafkajs';
 import type { ISocketFactory } from 'kafkajs';
-import { DurableProducer, ensureTopics } from '../../core/kafka/client.ts';
+import { DurableProducer } from '../../core/kafka/producers.ts';
+import { ensureTopics } from '../../core/kafka/topic-admin.ts';
 import { brokers, uniquePrefix, until } from '../helpers/sluice.ts';
 
 let losingAnswers = false;

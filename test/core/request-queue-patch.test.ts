@@ -5,7 +5,9 @@
  */
 import { createRequire } from 'node:module';
 import t from 'tap';
-import { createKafka, DurableProducer, ensureTopics } from '../../core/kafka/client.ts';
+import { createKafka } from '../../core/kafka/client.ts';
+import { DurableProducer } from '../../core/kafka/producers.ts';
+import { ensureTopics } from '../../core/kafka/topic-admin.ts';
 import { scheduleCheckPendingRequests, type RequestQueueState } from '../../core/kafka/request-queue-patch.ts';
 import { brokers, uniquePrefix } from '../helpers/sluice.ts';
 

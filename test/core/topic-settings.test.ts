@@ -1,5 +1,6 @@
 import t from 'tap';
-import { reconcileTopicConfig, createKafka, ensureTopics } from '../../core/kafka/client.ts';
+import { createKafka } from '../../core/kafka/client.ts';
+import { reconcileTopicConfig, ensureTopics } from '../../core/kafka/topic-admin.ts';
 import { loadConfig } from '../../core/config.ts';
 import { openContext } from '../../core/context.ts';
 import { topicNames } from '../../core/topics.ts';

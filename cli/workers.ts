@@ -7,6 +7,8 @@
  */
 import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';
+import { CLI_SETTINGS } from '../core/config.ts';
+import { ConfigError } from '../core/errors.ts';
 import { UsageError } from './args.ts';
 import { say, untilSignal } from './runtime.ts';
 import { startAggregateAdmin } from './admin-aggregate.ts';
@@ -15,11 +17,14 @@ const WORKER_INDEX = 'SLUICE_WORKER_INDEX';
 
 /** --workers, else SLUICE_WORKERS, else `def` (the number of cores when undefined). */
 export function workerCount(raw: string | undefined, usage: string, def?: number): number {
-  const v = raw ?? process.env.SLUICE_WORKERS;
-  if (v === undefined || v === '') return def ?? availableParallelism();
-  if (!/^\d{1,2}$/.test(v) || Number(v) < 1 || Number(v) > 64)
-    throw new UsageError(`--workers / SLUICE_WORKERS must be a whole number from 1 to 64, got "${v}"\n\n${usage}`);
-  return Number(v);
+  try {
+    // The flag is checked as the variable is.
+    const workers = CLI_SETTINGS.workers.read(raw === undefined ? process.env : { SLUICE_WORKERS: raw });
+    return workers ?? def ?? availableParallelism();
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    throw new UsageError(`--workers / ${err.message.replace(': ', ' ')}\n\n${usage}`);
+  }
 }
 
 /** This process's index among the workers (0 in a single-process run). */

@@ -12,7 +12,7 @@
  */
 import type { Context } from '../core/context.ts';
 import { isPermanentWriteError } from '../core/kafka/client.ts';
-import { type BestEffortProducer, type OutRecord } from '../core/kafka/producers.ts';
+import type { BestEffortProducer, OutRecord } from '../core/kafka/producers.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { doubling, retry } from '../core/retry.ts';
 import { producing, tracing, type TraceContext } from '../core/tracing.ts';

@@ -7,7 +7,7 @@
  * - `/healthz`, `/readyz`: 200 only when every worker answers 200, with each worker's answer.
  */
 import { createServer } from 'node:http';
-import { adminUrl } from '../ingress/admin-server.ts';
+import { adminUrl, sendProblem } from '../ingress/admin-server.ts';
 
 /** Series whose value is not a quantity: the workers' largest is kept, not their sum. */
 const NOT_SUMMED = /^(process_start_time_seconds|nodejs_version_info)\b/;
@@ -52,6 +52,8 @@ async function fetchText(url: string): Promise<{ status: number; text: string }>
   }
 }
 
+const ROUTES = 'admin routes: /healthz, /readyz, /metrics (worker i: its own on this port + 1 + i)';
+
 /** Serves the node's admin port from the primary; `workerPorts` are the workers' own admin ports. */
 export function startAggregateAdmin(
   host: string,
@@ -65,16 +67,8 @@ export function startAggregateAdmin(
       void Promise.all(urls('/metrics').map(fetchText)).then((pages) => {
         const missing = pages.findIndex((p) => p.status !== 200);
         if (missing >= 0) {
-          res.writeHead(503, { 'content-type': 'application/problem+json' });
-          res.end(
-            JSON.stringify({
-              type: 'about:blank',
-              title: 'Unavailable',
-              status: 503,
-              code: 'UNAVAILABLE',
-              detail: `worker ${missing} did not answer /metrics (${pages[missing].status || pages[missing].text})`,
-            }),
-          );
+          const why = pages[missing].status || pages[missing].text;
+          sendProblem(res, 503, 'Unavailable', 'UNAVAILABLE', `worker ${missing} did not answer /metrics (${why})`);
           return;
         }
         res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
@@ -93,18 +87,7 @@ export function startAggregateAdmin(
         res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ status: ok ? 'ok' : 'unavailable', ready: ok, workers }));
       });
-    } else {
-      res.writeHead(404, { 'content-type': 'application/problem+json' });
-      res.end(
-        JSON.stringify({
-          type: 'about:blank',
-          title: 'Not found',
-          status: 404,
-          code: 'NOT_FOUND',
-          detail: 'admin routes: /healthz, /readyz, /metrics (worker i: its own on this port + 1 + i)',
-        }),
-      );
-    }
+    } else sendProblem(res, 404, 'Not found', 'NOT_FOUND', ROUTES);
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);

@@ -19,6 +19,12 @@ export function h(tag, attrs = {}, ...children) {
   return el;
 }
 
+/** A table: one head row of `headings`, then `rows` (tr elements) in its body. */
+export function table(attrs, headings, rows) {
+  const cells = headings.map((x) => h('th', {}, x));
+  return h('table', attrs, h('thead', {}, h('tr', {}, cells)), h('tbody', {}, rows));
+}
+
 /** Replaces an element's children; arrays among them are flattened, empty values skipped. */
 export function fill(el, ...children) {
   el.replaceChildren(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));

@@ -30,25 +30,24 @@ export async function renderActivity() {
       ),
       h('h3', {}, 'Attempts per minute'),
       rateChart(data.series),
-      h(
-        'div',
-        { class: 'legend' },
-        h('span', {}, h('span', { class: 'swatch sw-ok' }), 'delivered'),
-        h('span', {}, h('span', { class: 'swatch sw-bad' }), 'failed'),
-      ),
+      legend(['sw-ok', 'delivered'], ['sw-bad', 'failed']),
       h('h3', {}, 'Latency per minute (ms)'),
       latencyChart(data.series),
-      h(
-        'div',
-        { class: 'legend' },
-        h('span', {}, h('span', { class: 'swatch sw-avg' }), 'average'),
-        h('span', {}, h('span', { class: 'swatch sw-max' }), 'maximum'),
-      ),
+      legend(['sw-avg', 'average'], ['sw-max', 'maximum']),
     );
   };
   select.addEventListener('change', () => void draw().catch(report));
   await draw();
   every(10_000, draw);
+}
+
+/** A chart's legend: a swatch of each colour class, with its label. */
+function legend(...keys) {
+  return h(
+    'div',
+    { class: 'legend' },
+    keys.map(([swatch, label]) => h('span', {}, h('span', { class: `swatch ${swatch}` }), label)),
+  );
 }
 
 function frame(series, max, unit) {

@@ -1,7 +1,7 @@
 // The dead-letter view of the console: entries filtered by endpoint and event type, with their
 // expiry; replay one, the selected or all matching, then follow each replay to its delivery.
 
-import { $, fill, h, relative, when } from './dom.js';
+import { $, fill, h, relative, table, when } from './dom.js';
 import { api, canWrite, every, report, writeButton } from './session.js';
 import { endpointSelect } from './view-endpoints.js';
 
@@ -113,26 +113,7 @@ function drawDlq() {
     $('dlq-table'),
     dlq.entries.length === 0
       ? h('p', { class: 'subtle', id: 'dlq-empty' }, 'No dead letters match.')
-      : h(
-          'table',
-          { id: 'dlq' },
-          h(
-            'thead',
-            {},
-            h(
-              'tr',
-              {},
-              h('th', {}, ''),
-              h('th', {}, 'Event'),
-              h('th', {}, 'Endpoint'),
-              h('th', {}, 'Last failure'),
-              h('th', {}, 'Dead-lettered'),
-              h('th', {}, 'Expires'),
-              h('th', {}, ''),
-            ),
-          ),
-          h('tbody', {}, rows),
-        ),
+      : table({ id: 'dlq' }, ['', 'Event', 'Endpoint', 'Last failure', 'Dead-lettered', 'Expires', ''], rows),
   );
   for (const b of document.querySelectorAll('button.replay-one'))
     b.addEventListener('click', () => void replayIds([b.dataset.id]).catch(report));

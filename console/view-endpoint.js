@@ -1,7 +1,7 @@
 // The view of one endpoint in the console: its settings and actions (endpoints.js), and its recent
 // deliveries, each with its attempts on a timeline and in a table.
 
-import { $, fill, h, s, when } from './dom.js';
+import { $, fill, h, s, table, when } from './dom.js';
 import { endpointPanel, loadEventTypes } from './endpoints.js';
 import { show } from './nav.js';
 import { api } from './session.js';
@@ -54,37 +54,19 @@ function deliveryCard(deliveryId, list) {
       ),
     ),
     timeline(list),
-    h(
-      'table',
+    table(
       { class: 'attempts' },
-      h(
-        'thead',
-        {},
+      ['#', 'At', 'Status', 'Latency', 'Error', 'Then'],
+      list.map((a) =>
         h(
           'tr',
-          {},
-          h('th', {}, '#'),
-          h('th', {}, 'At'),
-          h('th', {}, 'Status'),
-          h('th', {}, 'Latency'),
-          h('th', {}, 'Error'),
-          h('th', {}, 'Then'),
-        ),
-      ),
-      h(
-        'tbody',
-        {},
-        list.map((a) =>
-          h(
-            'tr',
-            { class: 'attempt' },
-            h('td', {}, a.attempt),
-            h('td', {}, when(a.at)),
-            h('td', { class: a.ok ? 'ok status' : 'bad status' }, a.status ?? '—'),
-            h('td', {}, `${a.duration_ms} ms`),
-            h('td', {}, a.error ?? ''),
-            h('td', {}, a.outcome),
-          ),
+          { class: 'attempt' },
+          h('td', {}, a.attempt),
+          h('td', {}, when(a.at)),
+          h('td', { class: a.ok ? 'ok status' : 'bad status' }, a.status ?? '—'),
+          h('td', {}, `${a.duration_ms} ms`),
+          h('td', {}, a.error ?? ''),
+          h('td', {}, a.outcome),
         ),
       ),
     ),

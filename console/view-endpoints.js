@@ -1,7 +1,7 @@
 // The endpoints view of the console: every endpoint with its state, success rate and last error over
 // the last hour, re-verifying a PENDING one, and (endpoints.js) registering a new one.
 
-import { $, fill, h, pct, stateBadge, when } from './dom.js';
+import { $, fill, h, pct, stateBadge, table, when } from './dom.js';
 import { pausedBadge, registerSection } from './endpoints.js';
 import { show } from './nav.js';
 import { api, report, writeButton } from './session.js';
@@ -87,23 +87,7 @@ export async function renderEndpoints() {
     registerSection(renderEndpoints),
     endpoints.length === 0
       ? h('p', { class: 'subtle' }, 'This tenant has no webhook endpoints.')
-      : h(
-          'table',
-          { id: 'endpoints' },
-          h(
-            'thead',
-            {},
-            h(
-              'tr',
-              {},
-              h('th', {}, 'Endpoint'),
-              h('th', {}, 'State'),
-              h('th', {}, 'Success rate (1 h)'),
-              h('th', {}, 'Last error'),
-            ),
-          ),
-          h('tbody', {}, rows),
-        ),
+      : table({ id: 'endpoints' }, ['Endpoint', 'State', 'Success rate (1 h)', 'Last error'], rows),
     h('p', { id: 'verify-result', role: 'status' }),
   );
   for (const b of root.querySelectorAll('button.open'))

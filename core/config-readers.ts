@@ -123,6 +123,19 @@ export function readSettingFile(name: string, path: string): string {
 }
 
 /**
+ * The unencrypted PEM private key in a file a setting names, or a ConfigError naming the setting
+ * (`refusal`: what it says of a file that holds none).
+ */
+function privateKeyFile(name: string, path: string, refusal: string): KeyObject {
+  try {
+    return createPrivateKey(readSettingFile(name, path));
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw new ConfigError(name, `${path} ${refusal}: ${(err as Error).message}`);
+  }
+}
+
+/**
  * SLUICE_DELIVERY_CLIENT_CERT (PEM: the certificate, then any intermediates) and
  * SLUICE_DELIVERY_CLIENT_KEY (its unencrypted PEM private key): both or neither, readable, each
  * certificate issued by the next, and the key the leaf's.
@@ -162,16 +175,7 @@ export function deliveryClientCertificate(env: Env): DeliveryClientCertificate |
         `certificate ${i + 2} in ${certPath} did not issue certificate ${i + 1}: the file must hold the ` +
           'certificate first, then each issuer in order',
       );
-  let key: KeyObject;
-  try {
-    key = createPrivateKey(readSettingFile('SLUICE_DELIVERY_CLIENT_KEY', keyPath));
-  } catch (err) {
-    if (err instanceof ConfigError) throw err;
-    throw new ConfigError(
-      'SLUICE_DELIVERY_CLIENT_KEY',
-      `${keyPath} holds no readable unencrypted PEM private key: ${(err as Error).message}`,
-    );
-  }
+  const key = privateKeyFile('SLUICE_DELIVERY_CLIENT_KEY', keyPath, 'holds no readable unencrypted PEM private key');
   if (!chain[0].checkPrivateKey(key))
     throw new ConfigError(
       'SLUICE_DELIVERY_CLIENT_KEY',
@@ -222,16 +226,7 @@ export function listenerTls(env: Env): ListenerTls | null {
   if (keyPath === '') throw new ConfigError('SLUICE_TLS_KEY', 'must be set when SLUICE_TLS_CERT is (both or neither)');
   if (certPath === '') throw new ConfigError('SLUICE_TLS_CERT', 'must be set when SLUICE_TLS_KEY is (both or neither)');
   const [leaf] = pemCertificates('SLUICE_TLS_CERT', certPath);
-  let key: KeyObject;
-  try {
-    key = createPrivateKey(readSettingFile('SLUICE_TLS_KEY', keyPath));
-  } catch (err) {
-    if (err instanceof ConfigError) throw err;
-    throw new ConfigError(
-      'SLUICE_TLS_KEY',
-      `${keyPath} is not an unencrypted PEM private key: ${(err as Error).message}`,
-    );
-  }
+  const key = privateKeyFile('SLUICE_TLS_KEY', keyPath, 'is not an unencrypted PEM private key');
   if (!leaf.checkPrivateKey(key))
     throw new ConfigError('SLUICE_TLS_KEY', `${keyPath} is not the key of the certificate in ${certPath}`);
   if (caPath !== '') pemCertificates('SLUICE_TLS_CLIENT_CA', caPath);

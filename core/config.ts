@@ -108,35 +108,16 @@ type Values<S> = { [K in keyof S]: S[K] extends { read(...args: never[]): infer 
 
 const shown = (def: number | boolean | string) => `\`${def}\``;
 
-function intSetting(
-  section: Section,
-  env: string,
-  def: number,
-  min: number,
-  max: number,
-  doc: string,
-): Documented<number> {
-  return {
+/** A number from `min` to `max`, read by `reader`: `int` takes whole numbers only, `num` any. */
+const rangeSetting =
+  (reader: typeof int) =>
+  (section: Section, env: string, def: number, min: number, max: number, doc: string): Documented<number> => ({
     section,
     vars: [{ env, default: shown(def), doc }],
-    read: (e) => int(e, env, def, min, max),
-  };
-}
-
-function numSetting(
-  section: Section,
-  env: string,
-  def: number,
-  min: number,
-  max: number,
-  doc: string,
-): Documented<number> {
-  return {
-    section,
-    vars: [{ env, default: shown(def), doc }],
-    read: (e) => num(e, env, def, min, max),
-  };
-}
+    read: (e) => reader(e, env, def, min, max),
+  });
+const intSetting = rangeSetting(int);
+const numSetting = rangeSetting(num);
 
 function boolSetting(section: Section, env: string, def: boolean, doc: string): Documented<boolean> {
   return {
@@ -556,6 +537,18 @@ export const SETTINGS = {
       "when full of one tenant's deliveries it pauses the partitions that feed it until half is free " +
       '(backpressure); with other tenants in it, a tenant over its share (buffer / n) has its new ' +
       'deliveries sent through the 30 s rung instead, not counted as attempts',
+  ),
+  /** How long a dispatcher that stopped heartbeating keeps its partitions before the group moves them. */
+  dispatchSessionTimeoutMs: intSetting(
+    'webhooks',
+    'SLUICE_DISPATCH_SESSION_TIMEOUT_MS',
+    30_000,
+    6000,
+    300_000,
+    "the dispatchers' consumer-group session timeout: a dispatcher that died without leaving (SIGKILL, " +
+      'a lost machine) keeps its partitions this long before the others take them over, so its deliveries ' +
+      'wait as long. Lower fails over faster; too low, and a dispatcher stalled by a long pause is ' +
+      'evicted and its partitions moved. Heartbeats go at a tenth of it',
   ),
   /** How often (before SLUICE_TIME_SCALE) a delivery held for a PENDING endpoint is re-checked. */
   dispatchHoldRecheckMs: intSetting(

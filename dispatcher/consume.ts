@@ -18,6 +18,8 @@ export interface GroupConsumerOptions {
   /** Where the consumer lag per partition is reported (as of each fetched batch). */
   metrics?: Metrics;
   maxWaitTimeInMs?: number;
+  /** The group's session timeout (SLUICE_DISPATCH_SESSION_TIMEOUT_MS); heartbeats go at a tenth of it. */
+  sessionTimeoutMs: number;
   partitionsConsumedConcurrently?: number;
   /** Called when the group starts rebalancing (this member's partitions may be about to move). */
   onRebalancing?(): void;
@@ -39,8 +41,8 @@ export class GroupConsumer {
       config: {
         groupId: group,
         maxWaitTimeInMs: opts.maxWaitTimeInMs ?? 100,
-        sessionTimeout: 30_000,
-        heartbeatInterval: 3000,
+        sessionTimeout: opts.sessionTimeoutMs,
+        heartbeatInterval: Math.round(opts.sessionTimeoutMs / 10),
         retry: { retries: 10, initialRetryTime: 200, maxRetryTime: 5000 },
       },
       topics: opts.topics,

@@ -117,6 +117,7 @@ export function deliveryConsumer(
     topics: opts.topics,
     metrics,
     maxWaitTimeInMs: opts.maxWaitTimeInMs,
+    sessionTimeoutMs: ctx.config.dispatchSessionTimeoutMs,
     partitionsConsumedConcurrently: opts.concurrency,
     eachBatch,
     onRebalancing,

@@ -21,14 +21,18 @@ import type { TypeCountReports } from '../core/webhooks/event-type-counts.ts';
 import { GroupConsumer } from './consume.ts';
 import { endSpans, relaying, type Span } from '../core/tracing.ts';
 
-/** How long a fan-out waits for its endpoint view to catch up before it matches anyway (under the session timeout). */
-const VIEW_WAIT_MS = 10_000;
+/**
+ * How long a fan-out waits for its endpoint view to catch up before it matches anyway: 10 s, or
+ * less when the session timeout is short (the wait must end well within it).
+ */
+const viewWaitMs = (sessionTimeoutMs: number) => Math.min(10_000, Math.floor(sessionTimeoutMs / 2));
 
 export function fanOutConsumer(ctx: Context, metrics: Metrics, typeCounts?: TypeCountReports): GroupConsumer {
   return new GroupConsumer(ctx.kafka, ctx.log, {
     groupId: `${ctx.config.topicPrefix}.fan-out`,
     topics: [ctx.topics.events],
     metrics,
+    sessionTimeoutMs: ctx.config.dispatchSessionTimeoutMs,
     partitionsConsumedConcurrently: ctx.config.topicPartitions,
     async eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }, member) {
       if (batch.messages.length === 0) return;
@@ -38,7 +42,7 @@ export function fanOutConsumer(ctx: Context, metrics: Metrics, typeCounts?: Type
       // Read-your-writes across processes: match only once this view of the endpoints has read
       // as far as the publishing node's had (an endpoint registered just before is not missed).
       const needed = events.reduce((n, e) => Math.max(n, e?.endpoints_at ?? 0), 0);
-      await ctx.state.reached(ctx.topics.endpoints, 0, needed, VIEW_WAIT_MS);
+      await ctx.state.reached(ctx.topics.endpoints, 0, needed, viewWaitMs(ctx.config.dispatchSessionTimeoutMs));
       const now = ctx.clock.now();
       const spans: Span[] = []; // traced: each event's consume and produce spans, ended with the batch
       for (let k = 0; k < events.length; k++) {

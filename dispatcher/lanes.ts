@@ -161,6 +161,7 @@ export function laneConsumer(stage: Stage, recorder: OutcomeRecorder, metrics: M
     topics: [topic],
     metrics,
     maxWaitTimeInMs: 100,
+    sessionTimeoutMs: config.dispatchSessionTimeoutMs,
     partitionsConsumedConcurrently: config.topicPartitions,
     eachBatch,
     // As the delivery consumers: nothing starts during a rebalance, and what a moved partition

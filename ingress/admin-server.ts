@@ -3,7 +3,7 @@
  * listens on SLUICE_ADMIN_HOST (loopback by default), never on the public SLUICE_HOST: /metrics
  * names every tenant with its traffic.
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import { isIPv6 } from 'node:net';
 import type { Metrics } from '../core/metrics.ts';
 import { SluiceBaseError } from '../core/errors.ts';
@@ -36,31 +36,10 @@ export function startAdminServer(
           res.writeHead(200, { 'content-type': metrics.contentType });
           res.end(text);
         },
-        (err: Error) => {
-          res.writeHead(500, { 'content-type': 'application/problem+json' });
-          res.end(
-            JSON.stringify({
-              type: 'about:blank',
-              title: 'Internal error',
-              status: 500,
-              code: 'INTERNAL',
-              detail: `metrics could not be collected: ${err.message}`,
-            }),
-          );
-        },
+        (err: Error) =>
+          sendProblem(res, 500, 'Internal error', 'INTERNAL', `metrics could not be collected: ${err.message}`),
       );
-    } else {
-      res.writeHead(404, { 'content-type': 'application/problem+json' });
-      res.end(
-        JSON.stringify({
-          type: 'about:blank',
-          title: 'Not found',
-          status: 404,
-          code: 'NOT_FOUND',
-          detail: 'admin routes: /healthz, /readyz, /metrics',
-        }),
-      );
-    }
+    } else sendProblem(res, 404, 'Not found', 'NOT_FOUND', 'admin routes: /healthz, /readyz, /metrics');
   });
   return new Promise((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => {
@@ -75,6 +54,12 @@ export function startAdminServer(
       });
     });
   });
+}
+
+/** Answers a request of the admin port with an RFC 9457 problem document. */
+export function sendProblem(res: ServerResponse, status: number, title: string, code: string, detail: string): void {
+  res.writeHead(status, { 'content-type': 'application/problem+json' });
+  res.end(JSON.stringify({ type: 'about:blank', title, status, code, detail }));
 }
 
 /** How to reach the admin port on `host` from this machine (a wildcard address is reached on loopback). */

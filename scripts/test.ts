@@ -1,7 +1,7 @@
 /**
- * `npm test`: starts a real Kafka broker (unless KAFKA_BROKERS is set), runs tap with
- * KAFKA_BROKERS pointing at it, and stops the broker. Each test file uses its own topic prefix,
- * so one broker serves them all.
+ * `npm test`: starts real Kafka brokers (unless KAFKA_BROKERS is set), runs tap with
+ * KAFKA_BROKERS pointing at them, and stops them. Each test file uses its own topic prefix, so one
+ * broker serves a lane's files.
  *
  * No silent skips: every skipped test is listed at the end with what installs its need. Under CI
  * (CI set, or SLUICE_NO_SKIPS=1 as .ci/run sets it) a skip fails the run.
@@ -17,51 +17,81 @@ import { startLocalKafka } from '../core/kafka/local-broker.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
-async function main(): Promise<number> {
-  let brokers = process.env.KAFKA_BROKERS;
-  let stop = async () => {};
-  if (!brokers) {
-    const config = loadConfig({ ...process.env, KAFKA_BROKERS: undefined });
-    const port = await freePorts(2);
-    const started = Date.now();
-    const kafkaDir = join(config.cacheDir, `kafka-test-${port}`);
-    const kafka = await startLocalKafka({
-      cacheDir: config.cacheDir,
-      port,
-      dataDir: kafkaDir,
-      fresh: true,
-      log: (l) => console.log(`# ${l}`),
-    });
-    console.log(`# test Kafka broker ready at ${kafka.brokers.join(',')} in ${Date.now() - started} ms`);
-    brokers = kafka.brokers.join(',');
-    // The broker's log directory (up to a few hundred MB per run) goes with it.
-    stop = async () => {
+/** A broker for one lane of the run: the given KAFKA_BROKERS, or a local one started for it. */
+async function laneBroker(name: string): Promise<{ brokers: string; stop: () => Promise<void> }> {
+  const given = process.env.KAFKA_BROKERS;
+  if (given) return { brokers: given, stop: async () => {} };
+  const config = loadConfig({ ...process.env, KAFKA_BROKERS: undefined });
+  const port = await freePorts(2);
+  const started = Date.now();
+  const kafkaDir = join(config.cacheDir, `kafka-test-${port}`);
+  const kafka = await startLocalKafka({
+    cacheDir: config.cacheDir,
+    port,
+    dataDir: kafkaDir,
+    fresh: true,
+    log: (l) => console.log(`# ${name}: ${l}`),
+  });
+  console.log(`# ${name}: test Kafka broker ready at ${kafka.brokers.join(',')} in ${Date.now() - started} ms`);
+  // The broker's log directory (up to a few hundred MB per run) goes with it.
+  return {
+    brokers: kafka.brokers.join(','),
+    stop: async () => {
       await kafka.stop();
       rmSync(kafkaDir, { recursive: true, force: true });
-    };
-  }
-  // The views' on-disk stores of every test node go to one directory removed after the run.
-  const dataDir = mkdtempSync(join(tmpdir(), 'sluice-test-state-'));
-  const env = { ...process.env, KAFKA_BROKERS: brokers, SLUICE_DATA_DIR: dataDir };
+    },
+  };
+}
+
+/**
+ * Two lanes run side by side, each with its own broker: the tests (two files at a time, .taprc's
+ * jobs), and the fault tests one at a time. The fault tests kill brokers and dispatchers under load
+ * and wait out what that costs (session timeouts, leader elections), so they are mostly waiting; two
+ * of them side by side starve each other's recovery, and on the other lane's broker they would
+ * slow every test that shares it. Arguments given: one tap run of those, as before.
+ */
+async function main(): Promise<number> {
   const args = process.argv.slice(2);
-  // The fault tests start Kafka clusters of their own and kill brokers under load: two of them side
-  // by side on a 2-core machine starve each other's recovery, so they run one at a time, after the rest.
   const files = args.length > 0 ? [] : testFiles();
-  const runs = args.length > 0 ? [args] : [files.filter((f) => !isFault(f)), ['--jobs', '1', ...files.filter(isFault)]];
+  const lanes =
+    args.length > 0
+      ? [{ name: 'tests', args }]
+      : [
+          { name: 'tests', args: files.filter((f) => !isFault(f)) },
+          { name: 'faults', args: ['--jobs', '1', ...files.filter(isFault)] },
+        ];
+  const started = Date.now();
+  const results = await Promise.all(
+    lanes.map(async (lane, i) => {
+      const broker = await laneBroker(lane.name);
+      // The views' on-disk stores of every test node go to one directory removed after the run.
+      const dataDir = mkdtempSync(join(tmpdir(), `sluice-test-state-${lane.name}-`));
+      const env = { ...process.env, KAFKA_BROKERS: broker.brokers, SLUICE_DATA_DIR: dataDir };
+      try {
+        // The first lane's output goes straight out; the others' is held until it is complete.
+        return await runTap(lane.args, env, i === 0 ? null : lane.name);
+      } finally {
+        await broker.stop();
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    }),
+  );
   let code = 0;
   const totals = { pass: 0, fail: 0, skip: 0 };
   const skipped: Skipped[] = [];
-  for (const run of runs) {
-    const r = await runTap(run, env);
+  for (const [i, r] of results.entries()) {
+    if (r.held) process.stdout.write(r.held);
+    console.log(`# lane ${lanes[i].name}: ${r.pass} passed, ${r.fail} failed, in ${Math.round(r.ms / 1000)} s`);
     code ||= r.code;
     totals.pass += r.pass;
     totals.fail += r.fail;
     totals.skip += r.skip;
     skipped.push(...r.skipped);
   }
-  await stop();
-  rmSync(dataDir, { recursive: true, force: true });
-  console.log(`${totals.pass} passed, ${totals.fail} failed${totals.skip ? `, ${totals.skip} skipped` : ''}`);
+  console.log(
+    `${totals.pass} passed, ${totals.fail} failed${totals.skip ? `, ${totals.skip} skipped` : ''} ` +
+      `in ${Math.round((Date.now() - started) / 1000)} s`,
+  );
   if (totals.skip > 0 || skipped.length > 0) {
     reportSkips(skipped, totals.skip);
     if (strict()) {
@@ -125,7 +155,10 @@ function testFiles(): string[] {
 async function runTap(
   args: string[],
   env: NodeJS.ProcessEnv,
-): Promise<{ code: number; pass: number; fail: number; skip: number; skipped: Skipped[] }> {
+  holdAs: string | null,
+): Promise<{ code: number; pass: number; fail: number; skip: number; skipped: Skipped[]; held: string; ms: number }> {
+  const started = Date.now();
+  let held = '';
   const tap = spawn(join(root, 'node_modules/.bin/tap'), args, {
     stdio: ['inherit', 'pipe', 'inherit'],
     env,
@@ -136,6 +169,8 @@ async function runTap(
   let file = '';
   const skipped: Skipped[] = [];
   const line = (l: string) => {
+    // A held lane still shows its progress, a line per file.
+    if (holdAs !== null && /^(not )?ok \d+ - test\//.test(l)) console.log(`# ${holdAs}: ${l}`);
     const subtest = /^# Subtest: (test\/\S+)/.exec(l);
     if (subtest) file = subtest[1];
     const skip = /^\s*ok \d+ - (.*?) # SKIP\b:?\s*(.*)$/i.exec(l);
@@ -143,8 +178,9 @@ async function runTap(
     else if (skip) skipped.push({ file: skip[1].split(' ')[0], name: '(the whole file)', reason: skip[2] });
   };
   tap.stdout!.on('data', (chunk: Buffer) => {
-    process.stdout.write(chunk);
     const text = chunk.toString();
+    if (holdAs === null) process.stdout.write(chunk);
+    else held += text;
     tail = (tail + text).slice(-4096);
     const lines = (partial + text).split('\n');
     partial = lines.pop() ?? '';
@@ -154,7 +190,9 @@ async function runTap(
   if (partial) line(partial);
   const summary = /# \{ total: (\d+)(?:, pass: (\d+))?(?:, fail: (\d+))?(?:, skip: (\d+))?/.exec(tail);
   const n = (i: number) => Number(summary?.[i] ?? 0);
-  return { code, pass: n(2), fail: summary ? n(3) : 1, skip: n(4), skipped };
+  const ms = Date.now() - started;
+  if (holdAs !== null) held = `# ---- lane ${holdAs} (run beside the tests above) ----\n${held}`;
+  return { code, pass: n(2), fail: summary ? n(3) : 1, skip: n(4), skipped, held, ms };
 }
 
 main().then(

@@ -16,6 +16,12 @@ export interface Feature {
   owns(url: string, fn: string): boolean;
 }
 
+/** A feature's `owns` for the scripts whose URL holds any of `parts`. */
+const inFiles =
+  (...parts: string[]) =>
+  (url: string): boolean =>
+    parts.some((p) => url.includes(p));
+
 /** The features, as the profile tells them apart. */
 export const FEATURES: Feature[] = [
   {
@@ -28,15 +34,15 @@ export const FEATURES: Feature[] = [
   },
   {
     name: 'metrics (prom-client counters and histograms)',
-    owns: (url) => url.includes('/core/metrics.ts') || url.includes('/prom-client/'),
+    owns: inFiles('/core/metrics.ts', '/prom-client/'),
   },
   {
     name: 'signing, both schemes (HMAC-SHA256 ×2, headers)',
-    owns: (url) => url.includes('/core/webhooks/signing.ts') || url.includes('/core/webhooks/schemes/'),
+    owns: inFiles('/core/webhooks/signing.ts', '/core/webhooks/schemes/'),
   },
   {
     name: 'of which the standard-webhooks signature',
-    owns: (url) => url.includes('/core/webhooks/schemes/standard.ts'),
+    owns: inFiles('/core/webhooks/schemes/standard.ts'),
   },
   {
     name: 'attempt history (digests, their Kafka writes; the view on each ingress)',
@@ -50,20 +56,17 @@ export const FEATURES: Feature[] = [
   },
   {
     name: 'HTTP to receivers (http1-agent.ts, attempt.ts: socket writes and reads included)',
-    owns: (url) => url.includes('/core/webhooks/http1-agent.ts') || url.includes('/core/webhooks/attempt.ts'),
+    owns: inFiles('/core/webhooks/http1-agent.ts', '/core/webhooks/attempt.ts'),
   },
   {
     name: 'event-type counts (the fan-out tally, its reports, the view on each ingress)',
-    owns: (url) => url.includes('/core/webhooks/event-type-counts.ts'),
+    owns: inFiles('/core/webhooks/event-type-counts.ts'),
   },
   {
     name: 'delivery policy (which endpoints need a lane; the lane consumer)',
-    owns: (url) =>
-      url.includes('/core/webhooks/delivery-policy.ts') ||
-      url.includes('/dispatcher/lanes.ts') ||
-      url.includes('/dispatcher/lane-scheduler.ts'),
+    owns: inFiles('/core/webhooks/delivery-policy.ts', '/dispatcher/lanes.ts', '/dispatcher/lane-scheduler.ts'),
   },
-  { name: 'Kafka client (kafkajs)', owns: (url) => url.includes('/kafkajs/') },
+  { name: 'Kafka client (kafkajs)', owns: inFiles('/kafkajs/') },
   { name: 'garbage collection', owns: (_url, fn) => fn === '(garbage collector)' },
 ];
 

@@ -228,20 +228,22 @@ export async function startLocalKafka(opts: LocalKafkaOptions): Promise<LocalKaf
   };
 }
 
-/** One broker process: written config, launched, stoppable and restartable. */
-function brokerNode(
-  id: number,
-  port: number,
+/**
+ * A broker's files under `dataDir`: its server.properties, and log4j settings that write warnings to
+ * logs/server.log. `java`: the arguments of a java command that runs a Kafka class of `libs` with
+ * them (the class and its arguments follow).
+ */
+export function brokerFiles(
   dataDir: string,
-  properties: (dataDir: string) => string,
+  properties: string,
   libs: string,
+  initialHeapMb: number,
   heapMb: number,
-): LocalKafkaNode & { launch(deadline: number): Promise<void> } {
-  mkdirSync(dataDir, { recursive: true });
+): { props: string; logDir: string; java: string[] } {
   const logDir = join(dataDir, 'logs');
   mkdirSync(logDir, { recursive: true });
   const props = join(dataDir, 'server.properties');
-  writeFileSync(props, properties(dataDir));
+  writeFileSync(props, properties);
   const log4j = join(dataDir, 'log4j2.properties');
   writeFileSync(
     log4j,
@@ -257,8 +259,8 @@ function brokerNode(
       '',
     ].join('\n'),
   );
-  const javaBase = [
-    '-Xms256m',
+  const java = [
+    `-Xms${initialHeapMb}m`,
     `-Xmx${heapMb}m`,
     '-XX:+UseG1GC',
     '-XX:TieredStopAtLevel=1',
@@ -266,6 +268,31 @@ function brokerNode(
     '-cp',
     `${libs}/*`,
   ];
+  return { props, logDir, java };
+}
+
+/** Formats a broker's KRaft storage under `dataDir` for `clusterId`, unless it already is. */
+export function formatStorage(dataDir: string, java: string[], props: string, clusterId: string): void {
+  if (existsSync(join(dataDir, 'kraft', 'meta.properties'))) return;
+  const f = spawnSync(
+    'java',
+    [...java, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', props, '--ignore-formatted'],
+    { encoding: 'utf8' },
+  );
+  if (f.status !== 0)
+    throw new LocalKafkaError('FORMAT_FAILED', `formatting Kafka storage failed: ${(f.stdout + f.stderr).trim()}`);
+}
+
+/** One broker process: written config, launched, stoppable and restartable. */
+function brokerNode(
+  id: number,
+  port: number,
+  dataDir: string,
+  properties: (dataDir: string) => string,
+  libs: string,
+  heapMb: number,
+): LocalKafkaNode & { launch(deadline: number): Promise<void> } {
+  const { props, logDir, java: javaBase } = brokerFiles(dataDir, properties(dataDir), libs, 256, heapMb);
   let child: ChildProcess | null = null;
   let exitPromise: Promise<void> = Promise.resolve();
   const onParentExit = () => child?.kill('SIGKILL');
@@ -277,18 +304,7 @@ function brokerNode(
     },
     async launch(deadline: number): Promise<void> {
       if (child) return;
-      if (!existsSync(join(dataDir, 'kraft', 'meta.properties'))) {
-        const f = spawnSync(
-          'java',
-          [...javaBase, 'kafka.tools.StorageTool', 'format', '-t', CLUSTER_ID, '-c', props, '--ignore-formatted'],
-          { encoding: 'utf8' },
-        );
-        if (f.status !== 0)
-          throw new LocalKafkaError(
-            'FORMAT_FAILED',
-            `formatting Kafka storage failed: ${(f.stdout + f.stderr).trim()}`,
-          );
-      }
+      formatStorage(dataDir, javaBase, props, CLUSTER_ID);
       const out = openSync(join(logDir, 'stdout.log'), 'a');
       const c = spawn('java', [...javaBase, 'kafka.Kafka', props], { stdio: ['ignore', out, out], detached: false });
       child = c;

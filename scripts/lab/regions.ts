@@ -15,12 +15,12 @@
  *   await lab.cut('c');         // every proxy into and out of c disabled
  *   await lab.stop();           // also on exit, signals and errors
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, openSync, writeFileSync, existsSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../../core/config.ts';
-import { ensureKafkaJars } from '../../core/kafka/local-broker.ts';
+import { brokerFiles, ensureKafkaJars, formatStorage } from '../../core/kafka/local-broker.ts';
 import { createLabNet, sweepStaleLabs, whyNoNamespaces, type LabNet } from './net.ts';
 import { toxiproxyApi, toxiproxyServer, type ToxiproxyApi } from './toxiproxy.ts';
 
@@ -263,45 +263,9 @@ export async function startLab(opts: LabOptions): Promise<Lab> {
 
   async function launchBroker(r: Region) {
     const dataDir = join(opts.workDir, `kafka-${r}`);
-    mkdirSync(join(dataDir, 'logs'), { recursive: true });
-    const props = join(dataDir, 'server.properties');
-    writeFileSync(props, brokerProperties(r, dataDir));
-    const log4j = join(dataDir, 'log4j2.properties');
-    writeFileSync(
-      log4j,
-      [
-        'status = warn',
-        'appender.file.type = File',
-        'appender.file.name = file',
-        `appender.file.fileName = ${join(dataDir, 'logs', 'server.log')}`,
-        'appender.file.layout.type = PatternLayout',
-        'appender.file.layout.pattern = [%d] %p %m (%c)%n',
-        'rootLogger.level = warn',
-        'rootLogger.appenderRef.file.ref = file',
-        '',
-      ].join('\n'),
-    );
-    const java = [
-      'java',
-      '-Xms128m',
-      `-Xmx${opts.heapMb ?? 384}m`,
-      '-XX:+UseG1GC',
-      '-XX:TieredStopAtLevel=1',
-      `-Dlog4j2.configurationFile=${log4j}`,
-      '-cp',
-      `${libs}/*`,
-    ];
-    if (!existsSync(join(dataDir, 'kraft', 'meta.properties'))) {
-      const f = spawnSync(
-        java[0],
-        [...java.slice(1), 'kafka.tools.StorageTool', 'format', '-t', CLUSTER_ID, '-c', props],
-        {
-          encoding: 'utf8',
-        },
-      );
-      if (f.status !== 0) throw new Error(`formatting broker ${r}'s storage failed: ${f.stdout}${f.stderr}`);
-    }
-    brokerProcs.set(r, run(`kafka-${r}`, r, [...java, 'kafka.Kafka', props]));
+    const { props, java } = brokerFiles(dataDir, brokerProperties(r, dataDir), libs, 128, opts.heapMb ?? 384);
+    formatStorage(dataDir, java, props, CLUSTER_ID);
+    brokerProcs.set(r, run(`kafka-${r}`, r, ['java', ...java, 'kafka.Kafka', props]));
   }
 
   try {

@@ -7,31 +7,18 @@
  */
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { SpanKind } from '@opentelemetry/api';
-import { startTracing } from '../../core/tracing.ts';
-import { call, startTestNode, until } from '../helpers/sluice.ts';
-import { publish, receiver, registerEndpoint } from '../dispatcher/receiver.ts';
+import { call, until } from '../helpers/sluice.ts';
+import { startTracedNode } from '../helpers/tracing.ts';
+import { publish, registerEndpoint } from '../dispatcher/receiver.ts';
 
-const exporter = new InMemorySpanExporter();
-const tracing = await startTracing({
-  serviceName: 'sluice-test',
-  exporter: 'none',
-  sampleRatio: 1,
-  otlpEndpoint: 'http://127.0.0.1:1/v1/traces',
-  spanProcessors: [new SimpleSpanProcessor(exporter)],
-});
 // 43200: the 72-hour retry span runs in 6 s; the disable is put out of reach (a year, 12 min scaled).
-const node = await startTestNode(
-  { SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: '43200', SLUICE_WEBHOOK_DISABLE_AFTER_HOURS: '8760' },
-  { dispatcher: true },
+const { exporter, node, r, close } = await startTracedNode(
+  { SLUICE_TIME_SCALE: '43200', SLUICE_WEBHOOK_DISABLE_AFTER_HOURS: '8760' },
+  500,
 );
-const r = await receiver(500);
-t.teardown(async () => {
-  await r.close();
-  await node.close();
-  await tracing.stop();
-});
+t.teardown(close);
 
 const inTrace = (traceId: string): ReadableSpan[] =>
   exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);

@@ -4,31 +4,14 @@
  * attempt with its HTTP client span; and the receiver saw that trace id in `traceparent`.
  */
 import t from 'tap';
-import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { SpanKind } from '@opentelemetry/api';
-import { startTracing } from '../../core/tracing.ts';
-import { startTestNode } from '../helpers/sluice.ts';
-import { receiver, registerEndpoint, publish, sleep } from '../dispatcher/receiver.ts';
+import { startTracedNode } from '../helpers/tracing.ts';
+import { registerEndpoint, publish, sleep } from '../dispatcher/receiver.ts';
 
-const exporter = new InMemorySpanExporter();
-const tracing = await startTracing({
-  serviceName: 'sluice-test',
-  exporter: 'none',
-  sampleRatio: 1,
-  otlpEndpoint: 'http://127.0.0.1:1/v1/traces',
-  spanProcessors: [new SimpleSpanProcessor(exporter)],
-});
 // 600: the retry rungs hold a failed delivery for 50 ms and then 200 ms.
-const node = await startTestNode(
-  { SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: '600' },
-  { dispatcher: true },
-);
-const r = await receiver(200);
-t.teardown(async () => {
-  await r.close();
-  await node.close();
-  await tracing.stop();
-});
+const { exporter, node, r, close } = await startTracedNode({ SLUICE_TIME_SCALE: '600' }, 200);
+t.teardown(close);
 
 t.test('publish → fan-out → three attempts (two failures, one success) is one trace', async (t) => {
   let calls = 0;

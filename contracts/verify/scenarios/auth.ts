@@ -3,7 +3,7 @@ import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { listOperations, type Json } from '../../contract.ts';
 import { bearer, jsonBody, type Exchange } from '../http.ts';
 import { concretePath } from '../session.ts';
-import { type Scenario, body, json, tokenFor, validBody } from './common.ts';
+import { type Scenario, body, postJson, probeOpenGet, tokenFor, validBody } from './common.ts';
 
 export const AUTH_SCENARIOS: Record<string, Scenario> = {
   async issueToken(s, op) {
@@ -81,29 +81,16 @@ export const AUTH_SCENARIOS: Record<string, Scenario> = {
   async getJwks(s, op) {
     const token = await s.token();
     const kid = decodeProtectedHeader(token).kid;
-    await s.probe(
-      op,
-      'GET → 200, holds the signing key',
-      { method: 'GET', path: op.path },
-      {
-        status: [200],
-        then: (ex) => (body(ex).keys.some((k: Json) => k.kid === kid) ? [] : [`no key with kid ${kid}`]),
-      },
+    await probeOpenGet(s, op, 'GET → 200, holds the signing key', (ex) =>
+      body(ex).keys.some((k: Json) => k.kid === kid) ? [] : [`no key with kid ${kid}`],
     );
   },
 
   async getAuthorizationServerMetadata(s, op) {
-    await s.probe(
-      op,
-      'GET → 200, names the token endpoint',
-      { method: 'GET', path: op.path },
-      {
-        status: [200],
-        then: (ex) =>
-          String(body(ex).token_endpoint).endsWith('/v1/auth/token')
-            ? []
-            : [`token_endpoint is ${body(ex).token_endpoint}`],
-      },
+    await probeOpenGet(s, op, 'GET → 200, names the token endpoint', (ex) =>
+      String(body(ex).token_endpoint).endsWith('/v1/auth/token')
+        ? []
+        : [`token_endpoint is ${body(ex).token_endpoint}`],
     );
   },
 
@@ -128,12 +115,7 @@ export const AUTH_SCENARIOS: Record<string, Scenario> = {
   },
 
   async revokeClient(s, op) {
-    await s.probe(
-      op,
-      'unknown client → 404',
-      { method: 'POST', path: op.path, ...(await json(s, op, validBody(s, op.operationId))) },
-      { status: [404] },
-    );
+    await s.probe(op, 'unknown client → 404', await postJson(s, op, validBody(s, op.operationId)), { status: [404] });
     const victim = s.opts.revocable;
     if (!victim) {
       s.record(op, 'revoke → 201, its token → 401 TOKEN_REVOKED', 'skip', 'no --revocable-client-id given');
@@ -141,19 +123,9 @@ export const AUTH_SCENARIOS: Record<string, Scenario> = {
     }
     const victimToken = await s.token(undefined, victim);
     const request = { client_id: victim.clientId, reason: 'sluice contract verify' };
-    const ex = await s.probe(
-      op,
-      'revoke → 201',
-      { method: 'POST', path: op.path, ...(await json(s, op, request)) },
-      { status: [201] },
-    );
+    const ex = await s.probe(op, 'revoke → 201', await postJson(s, op, request), { status: [201] });
     if (ex?.status !== 201) return;
-    await s.probe(
-      op,
-      'revoke again → 200 or 201 (idempotent)',
-      { method: 'POST', path: op.path, ...(await json(s, op, request)) },
-      { status: [200, 201] },
-    );
+    await s.probe(op, 'revoke again → 200 or 201 (idempotent)', await postJson(s, op, request), { status: [200, 201] });
     // Auth runs before anything else, so the revoked token can be tried on this very operation.
     const deadline = Date.now() + 2000;
     // The spec gives a revocation 250 ms to reach every node; wait a little longer before judging.

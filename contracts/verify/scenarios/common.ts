@@ -4,7 +4,7 @@
  */
 import type { Json, Operation } from '../../contract.ts';
 import { bearer, jsonBody, type Exchange } from '../http.ts';
-import { concretePath, type Session } from '../session.ts';
+import { concretePath, type Expectation, type Session } from '../session.ts';
 
 /** What one operation does right, probed against a live Sluice. */
 export type Scenario = (s: Session, op: Operation) => Promise<void>;
@@ -15,6 +15,13 @@ export const json = async (s: Session, op: Operation, value: unknown) => {
   const b = jsonBody(value);
   return { headers: { ...(await tokenFor(s, op)), ...b.headers }, body: b.body };
 };
+
+/** A POST of `value` as JSON to the operation's path, with its token. */
+export const postJson = async (s: Session, op: Operation, value: unknown) => ({
+  method: 'POST',
+  path: op.path,
+  ...(await json(s, op, value)),
+});
 
 /** A valid body per operation, the base of the crafted bad ones. */
 export function validBody(s: Session, operationId: string): Json | undefined {
@@ -60,8 +67,35 @@ export const shows =
       .filter(([k, v]) => JSON.stringify(body(ex)?.[k]) !== JSON.stringify(v))
       .map(([k, v]) => `${k} is ${JSON.stringify(body(ex)?.[k])}, not ${JSON.stringify(v)}`);
 
-/** The operation on an endpoint id that does not exist: 404. */
-export const probeUnknownEndpoint = async (s: Session, op: Operation, what: string) =>
+/** GET `path` with the operation's token → 200, and the faults `then` finds. */
+export const probeGet = async (s: Session, op: Operation, path: string, what: string, then?: Expectation['then']) =>
+  s.probe(op, what, { method: 'GET', path, headers: await tokenFor(s, op) }, { status: [200], then });
+
+/** GET the operation's path without a token (what anyone may read) → 200, and the faults `then` finds. */
+export const probeOpenGet = (s: Session, op: Operation, what: string, then: Expectation['then']) =>
+  s.probe(op, what, { method: 'GET', path: op.path }, { status: [200], then });
+
+/**
+ * The operation on the endpoint createEndpoint created → 200, and the faults `then` finds; `value`:
+ * a JSON body to send. Recorded as skipped when no endpoint was created.
+ */
+export async function probeCreated(
+  s: Session,
+  op: Operation,
+  what: string,
+  then?: Expectation['then'],
+  value?: Json,
+): Promise<void> {
+  if (!s.state.endpointId) {
+    s.record(op, what, 'skip', 'no endpoint was created');
+    return;
+  }
+  const req = value === undefined ? { headers: await tokenFor(s, op) } : await json(s, op, value);
+  await s.probe(op, what, { method: op.method, path: concretePath(op, s), ...req }, { status: [200], then });
+}
+
+/** The operation on ids that do not exist (endpoint_id, dlq_id): 404. */
+export const probeUnknownId = async (s: Session, op: Operation, what: string) =>
   s.probe(
     op,
     what,

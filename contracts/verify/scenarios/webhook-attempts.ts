@@ -1,7 +1,7 @@
 /** Scenarios of the `webhooks` tag, what became of deliveries: an endpoint's attempts and the stats. */
 import type { Json } from '../../contract.ts';
 import { concretePath } from '../session.ts';
-import { type Scenario, body, probeUnknownEndpoint, tokenFor } from './common.ts';
+import { type Scenario, body, probeGet, probeUnknownId, tokenFor } from './common.ts';
 
 export const ATTEMPT_SCENARIOS: Record<string, Scenario> = {
   async listEndpointAttempts(s, op) {
@@ -34,39 +34,23 @@ export const ATTEMPT_SCENARIOS: Record<string, Scenario> = {
         );
       }
     }
-    await probeUnknownEndpoint(s, op, 'unknown endpoint → 404');
+    await probeUnknownId(s, op, 'unknown endpoint → 404');
   },
 
   async getWebhookStats(s, op) {
-    await s.probe(
-      op,
-      'GET → 200, 60 points that add up to the totals',
-      { method: 'GET', path: op.path, headers: await tokenFor(s, op) },
-      {
-        status: [200],
-        then: (ex) => {
-          const b = body(ex);
-          const sum = b.series.reduce((n: number, p: Json) => n + p.attempts, 0);
-          return sum === b.totals.attempts ? [] : [`the series holds ${sum} attempts, the totals ${b.totals.attempts}`];
-        },
-      },
-    );
+    await probeGet(s, op, op.path, 'GET → 200, 60 points that add up to the totals', (ex) => {
+      const b = body(ex);
+      const sum = b.series.reduce((n: number, p: Json) => n + p.attempts, 0);
+      return sum === b.totals.attempts ? [] : [`the series holds ${sum} attempts, the totals ${b.totals.attempts}`];
+    });
     if (s.state.endpointId) {
-      await s.probe(
+      const only = s.state.endpointId;
+      await probeGet(
+        s,
         op,
+        `${op.path}?endpoint_id=${encodeURIComponent(only)}`,
         'filtered by endpoint_id → 200, that endpoint only',
-        {
-          method: 'GET',
-          path: `${op.path}?endpoint_id=${encodeURIComponent(s.state.endpointId)}`,
-          headers: await tokenFor(s, op),
-        },
-        {
-          status: [200],
-          then: (ex) =>
-            body(ex).endpoints.every((e: Json) => e.endpoint_id === s.state.endpointId)
-              ? []
-              : ['other endpoints listed'],
-        },
+        (ex) => (body(ex).endpoints.every((e: Json) => e.endpoint_id === only) ? [] : ['other endpoints listed']),
       );
     }
     await s.probe(

@@ -13,7 +13,10 @@ import {
   json,
   names,
   pagingChecks,
-  probeUnknownEndpoint,
+  postJson,
+  probeCreated,
+  probeGet,
+  probeUnknownId,
   shows,
   tokenFor,
   validBody,
@@ -98,7 +101,7 @@ export const ENDPOINT_SCENARIOS: Record<string, Scenario> = {
     const ex = await s.probe(
       op,
       own ? 'valid registration → 201 with the secret' : 'registration of an unresolvable target → 201 or 422',
-      { method: 'POST', path: op.path, ...(await json(s, op, validBody(s, op.operationId))) },
+      await postJson(s, op, validBody(s, op.operationId)),
       {
         status: own ? [201] : [201, 422],
         then: (ex) =>
@@ -114,99 +117,63 @@ export const ENDPOINT_SCENARIOS: Record<string, Scenario> = {
     await s.probe(
       op,
       'rate_limit_per_second 10001, max_in_flight 0, ordering "fifo" → 400 naming each',
-      {
-        method: 'POST',
-        path: op.path,
-        ...(await json(s, op, {
-          ...validBody(s, op.operationId),
-          rate_limit_per_second: 10001,
-          max_in_flight: 0,
-          ordering: 'fifo',
-        })),
-      },
+      await postJson(s, op, {
+        ...validBody(s, op.operationId),
+        rate_limit_per_second: 10001,
+        max_in_flight: 0,
+        ordering: 'fifo',
+      }),
       { status: [400], then: names('$.rate_limit_per_second', '$.max_in_flight', '$.ordering') },
     );
     await s.probe(
       op,
       'event filter item that is not an event type → 400',
-      {
-        method: 'POST',
-        path: op.path,
-        ...(await json(s, op, { ...validBody(s, op.operationId), events: ['no.such.kind'] })),
-      },
+      await postJson(s, op, { ...validBody(s, op.operationId), events: ['no.such.kind'] }),
       { status: [400] },
     );
     await s.probe(
       op,
       'empty event filter → 400',
-      { method: 'POST', path: op.path, ...(await json(s, op, { ...validBody(s, op.operationId), events: [] })) },
+      await postJson(s, op, { ...validBody(s, op.operationId), events: [] }),
       { status: [400] },
     );
   },
 
   async listEndpoints(s, op) {
-    await s.probe(
-      op,
-      'GET → 200, lists the created endpoint',
-      { method: 'GET', path: `${op.path}?limit=1000`, headers: await tokenFor(s, op) },
-      {
-        status: [200],
-        then: (ex) =>
-          !s.state.endpointId || body(ex).data.some((e: Json) => e.id === s.state.endpointId)
-            ? []
-            : [`endpoint ${s.state.endpointId} is not listed`],
-      },
+    await probeGet(s, op, `${op.path}?limit=1000`, 'GET → 200, lists the created endpoint', (ex) =>
+      !s.state.endpointId || body(ex).data.some((e: Json) => e.id === s.state.endpointId)
+        ? []
+        : [`endpoint ${s.state.endpointId} is not listed`],
     );
     await pagingChecks(s, op);
   },
 
   async getEndpoint(s, op) {
-    if (!s.state.endpointId) s.record(op, 'read after create → 200', 'skip', 'no endpoint was created');
-    else {
-      await s.probe(
-        op,
-        'read after create → 200',
-        { method: 'GET', path: concretePath(op, s), headers: await tokenFor(s, op) },
-        {
-          status: [200],
-          then: (ex) =>
-            body(ex).id === s.state.endpointId && !('secret' in body(ex))
-              ? []
-              : ['wrong endpoint, or the secret is shown again'],
-        },
-      );
-    }
-    await probeUnknownEndpoint(s, op, 'unknown id → 404');
+    await probeCreated(s, op, 'read after create → 200', (ex) =>
+      body(ex).id === s.state.endpointId && !('secret' in body(ex))
+        ? []
+        : ['wrong endpoint, or the secret is shown again'],
+    );
+    await probeUnknownId(s, op, 'unknown id → 404');
   },
 
   async verifyEndpoint(s, op) {
-    if (!s.state.endpointId) s.record(op, 're-send the ping → 200', 'skip', 'no endpoint was created');
-    else
-      await s.probe(
-        op,
-        're-send the ping → 200',
-        { method: 'POST', path: concretePath(op, s), headers: await tokenFor(s, op) },
-        { status: [200] },
-      );
-    await probeUnknownEndpoint(s, op, 'unknown id → 404');
+    await probeCreated(s, op, 're-send the ping → 200');
+    await probeUnknownId(s, op, 'unknown id → 404');
   },
 
   async updateEndpoint(s, op) {
     const change = validBody(s, op.operationId)!;
-    if (!s.state.endpointId) s.record(op, 'update → 200, the change echoed', 'skip', 'no endpoint was created');
-    else
-      await s.probe(
-        op,
-        'update → 200, the change echoed',
-        { method: 'PATCH', path: concretePath(op, s), ...(await json(s, op, change)) },
-        {
-          status: [200],
-          then: (ex) =>
-            body(ex).description === change.description && !('secret' in body(ex))
-              ? []
-              : ['the new description is not echoed, or the secret is shown'],
-        },
-      );
+    await probeCreated(
+      s,
+      op,
+      'update → 200, the change echoed',
+      (ex) =>
+        body(ex).description === change.description && !('secret' in body(ex))
+          ? []
+          : ['the new description is not echoed, or the secret is shown'],
+      change,
+    );
     await s.probe(
       op,
       'empty body → 400',
@@ -233,53 +200,36 @@ export const ENDPOINT_SCENARIOS: Record<string, Scenario> = {
   },
 
   async testEndpoint(s, op) {
-    const what = "test send → 200 with the receiver's answer";
-    if (!s.state.endpointId) s.record(op, what, 'skip', 'no endpoint was created');
-    else
-      await s.probe(
-        op,
-        what,
-        { method: 'POST', path: concretePath(op, s), headers: await tokenFor(s, op) },
-        {
-          status: [200],
-          then: (ex) => {
-            const { ok, status } = body(ex);
-            const twoHundreds = status !== null && status >= 200 && status < 300;
-            return ok === twoHundreds ? [] : [`ok is ${ok} for status ${status}`];
-          },
-        },
-      );
+    await probeCreated(s, op, "test send → 200 with the receiver's answer", (ex) => {
+      const { ok, status } = body(ex);
+      const twoHundreds = status !== null && status >= 200 && status < 300;
+      return ok === twoHundreds ? [] : [`ok is ${ok} for status ${status}`];
+    });
     await s.probe(
       op,
       'a reserved type → 400',
       { method: 'POST', path: concretePath(op, s), ...(await json(s, op, { type: 'credential.rotated', data: {} })) },
       { status: [400] },
     );
-    await probeUnknownEndpoint(s, op, 'unknown id → 404');
+    await probeUnknownId(s, op, 'unknown id → 404');
   },
 
   async rotateEndpointSecret(s, op) {
-    if (!s.state.endpointId) s.record(op, 'rotate the secret → 200 with a new one', 'skip', 'no endpoint was created');
-    else
-      await s.probe(
-        op,
-        'rotate the secret → 200 with a new one',
-        { method: 'POST', path: concretePath(op, s), ...(await json(s, op, { overlap_seconds: 60 })) },
-        {
-          status: [200],
-          then: (ex) =>
-            body(ex).previous_secret_expires_at
-              ? []
-              : ['no previous_secret_expires_at after a rotation with an overlap'],
-        },
-      );
+    await probeCreated(
+      s,
+      op,
+      'rotate the secret → 200 with a new one',
+      (ex) =>
+        body(ex).previous_secret_expires_at ? [] : ['no previous_secret_expires_at after a rotation with an overlap'],
+      { overlap_seconds: 60 },
+    );
     await s.probe(
       op,
       'a negative overlap → 400',
       { method: 'POST', path: concretePath(op, s), ...(await json(s, op, { overlap_seconds: -1 })) },
       { status: [400, 404] },
     );
-    await probeUnknownEndpoint(s, op, 'unknown id → 404');
+    await probeUnknownId(s, op, 'unknown id → 404');
   },
 
   async deleteEndpoint(s, op) {

@@ -2,7 +2,7 @@
 import type { Json, Operation } from '../../contract.ts';
 import { send, type Exchange } from '../http.ts';
 import type { Session } from '../session.ts';
-import { type Scenario, body, json, names, tokenFor, validBody } from './common.ts';
+import { type Scenario, body, names, postJson, probeGet, tokenFor, validBody } from './common.ts';
 
 /** An ordering key of `bytes` bytes as UTF-8 (two-byte characters, so a character count would pass it). */
 const orderingKey = (bytes: number) => 'é'.repeat(Math.floor(bytes / 2)) + (bytes % 2 ? 'k' : '');
@@ -31,17 +31,10 @@ async function publishedTypeListed(s: Session, op: Operation): Promise<void> {
   for (let ex = await read(); !(ex?.status === 200 && listed(ex)) && Date.now() < deadline; ex = await read())
     await new Promise((r) => setTimeout(r, 500));
   const waited = ((Date.now() - Number(s.state.publishedAt)) / 1000).toFixed(1);
-  await s.probe(
-    op,
-    what,
-    { method: 'GET', path: op.path, headers: await tokenFor(s, op) },
-    {
-      status: [200],
-      then: (ex) =>
-        listed(ex)
-          ? []
-          : [`${type}, published ${waited} s ago, is not listed as published since (is a dispatcher running?)`],
-    },
+  await probeGet(s, op, op.path, what, (ex) =>
+    listed(ex)
+      ? []
+      : [`${type}, published ${waited} s ago, is not listed as published since (is a dispatcher running?)`],
   );
 }
 
@@ -50,52 +43,29 @@ export const EVENT_SCENARIOS: Record<string, Scenario> = {
     const id = `evt_contract_${Date.now().toString(36)}`;
     const event = { ...validBody(s, op.operationId), id };
     const sentAt = Date.now();
-    const first = await s.probe(
-      op,
-      'valid event → 202',
-      { method: 'POST', path: op.path, ...(await json(s, op, event)) },
-      { status: [202], then: (ex) => (body(ex).id === id ? [] : [`id is ${body(ex).id}, sent ${id}`]) },
-    );
+    const first = await s.probe(op, 'valid event → 202', await postJson(s, op, event), {
+      status: [202],
+      then: (ex) => (body(ex).id === id ? [] : [`id is ${body(ex).id}, sent ${id}`]),
+    });
     if (first?.status === 202) {
       s.state.publishedType = (event as Json).type;
       s.state.publishedAt = String(sentAt);
-      await s.probe(
-        op,
-        'same id again → 202 (idempotent)',
-        { method: 'POST', path: op.path, ...(await json(s, op, event)) },
-        { status: [202], then: (ex) => (body(ex).id === id ? [] : ['a different id']) },
-      );
+      await s.probe(op, 'same id again → 202 (idempotent)', await postJson(s, op, event), {
+        status: [202],
+        then: (ex) => (body(ex).id === id ? [] : ['a different id']),
+      });
     }
-    for (const [what, key] of [
-      ['ordering_key → 202', 'contract-probe-key'],
-      ['ordering_key of 128 bytes (64 two-byte characters) → 202', orderingKey(128)],
-      ['ordering_key null → 202', null],
+    const accepted = { status: [202] };
+    const refused = { status: [400], then: names('$.ordering_key') };
+    for (const [what, key, expect] of [
+      ['ordering_key → 202', 'contract-probe-key', accepted],
+      ['ordering_key of 128 bytes (64 two-byte characters) → 202', orderingKey(128), accepted],
+      ['ordering_key null → 202', null, accepted],
+      ['ordering_key of 129 bytes → 400 naming it', orderingKey(129), refused],
+      ['ordering_key of 65 two-byte characters (130 bytes) → 400 naming it', orderingKey(130), refused],
+      ['empty ordering_key → 400 naming it', '', refused],
     ] as const)
-      await s.probe(
-        op,
-        what,
-        {
-          method: 'POST',
-          path: op.path,
-          ...(await json(s, op, { ...validBody(s, op.operationId), ordering_key: key })),
-        },
-        { status: [202] },
-      );
-    for (const [what, key] of [
-      ['ordering_key of 129 bytes → 400 naming it', orderingKey(129)],
-      ['ordering_key of 65 two-byte characters (130 bytes) → 400 naming it', orderingKey(130)],
-      ['empty ordering_key → 400 naming it', ''],
-    ] as const)
-      await s.probe(
-        op,
-        what,
-        {
-          method: 'POST',
-          path: op.path,
-          ...(await json(s, op, { ...validBody(s, op.operationId), ordering_key: key })),
-        },
-        { status: [400], then: names('$.ordering_key') },
-      );
+      await s.probe(op, what, await postJson(s, op, { ...validBody(s, op.operationId), ordering_key: key }), expect);
   },
 
   async publishEventBatch(s, op) {
@@ -109,7 +79,7 @@ export const EVENT_SCENARIOS: Record<string, Scenario> = {
     await s.probe(
       op,
       'mixed batch → 202, the invalid item refused alone, a repeated id answered once',
-      { method: 'POST', path: op.path, ...(await json(s, op, { events })) },
+      await postJson(s, op, { events }),
       {
         status: [202],
         then: (ex) => {
@@ -124,25 +94,18 @@ export const EVENT_SCENARIOS: Record<string, Scenario> = {
         },
       },
     );
-    await s.probe(
-      op,
-      'every item invalid → 400',
-      { method: 'POST', path: op.path, ...(await json(s, op, { events: [{ type: 'ping', data: null }] })) },
-      { status: [400] },
-    );
+    await s.probe(op, 'every item invalid → 400', await postJson(s, op, { events: [{ type: 'ping', data: null }] }), {
+      status: [400],
+    });
     await s.probe(
       op,
       'an item with a 129-byte ordering_key → refused alone, naming it',
-      {
-        method: 'POST',
-        path: op.path,
-        ...(await json(s, op, {
-          events: [
-            { type: 'inference.completed', data: { n: 1 }, ordering_key: orderingKey(128) },
-            { type: 'inference.completed', data: { n: 2 }, ordering_key: orderingKey(129) },
-          ],
-        })),
-      },
+      await postJson(s, op, {
+        events: [
+          { type: 'inference.completed', data: { n: 1 }, ordering_key: orderingKey(128) },
+          { type: 'inference.completed', data: { n: 2 }, ordering_key: orderingKey(129) },
+        ],
+      }),
       {
         status: [202],
         then: (ex) => {
@@ -157,33 +120,21 @@ export const EVENT_SCENARIOS: Record<string, Scenario> = {
     await s.probe(
       op,
       '1,001 events → 400',
-      {
-        method: 'POST',
-        path: op.path,
-        ...(await json(s, op, {
-          events: Array.from({ length: 1001 }, () => ({ type: 'inference.completed', data: null })),
-        })),
-      },
+      await postJson(s, op, {
+        events: Array.from({ length: 1001 }, () => ({ type: 'inference.completed', data: null })),
+      }),
       { status: [400] },
     );
   },
 
   async listEventTypes(s, op) {
-    await s.probe(
-      op,
-      'GET → 200, busiest first, each type once',
-      { method: 'GET', path: op.path, headers: await tokenFor(s, op) },
-      {
-        status: [200],
-        then: (ex) => {
-          const data = body(ex).data as Json[];
-          const faults: string[] = [];
-          if (data.some((d, i) => i > 0 && d.count > data[i - 1].count)) faults.push('types are not busiest first');
-          if (new Set(data.map((d) => d.type)).size !== data.length) faults.push('a type is listed twice');
-          return faults;
-        },
-      },
-    );
+    await probeGet(s, op, op.path, 'GET → 200, busiest first, each type once', (ex) => {
+      const data = body(ex).data as Json[];
+      const faults: string[] = [];
+      if (data.some((d, i) => i > 0 && d.count > data[i - 1].count)) faults.push('types are not busiest first');
+      if (new Set(data.map((d) => d.type)).size !== data.length) faults.push('a type is listed twice');
+      return faults;
+    });
     await publishedTypeListed(s, op);
   },
 };

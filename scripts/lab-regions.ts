@@ -29,6 +29,7 @@ import {
   measureHotPath,
   measureRevocation,
   registerReceivers,
+  knownToken,
   tokenFor,
   until,
   type LabReceiver,
@@ -175,7 +176,7 @@ try {
 
   if (only.has('cut') || only.has('kill')) {
     for (const reg of REGIONS) receivers.push(await labReceiver(lab.net.hostIp, reg));
-    const adminToken = (await tokenFor(lab.region('a').base, admin)).token;
+    const adminToken = await knownToken(lab.region('a').base, admin);
     await registerReceivers(lab, adminToken, receivers);
   }
   if (only.has('cut')) {

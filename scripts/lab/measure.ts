@@ -58,6 +58,24 @@ export async function tokenFor(base: string, c: CreatedClient): Promise<{ status
   return { status: r.status, token: r.json?.access_token ?? '' };
 }
 
+/**
+ * A token for a client just created: the region's views learn of it through Kafka, so its first
+ * token requests may be refused until they do (30 s at most).
+ */
+export async function knownToken(base: string, c: CreatedClient): Promise<string> {
+  let token = '';
+  await until(
+    async () => {
+      const r = await tokenFor(base, c);
+      token = r.token;
+      return r.status === 200;
+    },
+    30_000,
+    `a token for ${c.client_id} at ${base}`,
+  );
+  return token;
+}
+
 /** A scope-checked request answered from the node's own views (audit:read). */
 export async function checked(base: string, token: string): Promise<number> {
   return (await call(base, 'GET', '/v1/audit?limit=1', token).catch(() => ({ status: 0 }))).status;
@@ -85,7 +103,7 @@ export async function measureRevocation(lab: Lab, ctx: Context, n: number, log: 
     const region = i % 2 === 0 ? 'b' : 'c';
     victims.push({ c: await createClient(ctx, { tenant: 'lab', role: 'security-officer', region }), region });
   }
-  let officerToken = (await tokenFor(a, officer)).token;
+  let officerToken = await knownToken(a, officer);
   // Warm-up: region a's first audit append claims the transactional audit writer.
   const warm = await createClient(ctx, { tenant: 'lab', role: 'security-officer', region: 'a' });
   const last = victims[victims.length - 1];
@@ -94,6 +112,7 @@ export async function measureRevocation(lab: Lab, ctx: Context, n: number, log: 
     30_000,
     'the new clients reach every region',
   );
+  await knownToken(a, warm); // region a knows the client it revokes (else 404)
   const w = await call(a, 'POST', '/v1/auth/revocations', officerToken, { client_id: warm.client_id, reason: 'warm' });
   if (w.status !== 201) throw new Error(`warm-up revocation answered ${w.status}: ${JSON.stringify(w.json)}`);
   const fromSent = { b: [] as number[], c: [] as number[] };
@@ -372,10 +391,10 @@ export async function measureCut(
     victims.push(await createClient(ctx, { tenant: 'lab', role: 'security-officer', region: 'c' }));
   await until(async () => (await tokenFor(c, victims[victims.length - 1])).status === 200, 30_000, 'clients in c');
   const pubTokens = {
-    a: (await tokenFor(a, publishers.a)).token,
-    b: (await tokenFor(lab.region('b').base, publishers.b)).token,
+    a: await knownToken(a, publishers.a),
+    b: await knownToken(lab.region('b').base, publishers.b),
   };
-  const officerToken = (await tokenFor(a, officer)).token;
+  const officerToken = await knownToken(a, officer);
   const victimTokens: string[] = [];
   for (const v of victims) victimTokens.push((await tokenFor(c, v)).token);
   for (const t of victimTokens) await until(async () => (await checked(c, t)) === 200, 10_000, 'victim token in c');
@@ -502,8 +521,7 @@ export async function measureBrokerKill(
   const tokens = {} as Record<Region, string>;
   for (const r of lab.regions) {
     const publisher = await createClient(ctx, { tenant: 'lab', role: 'admin', region: r.name });
-    await until(async () => (await tokenFor(r.base, publisher)).status === 200, 30_000, `a publisher in ${r.name}`);
-    tokens[r.name] = (await tokenFor(r.base, publisher)).token;
+    tokens[r.name] = await knownToken(r.base, publisher);
   }
   const batch = Math.max(1, Math.round(opts.rate / 30));
   const pubs = lab.regions.map((r) => publish(r.base, () => tokens[r.name], `kill-${r.name}`, batch, 100));

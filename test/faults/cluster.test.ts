@@ -58,12 +58,14 @@ t.test('one broker killed under load and brought back: nothing lost, nothing sto
   })();
   // Partitions the dead broker led are unavailable until the controller notices (the local
   // cluster: broker.session.timeout.ms 3 s) and moves their leadership; then writes go on with 2 of 3.
-  while (pub.stats.accepted.size - acceptedAtKill < 200 && Date.now() - killedAt < 30_000)
+  // How soon is reported, not judged (5 s alone, up to 30 s on a machine running the other tests);
+  // what must hold is that writes go on while the broker is still dead.
+  while (pub.stats.accepted.size - acceptedAtKill < 200 && Date.now() - killedAt < 90_000)
     await new Promise((res) => setTimeout(res, 250));
   const resumedMs = Date.now() - killedAt;
   t.ok(
     pub.stats.accepted.size - acceptedAtKill >= 200,
-    `publishing goes on with one broker dead (200 more accepted ${resumedMs} ms after the kill)`,
+    `publishing goes on with one broker dead (200 more accepted ${resumedMs} ms after the kill, before its restart)`,
   );
   t.comment(
     `the victim ${wasController ? 'was' : 'was not'} the active controller; its partitions' leadership and ISR ` +

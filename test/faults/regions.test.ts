@@ -15,11 +15,11 @@ import { whyNoNamespaces } from '../../scripts/lab/net.ts';
 import { startLab } from '../../scripts/lab/regions.ts';
 import {
   fmtStats,
+  knownToken,
   labReceiver,
   measureCut,
   measureRevocation,
   registerReceivers,
-  tokenFor,
 } from '../../scripts/lab/measure.ts';
 import { createClient } from '../../core/clients/provisioning.ts';
 
@@ -57,7 +57,7 @@ t.test('three regions at 80 ms RTT: revocation everywhere, a region cut off', { 
   t.equal(rev.fromSent.b.n + rev.fromSent.c.n, 15 * 2, 'each of the 30 revocations reached its region');
 
   const admin = await createClient(ctx, { tenant: 'lab', role: 'admin', region: 'a' });
-  await registerReceivers(lab, (await tokenFor(lab.region('a').base, admin)).token, receivers);
+  await registerReceivers(lab, await knownToken(lab.region('a').base, admin), receivers);
   const cut = await measureCut(lab, ctx, receivers, {
     cutMs: 10_000,
     rate: 100,

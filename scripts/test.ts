@@ -51,9 +51,10 @@ const TEST_JOBS = 3;
 
 /**
  * Two lanes run side by side, each with its own broker: the tests (TEST_JOBS files at a time), and
- * the fault tests one at a time. The fault tests kill brokers and dispatchers under load and wait out what that costs (session timeouts, leader elections), so they are mostly waiting; two
- * of them side by side starve each other's recovery, and on the other lane's broker they would
- * slow every test that shares it. Arguments given: one tap run of those, as before.
+ * the fault tests one at a time. The fault tests kill brokers and dispatchers under load and wait
+ * out what that costs (session timeouts, leader elections), so they are mostly waiting; two of them
+ * side by side starve each other's recovery, and on the other lane's broker they would slow every
+ * test that shares it. Arguments given: one tap run of those, as before.
  */
 async function main(): Promise<number> {
   const args = process.argv.slice(2);

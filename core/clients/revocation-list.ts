@@ -2,6 +2,7 @@
 import type { StateRecord, StateView } from '../kafka/state-consumer.ts';
 import { parseJson } from '../kafka/state-consumer.ts';
 import { HEARTBEAT_PREFIX } from '../kafka/heartbeat.ts';
+import { type Clock, systemClock } from '../clock.ts';
 
 export interface RevocationRecord {
   revocation_id: string;
@@ -21,7 +22,10 @@ export class RevocationList implements StateView {
   onChange: ((clientId: string) => void) | null = null;
   /** Heartbeat records (core/kafka/heartbeat.ts) share the topic: they go here, never into the list. */
   onHeartbeat: ((key: string, value: Buffer | null) => void) | null = null;
-  constructor(readonly topic: string) {}
+  constructor(
+    readonly topic: string,
+    private readonly clock: Clock = systemClock,
+  ) {}
 
   apply(r: StateRecord): void {
     if (r.key.startsWith(HEARTBEAT_PREFIX)) {
@@ -52,7 +56,7 @@ export class RevocationList implements StateView {
     if (rec !== undefined) return issuedAtSeconds * 1000 <= rec.revoked_at + 999;
     const pushed = this.pushed.get(clientId);
     if (pushed === undefined) return false;
-    if (Date.now() > pushed.until) {
+    if (this.clock.now() > pushed.until) {
       this.pushed.delete(clientId);
       return false;
     }

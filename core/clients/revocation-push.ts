@@ -37,11 +37,25 @@ function sign(masterKey: Buffer, body: string): string {
   return createHmac('sha256', pushKey(masterKey)).update(body).digest('hex');
 }
 
+/** A push's body, or null when it is not one. */
+function parsePush(body: string): (PushedRevocation & { sent_at: number }) | null {
+  let push: unknown;
+  try {
+    push = JSON.parse(body);
+  } catch {
+    return null;
+  }
+  const p = push as Partial<PushedRevocation & { sent_at: number }> | null;
+  if (typeof p?.client_id !== 'string' || p.client_id === '') return null;
+  if (!Number.isFinite(p.revoked_at) || !Number.isFinite(p.sent_at)) return null;
+  return { client_id: p.client_id, revoked_at: p.revoked_at!, sent_at: p.sent_at! };
+}
+
 /** Sends the revocation to every peer at once; resolves when all answered or timed out (never throws). */
 export async function pushRevocation(ctx: Context, r: PushedRevocation): Promise<void> {
   const peers = ctx.config.peers;
   if (peers.length === 0) return;
-  const body = JSON.stringify({ ...r, sent_at: Date.now() });
+  const body = JSON.stringify({ ...r, sent_at: ctx.clock.now() });
   const signature = sign(ctx.config.masterKey, body);
   await Promise.all(
     peers.map((peer) =>
@@ -68,8 +82,12 @@ export async function startPeerServer(
   port: number,
 ): Promise<{ port: number; close(): Promise<void> }> {
   const server: Server = createServer((req, res) => {
+    const refuse = (status: number, title: string, detail: string) =>
+      res
+        .writeHead(status, { 'content-type': 'application/problem+json' })
+        .end(JSON.stringify({ type: 'about:blank', title, status, detail }));
     if (req.method !== 'POST' || req.url !== '/revocations') {
-      res.writeHead(404).end();
+      refuse(404, 'Not Found', 'the peer port serves POST /revocations only');
       return;
     }
     const chunks: Buffer[] = [];
@@ -84,25 +102,20 @@ export async function startPeerServer(
       const want = Buffer.from(sign(ctx.config.masterKey, body));
       const got = Buffer.from(String(req.headers['x-sluice-signature'] ?? ''));
       if (got.length !== want.length || !timingSafeEqual(got, want)) {
-        res.writeHead(401).end();
+        refuse(401, 'Unauthorized', "X-Sluice-Signature is missing or not made with this cluster's key");
         return;
       }
-      let push: PushedRevocation & { sent_at: number };
-      try {
-        push = JSON.parse(body);
-      } catch {
-        res.writeHead(400).end();
+      const push = parsePush(body);
+      const now = ctx.clock.now();
+      if (push === null) {
+        refuse(400, 'Bad Request', 'a push is {"client_id": string, "revoked_at": ms, "sent_at": ms}');
         return;
       }
-      if (
-        typeof push.client_id !== 'string' ||
-        !Number.isFinite(push.revoked_at) ||
-        Math.abs(Date.now() - push.sent_at) > MAX_AGE_MS
-      ) {
-        res.writeHead(400).end();
+      if (Math.abs(now - push.sent_at) > MAX_AGE_MS) {
+        refuse(400, 'Bad Request', `sent_at is more than ${MAX_AGE_MS / 1000} s from this node's clock`);
         return;
       }
-      ctx.revocations.provisional(push.client_id, push.revoked_at, Date.now() + PROVISIONAL_TTL_MS);
+      ctx.revocations.provisional(push.client_id, push.revoked_at, now + PROVISIONAL_TTL_MS);
       res.writeHead(204).end();
     });
   });

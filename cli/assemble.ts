@@ -14,6 +14,7 @@ import { rotateKeys } from '../core/rotation/key-rotation.ts';
 import { startIngress, type Ingress } from '../ingress/server.ts';
 import { startAdminServer } from '../ingress/admin-server.ts';
 import { startPeerServer } from '../core/clients/revocation-push.ts';
+import { relayRevocations } from './workers.ts';
 import { loadContract } from '../contracts/contract.ts';
 import { compileRequestChecks } from '../contracts/requests.ts';
 import type { RequestChecks } from '../ingress/types.ts';
@@ -127,9 +128,10 @@ export async function startNode(config: Readonly<Config>, opts: NodeOptions): Pr
     const routes = { attempts, eventTypes, ...requestContract() };
     ingress = await startIngress(ctx, { port: opts.port, adminPort: opts.adminPort, routes });
     if (config.peerPort !== null) {
-      // Revocations pushed by other regions' nodes (core/clients/revocation-push.ts).
-      // With --workers N the port is taken by the first worker; the others rely on it and on Kafka.
-      const peer = await startPeerServer(ctx, config.host, config.peerPort).catch((err: Error) => {
+      // Revocations pushed by other regions' nodes (core/clients/revocation-push.ts). With
+      // --workers N the first worker takes the port and passes what it applies to the others.
+      const relay = relayRevocations((r) => ctx.revocations.provisional(r.client_id, r.revoked_at, r.until));
+      const peer = await startPeerServer(ctx, config.host, config.peerPort, relay).catch((err: Error) => {
         ctx.log.warn('the peer port is not served by this process', { error: err.message });
         return null;
       });

@@ -27,6 +27,38 @@ export function workerCount(raw: string | undefined, usage: string, def?: number
   }
 }
 
+/** A pushed revocation one worker passes to its siblings through the primary. */
+export interface RelayedRevocation {
+  sluice: 'provisional-revocation';
+  client_id: string;
+  revoked_at: number;
+  until: number;
+}
+
+export function isRelayedRevocation(m: unknown): m is RelayedRevocation {
+  const r = m as Partial<RelayedRevocation> | null;
+  return (
+    r?.sluice === 'provisional-revocation' &&
+    typeof r.client_id === 'string' &&
+    Number.isFinite(r.revoked_at) &&
+    Number.isFinite(r.until)
+  );
+}
+
+/**
+ * In a worker: passes the revocations this worker's peer port takes to its siblings, and applies
+ * theirs (`apply`). Outside a worker: nothing to relay.
+ */
+export function relayRevocations(
+  apply: (r: RelayedRevocation) => void,
+): ((r: Omit<RelayedRevocation, 'sluice'>) => void) | undefined {
+  if (!cluster.isWorker) return undefined;
+  process.on('message', (m: unknown) => {
+    if (isRelayedRevocation(m)) apply(m);
+  });
+  return (r) => process.send?.({ sluice: 'provisional-revocation', ...r } satisfies RelayedRevocation);
+}
+
 /** This process's index among the workers (0 in a single-process run). */
 export function workerIndex(): number {
   return cluster.isWorker ? Number(process.env[WORKER_INDEX] ?? '0') : 0;
@@ -106,6 +138,12 @@ export async function runPrimary(
       }
       if (alive.size === 0) resolve();
     });
+  });
+  // A revocation pushed by another region reaches the one worker holding the peer port: it is
+  // passed on to the others, so every worker refuses the client before the Kafka record arrives.
+  cluster.on('message', (from, m: unknown) => {
+    if (!isRelayedRevocation(m)) return;
+    for (const id of alive) if (id !== from.id) cluster.workers?.[id]?.send(m);
   });
   for (let i = 0; i < workers; i++) alive.add(cluster.fork({ ...env, [WORKER_INDEX]: String(i) }).id);
   const signal = await Promise.race([untilSignal(20_000), exited.then(() => null)]);

@@ -359,7 +359,8 @@ export const SETTINGS = {
         doc:
           'the port, on `SLUICE_HOST`, where an ingress node takes pushed revocations (`POST ' +
           '/revocations`, signed); a pushed revocation holds until its Kafka record arrives, or 5 minutes. ' +
-          'One per process: with `--workers N` only the first worker to bind it listens',
+          'One per node: with `--workers N` the first worker to bind it listens and passes each push to the ' +
+          'other workers',
       },
     ],
     read: (env) => (env.SLUICE_PEER_PORT ? int(env, 'SLUICE_PEER_PORT', 0, 0, 65535) : null),

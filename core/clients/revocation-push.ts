@@ -80,6 +80,8 @@ export async function startPeerServer(
   ctx: Context,
   host: string,
   port: number,
+  /** Told of every push applied here (a worker passes it to its siblings: cli/workers.ts). */
+  onApplied?: (r: PushedRevocation & { until: number }) => void,
 ): Promise<{ port: number; close(): Promise<void> }> {
   const server: Server = createServer((req, res) => {
     const refuse = (status: number, title: string, detail: string) =>
@@ -115,7 +117,9 @@ export async function startPeerServer(
         refuse(400, 'Bad Request', `sent_at is more than ${MAX_AGE_MS / 1000} s from this node's clock`);
         return;
       }
-      ctx.revocations.provisional(push.client_id, push.revoked_at, now + PROVISIONAL_TTL_MS);
+      const until = now + PROVISIONAL_TTL_MS;
+      ctx.revocations.provisional(push.client_id, push.revoked_at, until);
+      onApplied?.({ client_id: push.client_id, revoked_at: push.revoked_at, until });
       res.writeHead(204).end();
     });
   });

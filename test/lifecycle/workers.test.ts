@@ -1,5 +1,6 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
+import { createHash, createHmac } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { brokers, uniquePrefix, freePort, freePorts, call } from '../helpers/sluice.ts';
 
@@ -9,7 +10,9 @@ t.test(
   'sluice start --workers 2: two processes share the port, node and workers serve admin ports, SIGTERM stops all',
   async (t) => {
     const port = await freePort();
+    const peerPort = await freePort();
     const adminPort = await freePorts(3);
+    const masterKey = 'workers-test-master-key-0123456789abcdef';
     const child = spawn(process.execPath, ['bin/sluice.js', 'start', '--workers', '2'], {
       cwd: root,
       env: {
@@ -20,6 +23,8 @@ t.test(
         SLUICE_ADMIN_PORT: String(adminPort),
         SLUICE_HOST: '127.0.0.1',
         SLUICE_LOG_LEVEL: 'error',
+        SLUICE_PEER_PORT: String(peerPort),
+        SLUICE_MASTER_KEY: masterKey,
       },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
@@ -67,6 +72,33 @@ t.test(
     const [node, w0, w1] = await Promise.all([tokens(adminPort), tokens(adminPort + 1), tokens(adminPort + 2)]);
     t.equal(node, w0 + w1, `the node's count (${node}) is its workers' sum (${w0} + ${w1})`);
     t.ok(node >= 20, 'and holds every token issued');
+    // A revocation pushed by another region (and never written to Kafka here) reaches the worker
+    // holding the peer port, which passes it to the other: every worker refuses the token.
+    const token = (
+      await call(`http://127.0.0.1:${port}`, 'POST', '/v1/auth/token', {
+        body: { grant_type: 'client_credentials', client_id: id, client_secret: secret },
+      })
+    ).json.access_token;
+    const body = JSON.stringify({ client_id: id, revoked_at: Date.now(), sent_at: Date.now() });
+    const key = createHmac('sha256', createHash('sha256').update(masterKey).digest())
+      .update('sluice revocation push v1')
+      .digest();
+    const pushed = await fetch(`http://127.0.0.1:${peerPort}/revocations`, {
+      method: 'POST',
+      headers: { 'x-sluice-signature': createHmac('sha256', key).update(body).digest('hex') },
+      body,
+    });
+    t.equal(pushed.status, 204, 'the push is taken');
+    const statuses: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const res = await call(`http://127.0.0.1:${port}`, 'GET', '/v1/audit?limit=1', {
+        token,
+        headers: { connection: 'close' },
+      });
+      statuses.push(res.status);
+      if (res.status !== 401) await new Promise((r) => setTimeout(r, 100)); // the relay is one IPC hop
+    }
+    t.same(statuses.slice(-15), Array(15).fill(401), 'every worker refuses the pushed client (new connections)');
     child.kill('SIGTERM');
     t.equal(await exited, 0, 'SIGTERM stops every worker and the primary exits 0');
   },

@@ -2,7 +2,8 @@
 // deliveries, each with its attempts on a timeline and in a table.
 
 import { $, fill, h, s, table, when } from './dom.js';
-import { endpointPanel, loadEventTypes } from './endpoints.js';
+import { loadEventTypes } from './endpoint-form.js';
+import { endpointPanel } from './endpoints.js';
 import { show } from './nav.js';
 import { api } from './session.js';
 

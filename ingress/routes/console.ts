@@ -27,6 +27,8 @@ const FILES: Record<string, string> = {
   'view-dlq.js': JS,
   'view-activity.js': JS,
   'endpoints.js': JS,
+  'endpoint-form.js': JS,
+  'forms.js': JS,
 };
 
 export const CONSOLE_CSP = [

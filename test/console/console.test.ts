@@ -104,6 +104,8 @@ async function run(executablePath: string): Promise<void> {
         'view-dlq.js',
         'view-activity.js',
         'endpoints.js',
+        'endpoint-form.js',
+        'forms.js',
       ].map((name) => [`/console/${name}`, 'text/javascript']),
       ['/console/style.css', 'text/css'],
     ]) {

@@ -8,6 +8,7 @@ import kafkajs, { Kafka, logLevel } from 'kafkajs';
 import type { Producer, Admin, IHeaders, Consumer, ConsumerConfig } from 'kafkajs';
 import { SluiceBaseError, SluiceError } from '../errors.ts';
 import './request-queue-patch.ts';
+import './coordinator-patch.ts';
 
 // kafkajs is CommonJS and spreads its error classes into its exports, out of sight of named imports.
 const {

@@ -5,7 +5,8 @@
  */
 import t from 'tap';
 import { registerEndpoint } from '../dispatcher/receiver.ts';
-import { faultWorld, publisher, missing, whereAre } from './harness.ts';
+import { faultWorld, groupCoordinator, publisher, missing, whereAre } from './harness.ts';
+import { coordinatorRefinds } from '../../core/kafka/coordinator-patch.ts';
 
 const { kafka, node, r } = await faultWorld(t, 3);
 
@@ -34,10 +35,14 @@ t.test('one broker killed under load and brought back: nothing lost, nothing sto
   const received = () => new Set(r.events().map((h) => h.body.id as string));
   const pub = publisher(node, () => token, 'c');
   await new Promise((res) => setTimeout(res, 3000));
-  const victim = kafka.nodes[1];
   const admin = node.ctx.kafka.admin();
   await admin.connect();
   t.teardown(() => admin.disconnect());
+  // The victim is the coordinator of the node's state-view group, the hardest broker to lose: the
+  // view must find its new coordinator to go on reading (core/kafka/coordinator-patch.ts).
+  const coordinator = await groupCoordinator(admin, `${node.config.topicPrefix}-view-`);
+  const victim = kafka.nodes.find((n) => n.id === coordinator) ?? kafka.nodes[1];
+  const refindsBefore = coordinatorRefinds();
   const wasController = (await admin.describeCluster()).controller === victim.id;
   const topics = (await admin.listTopics()).filter((name) => name.startsWith(node.config.topicPrefix));
   await victim.stop('SIGKILL');
@@ -68,7 +73,8 @@ t.test('one broker killed under load and brought back: nothing lost, nothing sto
     `publishing goes on with one broker dead (200 more accepted ${resumedMs} ms after the kill, before its restart)`,
   );
   t.comment(
-    `the victim ${wasController ? 'was' : 'was not'} the active controller; its partitions' leadership and ISR ` +
+    `the victim (broker ${victim.id}, the state view's group coordinator: ${victim.id === coordinator}) ` +
+      `${wasController ? 'was' : 'was not'} the active controller; its partitions' leadership and ISR ` +
       `places moved ${await moved} ms after the kill; 200 more events accepted ${resumedMs} ms after it ` +
       `(state fetch wait ${node.config.stateFetchWaitMs} ms)`,
   );
@@ -78,6 +84,7 @@ t.test('one broker killed under load and brought back: nothing lost, nothing sto
       JSON.stringify(pub.stats.slow.map((x) => ({ ...x, at: x.at - killedAt }))),
   );
   await new Promise((res) => setTimeout(res, 3000));
+  t.ok(coordinatorRefinds() > refindsBefore, 'the consumers looked up their group coordinator again');
   await victim.start();
   await new Promise((res) => setTimeout(res, 5000));
   await pub.stop();

@@ -12,6 +12,7 @@ import { startLocalKafka, type LocalKafka } from '../../core/kafka/local-broker.
 import { freePorts } from '../../scripts/free-port.ts';
 import { call, startTestNode, type TestNode } from '../helpers/sluice.ts';
 import { receiver } from '../dispatcher/receiver.ts';
+import type { Admin } from '../../core/kafka/client.ts';
 
 export async function ownKafka(nodes = 1): Promise<LocalKafka & { cleanup(): Promise<void> }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sluice-fault-kafka-'));
@@ -201,4 +202,20 @@ export async function whereAre(kafka: import('kafkajs').Kafka, prefix: string, i
   await c.disconnect();
   const tail = gaveUp ? ` (search stopped after 60 s, ${left.size} partitions unread)` : '';
   return ids.map((id) => `${id}: ${(found[id] ?? ['nowhere']).join(' ')}`).join('; ') + tail;
+}
+
+/** Kafka's String.hashCode of a group id, as the broker maps it to a `__consumer_offsets` partition. */
+function javaHash(s: string): number {
+  let h = 0;
+  for (let i = 0; i < s.length; i++) h = (Math.imul(31, h) + s.charCodeAt(i)) | 0;
+  return h & 0x7fffffff;
+}
+
+/** The broker coordinating the first group whose id starts with `prefix` (its offsets partition's leader). */
+export async function groupCoordinator(admin: Admin, prefix: string): Promise<number | undefined> {
+  const group = (await admin.listGroups()).groups.map((g) => g.groupId).find((g) => g.startsWith(prefix));
+  if (!group) return undefined;
+  const [offsets] = (await admin.fetchTopicMetadata({ topics: ['__consumer_offsets'] })).topics;
+  const partition = javaHash(group) % offsets.partitions.length;
+  return offsets.partitions.find((p) => p.partitionId === partition)?.leader;
 }

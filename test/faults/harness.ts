@@ -204,11 +204,12 @@ export async function whereAre(kafka: import('kafkajs').Kafka, prefix: string, i
   return ids.map((id) => `${id}: ${(found[id] ?? ['nowhere']).join(' ')}`).join('; ') + tail;
 }
 
-/** Kafka's String.hashCode of a group id, as the broker maps it to a `__consumer_offsets` partition. */
+/** A group id's String.hashCode made positive, as Kafka maps it to a `__consumer_offsets` partition. */
 function javaHash(s: string): number {
   let h = 0;
   for (let i = 0; i < s.length; i++) h = (Math.imul(31, h) + s.charCodeAt(i)) | 0;
-  return h & 0x7fffffff;
+  // Kafka's Utils.abs: Math.abs, except Integer.MIN_VALUE is 0.
+  return h === -2147483648 ? 0 : Math.abs(h);
 }
 
 /** The broker coordinating the first group whose id starts with `prefix` (its offsets partition's leader). */

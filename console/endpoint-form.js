@@ -4,21 +4,10 @@
 import { h } from './dom.js';
 import { api, writeButton } from './session.js';
 import { FormError, problemBox } from './forms.js';
+import { BUILT_IN_KINDS, RESERVED_FAMILIES } from './kinds.js';
 
-/** The kinds an endpoint may subscribe to besides its tenant's own types (KNOWN_EVENT_KINDS but `ping`). */
-const BUILT_IN_KINDS = [
-  'inference.completed',
-  'inference.failed',
-  'pipeline.started',
-  'pipeline.completed',
-  'pipeline.failed',
-  'telemetry.exported',
-  'credential.rotated',
-  'credential.revoked',
-  'endpoint.disabled',
-];
 /** Sent by Sluice only: not offered for a test send. */
-export const RESERVED = /^(credential|endpoint|sluice)\./;
+export const isReserved = (type) => type === 'ping' || RESERVED_FAMILIES.includes(type.slice(0, type.indexOf('.')));
 
 export const LIMITS = [
   {

@@ -9,7 +9,7 @@ import { fill, h, stateBadge, when } from './dom.js';
 import { show } from './nav.js';
 import { api, canWrite, writeButton } from './session.js';
 import { FormError, clearProblem, problemBox, secretOnce, showProblem, submitting } from './forms.js';
-import { LIMITS, RESERVED, endpointForm, loadEventTypes, offeredTypes, pingOutcome } from './endpoint-form.js';
+import { LIMITS, endpointForm, isReserved, loadEventTypes, offeredTypes, pingOutcome } from './endpoint-form.js';
 
 /** Elements shown once, on the next render of the endpoint list (a new secret, a deletion). */
 let onceOnList = [];
@@ -258,7 +258,7 @@ function testForm(current, types) {
       'datalist',
       { id: listId },
       h('option', { value: 'ping' }),
-      [...offeredTypes(types).keys()].filter((t) => !RESERVED.test(t)).map((t) => h('option', { value: t })),
+      [...offeredTypes(types).keys()].filter((t) => !isReserved(t)).map((t) => h('option', { value: t })),
     ),
     h(
       'div',

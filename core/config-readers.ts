@@ -141,33 +141,10 @@ function privateKeyFile(name: string, path: string, refusal: string): KeyObject 
  * certificate issued by the next, and the key the leaf's.
  */
 export function deliveryClientCertificate(env: Env): DeliveryClientCertificate | null {
-  const certPath = env.SLUICE_DELIVERY_CLIENT_CERT || '';
-  const keyPath = env.SLUICE_DELIVERY_CLIENT_KEY || '';
-  if (certPath === '' && keyPath === '') return null;
-  if (keyPath === '')
-    throw new ConfigError(
-      'SLUICE_DELIVERY_CLIENT_KEY',
-      'must be set when SLUICE_DELIVERY_CLIENT_CERT is (both or neither)',
-    );
-  if (certPath === '')
-    throw new ConfigError(
-      'SLUICE_DELIVERY_CLIENT_CERT',
-      'must be set when SLUICE_DELIVERY_CLIENT_KEY is (both or neither)',
-    );
-  const certText = readSettingFile('SLUICE_DELIVERY_CLIENT_CERT', certPath);
-  const blocks = certText.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [];
-  if (blocks.length === 0)
-    throw new ConfigError('SLUICE_DELIVERY_CLIENT_CERT', `${certPath} holds no PEM certificate (BEGIN CERTIFICATE)`);
-  const chain = blocks.map((pem, i) => {
-    try {
-      return new X509Certificate(pem);
-    } catch (err) {
-      throw new ConfigError(
-        'SLUICE_DELIVERY_CLIENT_CERT',
-        `certificate ${i + 1} in ${certPath} cannot be read: ${(err as Error).message}`,
-      );
-    }
-  });
+  const paths = certAndKey(env, 'SLUICE_DELIVERY_CLIENT_CERT', 'SLUICE_DELIVERY_CLIENT_KEY');
+  if (paths === null) return null;
+  const { certPath, keyPath } = paths;
+  const { blocks, certs: chain } = pemCertificates('SLUICE_DELIVERY_CLIENT_CERT', certPath);
   for (let i = 0; i + 1 < chain.length; i++)
     if (!chain[i].checkIssued(chain[i + 1]))
       throw new ConfigError(
@@ -197,17 +174,28 @@ export function trustedProxies(env: Env): readonly string[] {
   }
 }
 
-/** The PEM certificate blocks of a file a setting names, parsed, or a ConfigError naming the setting. */
-export function pemCertificates(name: string, path: string): X509Certificate[] {
+/** The PEM certificate blocks of a file a setting names, and each parsed, or a ConfigError naming the setting. */
+function pemCertificates(name: string, path: string): { blocks: string[]; certs: X509Certificate[] } {
   const blocks = readSettingFile(name, path).match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g);
   if (!blocks) throw new ConfigError(name, `${path} holds no PEM certificate (BEGIN CERTIFICATE)`);
-  return blocks.map((pem, i) => {
+  const certs = blocks.map((pem, i) => {
     try {
       return new X509Certificate(pem);
     } catch (err) {
       throw new ConfigError(name, `certificate ${i + 1} in ${path} cannot be read: ${(err as Error).message}`);
     }
   });
+  return { blocks, certs };
+}
+
+/** A certificate setting and its key setting: both set (their paths), neither (null), else a ConfigError. */
+function certAndKey(env: Env, certVar: string, keyVar: string): { certPath: string; keyPath: string } | null {
+  const certPath = env[certVar] || '';
+  const keyPath = env[keyVar] || '';
+  if (certPath === '' && keyPath === '') return null;
+  if (keyPath === '') throw new ConfigError(keyVar, `must be set when ${certVar} is (both or neither)`);
+  if (certPath === '') throw new ConfigError(certVar, `must be set when ${keyVar} is (both or neither)`);
+  return { certPath, keyPath };
 }
 
 /**
@@ -215,17 +203,15 @@ export function pemCertificates(name: string, path: string): X509Certificate[] {
  * and SLUICE_TLS_CLIENT_CA, which needs them.
  */
 export function listenerTls(env: Env): ListenerTls | null {
-  const certPath = env.SLUICE_TLS_CERT || '';
-  const keyPath = env.SLUICE_TLS_KEY || '';
   const caPath = env.SLUICE_TLS_CLIENT_CA || '';
-  if (certPath === '' && keyPath === '') {
+  const paths = certAndKey(env, 'SLUICE_TLS_CERT', 'SLUICE_TLS_KEY');
+  if (paths === null) {
     if (caPath !== '')
       throw new ConfigError('SLUICE_TLS_CLIENT_CA', 'needs SLUICE_TLS_CERT and SLUICE_TLS_KEY (mTLS is TLS first)');
     return null;
   }
-  if (keyPath === '') throw new ConfigError('SLUICE_TLS_KEY', 'must be set when SLUICE_TLS_CERT is (both or neither)');
-  if (certPath === '') throw new ConfigError('SLUICE_TLS_CERT', 'must be set when SLUICE_TLS_KEY is (both or neither)');
-  const [leaf] = pemCertificates('SLUICE_TLS_CERT', certPath);
+  const { certPath, keyPath } = paths;
+  const [leaf] = pemCertificates('SLUICE_TLS_CERT', certPath).certs;
   const key = privateKeyFile('SLUICE_TLS_KEY', keyPath, 'is not an unencrypted PEM private key');
   if (!leaf.checkPrivateKey(key))
     throw new ConfigError('SLUICE_TLS_KEY', `${keyPath} is not the key of the certificate in ${certPath}`);

@@ -28,6 +28,7 @@ import { endSpans, relaying, type Span } from '../core/tracing.ts';
 const viewWaitMs = (sessionTimeoutMs: number) => Math.min(10_000, Math.floor(sessionTimeoutMs / 2));
 
 export function fanOutConsumer(ctx: Context, metrics: Metrics, typeCounts?: TypeCountReports): GroupConsumer {
+  const viewWait = viewWaitMs(ctx.config.dispatchSessionTimeoutMs);
   return new GroupConsumer(ctx.kafka, ctx.log, {
     groupId: `${ctx.config.topicPrefix}.fan-out`,
     topics: [ctx.topics.events],
@@ -42,7 +43,7 @@ export function fanOutConsumer(ctx: Context, metrics: Metrics, typeCounts?: Type
       // Read-your-writes across processes: match only once this view of the endpoints has read
       // as far as the publishing node's had (an endpoint registered just before is not missed).
       const needed = events.reduce((n, e) => Math.max(n, e?.endpoints_at ?? 0), 0);
-      await ctx.state.reached(ctx.topics.endpoints, 0, needed, viewWaitMs(ctx.config.dispatchSessionTimeoutMs));
+      await ctx.state.reached(ctx.topics.endpoints, 0, needed, viewWait);
       const now = ctx.clock.now();
       const spans: Span[] = []; // traced: each event's consume and produce spans, ended with the batch
       for (let k = 0; k < events.length; k++) {

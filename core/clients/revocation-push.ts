@@ -29,8 +29,15 @@ export interface PushedRevocation {
   revoked_at: number;
 }
 
+/** The push-signing key of each master key, derived once. */
+const pushKeys = new WeakMap<Buffer, Buffer>();
 function pushKey(masterKey: Buffer): Buffer {
-  return createHmac('sha256', masterKey).update('sluice revocation push v1').digest();
+  let key = pushKeys.get(masterKey);
+  if (!key) {
+    key = createHmac('sha256', masterKey).update('sluice revocation push v1').digest();
+    pushKeys.set(masterKey, key);
+  }
+  return key;
 }
 
 function sign(masterKey: Buffer, body: string): string {

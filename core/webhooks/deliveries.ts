@@ -20,9 +20,9 @@ export const MAX_EVENT_DATA_BYTES = 256 * 1024;
  * Sluice's own word (a `credential.rotated` names the URL to fetch a new secret from), so no
  * tenant may publish them; the contract's EventPublish refuses the same set.
  */
-const RESERVED_FAMILIES = ['credential', 'endpoint', 'sluice'];
+export const RESERVED_FAMILIES = ['credential', 'endpoint', 'sluice'] as const;
 export function isReservedKind(type: string): boolean {
-  return type === 'ping' || RESERVED_FAMILIES.includes(type.slice(0, type.indexOf('.')));
+  return type === 'ping' || (RESERVED_FAMILIES as readonly string[]).includes(type.slice(0, type.indexOf('.')));
 }
 
 /** Sluice's own kinds that travel on `sluice.events` (written there by Sluice, never by a publish). */

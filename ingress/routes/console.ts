@@ -8,6 +8,8 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { SluiceError } from '../../core/errors.ts';
+import { KNOWN_EVENT_KINDS } from '../../core/webhooks/records.ts';
+import { RESERVED_FAMILIES } from '../../core/webhooks/deliveries.ts';
 import type { Reply, Route } from '../types.ts';
 
 export const CONSOLE_DIR = fileURLToPath(new URL('../../console/', import.meta.url));
@@ -30,6 +32,14 @@ const FILES: Record<string, string> = {
   'endpoint-form.js': JS,
   'forms.js': JS,
 };
+
+/**
+ * `kinds.js`, made from the server's own lists so the console never keeps a copy: the kinds an
+ * endpoint may subscribe to besides its tenant's types, and the families only Sluice sends.
+ */
+export const KINDS_MODULE =
+  `export const BUILT_IN_KINDS = ${JSON.stringify(KNOWN_EVENT_KINDS.filter((k) => k !== 'ping'))};\n` +
+  `export const RESERVED_FAMILIES = ${JSON.stringify(RESERVED_FAMILIES)};\n`;
 
 export const CONSOLE_CSP = [
   "default-src 'none'",
@@ -60,6 +70,11 @@ export function consoleRoutes(dir = CONSOLE_DIR): Route[] {
       body: readFileSync(`${dir}${name}`),
     });
   }
+  replies.set('kinds.js', {
+    status: 200,
+    headers: { ...CONSOLE_HEADERS, 'content-type': JS },
+    body: Buffer.from(KINDS_MODULE),
+  });
   const file = (name: string): Reply => {
     const reply = replies.get(name);
     if (!reply) throw new SluiceError('NOT_FOUND', `the console has no file "${name}"`);

@@ -106,6 +106,7 @@ async function run(executablePath: string): Promise<void> {
         'endpoints.js',
         'endpoint-form.js',
         'forms.js',
+        'kinds.js',
       ].map((name) => [`/console/${name}`, 'text/javascript']),
       ['/console/style.css', 'text/css'],
     ]) {

@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import { Heartbeat, HEARTBEAT_PREFIX } from '../../core/kafka/heartbeat.ts';
-import { startTestNode } from '../helpers/sluice.ts';
+import { startTestNode, until } from '../helpers/sluice.ts';
 
 const node = await startTestNode();
 t.teardown(() => node.close());
@@ -23,19 +23,14 @@ node.ctx.revocations.onHeartbeat = (key, value) => {
   theirs.read(key, value);
 };
 
-async function until(check: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((res) => setTimeout(res, 20));
-  }
-}
+/** Waits until `check` holds (work that happens elsewhere: a write read back). */
+const waitFor = (check: () => boolean, what: string) => until(check, (ok) => ok, 15_000, what, 20);
 
 t.test('each heartbeat is heard once read back, by its own node only', async (t) => {
   const started = Date.now();
   ours.start();
   theirs.start();
-  await until(() => heard.ours.length >= 3 && heard.theirs.length >= 3, 'three heartbeats of each read back');
+  await waitFor(() => heard.ours.length >= 3 && heard.theirs.length >= 3, 'three heartbeats of each read back');
   t.ok(
     heard.ours.every((at, i) => at >= started && (i === 0 || at > heard.ours[i - 1])),
     `each heard time is a later send time (${heard.ours.length} heard)`,
@@ -61,7 +56,7 @@ t.test('a record that is not a heartbeat of ours is ignored', async (t) => {
 t.test('stop leaves a tombstone and ends the beats', async (t) => {
   await ours.stop();
   await theirs.stop();
-  await until(
+  await waitFor(
     () => seen.some((s) => s.key === `${HEARTBEAT_PREFIX}ours` && s.value === null),
     'the tombstone of ours read back',
   );
@@ -82,9 +77,9 @@ t.test('a node in a rack counts its contact with Kafka from its heartbeats, not 
   const state = racked.ctx.state;
   const first = state.lastContactAt;
   // Heartbeats every 500 ms (a quarter of the stale time): the contact time moves with them.
-  await until(() => state.lastContactAt > first && sentAts.length > 0, 'the contact time advanced');
+  await waitFor(() => state.lastContactAt > first && sentAts.length > 0, 'the contact time advanced');
   const second = state.lastContactAt;
-  await until(() => state.lastContactAt > second, 'and again');
+  await waitFor(() => state.lastContactAt > second, 'and again');
   t.ok(sentAts.length >= 2, `the node wrote its own heartbeats (${sentAts.length} read back)`);
   t.ok(sentAts.includes(state.lastContactAt), 'its contact time is the send time of a heartbeat read back');
   t.ok(Date.now() - state.lastContactAt < 2000, 'the node is not stale');

@@ -11,7 +11,7 @@
  */
 import t from 'tap';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { startTestNode } from '../helpers/sluice.ts';
+import { startTestNode, until } from '../helpers/sluice.ts';
 import { publish, registerEndpoint } from '../dispatcher/receiver.ts';
 import { attemptDelivery } from '../../core/webhooks/attempt.ts';
 import { rawReceiver, send, type RawConn, type RawReceiver } from './raw-receiver.ts';
@@ -173,12 +173,8 @@ t.test('misbehaving receivers: each ends in the right outcome, none holds a conn
   // attempts leave the gauge once their answers are read (within the 10 s attempt limit).
   const render = () =>
     (node.workers.dispatcher as unknown as { metrics: { render(): Promise<string> } }).metrics.render();
-  let metrics = await render();
-  for (const deadline = Date.now() + 15_000; !/^sluice_deliveries_in_flight 0$/m.test(metrics); ) {
-    if (Date.now() > deadline) break;
-    await new Promise((res) => setTimeout(res, 100));
-    metrics = await render();
-  }
+  const settled = (m: string) => /^sluice_deliveries_in_flight 0$/m.test(m);
+  const metrics = await until(render, settled, 15_000, 'the in-flight gauge at 0').catch(render);
   t.match(metrics, /^sluice_deliveries_in_flight 0$/m, 'nothing left in flight');
 });
 

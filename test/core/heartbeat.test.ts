@@ -37,7 +37,6 @@ t.test('each heartbeat is heard once read back, by its own node only', async (t)
   );
   t.equal(ours.readBack, heard.ours.length, 'every read-back counted once');
   t.ok(ours.sent >= ours.readBack, `sent ${ours.sent} ≥ read back ${ours.readBack}`);
-  t.ok(ours.lastRoundTripMs >= 0, `a round trip measured (${ours.lastRoundTripMs} ms)`);
   const keys = new Set(seen.map((s) => s.key));
   t.same([...keys].sort(), [`${HEARTBEAT_PREFIX}ours`, `${HEARTBEAT_PREFIX}theirs`], 'both keys on the topic');
   t.equal(node.ctx.revocations.get(`${HEARTBEAT_PREFIX}ours`), undefined, 'a heartbeat is never a revocation');

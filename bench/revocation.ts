@@ -86,14 +86,23 @@ async function post(base: string, path: string, body: unknown, token?: string) {
   });
   return { status: res.status, json: (await res.json()) as any };
 }
-const tokenOf = async (c: CreatedClient) =>
-  (
-    await post(nodes[0].base, '/v1/auth/token', {
+/**
+ * A token for a client from node 1. The node learns of a client just created through Kafka, so
+ * its first token requests may be refused until its view has it (30 s at most).
+ */
+async function tokenOf(c: CreatedClient): Promise<string> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const res = await post(nodes[0].base, '/v1/auth/token', {
       grant_type: 'client_credentials',
       client_id: c.client_id,
       client_secret: c.client_secret,
-    })
-  ).json.access_token as string;
+    });
+    if (res.status === 200) return res.json.access_token as string;
+    if (Date.now() > deadline) throw new Error(`node 1 did not issue a token for ${c.client_id}: ${res.status}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 /** The status a node gives the token on a route it may use (audit:read). */
 async function statusOn(base: string, token: string): Promise<number> {
   const res = await fetch(`${base}/v1/audit?limit=1`, { headers: { authorization: `Bearer ${token}` } });
@@ -111,6 +120,7 @@ let officerTokenAt = Date.now();
 // Warm-up, not measured: node 1's first audit append claims the transactional audit writer.
 {
   const warm = await createClient(ctx, { tenant: 'bench', role: 'security-officer' });
+  await tokenOf(warm); // node 1 knows the client it revokes (else 404)
   const res = await post(
     nodes[0].base,
     '/v1/auth/revocations',

@@ -537,7 +537,10 @@ export const SETTINGS = {
     'deliveries one dispatcher process holds in memory (per-endpoint queues, served round-robin); ' +
       "when full of one tenant's deliveries it pauses the partitions that feed it until half is free " +
       '(backpressure); with other tenants in it, a tenant over its share (buffer / n) has its new ' +
-      'deliveries sent through the 30 s rung instead, not counted as attempts',
+      'deliveries sent through the 30 s rung instead, not counted as attempts; lane endpoints (limits, ' +
+      "order) hold their deliveries in a buffer of the same size shared out by tenant: a tenant's " +
+      'records over its share (or over buffer / 64 that only wait for a paused ordered endpoint) wait ' +
+      'in Kafka and are read again once it has room',
   ),
   /** How long a dispatcher that stopped heartbeating keeps its partitions before the group moves them. */
   dispatchSessionTimeoutMs: intSetting(

@@ -178,6 +178,8 @@ export class Metrics {
   readonly backpressurePauses: Counter<'topic'>;
   readonly rungPauses: Counter<'topic'>;
   readonly rebalanceDropped: Counter<string>;
+  readonly laneRecordsLeft: Counter<string>;
+  readonly laneRereads: Counter<string>;
 
   private readonly scopeChildren: Children<{ inc(): void }>;
 
@@ -304,6 +306,14 @@ export class Metrics {
     this.rebalanceDropped = counter(
       'sluice_rebalance_dropped_total',
       'Queued deliveries left to another member after a rebalance.',
+    );
+    this.laneRecordsLeft = counter(
+      'sluice_lane_records_left_total',
+      "Lane records left in Kafka because their tenant was over its share of this process's buffer.",
+    );
+    this.laneRereads = counter(
+      'sluice_lane_rereads_total',
+      'Lane partitions read again from their first record left in Kafka, once its tenant had room.',
     );
 
     this.scopeChildren = new Children(([scope]) => this.scopeViolations.labels(scope));

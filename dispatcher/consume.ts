@@ -88,6 +88,11 @@ export class GroupConsumer {
     }
   }
 
+  /** Reads the partition again from `offset` (kafkajs marks the batches fetched before as stale). */
+  seek(topic: string, partition: number, offset: number): void {
+    this.member.consumer?.seek({ topic, partition, offset: String(offset) });
+  }
+
   resume(topic: string, partition: number): void {
     this.member.consumer?.resume([{ topic, partitions: [partition] }]);
   }
@@ -101,39 +106,62 @@ export class GroupConsumer {
   }
 }
 
+const RUNNING = 0;
+const DONE = 1;
+/** Handed out, then left in Kafka (lanes.ts: its tenant had no room); accepted again when re-read. */
+const LEFT = 2;
+
 /**
  * Offsets of one partition handed to delivery, in order; they finish in any order. Offsets are
  * numbers (Kafka's are below 2^53 in practice) and looked up in a map, so finishing is O(1).
  */
 class PartitionWindow {
-  private readonly pending = new Map<number, boolean>();
+  private readonly pending = new Map<number, number>();
   /** The lowest offset handed out and not yet finished, or `next` when none is. */
   private low = -1;
   /** One past the highest offset handed out. */
   next = -1;
   committed = -1;
+  /** Offsets left in Kafka (LEFT). */
+  left = 0;
 
+  /** Offsets under way (handed out, neither finished nor left). */
   get size(): number {
-    return this.pending.size;
+    return this.pending.size - this.left;
   }
 
-  /** False when this offset was already handed out (a refetch after a restart or rebalance). */
+  /**
+   * False when this offset was already handed out (a refetch after a restart or rebalance), unless
+   * it was left in Kafka: then it is handed out again.
+   */
   accept(offset: number): boolean {
-    if (offset < this.next) return false;
+    if (offset < this.next) {
+      if (this.pending.get(offset) !== LEFT) return false;
+      this.pending.set(offset, RUNNING);
+      this.left--;
+      return true;
+    }
     if (this.pending.size === 0) this.low = offset;
-    this.pending.set(offset, false);
+    this.pending.set(offset, RUNNING);
     this.next = offset + 1;
     return true;
   }
 
+  /** An accepted offset is not handled now: it is not finished (the commit stays below it) until read again. */
+  leave(offset: number): void {
+    if (this.pending.get(offset) !== RUNNING) return;
+    this.pending.set(offset, LEFT);
+    this.left++;
+  }
+
   finish(offset: number): void {
-    if (!this.pending.has(offset)) return;
-    this.pending.set(offset, true);
+    if (this.pending.get(offset) !== RUNNING) return;
+    this.pending.set(offset, DONE);
     // Advance past finished offsets; gaps (compacted or skipped offsets) were never handed out.
     while (this.low < this.next) {
-      const done = this.pending.get(this.low);
-      if (done === false) break;
-      if (done === true) this.pending.delete(this.low);
+      const state = this.pending.get(this.low);
+      if (state === RUNNING || state === LEFT) break;
+      if (state === DONE) this.pending.delete(this.low);
       this.low++;
     }
   }
@@ -166,6 +194,11 @@ export class OffsetTracker {
 
   accept(topic: string, partition: number, offset: string): boolean {
     return this.window(topic, partition).accept(Number(offset));
+  }
+
+  /** The accepted offset is left in Kafka, to be read again (and accepted again) after a seek. */
+  leave(topic: string, partition: number, offset: string): void {
+    this.window(topic, partition).leave(Number(offset));
   }
 
   finish(topic: string, partition: number, offset: string): void {

@@ -1,7 +1,9 @@
 /**
  * The webhook dispatcher of one process: the fan-out (events → deliveries), the delivery
- * consumer (`sluice.deliveries`) and the rung consumer (retry rungs and the hold rung), sharing
- * one keep-alive agent, one scheduler (per-endpoint queues, bounded buffer) and one outcome recorder.
+ * consumer (`sluice.deliveries`), the rung consumer (retry rungs and the hold rung) and the lane
+ * consumer (`sluice.lanes`: endpoints with limits or order), sharing one keep-alive agent, one
+ * scheduler (per-endpoint queues, tenant shares, bounded buffer; the lanes decide only when their
+ * next delivery may go and take its slot there) and one outcome recorder.
  *
  *   const d = await startDispatcher(ctx);  // ... await d.stop();
  */
@@ -16,8 +18,8 @@ import { laneConsumer } from './lanes.ts';
 import { isWaiting } from '../core/webhooks/delivery-policy.ts';
 import type { EndpointRecord } from '../core/webhooks/records.ts';
 import { EndpointHealth } from './health.ts';
-import { DeliveryScheduler } from './scheduler.ts';
-import type { Attempted, Stage } from './process.ts';
+import { DeliveryScheduler, type EndpointSignal } from './scheduler.ts';
+import type { Stage } from './process.ts';
 import { OutcomeRecorder } from './record.ts';
 import type { Outcome } from './ladder.ts';
 import type { GroupConsumer } from './consume.ts';
@@ -50,14 +52,14 @@ class TrackedRecorder extends OutcomeRecorder {
 export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
   const t = ctx.topics;
   const metrics = ctx.metrics;
-  const scheduler = new DeliveryScheduler<Attempted>(
+  const scheduler = new DeliveryScheduler<EndpointSignal>(
     {
       concurrency: ctx.config.dispatchConcurrency,
       perEndpoint: ctx.config.dispatchPerEndpoint,
       maxBuffered: ctx.config.dispatchBuffer,
       now: () => ctx.clock.now(),
     },
-    (_job, attempted) => attempted,
+    (_job, signal) => signal,
   );
   const deliverer = createDeliverer(ctx);
   const recorder = new TrackedRecorder(ctx, metrics);
@@ -100,21 +102,18 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
   const onEndpoint = (id: string, rec: EndpointRecord | null) => {
     if (rec === null || !isWaiting(rec)) rungs.timers.wake(holdTopic);
     // A lane looks again at once: resumed, verified, its limits changed or gone.
-    lanes.lanes.wake(id);
+    lanes.wake(id);
   };
   ctx.endpoints.listeners.add(onEndpoint);
   const typeCounts = await startTypeCountReports(ctx);
   const fanOut = fanOutConsumer(ctx, metrics, typeCounts);
   await Promise.all([deliveries.member.start(), rungs.member.start(), lanes.member.start(), fanOut.start()]);
-  metrics.gauge(
-    'sluice_deliveries_in_flight',
-    'Delivery attempts under way in this process.',
-    () => scheduler.active + lanes.lanes.active,
-  );
+  metrics.gauge('sluice_deliveries_in_flight', 'Delivery attempts under way in this process.', () => scheduler.active);
   metrics.gauge(
     'sluice_deliveries_buffered',
     'Deliveries this process holds (queued or in flight).',
-    () => scheduler.buffered + lanes.lanes.buffered,
+    // A lane's ticket is counted by both.
+    () => scheduler.buffered + lanes.lanes.buffered - lanes.lanes.ticketed,
   );
   return {
     metrics,

@@ -1,6 +1,10 @@
 /**
- * Which delivery of a lane endpoint goes next (dispatcher/lanes.ts reads `sluice.lanes`; this
- * process owns the partitions it was given, so what it does here holds for the whole cluster):
+ * When the next delivery of a lane endpoint may go (dispatcher/lanes.ts reads `sluice.lanes`; this
+ * process owns the partitions it was given, so what it decides here holds for the whole cluster).
+ * It decides *when*, never *whether there is a slot*: a delivery that may go becomes a ticket in
+ * the process's one DeliveryScheduler (scheduler.ts), which gives it a slot under the same tenant
+ * share, process concurrency and slow-endpoint rule as every other delivery. A lane has at most one
+ * ticket waiting for a slot, so its spacing counts from the moment an attempt really starts.
  *
  * - **rate**: two requests to an endpoint start at least `spacingMs` apart (1 s / the rate), so no
  *   1 s window holds more than the rate plus one;
@@ -12,9 +16,12 @@
  * - **waiting** (paused or not verified): an ordered endpoint's deliveries wait here until it
  *   may receive again (`wake`); others never reach the scheduler then (they wait on the hold rung).
  *
- * Load is not failure: a delivery over a limit waits its turn here, uncounted. The buffer is
- * bounded by the caller (`buffered`), which pauses its partitions when it is full.
+ * Load is not failure: a delivery over a limit waits its turn here, uncounted. The memory it takes
+ * is shared out by tenant: `admits` says whether a tenant's next delivery may be held here (under
+ * its share of `maxBuffered`, and, for one that would only wait, under `waitAllowance`); the
+ * consumer leaves the rest in Kafka and reads it again once `hasRoom` says so.
  */
+import type { EndpointSignal, Job } from './scheduler.ts';
 
 export interface LanePolicy {
   spacingMs: number;
@@ -31,14 +38,19 @@ export interface LaneStep {
   retryAt?: number;
   /** The receiver asked for time (Retry-After): nothing goes to the endpoint before this. */
   notBefore?: number | null;
+  /** The attempt was slow (or timed out): the process scheduler halves the endpoint's limit. */
+  slow?: boolean;
 }
 
 export interface LaneJob {
   endpointId: string;
+  tenantId: string;
   /** The ordering key when its endpoint orders by key; null: no order. */
   key: string | null;
   /** `topic\0partition` of the record: a partition taken away drops its jobs. */
   origin: string;
+  /** Held only to wait (its ordered endpoint was paused or PENDING when it came): counts against waitAllowance. */
+  waiting?: boolean;
   /** Runs one attempt. */
   run(): Promise<LaneStep>;
   /** Called when the endpoint is gone or the job's time ran out while waiting; the job is finished. */
@@ -47,10 +59,20 @@ export interface LaneJob {
   waitedTooLong?(): boolean;
 }
 
+/** Where a lane's ticket gets its slot: the process's DeliveryScheduler. */
+export interface Slots {
+  submit(job: Job<EndpointSignal>): void;
+}
+
 interface KeyQueue {
   jobs: LaneJob[];
   busy: boolean;
   readyAt: number;
+}
+
+interface Ticket {
+  job: LaneJob;
+  queue: KeyQueue | null;
 }
 
 class Lane {
@@ -59,8 +81,11 @@ class Lane {
   /** Ordered jobs by key; a key is here while it has jobs. */
   readonly keys = new Map<string, KeyQueue>();
   active = 0;
+  /** The job waiting for a slot in the process scheduler, if any (at most one per lane). */
+  ticket: Ticket | null = null;
   /** Whether the free jobs have the next turn (they alternate with the keys). */
   freeTurn = false;
+  spacingMs = 0;
   nextAt = 0;
   notBefore = 0;
   timer: NodeJS.Timeout | null = null;
@@ -73,22 +98,36 @@ class Lane {
   }
 }
 
+/** One tenant's use of the lane buffer. */
+interface TenantHeld {
+  held: number;
+  waiting: number;
+}
+
 export interface LaneSchedulerOptions {
-  /** Attempts in flight in all lanes of this process. */
-  concurrency: number;
+  /** The process's delivery scheduler: every attempt takes one of its slots. */
+  slots: Slots;
+  /** Deliveries held here in all, shared out by tenant (SLUICE_DISPATCH_BUFFER). */
+  maxBuffered: number;
+  /** Deliveries one tenant may hold here only to wait (paused or PENDING ordered endpoints). */
+  waitAllowance: number;
   now(): number;
   /** The endpoint's policy now; null when it is gone. */
   policyOf(endpointId: string): LanePolicy | null;
   /** How often a waiting endpoint is looked at again when nothing wakes it (ms). */
   recheckMs: number;
+  /** Called whenever a delivery leaves the buffer (a consumer may read what it left in Kafka). */
+  onRelease?(): void;
 }
+
+const HEALTHY: EndpointSignal = { slow: false, notBefore: null };
 
 export class LaneScheduler {
   private readonly lanes = new Map<string, Lane>();
-  /** Lanes with work that could not start for want of a process-wide slot. */
-  private readonly starved = new Set<Lane>();
+  private readonly tenants = new Map<string, TenantHeld>();
   private inFlight = 0;
   private count = 0;
+  private tickets = 0;
   private frozen = false;
   private readonly roomWaiters: Array<() => void> = [];
   /** Running heads whose partition went to another member (dropQueued): never tried here again. */
@@ -96,13 +135,42 @@ export class LaneScheduler {
 
   constructor(private readonly opts: LaneSchedulerOptions) {}
 
-  /** Deliveries queued or in flight here. */
+  /** Deliveries held here (queued, waiting for a slot, or in flight). */
   get buffered(): number {
     return this.count;
   }
 
+  /** Lane attempts in flight (each also holds a slot of the process scheduler). */
   get active(): number {
     return this.inFlight;
+  }
+
+  /** Tickets waiting for a slot in the process scheduler (counted there too). */
+  get ticketed(): number {
+    return this.tickets;
+  }
+
+  /** What one tenant holds here. */
+  heldBy(tenantId: string): { held: number; waiting: number } {
+    const t = this.tenants.get(tenantId);
+    return { held: t?.held ?? 0, waiting: t?.waiting ?? 0 };
+  }
+
+  /**
+   * Whether a delivery of `tenantId` may be held here now: its tenant is under its share of the
+   * buffer (`maxBuffered / n`, n the tenants holding deliveries here, itself included) and, when it
+   * would only wait, under `waitAllowance`. With `slack` 0.5: whether it has room again (half).
+   */
+  admits(tenantId: string, waiting: boolean, slack = 1): boolean {
+    const t = this.tenants.get(tenantId);
+    const busy = this.tenants.size + (t ? 0 : 1);
+    if ((t?.held ?? 0) >= (this.opts.maxBuffered / busy) * slack) return false;
+    return !waiting || (t?.waiting ?? 0) < Math.max(1, this.opts.waitAllowance * slack);
+  }
+
+  /** Whether a tenant that was refused (`admits` false) has drained enough to be read again. */
+  hasRoom(tenantId: string, waiting: boolean): boolean {
+    return this.admits(tenantId, waiting, 0.5);
   }
 
   submit(job: LaneJob): void {
@@ -112,6 +180,13 @@ export class LaneScheduler {
       this.lanes.set(job.endpointId, lane);
     }
     this.count++;
+    let t = this.tenants.get(job.tenantId);
+    if (!t) {
+      t = { held: 0, waiting: 0 };
+      this.tenants.set(job.tenantId, t);
+    }
+    t.held++;
+    if (job.waiting) t.waiting++;
     if (job.key === null) lane.free.push(job);
     else {
       let q = lane.keys.get(job.key);
@@ -139,7 +214,7 @@ export class LaneScheduler {
     if (lane) this.pump(lane);
   }
 
-  /** No attempt starts while frozen (a rebalance is under way); `thaw` (or 60 s) ends it. */
+  /** No ticket is issued while frozen (a rebalance is under way); `thaw` (or 60 s) ends it. */
   freeze(): void {
     this.frozen = true;
     setTimeout(() => this.thaw(), 60_000).unref();
@@ -161,13 +236,20 @@ export class LaneScheduler {
 
   /**
    * Forgets the queued (not running) jobs whose origin is in `origins`, without finishing them:
-   * their partitions went to another member, which reads them again from the last commit.
+   * their partitions went to another member, which reads them again from the last commit. A
+   * ticket of such a job is forgotten too: the caller drops it from the process scheduler.
    */
   dropQueued(origins: Set<string>): number {
-    let dropped = 0;
+    const gone: LaneJob[] = [];
     for (const lane of this.lanes.values()) {
-      const keep = lane.free.filter((j) => !origins.has(j.origin));
-      dropped += lane.free.length - keep.length;
+      const ticket = lane.ticket;
+      if (ticket && origins.has(ticket.job.origin)) {
+        lane.ticket = null;
+        this.tickets--;
+        if (ticket.queue) ticket.queue.busy = false;
+        else gone.push(ticket.job);
+      }
+      const keep = lane.free.filter((j) => !origins.has(j.origin) || !gone.push(j));
       lane.free.length = 0;
       lane.free.push(...keep);
       for (const [key, q] of lane.keys) {
@@ -175,20 +257,18 @@ export class LaneScheduler {
         // has it from the last commit); everything else of a moved partition goes.
         const start = q.busy ? 1 : 0;
         if (q.busy && origins.has(q.jobs[0].origin)) this.orphans.add(q.jobs[0]);
-        const kept = q.jobs.filter((j, i) => i < start || !origins.has(j.origin));
-        dropped += q.jobs.length - kept.length;
-        q.jobs = kept;
-        if (kept.length === 0) lane.keys.delete(key);
+        q.jobs = q.jobs.filter((j, i) => i < start || !origins.has(j.origin) || !gone.push(j));
+        if (q.jobs.length === 0) lane.keys.delete(key);
       }
       this.forgetIfIdle(lane);
     }
-    this.count -= dropped;
+    for (const j of gone) this.release(j);
     this.notifyRoom();
-    return dropped;
+    return gone.length;
   }
 
   private pump(lane: Lane): void {
-    if (this.frozen) return;
+    if (this.frozen || lane.ticket !== null) return;
     const policy = this.opts.policyOf(lane.id);
     if (policy === null) {
       this.expireAll(lane, 'gone');
@@ -199,29 +279,22 @@ export class LaneScheduler {
       if (lane.queued > 0) this.wakeAt(lane, this.opts.now() + this.opts.recheckMs);
       return;
     }
-    for (;;) {
-      if (lane.active >= policy.maxInFlight) return;
-      if (this.inFlight >= this.opts.concurrency) {
-        this.starved.add(lane);
-        return;
-      }
-      if (lane.queued === 0) return;
-      const now = this.opts.now();
-      const at = Math.max(lane.nextAt, lane.notBefore);
-      if (at > now) {
-        this.wakeAt(lane, at);
-        return;
-      }
-      // Takes a free job off its queue; a keyed job stays at its key's head until it is done.
-      const pick = this.next(lane, policy.ordered, now);
-      if (pick === null) return;
-      if (pick.readyAt > now) {
-        this.wakeAt(lane, pick.readyAt);
-        return;
-      }
-      lane.nextAt = now + policy.spacingMs;
-      this.start(lane, pick.job, pick.queue);
+    if (lane.active >= policy.maxInFlight || lane.queued === 0) return;
+    const now = this.opts.now();
+    const at = Math.max(lane.nextAt, lane.notBefore);
+    if (at > now) {
+      this.wakeAt(lane, at);
+      return;
     }
+    // Takes a free job off its queue; a keyed job stays at its key's head until it is done.
+    const pick = this.next(lane, policy.ordered, now);
+    if (pick === null) return;
+    if (pick.readyAt > now) {
+      this.wakeAt(lane, pick.readyAt);
+      return;
+    }
+    lane.spacingMs = policy.spacingMs;
+    this.issue(lane, { job: pick.job, queue: pick.queue }, policy.maxInFlight);
   }
 
   /**
@@ -256,11 +329,49 @@ export class LaneScheduler {
     return best;
   }
 
-  private start(lane: Lane, job: LaneJob, queue: KeyQueue | null): void {
+  /** Hands the job to the process scheduler as the lane's one ticket; it runs when given a slot. */
+  private issue(lane: Lane, ticket: Ticket, maxInFlight: number): void {
+    lane.ticket = ticket;
+    this.tickets++;
+    if (ticket.queue) ticket.queue.busy = true;
+    let signal: EndpointSignal = HEALTHY;
+    this.opts.slots.submit({
+      endpointId: lane.id,
+      tenantId: ticket.job.tenantId,
+      origin: ticket.job.origin,
+      patient: true,
+      ceiling: maxInFlight,
+      run: async () => {
+        if (lane.ticket !== ticket) return HEALTHY; // dropped meanwhile (its partition moved)
+        signal = await this.start(lane, ticket);
+        return signal;
+      },
+      // A patient job is never diverted; should it be, the job goes back to wait its turn here.
+      divert: () => {
+        if (lane.ticket === ticket) {
+          lane.ticket = null;
+          this.tickets--;
+          if (ticket.queue) {
+            ticket.queue.busy = false;
+            ticket.queue.readyAt = this.opts.now() + this.opts.recheckMs;
+          } else lane.free.unshift(ticket.job);
+          this.wakeAt(lane, this.opts.now() + this.opts.recheckMs);
+        }
+        return HEALTHY;
+      },
+      resolve: () => {},
+    });
+  }
+
+  private start(lane: Lane, { job, queue }: Ticket): Promise<EndpointSignal> {
+    lane.ticket = null;
+    this.tickets--;
     lane.active++;
     this.inFlight++;
-    if (queue) queue.busy = true;
-    const settle = (attempted: LaneStep) => {
+    lane.nextAt = this.opts.now() + lane.spacingMs;
+    // The next ticket of this lane, once this attempt is under way (not nested in the scheduler's loop).
+    queueMicrotask(() => this.pump(lane));
+    const settle = (attempted: LaneStep): EndpointSignal => {
       // An orphan is not retried in place: it leaves its key unfinished (its offset uncommitted here).
       const step = !attempted.done && this.orphans.has(job) ? { ...attempted, done: true } : attempted;
       lane.active--;
@@ -277,21 +388,26 @@ export class LaneScheduler {
         if (queue.jobs.length === 0 && job.key !== null) lane.keys.delete(job.key);
       }
       if (step.done) {
-        this.count--;
+        this.release(job);
         this.notifyRoom();
       }
       this.pump(lane);
-      this.feedStarved();
       this.forgetIfIdle(lane);
+      return { slow: step.slow === true, notBefore: step.notBefore ?? null };
     };
-    job.run().then(settle, () => settle({ done: false, retryAt: this.opts.now() + this.opts.recheckMs }));
+    return job.run().then(settle, () => settle({ done: false, retryAt: this.opts.now() + this.opts.recheckMs }));
   }
 
-  private feedStarved(): void {
-    if (this.starved.size === 0 || this.inFlight >= this.opts.concurrency) return;
-    const lanes = [...this.starved];
-    this.starved.clear();
-    for (const lane of lanes) this.pump(lane);
+  /** A job leaves the buffer (finished, expired or left to another member). */
+  private release(job: LaneJob): void {
+    this.count--;
+    const t = this.tenants.get(job.tenantId);
+    if (t) {
+      t.held--;
+      if (job.waiting) t.waiting--;
+      if (t.held <= 0) this.tenants.delete(job.tenantId);
+    }
+    this.opts.onRelease?.();
   }
 
   private wakeAt(lane: Lane, at: number): void {
@@ -312,12 +428,12 @@ export class LaneScheduler {
     const jobs = [...lane.free];
     lane.free.length = 0;
     for (const [key, q] of lane.keys) {
-      // A running head finishes on its own; the rest goes.
+      // A running head (or one holding the lane's ticket) finishes on its own; the rest goes.
       jobs.push(...q.jobs.slice(q.busy ? 1 : 0));
       if (q.busy) q.jobs.length = 1;
       else lane.keys.delete(key);
     }
-    this.count -= jobs.length;
+    for (const j of jobs) this.release(j);
     for (const j of jobs) j.expire(reason);
     this.notifyRoom();
     this.forgetIfIdle(lane);
@@ -336,17 +452,16 @@ export class LaneScheduler {
       if (kept.length === 0) lane.keys.delete(key);
     }
     if (out.length === 0) return;
-    this.count -= out.length;
+    for (const j of out) this.release(j);
     for (const j of out) j.expire('waited');
     this.notifyRoom();
   }
 
   private forgetIfIdle(lane: Lane): void {
-    if (lane.active > 0 || lane.queued > 0 || lane.timer !== null) return;
+    if (lane.active > 0 || lane.ticket !== null || lane.queued > 0 || lane.timer !== null) return;
     // Remember a lane that must still space its next request or wait for a Retry-After.
     if (Math.max(lane.nextAt, lane.notBefore) > this.opts.now()) return;
     this.lanes.delete(lane.id);
-    this.starved.delete(lane);
   }
 
   private notifyRoom(): void {

@@ -38,7 +38,8 @@ export interface Attempted extends EndpointSignal {
 
 export interface Stage {
   ctx: Context;
-  scheduler: DeliveryScheduler<Attempted>;
+  /** The one scheduler of the process: every attempt, lane endpoints' included, takes a slot of it. */
+  scheduler: DeliveryScheduler<EndpointSignal>;
   deliverer: Deliverer;
   /** Disables endpoints on a 410 or a long outage (health.ts). */
   health?: EndpointHealth;
@@ -172,13 +173,21 @@ export async function processDelivery(
   }
   if (isOutcome(first)) return first;
   return new Promise<Outcome>((resolve) => {
+    let outcome: Outcome;
     s.scheduler.submit({
       endpointId: rec.endpoint_id,
       tenantId: rec.tenant_id,
       origin,
-      run: () => attempt(s, rec, heldSince, trace),
-      divert: (_reason, until) => ({ outcome: defer(rec, clockOf(s.ctx), until), ...HEALTHY }),
-      resolve: (a) => resolve(a.outcome),
+      run: async () => {
+        const a = await attempt(s, rec, heldSince, trace);
+        outcome = a.outcome;
+        return a;
+      },
+      divert: (_reason, until) => {
+        outcome = defer(rec, clockOf(s.ctx), until);
+        return HEALTHY;
+      },
+      resolve: () => resolve(outcome),
     });
   });
 }

@@ -39,6 +39,13 @@ export interface Job<T> {
   /** Called instead of run() when diverted: slow, asked to wait until `until`, or over its tenant's share. */
   divert(reason: DivertReason, until: number | null): T;
   resolve(value: T): void;
+  /**
+   * Never diverted: waits here for a slot however slow its endpoint or full the buffer (a lane's
+   * ticket: its lane holds the deliveries and decides when the next may go; lane-scheduler.ts).
+   */
+  patient?: boolean;
+  /** The most attempts its endpoint may have in flight (its `max_in_flight`); `perEndpoint` when unset. */
+  ceiling?: number;
 }
 
 /** What the attempt taught the scheduler about its endpoint. */
@@ -67,8 +74,10 @@ class EndpointQueue<T> {
   constructor(
     readonly id: string,
     readonly tenantId: string,
-    /** Attempts it may have in flight: perEndpoint while fast, halved by each slow attempt. */
-    public limit: number,
+    /** The most it may have in flight when fast: perEndpoint, or the endpoint's own max_in_flight. */
+    public ceiling: number,
+    /** Attempts it may have in flight: the ceiling while fast, halved by each slow attempt. */
+    public limit = ceiling,
   ) {}
   get queued(): number {
     return this.jobs.length - this.head;
@@ -146,13 +155,18 @@ export class DeliveryScheduler<T> {
   }
 
   submit(job: Job<T>): void {
+    const ceiling = Math.max(1, job.ceiling ?? this.opts.perEndpoint);
     let q = this.queues.get(job.endpointId);
     if (!q) {
-      q = new EndpointQueue<T>(job.endpointId, job.tenantId, this.opts.perEndpoint);
+      q = new EndpointQueue<T>(job.endpointId, job.tenantId, ceiling);
       this.queues.set(job.endpointId, q);
+    } else if (q.ceiling !== ceiling) {
+      // The endpoint's max_in_flight changed.
+      q.ceiling = ceiling;
+      q.limit = Math.min(q.limit, ceiling);
     }
     let tenant = this.tenants.get(job.tenantId);
-    const reason = this.divertReason(q, tenant);
+    const reason = job.patient ? null : this.divertReason(q, tenant);
     if (reason !== null) {
       this.diverted++;
       job.resolve(job.divert(reason, reason === 'retry-after' ? q.notBefore : null));
@@ -260,7 +274,7 @@ export class DeliveryScheduler<T> {
     const signal = this.observe(job, value);
     q.slow = signal.slow;
     // Additive increase, multiplicative decrease: a slow receiver is sent less at once.
-    q.limit = signal.slow ? Math.max(1, q.limit >> 1) : Math.min(this.opts.perEndpoint, q.limit + 1);
+    q.limit = signal.slow ? Math.max(1, q.limit >> 1) : Math.min(q.ceiling, q.limit + 1);
     if (signal.notBefore !== null) q.notBefore = Math.max(q.notBefore, signal.notBefore);
     job.resolve(value);
     if (q.notBefore > this.opts.now() || (q.slow && q.queued > 0)) this.divertQueued(q);
@@ -297,8 +311,10 @@ export class DeliveryScheduler<T> {
     const keep = q.notBefore > this.opts.now() ? 0 : Math.max(0, q.limit - q.active);
     const rest = q.drain();
     const until = q.notBefore > this.opts.now() ? q.notBefore : null;
+    let kept = 0;
     for (let i = 0; i < rest.length; i++) {
-      if (i < keep) {
+      if (rest[i].patient || kept < keep) {
+        if (!rest[i].patient) kept++;
         q.jobs.push(rest[i]);
         continue;
       }
@@ -311,7 +327,7 @@ export class DeliveryScheduler<T> {
 
   private forgetIfIdle(q: EndpointQueue<T>): void {
     // An endpoint still below its full limit is remembered, so a slow one is not sent a full burst again.
-    const idle = q.active === 0 && q.queued === 0 && !q.slow && q.limit === this.opts.perEndpoint;
+    const idle = q.active === 0 && q.queued === 0 && !q.slow && q.limit === q.ceiling;
     if (idle && q.notBefore <= this.opts.now()) this.queues.delete(q.id);
     const tenant = this.tenants.get(q.tenantId);
     if (tenant && tenant.buffered === 0) {

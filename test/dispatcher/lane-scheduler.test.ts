@@ -1,18 +1,29 @@
 import t from 'tap';
 import { LaneScheduler, type LaneJob, type LanePolicy, type LaneStep } from '../../dispatcher/lane-scheduler.ts';
+import { DeliveryScheduler, type EndpointSignal } from '../../dispatcher/scheduler.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function setup(policy: Partial<LanePolicy> = {}, concurrency = 100) {
+/** A lane scheduler over a real process scheduler (`slots`), every endpoint under one policy. */
+function setup(
+  policy: Partial<LanePolicy> = {},
+  opts: { concurrency?: number; maxBuffered?: number; waitAllowance?: number } = {},
+) {
   const p: LanePolicy | null = { spacingMs: 0, maxInFlight: 100, ordered: false, waiting: false, ...policy };
   const state = { policy: p as LanePolicy | null };
+  const slots = new DeliveryScheduler<EndpointSignal>(
+    { concurrency: opts.concurrency ?? 100, perEndpoint: 8, maxBuffered: 100_000, now: () => Date.now() },
+    (_j, v) => v,
+  );
   const lanes = new LaneScheduler({
-    concurrency,
+    slots,
+    maxBuffered: opts.maxBuffered ?? 100_000,
+    waitAllowance: opts.waitAllowance ?? 1000,
     now: () => Date.now(),
     recheckMs: 20,
     policyOf: () => state.policy,
   });
-  return { lanes, state };
+  return { lanes, state, slots };
 }
 
 interface Made {
@@ -24,14 +35,24 @@ interface Made {
 function job(
   name: string,
   log: string[],
-  opts: { key?: string | null; ms?: number; step?: () => LaneStep; origin?: string } = {},
+  opts: {
+    key?: string | null;
+    ms?: number;
+    step?: () => LaneStep;
+    origin?: string;
+    endpoint?: string;
+    tenant?: string;
+    waiting?: boolean;
+  } = {},
 ): Made {
   let finish!: (how: string) => void;
   const done = new Promise<string>((r) => (finish = r));
   return {
     done,
     job: {
-      endpointId: 'ep_1',
+      endpointId: opts.endpoint ?? 'ep_1',
+      tenantId: opts.tenant ?? 't_1',
+      waiting: opts.waiting,
       key: opts.key ?? null,
       origin: opts.origin ?? 'lanes\u00000',
       async run() {
@@ -178,4 +199,110 @@ t.test('keyless jobs of an ordered endpoint take turns with the keys', async (t)
     log.slice(0, 4).some((n) => n.startsWith('f')),
     `a free job within the first four (${log.join(' ')})`,
   );
+});
+
+t.test('a moved partition drops a ticket still waiting for a slot in the process scheduler', async (t) => {
+  const { lanes, slots } = setup({ maxInFlight: 1 });
+  const log: string[] = [];
+  slots.freeze('lanes-group');
+  const moved = job('moved', log, { origin: 'lanes\u00002' });
+  lanes.submit(moved.job);
+  t.equal(lanes.ticketed, 1, 'the lane holds a ticket');
+  t.equal(slots.buffered, 1, 'which waits in the process scheduler');
+  t.equal(lanes.dropQueued(new Set(['lanes\u00002'])), 1);
+  t.equal(slots.dropQueued(new Set(['lanes\u00002'])), 1);
+  slots.thaw('lanes-group');
+  await sleep(30);
+  t.same(log, [], 'never ran');
+  t.equal(lanes.buffered, 0);
+  t.equal(lanes.ticketed, 0);
+  t.equal(slots.buffered, 0);
+});
+
+t.test("lane attempts take the process's slots under the tenant share: one tenant cannot starve another", async (t) => {
+  // 8 slots; tenant C has 40 lanes of slow requests, tenant B one lane that arrives after them.
+  const { lanes, slots } = setup({ maxInFlight: 1000 }, { concurrency: 8 });
+  const log: string[] = [];
+  let open = 0;
+  let most = 0;
+  const slow = Array.from({ length: 40 * 2 }, (_, i) => {
+    const m = job(`c${i}`, log, { endpoint: `ep_c${i % 40}`, tenant: 'C', ms: 30 });
+    const run = m.job.run.bind(m.job);
+    m.job.run = async () => {
+      open++;
+      most = Math.max(most, open);
+      try {
+        return await run();
+      } finally {
+        open--;
+      }
+    };
+    return m;
+  });
+  for (const m of slow) lanes.submit(m.job);
+  t.equal(slots.active, 4, 'tenant C alone: half the slots (8 / (1 + 1))');
+  const started = Date.now();
+  let bAt = 0;
+  const b = job('b', log, { endpoint: 'ep_b', tenant: 'B', ms: 1 });
+  const bRun = b.job.run.bind(b.job);
+  b.job.run = () => {
+    bAt = Date.now();
+    return bRun();
+  };
+  lanes.submit(b.job);
+  t.ok(bAt > 0, "B's delivery starts at once, in a slot C could not take");
+  t.ok(bAt - started < 30, `B started after ${bAt - started} ms`);
+  await Promise.all([...slow.map((m) => m.done), b.done]);
+  t.ok(most <= 4, `C never had more than its share in flight (${most})`);
+  await sleep(10); // the last attempts settle in the scheduler after their jobs finished
+  t.equal(slots.buffered, 0);
+  t.equal(lanes.buffered, 0);
+});
+
+t.test("a slow lane endpoint's limit is halved by the process scheduler, as any endpoint's", async (t) => {
+  const { lanes } = setup({ maxInFlight: 8 });
+  let open = 0;
+  const seen: number[] = [];
+  const made = Array.from({ length: 24 }, (_, i) => {
+    const m = job(`j${i}`, [], { ms: 5, step: () => ({ done: true, slow: true }) });
+    const run = m.job.run.bind(m.job);
+    m.job.run = async () => {
+      open++;
+      seen.push(open);
+      try {
+        return await run();
+      } finally {
+        open--;
+      }
+    };
+    return m;
+  });
+  for (const m of made) lanes.submit(m.job);
+  await Promise.all(made.map((m) => m.done));
+  t.equal(Math.max(...seen.slice(0, 8)), 8, 'the first burst fills max_in_flight');
+  t.equal(Math.max(...seen.slice(-8)), 1, 'after slow answers, one at a time');
+});
+
+t.test('the lane buffer is shared out by tenant; waiting deliveries have a small allowance', async (t) => {
+  const { lanes } = setup({ waiting: true, ordered: true }, { maxBuffered: 100, waitAllowance: 10 });
+  const held = (tenant: string, n: number, waiting: boolean) => {
+    for (let i = 0; i < n; i++) lanes.submit(job(`${tenant}${i}`, [], { tenant, waiting, key: 'k' }).job);
+  };
+  t.ok(lanes.admits('C', true), 'an empty buffer admits a waiting delivery');
+  held('C', 10, true);
+  t.notOk(lanes.admits('C', true), "C's waiting allowance (10) is used up");
+  t.ok(lanes.admits('C', false), 'C may still hold deliveries that go');
+  t.ok(lanes.admits('B', true), 'B has its own allowance');
+  held('C', 90, false);
+  t.notOk(lanes.admits('C', false), 'C alone may hold the whole buffer (100), no more');
+  t.ok(lanes.admits('B', false), 'B, arriving, is under its share (100 / 2)');
+  held('B', 1, false);
+  t.notOk(lanes.admits('C', true), 'with B here, C is over its share (50)');
+  held('B', 48, false);
+  t.ok(lanes.admits('B', false), 'B at 49 of its 50');
+  held('B', 1, false);
+  t.notOk(lanes.admits('B', false), 'B at 50 of its 50');
+  t.notOk(lanes.hasRoom('C', false), 'C has no room again until it drains to half its share');
+  t.same(lanes.heldBy('C'), { held: 100, waiting: 10 });
+  lanes.close();
 });

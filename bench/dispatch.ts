@@ -405,6 +405,8 @@ async function main(): Promise<number> {
     SLUICE_HOST: '127.0.0.1',
     SLUICE_ISSUER: `http://127.0.0.1:${port}`,
     SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
+    // A bench registers endpoints by the hundred: no budget for their pings.
+    SLUICE_TENANT_TARGET_REQUESTS_PER_MINUTE: '1000000',
     SLUICE_LOG_LEVEL: 'error',
     SLUICE_DATA_DIR: scratch.dataDir(),
     ...(opt.workers ? { SLUICE_WORKERS: opt.workers } : {}),

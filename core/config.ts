@@ -600,6 +600,21 @@ export const SETTINGS = {
       "`ENDPOINT_LIMIT` (with `max_endpoints`) until one is deleted. It bounds a tenant's fan-out: one " +
       'event becomes at most this many deliveries',
   ),
+  /**
+   * Requests Sluice sends to a tenant's targets outside deliveries (registration, verify, a new
+   * URL's ping, test sends), per tenant and node process: this many a minute, half of it at once.
+   */
+  tenantTargetRequestsPerMinute: intSetting(
+    'webhooks',
+    'SLUICE_TENANT_TARGET_REQUESTS_PER_MINUTE',
+    120,
+    1,
+    1_000_000,
+    "requests Sluice sends to one tenant's targets outside deliveries (the ping of a registration, " +
+      "of verify and of a PATCH's new URL, test sends), per node process: half of it at once, then " +
+      'this many a minute; beyond it 429 `RATE_LIMITED` with Retry-After. Each endpoint has its own ' +
+      'budget beside it: 3 at once, then one every 5 s',
+  ),
   /** The client certificate presented on every delivery, ping and test send over https; null: none. */
   deliveryClientCertificate: {
     section: 'webhooks',

@@ -24,7 +24,7 @@ import { invalidRequest, SluiceError, unavailable } from '../errors.ts';
 import { newId, seal } from '../secrets.ts';
 import type { AttemptOutcome } from './attempt.ts';
 import { isPublishableType } from './deliveries.ts';
-import { type PingOptions, sendEvent, sendPing } from './ping.ts';
+import { failureClass, type PingOptions, sendEvent, sendPing } from './ping.ts';
 import { publishEvent } from './publish.ts';
 import type { EndpointRecord, EventRecord, Ordering } from './records.ts';
 import { newEndpointSecret } from './signing.ts';
@@ -227,7 +227,7 @@ export async function updateEndpoint(
       ? ''
       : ping.ok
         ? '; the new URL answered the ping: ACTIVE'
-        : `; the ping to the new URL failed (${ping.error ?? `HTTP ${ping.status}`}): PENDING`;
+        : `; the ping to the new URL failed (${failureClass(ping)}): PENDING`;
   const record = await serialised(ctx, rec.id, async () => {
     const current = ctx.endpoints.get(rec.id);
     if (!current) throw notFound(rec.id);

@@ -64,3 +64,20 @@ export async function sendEvent(
     agent.destroy().catch(() => {});
   }
 }
+
+/**
+ * What a tenant is told of a failed ping or test send: one of a few classes, never the library's
+ * code or message (those told an open port from a closed one from a non-HTTP one in detail).
+ * Null when it succeeded.
+ */
+export function failureClass(outcome: Pick<AttemptOutcome, 'ok' | 'status' | 'error'>): string | null {
+  if (outcome.ok) return null;
+  if (outcome.status !== null) return `HTTP ${outcome.status}`;
+  const e = outcome.error ?? '';
+  if (/UNPROCESSABLE_TARGET|not public|invalid URL|line break/.test(e)) return 'target not allowed';
+  if (/ENOTFOUND|EAI_AGAIN|ENODATA|EAI_NONAME/.test(e)) return 'name not resolved';
+  if (/ECONNREFUSED/.test(e)) return 'connection refused';
+  if (/no full response within|ETIMEDOUT|TIMEOUT/i.test(e)) return 'timed out';
+  if (/TLS|SSL|CERT|certificate|EPROTO|self.signed/i.test(e)) return 'TLS failed';
+  return 'no HTTP answer';
+}

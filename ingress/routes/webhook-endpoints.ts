@@ -3,8 +3,9 @@
  * create (answers once the ping's outcome is known), list, get, update (a new URL is pinged),
  * delete, verify again (which also re-enables a DISABLED endpoint), rotate the secret, test send.
  * A tenant never sees another tenant's endpoints: those are 404, not 403.
- * Verify and the test send reach the target, so each is rate limited per endpoint at each node
- * (429 with Retry-After).
+ * Registration, verify, a new URL and the test send reach the target at once, so each draws from
+ * one budget per endpoint and per tenant (target-budget.ts; 429 with Retry-After beyond it), and a
+ * failure is told as a class (`failureClass`), never in the network library's words.
  */
 import type { Context } from '../../core/context.ts';
 import { SluiceError } from '../../core/errors.ts';
@@ -24,19 +25,8 @@ import {
 } from '../../core/webhooks/endpoint-service.ts';
 import { json, type AppRequest, type Reply, type Route } from '../types.ts';
 import { pageOf, readCursor } from '../../core/paging.ts';
-import { RateLimiter } from '../../core/rate-limit.ts';
-import { rateLimited } from '../problem.ts';
-
-/**
- * Verifications of one endpoint at one node: this many at once, then one more every
- * VERIFY_EVERY_SECONDS. Each sends a ping to the target: without a limit, verify would let a
- * caller aim any number of signed POSTs at a URL through Sluice.
- */
-export const VERIFY_BURST = 3;
-export const VERIFY_EVERY_SECONDS = 5;
-/** Test sends of one endpoint at one node: the same budget as verify's, kept apart from it. */
-export const TEST_SEND_BURST = 3;
-export const TEST_SEND_EVERY_SECONDS = 5;
+import { failureClass } from '../../core/webhooks/ping.ts';
+import { TargetBudget } from './target-budget.ts';
 
 /** A registration the contract's EndpointCreate admitted. */
 type Create = Omit<NewEndpoint, 'tenant_id' | 'actor' | 'metadata'> & { metadata?: Record<string, unknown> | null };
@@ -54,21 +44,14 @@ function withUrlPath(err: unknown): unknown {
 function pingHeaders(ping: AttemptOutcome): Record<string, string> {
   const headers: Record<string, string> = { 'sluice-ping-result': ping.ok ? 'ok' : 'failed' };
   if (ping.status !== null) headers['sluice-ping-status'] = String(ping.status);
-  if (ping.error) headers['sluice-ping-error'] = ping.error.replace(/[^\x20-\x7e]/g, '?').slice(0, 200);
+  const failure = failureClass(ping);
+  if (failure !== null) headers['sluice-ping-error'] = failure;
   return headers;
-}
-
-/** 429 with Retry-After once an endpoint used its burst of `limiter` at this node ("was <done> lately"). */
-function throttle(limiter: RateLimiter, rec: EndpointRecord, done: string, everySeconds: number): void {
-  const wait = limiter.take(rec.id);
-  if (wait !== null)
-    throw rateLimited(wait, `endpoint ${rec.id} was ${done} lately (one more every ${everySeconds} s)`);
 }
 
 export function webhookEndpointRoutes(ctx: Context): Route[] {
   const view = (rec: EndpointRecord) => endpointView(rec, ctx.clock.now());
-  const verifies = new RateLimiter(1 / VERIFY_EVERY_SECONDS, VERIFY_BURST);
-  const testSends = new RateLimiter(1 / TEST_SEND_EVERY_SECONDS, TEST_SEND_BURST);
+  const budget = new TargetBudget(ctx.config.tenantTargetRequestsPerMinute, () => ctx.clock.now());
   const find = (req: AppRequest): EndpointRecord => {
     const rec = ctx.endpoints.forTenant(req.params.id, req.auth!.claims.tenant_id);
     if (!rec) throw new SluiceError('NOT_FOUND', `no webhook endpoint ${req.params.id}`);
@@ -78,6 +61,7 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
   const create = async (req: AppRequest): Promise<Reply> => {
     const { url, events, metadata, description, rate_limit_per_second, max_in_flight, ordering } = req.body as Create;
     const { claims } = req.auth!;
+    budget.take(claims.tenant_id, null, 'a registration pings its URL');
     try {
       // null metadata is "none", so an endpoint read back can be sent again as it is.
       const input = {
@@ -112,6 +96,8 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
 
   const update = async (req: AppRequest): Promise<Reply> => {
     const rec = find(req);
+    const { url } = req.body as EndpointPatch;
+    if (url !== undefined && url !== rec.url) budget.take(rec.tenant_id, rec.id, 'a new URL is pinged');
     try {
       const { record, ping } = await updateEndpoint(ctx, rec, req.body as EndpointPatch, req.auth!.claims.client_id);
       return json(200, view(record), ping ? pingHeaders(ping) : {});
@@ -122,9 +108,10 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
 
   const testSend = async (req: AppRequest): Promise<Reply> => {
     const rec = find(req);
-    throttle(testSends, rec, `sent ${TEST_SEND_BURST} tests`, TEST_SEND_EVERY_SECONDS);
+    budget.take(rec.tenant_id, rec.id, 'a test send');
     const input = (req.body ?? {}) as TestSend;
-    return json(200, await sendTestEvent(ctx, rec, input, req.auth!.claims.client_id), { 'cache-control': 'no-store' });
+    const sent = await sendTestEvent(ctx, rec, input, req.auth!.claims.client_id);
+    return json(200, { ...sent, error: failureClass(sent) }, { 'cache-control': 'no-store' });
   };
 
   const remove = async (req: AppRequest): Promise<Reply> => {
@@ -134,7 +121,7 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
 
   const verify = async (req: AppRequest): Promise<Reply> => {
     const rec = find(req);
-    throttle(verifies, rec, `verified ${VERIFY_BURST} times`, VERIFY_EVERY_SECONDS);
+    budget.take(rec.tenant_id, rec.id, 'verify pings its URL');
     const { record, ping } = await verifyEndpoint(ctx, rec, req.auth!.claims.client_id);
     return json(200, view(record), pingHeaders(ping));
   };

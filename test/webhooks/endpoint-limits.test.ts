@@ -7,7 +7,10 @@
 import t from 'tap';
 import { call, startTestNode, type TestNode } from '../helpers/sluice.ts';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.ts';
-import { VERIFY_BURST, VERIFY_EVERY_SECONDS } from '../../ingress/routes/webhook-endpoints.ts';
+import {
+  ENDPOINT_BURST as VERIFY_BURST,
+  ENDPOINT_EVERY_SECONDS as VERIFY_EVERY_SECONDS,
+} from '../../ingress/routes/target-budget.ts';
 import { verifyEndpoint, recordFailingSince } from '../../core/webhooks/endpoint-service.ts';
 import { loadConfig } from '../../core/config.ts';
 import { ConfigError } from '../../core/errors.ts';

@@ -186,7 +186,7 @@ t.test('a receiver that never answers: ok false with the timeout, within 12 s', 
   t.equal(res.json.ok, false);
   t.equal(res.json.status, null);
   t.equal(res.json.body, null);
-  t.match(res.json.error, /no full response within 10000 ms/);
+  t.equal(res.json.error, 'timed out', 'told as a class');
   t.ok(took < 12_000, `answered in ${took} ms`);
   t.ok(took >= 9_500, 'after the 10-second attempt timeout');
   t.equal(r.hits.length, 2, 'the request reached the receiver');
@@ -201,7 +201,7 @@ t.test('a receiver that is not listening: ok false with the connection error', a
   t.equal(res.status, 200);
   t.equal(res.json.ok, false);
   t.equal(res.json.status, null);
-  t.match(res.json.error, /ECONNREFUSED/);
+  t.equal(res.json.error, 'connection refused', 'told as a class, not as ECONNREFUSED');
 });
 
 t.test('rate limited per endpoint: 429 with Retry-After after 3 at once, nothing sent', async (t) => {
@@ -221,7 +221,7 @@ t.test('rate limited per endpoint: 429 with Retry-After after 3 at once, nothing
   const another = await register(r.url);
   t.equal((await testSend(another.id)).status, 200, 'another endpoint has its own budget');
   const verify = await call(node.base, 'POST', `${EP}/${ep.id}/verify`, { token });
-  t.equal(verify.status, 200, 'verify keeps its own budget');
+  t.equal(verify.status, 429, 'verify draws from the same endpoint budget (ingress/routes/target-budget.ts)');
 });
 
 t.test("another tenant's endpoint is 404; without webhooks:write 403; both send nothing", async (t) => {

@@ -1506,7 +1506,7 @@ export interface components {
         PingResult: "ok" | "failed";
         /** @description the HTTP status the ping got, when it got one */
         PingStatus: string;
-        /** @description why the ping failed (connection error, timeout) */
+        /** @description why the ping failed, as a class: `HTTP <status>`, `connection refused`, `timed out`, `TLS failed`, `no HTTP answer`, `name not resolved` or `target not allowed` */
         PingError: string;
         NoCache: "no-cache";
         CacheControl: string;

@@ -25,17 +25,21 @@ export class EndpointHealth {
    * 410, a checkpoint or a disable it writes the endpoint record, and the attempt's outcome waits
    * for that write, so deliveries queued behind it already see the endpoint DISABLED.
    */
-  async judge(endpointId: string, result: AttemptOutcome, startedAt: number): Promise<void> {
+  async judge(endpointId: string, result: AttemptOutcome, startedAt: number, url?: string): Promise<void> {
     const { ctx } = this;
     try {
+      // `url`, where the attempt went: the writes below change nothing once the endpoint has another.
       if (result.status === 410)
-        return await this.write(endpointId, () => disableEndpoint(ctx, endpointId, 'the receiver answered 410 Gone'));
+        return await this.write(endpointId, () =>
+          disableEndpoint(ctx, endpointId, 'the receiver answered 410 Gone', undefined, url),
+        );
       const rec = ctx.endpoints.get(endpointId);
-      if (rec?.state !== 'ACTIVE') return void this.failingSince.delete(endpointId);
+      if (rec?.state !== 'ACTIVE' || (url !== undefined && rec.url !== url))
+        return void this.failingSince.delete(endpointId);
       const persisted = rec.failing_since ?? null;
       if (result.ok) {
         this.failingSince.delete(endpointId);
-        if (persisted !== null) await this.write(endpointId, () => recordFailingSince(ctx, endpointId, null));
+        if (persisted !== null) await this.write(endpointId, () => recordFailingSince(ctx, endpointId, null, url));
         return;
       }
       const mine = this.failingSince.get(endpointId) ?? startedAt;
@@ -50,11 +54,13 @@ export class EndpointHealth {
             ctx,
             endpointId,
             `every attempt failed for ${span} (last: ${result.error ?? `HTTP ${result.status}`})`,
+            undefined,
+            url,
           ),
         );
         this.failingSince.delete(endpointId);
       } else if (persisted === null && startedAt - since >= CHECKPOINT_AFTER_MS / scale) {
-        await this.write(endpointId, () => recordFailingSince(ctx, endpointId, since));
+        await this.write(endpointId, () => recordFailingSince(ctx, endpointId, since, url));
       }
     } catch (err) {
       ctx.log.error('could not update the endpoint after an attempt', {

@@ -114,7 +114,7 @@ export async function attemptAt(
           remainingSpanMs({ ...rec, first_attempt_at: rec.first_attempt_at ?? startedAt }, c),
         )
       : null;
-    await s.health?.judge(ep.id, result, startedAt);
+    await s.health?.judge(ep.id, result, startedAt, ep.url);
     const outcome = afterAttempt(rec, result, startedAt, c);
     s.onAttempt?.(attemptReport(rec, result, startedAt, outcome));
     return { outcome, slow, notBefore };

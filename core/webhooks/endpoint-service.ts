@@ -142,7 +142,7 @@ export async function createEndpoint(ctx: Context, input: NewEndpoint): Promise<
     return created;
   });
   const ping = await sendPing(record, secret, sendOptions(ctx));
-  return { record: ping.ok ? await markVerified(ctx, record.id) : record, secret, ping };
+  return { record: ping.ok ? await markVerified(ctx, record.id, record.url) : record, secret, ping };
 }
 
 /**
@@ -335,7 +335,7 @@ export async function verifyEndpoint(ctx: Context, rec: EndpointRecord, actor: s
   if (secrets === undefined) throw notFound(rec.id);
   const ping = await sendPing(rec, secrets, sendOptions(ctx));
   if (!ping.ok) return { record: ctx.endpoints.get(rec.id) ?? rec, ping };
-  return { record: await markVerified(ctx, rec.id, actor), ping };
+  return { record: await markVerified(ctx, rec.id, rec.url, actor), ping };
 }
 
 export const MAX_SECRET_OVERLAP_MS = 7 * 24 * 3600_000;
@@ -420,14 +420,17 @@ export async function disableEndpoint(
   id: string,
   reason: string,
   actor = DISPATCHER_ACTOR,
+  url?: string,
 ): Promise<EndpointRecord | undefined> {
+  // `url`: the URL whose answers led here; a URL changed since then is not judged by them.
+  const stale = (cur: EndpointRecord) => url !== undefined && cur.url !== url;
   const done = await serialised(ctx, id, async () => {
     const current = ctx.endpoints.get(id);
-    if (!current || current.state === 'DISABLED') return { record: current, from: undefined };
+    if (!current || current.state === 'DISABLED' || stale(current)) return { record: current, from: undefined };
     await appendAudit(ctx, { tenant_id: current.tenant_id, actor, action: 'endpoint.disabled', subject: id, reason });
     let from: EndpointRecord | undefined;
     const record = await commit(ctx, id, (cur) => {
-      from = cur.state === 'DISABLED' ? undefined : cur;
+      from = cur.state === 'DISABLED' || stale(cur) ? undefined : cur;
       if (!from) return null; // another node disabled it first: it sends the event
       const now = ctx.clock.now();
       return {
@@ -472,12 +475,18 @@ export function sluiceEventId(ctx: Context, derivedFrom: string): string {
 
 /**
  * Writes since when every attempt at the endpoint failed (null: one succeeded). Only for an ACTIVE
- * endpoint, and only when the record says otherwise. The dispatcher calls it rarely (see
+ * endpoint still at the URL the attempts went to, and only when the record says otherwise. The dispatcher calls it rarely (see
  * dispatcher/health.ts): a checkpoint once an outage has lasted, a clear once it ends.
  */
-export async function recordFailingSince(ctx: Context, id: string, since: number | null): Promise<void> {
+export async function recordFailingSince(
+  ctx: Context,
+  id: string,
+  since: number | null,
+  url?: string,
+): Promise<void> {
+  // `url`: the URL the attempts went to; a URL changed since then starts with a clean record.
   const unchanged = (cur: EndpointRecord | undefined) =>
-    cur?.state !== 'ACTIVE' || (cur.failing_since ?? null) === since;
+    cur?.state !== 'ACTIVE' || (url !== undefined && cur.url !== url) || (cur.failing_since ?? null) === since;
   if (unchanged(ctx.endpoints.get(id))) return;
   // Read-modify-write of the latest record: only the health field changes.
   await serialised(ctx, id, () =>
@@ -536,12 +545,18 @@ async function auditEnabled(ctx: Context, current: EndpointRecord, actor: string
   });
 }
 
-async function markVerified(ctx: Context, id: string, actor?: string): Promise<EndpointRecord> {
+/**
+ * `url` is the URL the ping went to: its answer says nothing of another, so when the endpoint's URL
+ * changed while the ping was out (a PATCH), nothing is written and the current record is answered.
+ */
+async function markVerified(ctx: Context, id: string, url: string, actor?: string): Promise<EndpointRecord> {
   const record = await serialised(ctx, id, async () => {
     const current = ctx.endpoints.get(id);
     if (!current) throw notFound(id);
+    if (current.url !== url) return current;
     if (actor !== undefined) await auditEnabled(ctx, current, actor, 'verified again');
     return commit(ctx, id, (cur) => {
+      if (cur.url !== url) return null;
       const now = ctx.clock.now();
       return { ...cur, ...pinged(true, now), updated_at: Math.max(now, cur.updated_at + 1) };
     });

@@ -64,6 +64,8 @@ export function createDeliverer(ctx: Context): Deliverer {
       timeoutMs: DELIVERY_TIMEOUT_MS,
       checkTarget,
       dispatcher: agent,
+      // One tenant's receivers never answer another's requests, nor hold its connections.
+      partition: rec.tenant_id,
     });
     return { result, startedAt };
   };

@@ -42,6 +42,8 @@ export interface AttemptOptions {
   dispatcher?: Http1Agent;
   /** Keep up to this many bytes of the response body in the outcome's `body` (default 0: none). */
   keepBody?: number;
+  /** Whose request (the tenant): requests of different partitions never share a connection. */
+  partition?: string;
 }
 
 /** The TLS context of a client certificate, made once per certificate (a one-off ping reuses it). */
@@ -173,6 +175,8 @@ class Attempt implements Deadline, ExchangeHandler {
   at = 0;
   done = false;
   private readonly started = Date.now();
+  /** When the request was handed to a connection: time spent waiting for one is not the receiver's. */
+  private writtenAt = 0;
   private status = 0;
   private head: ResponseHead | null = null;
   private size = 0;
@@ -187,8 +191,12 @@ class Attempt implements Deadline, ExchangeHandler {
     private readonly keepBody = 0,
   ) {}
 
-  send(agent: Http1Agent, target: URL, request: string): void {
-    if (!this.done) this.abort = agent.send(target, request, this);
+  send(agent: Http1Agent, target: URL, request: string, partition?: string): void {
+    if (!this.done) this.abort = agent.send(target, request, this, partition);
+  }
+
+  onWritten(): void {
+    this.writtenAt = Date.now();
   }
 
   expire(): void {
@@ -248,7 +256,7 @@ class Attempt implements Deadline, ExchangeHandler {
   finish(ok: boolean, status: number | null, error: string | null, retryAfter?: number): void {
     if (this.done) return;
     this.done = true;
-    const outcome: AttemptOutcome = { ok, status, error, durationMs: Date.now() - this.started };
+    const outcome: AttemptOutcome = { ok, status, error, durationMs: Date.now() - (this.writtenAt || this.started) };
     if (retryAfter !== undefined) outcome.retryAfterMs = retryAfter;
     if (this.keepBody > 0) outcome.body = this.head === null ? null : this.keptBody();
     this.resolve(outcome);
@@ -272,10 +280,10 @@ export function attemptDelivery(
     deadlines.add(opts.timeoutMs, a);
     const agent = opts.dispatcher ?? sharedAgent();
     const checking = opts.checkTarget?.(target);
-    if (checking === undefined) a.send(agent, target, request);
+    if (checking === undefined) a.send(agent, target, request, opts.partition);
     else
       checking.then(
-        () => a.send(agent, target, request),
+        () => a.send(agent, target, request, opts.partition),
         (err) => a.onError(err),
       );
   });

@@ -10,11 +10,19 @@
  *   const agent = new Http1Agent({ connectionsPerOrigin: 8, lookup });
  *   const abort = agent.send(new URL('https://example.com/hook'), head, body, handler);
  *
- * Framing of the answer: a 1xx is skipped (a 101 is an error), a 204/304 has no body, then
- * `transfer-encoding: chunked`, else `content-length` (two different values are an error), else
- * the body runs to the close. A connection is reused only after a complete answer that did not ask
- * for `connection: close`, and never longer than the receiver's `keep-alive: timeout` hint less a
- * second (or 30 s), so a request is not sent on a connection the receiver is closing.
+ * Framing of the answer, as strict as llhttp (the parser of node:http and undici; the hostile
+ * receivers test runs one corpus through both): a 1xx is skipped (a 101 is an error; interim heads
+ * and trailers count toward MAX_HEAD_BYTES, at most MAX_INTERIM of them), a 204/304 has no body,
+ * then `transfer-encoding: chunked` (alone: any other coding, two such headers, or one beside
+ * `content-length` is an error), else `content-length` (two different values are an error), else
+ * the body runs to the close. A status below 100, a header name that is not a token, a folded line
+ * or a head over MAX_HEAD_BYTES (per head, however it arrived) is an error.
+ *
+ * A connection is reused only after a complete answer that did not ask for `connection: close`,
+ * whose request was written whole, with nothing after it in the same read, and never longer than
+ * the receiver's `keep-alive: timeout` hint less a second (or 30 s). Connections are pooled per
+ * origin *and partition* (the tenant): a receiver's stray bytes can only ever meet its own
+ * tenant's next request, and one tenant's requests never wait for another's connections.
  */
 import { connect as netConnect, isIP, type LookupFunction, type Socket } from 'node:net';
 import { type SecureContext, connect as tlsConnect } from 'node:tls';
@@ -27,6 +35,8 @@ export interface ResponseHead {
 }
 
 export interface ExchangeHandler {
+  /** The request was handed to a connection (the time before it is waiting for a pooled one). */
+  onWritten?(): void;
   /** The final (non-1xx) status line and head. */
   onHead(head: ResponseHead): void;
   /**
@@ -53,7 +63,23 @@ export interface Http1AgentOptions {
   secureContext?: SecureContext;
 }
 
-const MAX_HEAD_BYTES = 64 * 1024;
+/** The most bytes of heads (interim ones and trailers included) one answer may have. */
+export const MAX_HEAD_BYTES = 64 * 1024;
+/** The most interim (1xx) answers before the final one. */
+export const MAX_INTERIM = 16;
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const STATUS_START = 'HTTP/1.';
+/** Control characters other than HTAB, which no header value may hold (llhttp refuses them too). */
+const CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/;
+
+/** Bytes after a complete answer that do not make it suspect: line ends, or another answer's start. */
+function harmlessAfterAnswer(chunk: Buffer, at: number): boolean {
+  let i = at;
+  while (i < chunk.length && (chunk[i] === 0x0d || chunk[i] === 0x0a)) i++;
+  if (i === chunk.length) return true;
+  const start = chunk.toString('latin1', i, Math.min(chunk.length, i + 5));
+  return 'HTTP/'.startsWith(start);
+}
 const IDLE_SWEEP_MS = 1000;
 
 class ProtocolError extends Error {
@@ -83,6 +109,13 @@ class Connection {
   private keepAlive = true;
   /** The answer ended and the connection may take another request, once the read that ended it is done. */
   private reusable = false;
+  /** The current request went out whole (its write completed). */
+  private written = false;
+  /** Head bytes of the current answer so far (interim heads and trailers included), and interim heads. */
+  private headBytes = 0;
+  private interim = 0;
+  /** Inside read(): an answer that completes is told after the rest of the read is looked at. */
+  private reading = false;
   /** Chunked: the size line, the data, the CRLF after the data, or the trailer after the last chunk. */
   private chunkState: 'size' | 'data' | 'data-crlf' | 'trailer' = 'size';
   private line = '';
@@ -104,7 +137,13 @@ class Connection {
     x.conn = this;
     this.phase = 'head';
     this.partial = null;
-    this.socket.write(x.data);
+    this.written = false;
+    this.headBytes = 0;
+    this.interim = 0;
+    x.handler.onWritten?.();
+    this.socket.write(x.data, () => {
+      if (this.exchange === x) this.written = true;
+    });
   }
 
   private read(chunk: Buffer): void {
@@ -116,16 +155,36 @@ class Connection {
     }
     try {
       let at = 0;
+      this.reading = true;
       while (at < chunk.length && this.exchange === x && !x.done)
         at = this.phase === 'head' ? this.readHead(chunk, at) : this.readBody(chunk, at);
+      this.reading = false;
       if (this.exchange !== null) return;
-      // Bytes after the answer belong to no request: the connection cannot be trusted again.
-      if (at < chunk.length || !this.reusable) this.socket.destroy();
-      else this.pool.release(this);
+      const reusable = this.reusable && at === chunk.length;
       this.reusable = false;
+      // Bytes after the answer belong to no request: the connection cannot be trusted again, and
+      // the answer itself only when it kept the connection open and they are line ends or the
+      // start of another answer (as llhttp).
+      if (at < chunk.length && !x.done && (!this.keepAlive || !harmlessAfterAnswer(chunk, at))) {
+        this.socket.destroy();
+        x.done = true;
+        x.handler.onError(new ProtocolError('bytes after the answer'));
+        return;
+      }
+      this.endExchange(x);
+      if (reusable) this.pool.release(this);
+      else this.socket.destroy();
     } catch (err) {
+      this.reading = false;
       this.fail(err as Error);
     }
+  }
+
+  /** Tells the handler the answer is whole (once: a handler may have ended it already). */
+  private endExchange(x: Exchange): void {
+    if (x.done) return;
+    x.done = true;
+    x.handler.onEnd();
   }
 
   /** Gathers a head and, once complete, acts on it. Returns how far `chunk` was consumed. */
@@ -133,11 +192,17 @@ class Connection {
     const rest = from === 0 ? chunk : chunk.subarray(from);
     const buf = this.partial === null ? rest : Buffer.concat([this.partial, rest]);
     const end = buf.indexOf('\r\n\r\n');
+    // What cannot start a status line fails at once, not at the timeout.
+    const start = buf.toString('latin1', 0, Math.min(buf.length, STATUS_START.length));
+    if (!STATUS_START.startsWith(start)) throw new ProtocolError('not an HTTP/1.x response');
     if (end < 0) {
-      if (buf.length > MAX_HEAD_BYTES) throw new ProtocolError('response head too large');
+      if (this.headBytes + buf.length > MAX_HEAD_BYTES) throw new ProtocolError('response head too large');
       this.partial = Buffer.from(buf);
       return chunk.length;
     }
+    // Per head, however many reads brought it; interim heads count toward the same bound.
+    this.headBytes += end + 4;
+    if (this.headBytes > MAX_HEAD_BYTES) throw new ProtocolError('response head too large');
     const heldBefore = buf.length - rest.length;
     this.partial = null;
     this.onHead(buf.toString('latin1', 0, end));
@@ -146,11 +211,15 @@ class Connection {
 
   private onHead(text: string): void {
     const x = this.exchange!;
+    // A CR or LF alone would make lines that another parser splits differently.
+    if (/[\r\n]/.test(text.replaceAll('\r\n', ''))) throw new ProtocolError('a bare CR or LF in the head');
     const lines = text.split('\r\n');
     const m = /^HTTP\/1\.([01]) (\d{3})(?: |$)/.exec(lines[0]);
     if (!m) throw new ProtocolError('not an HTTP/1.x response');
     const status = Number(m[2]);
+    if (status < 100) throw new ProtocolError('invalid status code');
     let length: number | null = null;
+    let encodings = 0;
     let chunked = false;
     let close = m[1] === '0';
     const head: ResponseHead = { status };
@@ -158,22 +227,32 @@ class Connection {
       const line = lines[i];
       const colon = line.indexOf(':');
       if (colon <= 0) throw new ProtocolError('malformed header line');
-      const name = line.slice(0, colon).trim().toLowerCase();
+      const rawName = line.slice(0, colon);
+      // No space before the colon, no folded line: another parser could read either differently.
+      if (!TOKEN.test(rawName)) throw new ProtocolError('malformed header name');
+      const name = rawName.toLowerCase();
       const value = line.slice(colon + 1).trim();
+      if (CONTROL.test(value)) throw new ProtocolError('a control character in a header value');
       if (name === 'content-length') {
-        if (!/^\d{1,15}$/.test(value) || (length !== null && length !== Number(value)))
-          throw new ProtocolError('invalid content-length');
+        if (!/^\d{1,15}$/.test(value) || length !== null) throw new ProtocolError('invalid content-length');
         length = Number(value);
-      } else if (name === 'transfer-encoding') chunked = /(?:^|,)\s*chunked$/i.test(value);
-      else if (name === 'connection') close ||= /(?:^|,)\s*close\s*(?:,|$)/i.test(value);
+      } else if (name === 'transfer-encoding') {
+        encodings++;
+        chunked = value.toLowerCase() === 'chunked';
+        if (!chunked) throw new ProtocolError('unsupported transfer-encoding');
+      } else if (name === 'connection') close ||= /(?:^|,)\s*close\s*(?:,|$)/i.test(value);
       else if (name === 'keep-alive') {
         const t = /timeout=(\d+)/i.exec(value);
         if (t) this.idleLimitMs = Math.min(this.idleLimitMs, Math.max(0, Number(t[1]) * 1000 - 1000));
       } else if (name === 'retry-after') head.retryAfter ??= value;
       else if (name === 'location') head.location ??= value;
     }
+    if (encodings > 1) throw new ProtocolError('more than one transfer-encoding');
+    if (chunked && length !== null) throw new ProtocolError('both transfer-encoding and content-length');
     if (status < 200) {
       if (status === 101) throw new ProtocolError('unexpected 101 Switching Protocols');
+      if (m[1] === '0') throw new ProtocolError('an interim answer in HTTP/1.0');
+      if (++this.interim > MAX_INTERIM) throw new ProtocolError('too many interim answers');
       return; // an interim answer: the final one follows
     }
     this.keepAlive = !close;
@@ -228,8 +307,11 @@ class Connection {
       const nl = chunk.indexOf(0x0a, at);
       const end = nl < 0 ? chunk.length : nl + 1;
       this.line += chunk.toString('latin1', at, end);
+      // Trailer lines are head bytes: they count toward the same bound.
+      if (this.chunkState === 'trailer') this.headBytes += end - at;
       at = end;
       if (this.line.length > 4096) throw new ProtocolError('chunk line too long');
+      if (this.headBytes > MAX_HEAD_BYTES) throw new ProtocolError('response trailers too large');
       if (nl < 0) break;
       const line = this.line.replace(/\r?\n$/, '');
       this.line = '';
@@ -251,11 +333,10 @@ class Connection {
     const x = this.exchange!;
     this.exchange = null;
     this.phase = 'head';
-    this.reusable = this.keepAlive && !this.socket.destroyed;
-    if (!x.done) {
-      x.done = true;
-      x.handler.onEnd();
-    }
+    // Never reused when the answer came before the request was written whole: its framing is suspect.
+    this.reusable = this.keepAlive && this.written && !this.socket.destroyed;
+    // Within a read, the end is told once the rest of the read is seen (read() above).
+    if (!this.reading) this.endExchange(x);
   }
 
   private fail(err: Error): void {
@@ -308,7 +389,13 @@ class Pool {
   }
 
   send(x: Exchange): void {
-    const conn = this.idle.pop();
+    let conn = this.idle.pop();
+    // The receiver's keep-alive hint is checked here too, not only by the sweep each second.
+    const now = Date.now();
+    while (conn && now - conn.idleSince >= conn.idleLimitMs) {
+      conn.socket.destroy();
+      conn = this.idle.pop();
+    }
     if (conn) conn.send(x);
     else if (this.conns.size < this.opts.connectionsPerOrigin) this.connect(x);
     else this.waiting.push(x);
@@ -386,19 +473,21 @@ export class Http1Agent {
 
   /**
    * Sends `data` (the whole request: line, head and body, as one string) to `target`'s origin and
-   * returns an abort function (closes its connection; the handler hears nothing more).
+   * returns an abort function (closes its connection; the handler hears nothing more). Requests of
+   * different `partition`s (tenants) never share a connection.
    */
-  send(target: URL, data: string, handler: ExchangeHandler): () => void {
+  send(target: URL, data: string, handler: ExchangeHandler, partition = ''): () => void {
     const x: Exchange = { data, handler, done: false, conn: null };
     if (this.closed) {
       x.done = true;
       handler.onError(Object.assign(new Error('the delivery agent is closed'), { code: 'UND_ERR_DESTROYED' }));
       return () => {};
     }
-    let pool = this.pools.get(target.origin);
+    const key = partition === '' ? target.origin : `${partition}\0${target.origin}`;
+    let pool = this.pools.get(key);
     if (!pool) {
       pool = new Pool(target, this.opts);
-      this.pools.set(target.origin, pool);
+      this.pools.set(key, pool);
     }
     this.sweeper ??= setInterval(() => this.sweep(), IDLE_SWEEP_MS).unref();
     pool.send(x);
@@ -413,7 +502,7 @@ export class Http1Agent {
 
   private sweep(): void {
     const now = Date.now();
-    for (const [origin, pool] of this.pools) if (pool.sweep(now)) this.pools.delete(origin);
+    for (const [key, pool] of this.pools) if (pool.sweep(now)) this.pools.delete(key);
     if (this.pools.size === 0 && this.sweeper) {
       clearInterval(this.sweeper);
       this.sweeper = null;

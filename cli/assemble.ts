@@ -131,7 +131,7 @@ export async function startNode(config: Readonly<Config>, opts: NodeOptions): Pr
       // Revocations pushed by other regions' nodes (core/clients/revocation-push.ts). With
       // --workers N the first worker takes the port and passes what it applies to the others.
       const relay = relayRevocations((r) => ctx.revocations.provisional(r.client_id, r.revoked_at, r.until));
-      const peer = await startPeerServer(ctx, config.host, config.peerPort, relay).catch((err: Error) => {
+      const peer = await startPeerServer(ctx, config.peerHost, config.peerPort, relay).catch((err: Error) => {
         ctx.log.warn('the peer port is not served by this process', { error: err.message });
         return null;
       });

@@ -233,11 +233,29 @@ export const SETTINGS = {
     ],
     read: (env) => env.SLUICE_CACHE_DIR || fileURLToPath(new URL('../.cache', import.meta.url)),
   },
-  host: textSetting(
-    'listeners',
-    'SLUICE_HOST',
-    '0.0.0.0',
-    'listen address of the public listener (not of the admin port)',
+  host: {
+    section: 'listeners',
+    vars: [
+      {
+        env: 'SLUICE_HOST',
+        default: '`0.0.0.0`; `127.0.0.1` without `SLUICE_MASTER_KEY`',
+        doc:
+          'listen address of the public listener (not of the admin port). With the public development ' +
+          'key (no `SLUICE_MASTER_KEY`) an address other than loopback is refused unless ' +
+          '`SLUICE_DEV_ALLOW_DEVELOPMENT_KEY=true`',
+      },
+    ],
+    read: (env) => env.SLUICE_HOST || (env.SLUICE_MASTER_KEY ? '0.0.0.0' : '127.0.0.1'),
+  },
+  /** Whether the public development master key may serve beyond loopback (a development setup). */
+  devAllowDevelopmentKey: boolSetting(
+    'tokens',
+    'SLUICE_DEV_ALLOW_DEVELOPMENT_KEY',
+    false,
+    'with no `SLUICE_MASTER_KEY`, Sluice signs and seals with a development key anyone can read in ' +
+      'its source: it then refuses a public listener beyond loopback and the peer port ' +
+      '(`SLUICE_PEER_PORT`, whose pushes that key would sign) unless this says it is a development ' +
+      'setup; refused when `NODE_ENV=production`',
   ),
   port: intSetting('listeners', 'SLUICE_PORT', 8080, 0, 65535, 'public listener'),
   /** HTTPS (and mTLS) on the public port; null: plain HTTP. */
@@ -357,7 +375,7 @@ export const SETTINGS = {
         env: 'SLUICE_PEER_PORT',
         default: 'unset (off)',
         doc:
-          'the port, on `SLUICE_HOST`, where an ingress node takes pushed revocations (`POST ' +
+          'the port, on `SLUICE_PEER_HOST`, where an ingress node takes pushed revocations (`POST ' +
           '/revocations`, signed); a pushed revocation holds until its Kafka record arrives, or 5 minutes. ' +
           'One per node: with `--workers N` the first worker to bind it listens and passes each push to the ' +
           'other workers',
@@ -365,6 +383,12 @@ export const SETTINGS = {
     ],
     read: (env) => (env.SLUICE_PEER_PORT ? int(env, 'SLUICE_PEER_PORT', 0, 0, 65535) : null),
   },
+  peerHost: textSetting(
+    'regions',
+    'SLUICE_PEER_HOST',
+    '127.0.0.1',
+    'listen address of the peer port (`SLUICE_PEER_PORT`): set it to the address the other regions reach',
+  ),
   audience: textSetting('tokens', 'SLUICE_AUDIENCE', 'sluice', '`aud` of tokens'),
   roles: {
     section: 'tokens',
@@ -890,10 +914,37 @@ function readAll<S extends Record<string, Setting<P>>, P>(settings: S, env: Env,
   return Object.fromEntries(Object.entries(settings).map(([key, s]) => [key, s.read(env, prior)])) as Values<S>;
 }
 
+const isLoopback = (host: string) => /^(127\.\d+\.\d+\.\d+|::1|localhost)$/i.test(host);
+
+/**
+ * The development key is public: whatever it signs or seals, anyone can. So with it Sluice serves
+ * loopback only, and opens no peer port (a push signed with it would revoke clients), unless
+ * SLUICE_DEV_ALLOW_DEVELOPMENT_KEY says this is a development setup.
+ */
+function refuseDevelopmentKeyBeyondLoopback(config: Config): void {
+  if (config.devAllowDevelopmentKey) {
+    if (config.production)
+      throw new ConfigError('SLUICE_DEV_ALLOW_DEVELOPMENT_KEY', 'is refused when NODE_ENV=production');
+    return;
+  }
+  const fix = 'set SLUICE_MASTER_KEY (or SLUICE_DEV_ALLOW_DEVELOPMENT_KEY=true on a development setup)';
+  if (config.peerPort !== null)
+    throw new ConfigError(
+      'SLUICE_PEER_PORT',
+      `is refused with the public development key: anyone could sign a revocation push; ${fix}`,
+    );
+  if (!isLoopback(config.host))
+    throw new ConfigError(
+      'SLUICE_HOST',
+      `${config.host} is beyond loopback, refused with the public development key; ${fix}`,
+    );
+}
+
 export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
   const env = readFileEnv(rawEnv);
   const base = readAll(SETTINGS, env, undefined);
   const config: Config = { ...base, ...readAll(DERIVED_SETTINGS, env, base) };
+  if (!env.SLUICE_MASTER_KEY) refuseDevelopmentKeyBeyondLoopback(config);
   if (config.stateFetchWaitMs * 2 > config.kafkaStaleMs)
     throw new ConfigError(
       'SLUICE_STATE_FETCH_WAIT_MS',

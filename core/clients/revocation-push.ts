@@ -7,15 +7,20 @@
  * client's tokens issued before `revoked_at` at once, until the Kafka record arrives (which replaces
  * it) or PROVISIONAL_TTL_MS passed (a POST that failed after the push: fail-safe, never fail-open).
  *
- * Pushes are signed with an HMAC keyed from SLUICE_MASTER_KEY (every node of a cluster shares it);
- * the peer port (`SLUICE_PEER_PORT`) serves only `POST /revocations`.
+ * Pushes are signed with an HMAC keyed from SLUICE_MASTER_KEY (every node of a cluster shares it;
+ * with the public development key no peer port opens: core/config.ts); the peer port
+ * (`SLUICE_PEER_PORT` on `SLUICE_PEER_HOST`) serves only `POST /revocations`. A push counts once
+ * (a replay within its window is refused), revokes nothing issued after it was sent (`revoked_at`
+ * is capped at `sent_at`), and is logged with the node that sent it.
  *
  *   const peers = await startPeerServer(ctx, host, port);   // on an ingress node
  *   void pushRevocation(ctx, { client_id, revoked_at });    // best effort; Kafka stays the record
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
+import { hostname } from 'node:os';
 import type { Context } from '../context.ts';
+import { LruMap } from '../lru.ts';
 
 /** How long a pushed revocation holds without its Kafka record. */
 export const PROVISIONAL_TTL_MS = 5 * 60_000;
@@ -44,25 +49,32 @@ function sign(masterKey: Buffer, body: string): string {
   return createHmac('sha256', pushKey(masterKey)).update(body).digest('hex');
 }
 
+/** Pushes remembered to refuse a replay: more than a window's worth of revocations at any real rate. */
+const SEEN_PUSHES = 100_000;
+
+type Push = PushedRevocation & { sent_at: number; from: string };
+
 /** A push's body, or null when it is not one. */
-function parsePush(body: string): (PushedRevocation & { sent_at: number }) | null {
+function parsePush(body: string): Push | null {
   let push: unknown;
   try {
     push = JSON.parse(body);
   } catch {
     return null;
   }
-  const p = push as Partial<PushedRevocation & { sent_at: number }> | null;
+  const p = push as Partial<Push> | null;
   if (typeof p?.client_id !== 'string' || p.client_id === '') return null;
   if (!Number.isFinite(p.revoked_at) || !Number.isFinite(p.sent_at)) return null;
-  return { client_id: p.client_id, revoked_at: p.revoked_at!, sent_at: p.sent_at! };
+  const from = typeof p.from === 'string' ? p.from.slice(0, 200) : 'unnamed';
+  return { client_id: p.client_id, revoked_at: p.revoked_at!, sent_at: p.sent_at!, from };
 }
 
 /** Sends the revocation to every peer at once; resolves when all answered or timed out (never throws). */
 export async function pushRevocation(ctx: Context, r: PushedRevocation): Promise<void> {
   const peers = ctx.config.peers;
   if (peers.length === 0) return;
-  const body = JSON.stringify({ ...r, sent_at: ctx.clock.now() });
+  const from = `${ctx.config.region}/${hostname()}/${process.pid}`;
+  const body = JSON.stringify({ ...r, sent_at: ctx.clock.now(), from });
   const signature = sign(ctx.config.masterKey, body);
   await Promise.all(
     peers.map((peer) =>
@@ -90,6 +102,8 @@ export async function startPeerServer(
   /** Told of every push applied here (a worker passes it to its siblings: cli/workers.ts). */
   onApplied?: (r: PushedRevocation & { until: number }) => void,
 ): Promise<{ port: number; close(): Promise<void> }> {
+  // Signatures of the pushes applied, until they are too old to be accepted anyway.
+  const seen = new LruMap<string, number>(SEEN_PUSHES);
   const server: Server = createServer((req, res) => {
     const refuse = (status: number, title: string, detail: string) =>
       res
@@ -124,9 +138,24 @@ export async function startPeerServer(
         refuse(400, 'Bad Request', `sent_at is more than ${MAX_AGE_MS / 1000} s from this node's clock`);
         return;
       }
+      const signature = got.toString();
+      const seenAt = seen.get(signature);
+      if (seenAt !== undefined && now - seenAt <= 2 * MAX_AGE_MS) {
+        refuse(409, 'Conflict', 'this push was applied before; a push counts once');
+        return;
+      }
+      seen.set(signature, now);
+      // A push speaks for what was issued before it was sent, never for tokens still to come.
+      const revokedAt = Math.min(push.revoked_at, push.sent_at);
       const until = now + PROVISIONAL_TTL_MS;
-      ctx.revocations.provisional(push.client_id, push.revoked_at, until);
-      onApplied?.({ client_id: push.client_id, revoked_at: push.revoked_at, until });
+      ctx.revocations.provisional(push.client_id, revokedAt, until);
+      ctx.log.info('revocation push applied', {
+        client_id: push.client_id,
+        revoked_at: revokedAt,
+        from: push.from,
+        peer_address: req.socket.remoteAddress,
+      });
+      onApplied?.({ client_id: push.client_id, revoked_at: revokedAt, until });
       res.writeHead(204).end();
     });
   });

@@ -212,6 +212,8 @@ export async function startLab(opts: LabOptions): Promise<Lab> {
       SLUICE_LOG_LEVEL: 'warn',
       SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
       SLUICE_TOPIC_PARTITIONS: '3',
+      // Listeners on the namespaces' addresses and the peer port need a key of the lab's own.
+      SLUICE_MASTER_KEY: 'sluice-regions-lab-master-key-not-a-secret',
       ...opts.env,
     };
   }
@@ -306,6 +308,7 @@ export async function startLab(opts: LabOptions): Promise<Lab> {
         SLUICE_ADMIN_PORT: String(INGRESS_ADMIN),
         SLUICE_DATA_DIR: join(opts.workDir, `state-ingress-${r}`),
         SLUICE_PEER_PORT: String(PEER_PORT),
+        SLUICE_PEER_HOST: net.ip(r),
         SLUICE_PEERS:
           opts.push === false
             ? ''

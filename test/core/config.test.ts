@@ -45,3 +45,17 @@ t.test('SLUICE_HEAP_GROWTH_PERCENT out of range is refused by name', async (t) =
     t.match((caught as Error | null)?.message ?? '', /SLUICE_HEAP_GROWTH_PERCENT/, `${bad}: names the variable`);
   }
 });
+
+t.test('the public development key serves loopback only and opens no peer port', async (t) => {
+  t.equal(loadConfig({}).host, '127.0.0.1', 'without SLUICE_MASTER_KEY the public listener is on loopback');
+  const key = 'k'.repeat(32);
+  t.equal(loadConfig({ SLUICE_MASTER_KEY: key }).host, '0.0.0.0', 'with one, on every address');
+  t.equal(loadConfig({ SLUICE_MASTER_KEY: key, SLUICE_PEER_PORT: '7070' }).peerHost, '127.0.0.1');
+  t.throws(() => loadConfig({ SLUICE_PEER_PORT: '7070' }), /SLUICE_PEER_PORT.*development key/);
+  t.throws(() => loadConfig({ SLUICE_HOST: '0.0.0.0' }), /SLUICE_HOST.*development key/);
+  t.throws(() => loadConfig({ SLUICE_HOST: '10.1.2.3' }), /SLUICE_HOST/);
+  t.equal(loadConfig({ SLUICE_HOST: '127.0.0.2' }).host, '127.0.0.2', 'any loopback address is fine');
+  const dev = { SLUICE_DEV_ALLOW_DEVELOPMENT_KEY: 'true', SLUICE_HOST: '0.0.0.0', SLUICE_PEER_PORT: '7070' };
+  t.equal(loadConfig(dev).peerPort, 7070, 'a development setup says so');
+  t.throws(() => loadConfig({ ...dev, NODE_ENV: 'production' }), /SLUICE_(DEV_ALLOW_DEVELOPMENT_KEY|MASTER_KEY)/);
+});

@@ -119,3 +119,27 @@ t.test('a push to a peer that is down or refuses is logged, never thrown', async
   t.match(logged.join('\n'), /revocation push failed/, 'the unreachable peer is logged');
   t.notOk(receiving.revocations.refuses('cl_y', iat(clock.now() - 1000)), 'the refused push changed nothing');
 });
+
+t.test('a push counts once: the same bytes again are refused (409) and change nothing more', async (t) => {
+  const list = receiving.revocations;
+  const now = clock.now();
+  const push = signed({ client_id: 'cl_replayed', revoked_at: now, sent_at: now, from: 'test' });
+  t.equal((await post(push.text, push.signature)).status, 204, 'applied once');
+  list.apply({ topic: 'revocations', partition: 0, offset: 1n, key: 'cl_replayed', value: null } as never);
+  t.notOk(list.refuses('cl_replayed', iat(now - 1000)), 'its Kafka record (a re-enable) decided');
+  clock.advance(20_000);
+  const again = await post(push.text, push.signature);
+  t.equal(again.status, 409, 'the captured push replayed 20 s later: 409');
+  t.equal(again.type, 'application/problem+json');
+  t.notOk(list.refuses('cl_replayed', iat(now - 1000)), 'the replay revoked nothing');
+});
+
+t.test('a push revokes nothing issued after it was sent, whatever its revoked_at says', async (t) => {
+  const list = receiving.revocations;
+  const now = clock.now();
+  const tenYears = 10 * 365 * 24 * 3600_000;
+  const push = signed({ client_id: 'cl_future', revoked_at: now + tenYears, sent_at: now });
+  t.equal((await post(push.text, push.signature)).status, 204);
+  t.ok(list.refuses('cl_future', iat(now - 1000)), 'a token issued before the push is refused');
+  t.notOk(list.refuses('cl_future', iat(now + 2000)), 'one issued after it (a new token) is not');
+});

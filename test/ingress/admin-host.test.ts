@@ -104,7 +104,7 @@ t.test('adminUrl: where to reach the admin port from this machine', async (t) =>
 
 t.test('ingress with SLUICE_HOST=0.0.0.0: public on every address, admin on 127.0.0.1 only', async (t) => {
   t.ok(otherAddresses.length > 0, `other addresses of this machine: ${otherAddresses.join(', ')}`);
-  const node = await startTestNode({ SLUICE_HOST: '0.0.0.0' });
+  const node = await startTestNode({ SLUICE_HOST: '0.0.0.0', SLUICE_DEV_ALLOW_DEVELOPMENT_KEY: 'true' });
   t.teardown(() => node.close());
   const { port, adminPort } = node.ingress!;
   t.equal((await fetch(`${node.admin}/metrics`)).status, 200, '/metrics answers on 127.0.0.1');
@@ -115,7 +115,11 @@ t.test('ingress with SLUICE_HOST=0.0.0.0: public on every address, admin on 127.
 });
 
 t.test('SLUICE_ADMIN_HOST=0.0.0.0 opens the admin port on every address', async (t) => {
-  const node = await startTestNode({ SLUICE_HOST: '0.0.0.0', SLUICE_ADMIN_HOST: '0.0.0.0' });
+  const node = await startTestNode({
+    SLUICE_HOST: '0.0.0.0',
+    SLUICE_ADMIN_HOST: '0.0.0.0',
+    SLUICE_DEV_ALLOW_DEVELOPMENT_KEY: 'true',
+  });
   t.teardown(() => node.close());
   for (const address of ['127.0.0.1', ...otherAddresses]) {
     const res = await fetch(`http://${address}:${node.ingress!.adminPort}/healthz`);
@@ -127,6 +131,7 @@ t.test('a dispatcher-only process (sluice dispatcher) keeps its admin port on 12
   const config = loadConfig({
     SLUICE_TOPIC_PREFIX: uniquePrefix('adm'),
     SLUICE_HOST: '0.0.0.0',
+    SLUICE_DEV_ALLOW_DEVELOPMENT_KEY: 'true',
     SLUICE_ADMIN_PORT: String(await freePort()),
     SLUICE_TOPIC_PARTITIONS: '1',
     SLUICE_LOG_LEVEL: 'error',

@@ -158,7 +158,11 @@ const forged = (c: Cert) => ({ 'x-client-cert-sha256': c.sha256, 'x-client-cert-
 
 // Listening on :: (dual-stack): the proxy's address reaches the node as ::ffff:127.0.0.2 and must
 // match SLUICE_TRUSTED_PROXIES=127.0.0.2.
-const node = await startTestNode({ SLUICE_HOST: '::', SLUICE_TRUSTED_PROXIES: '127.0.0.2' });
+const node = await startTestNode({
+  SLUICE_HOST: '::',
+  SLUICE_TRUSTED_PROXIES: '127.0.0.2',
+  SLUICE_DEV_ALLOW_DEVELOPMENT_KEY: 'true',
+});
 t.teardown(() => node.close());
 const door = await startFrontDoor(node.ingress!.port, '127.0.0.2');
 t.teardown(() => door.close());

@@ -28,7 +28,7 @@ import { failureClass, type PingOptions, sendEvent, sendPing } from './ping.ts';
 import { publishEvent } from './publish.ts';
 import type { EndpointRecord, EventRecord, Ordering } from './records.ts';
 import { newEndpointSecret } from './signing.ts';
-import { assertPublicAddress, checkTargetUrl, type TargetGuardOptions } from './target-guard.ts';
+import { assertPublicAddress, checkTargetUrl, normalTargetUrl, type TargetGuardOptions } from './target-guard.ts';
 
 export interface NewEndpoint {
   tenant_id: string;
@@ -112,7 +112,7 @@ function sendOptions(ctx: Context): PingOptions {
 /** Checks the target, writes the endpoint as PENDING, pings it, and makes it ACTIVE on a 2xx. */
 export async function createEndpoint(ctx: Context, input: NewEndpoint): Promise<EndpointOutcome & { secret: string }> {
   const guard = targetGuardOptions(ctx);
-  await checkNewTarget(input.url, guard);
+  const url = await checkNewTarget(input.url, guard);
   const secret = newEndpointSecret();
   const id = newId('ep');
   // One creation of the tenant's at a time in this process: the count below includes every
@@ -126,7 +126,7 @@ export async function createEndpoint(ctx: Context, input: NewEndpoint): Promise<
     const created = await writeVersion(ctx, undefined, {
       id,
       tenant_id: input.tenant_id,
-      url: input.url,
+      url,
       events: input.events,
       metadata: input.metadata,
       description: input.description ?? null,
@@ -150,12 +150,15 @@ export async function createEndpoint(ctx: Context, input: NewEndpoint): Promise<
  * resolve yet (DNS not set up, or a resolver hiccup) is not a refusal: the endpoint is written,
  * its ping fails (PENDING), and every ping and delivery checks the target again.
  */
-async function checkNewTarget(url: string, guard: TargetGuardOptions): Promise<void> {
+async function checkNewTarget(url: string, guard: TargetGuardOptions): Promise<string> {
+  const parsed = checkTargetUrl(url, guard);
   try {
-    await assertPublicAddress(checkTargetUrl(url, guard), guard);
+    await assertPublicAddress(parsed, guard);
   } catch (err) {
     if (!(err instanceof SluiceError && err.extra.reason === 'unresolvable')) throw err;
   }
+  // Stored and shown in the one form every later check and request reads.
+  return parsed.href;
 }
 
 /** An endpoint's delivery policy fields as stored: only those given, an absent `ordering` as `none`. */
@@ -212,11 +215,12 @@ export async function updateEndpoint(
   patch: EndpointPatch,
   actor: string,
 ): Promise<{ record: EndpointRecord; ping: AttemptOutcome | null }> {
-  const url = patch.url !== undefined && patch.url !== rec.url ? patch.url : undefined;
+  const asked = patch.url === undefined ? undefined : normalTargetUrl(patch.url);
+  let url = asked !== undefined && asked !== rec.url ? asked : undefined;
   let ping: AttemptOutcome | null = null;
   if (url !== undefined) {
     const guard = targetGuardOptions(ctx);
-    await checkNewTarget(url, guard);
+    url = await checkNewTarget(url, guard);
     const secrets = ctx.endpoints.signingSecrets(rec.id, ctx.clock.now());
     if (secrets === undefined) throw notFound(rec.id);
     ping = await sendPing({ ...rec, url }, secrets, sendOptions(ctx));
@@ -475,15 +479,11 @@ export function sluiceEventId(ctx: Context, derivedFrom: string): string {
 
 /**
  * Writes since when every attempt at the endpoint failed (null: one succeeded). Only for an ACTIVE
- * endpoint still at the URL the attempts went to, and only when the record says otherwise. The dispatcher calls it rarely (see
- * dispatcher/health.ts): a checkpoint once an outage has lasted, a clear once it ends.
+ * endpoint still at the URL the attempts went to, and only when the record says otherwise. The
+ * dispatcher calls it rarely (see dispatcher/health.ts): a checkpoint once an outage has lasted, a
+ * clear once it ends.
  */
-export async function recordFailingSince(
-  ctx: Context,
-  id: string,
-  since: number | null,
-  url?: string,
-): Promise<void> {
+export async function recordFailingSince(ctx: Context, id: string, since: number | null, url?: string): Promise<void> {
   // `url`: the URL the attempts went to; a URL changed since then starts with a clean record.
   const unchanged = (cur: EndpointRecord | undefined) =>
     cur?.state !== 'ACTIVE' || (url !== undefined && cur.url !== url) || (cur.failing_since ?? null) === since;

@@ -62,6 +62,10 @@ function refuse(reason: TargetRefusal, detail: string, extra: Record<string, unk
 export function checkTargetUrl(url: string, opts: { allowInsecure: boolean }): URL {
   if (url.length > MAX_TARGET_URL_LENGTH)
     throw refuse('too_long', `the target URL must be at most ${MAX_TARGET_URL_LENGTH} characters`);
+  // A URL parser that is not WHATWG's may read `https://1.1.1.1\\@127.0.0.1/` as host 127.0.0.1;
+  // what no two parsers can disagree on is refused, and the URL is kept in WHATWG's form (`href`).
+  if (/[\\\x00-\x20\x7f]/.test(url))
+    throw refuse('invalid_url', 'the target URL must not hold backslashes, spaces or control characters');
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -83,6 +87,15 @@ export function checkTargetUrl(url: string, opts: { allowInsecure: boolean }): U
     );
   if (hostOf(parsed) === '') throw refuse('invalid_url', 'the target URL has no host');
   return parsed;
+}
+
+/** The form a target URL is stored and compared in: WHATWG's serialisation, or as given when it is none. */
+export function normalTargetUrl(url: string): string {
+  try {
+    return new URL(url).href;
+  } catch {
+    return url;
+  }
 }
 
 /** The hostname without IPv6 brackets or a trailing root dot, lower case. */

@@ -26,6 +26,7 @@ import {
 import { json, type AppRequest, type Reply, type Route } from '../types.ts';
 import { pageOf, readCursor } from '../../core/paging.ts';
 import { failureClass } from '../../core/webhooks/ping.ts';
+import { normalTargetUrl } from '../../core/webhooks/target-guard.ts';
 import { TargetBudget } from './target-budget.ts';
 
 /** A registration the contract's EndpointCreate admitted. */
@@ -97,7 +98,7 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
   const update = async (req: AppRequest): Promise<Reply> => {
     const rec = find(req);
     const { url } = req.body as EndpointPatch;
-    if (url !== undefined && url !== rec.url) budget.take(rec.tenant_id, rec.id, 'a new URL is pinged');
+    if (url !== undefined && normalTargetUrl(url) !== rec.url) budget.take(rec.tenant_id, rec.id, 'a new URL is pinged');
     try {
       const { record, ping } = await updateEndpoint(ctx, rec, req.body as EndpointPatch, req.auth!.claims.client_id);
       return json(200, view(record), ping ? pingHeaders(ping) : {});

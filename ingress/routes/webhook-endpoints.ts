@@ -98,7 +98,8 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
   const update = async (req: AppRequest): Promise<Reply> => {
     const rec = find(req);
     const { url } = req.body as EndpointPatch;
-    if (url !== undefined && normalTargetUrl(url) !== rec.url) budget.take(rec.tenant_id, rec.id, 'a new URL is pinged');
+    if (url !== undefined && normalTargetUrl(url) !== rec.url)
+      budget.take(rec.tenant_id, rec.id, 'a new URL is pinged');
     try {
       const { record, ping } = await updateEndpoint(ctx, rec, req.body as EndpointPatch, req.auth!.claims.client_id);
       return json(200, view(record), ping ? pingHeaders(ping) : {});

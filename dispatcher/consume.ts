@@ -4,11 +4,15 @@
  * - `GroupConsumer`: one consumer group member (autoCommit off, eachBatch), rebuilt when kafkajs
  *   gives it up (core/kafka/member.ts).
  * - `OffsetTracker`: deliveries finish out of order; the committed offset of a partition is the
- *   lowest one whose outcome is not yet durable, so a crash repeats deliveries and never loses one.
+ *   lowest one whose outcome is not yet durable, so a crash repeats deliveries and never loses one;
+ *   beside it goes the set of offsets finished beyond it (offset-map.ts), which the partition's
+ *   next owner skips: a crash repeats what was in flight, not all that a slow delivery held back.
  */
 import type { Kafka } from 'kafkajs';
 import type { EachBatchPayload } from 'kafkajs';
 import { Member } from '../core/kafka/member.ts';
+import { type CommittedOffset, committedOffsets } from '../core/kafka/topic-admin.ts';
+import { decodeFinished, encodeFinished } from './offset-map.ts';
 import type { Logger } from '../core/log.ts';
 import type { Metrics } from '../core/metrics.ts';
 
@@ -32,7 +36,7 @@ export class GroupConsumer {
   private readonly member: Member;
 
   constructor(
-    kafka: Kafka,
+    private readonly kafka: Kafka,
     private readonly log: Logger,
     readonly opts: GroupConsumerOptions,
   ) {
@@ -75,10 +79,15 @@ export class GroupConsumer {
     return this.member.start();
   }
 
+  /** What this group committed for the given partitions (offset and metadata), keyed `topic\0partition`. */
+  committed(partitions: Record<string, number[]>): Promise<Map<string, CommittedOffset>> {
+    return committedOffsets(this.kafka, this.opts.groupId, partitions);
+  }
+
   /**
    * Commits "next offset to read" per partition; a commit refused after a rebalance is harmless (the records repeat).
    */
-  async commit(offsets: Array<{ topic: string; partition: number; offset: string }>): Promise<void> {
+  async commit(offsets: Array<{ topic: string; partition: number; offset: string; metadata?: string }>): Promise<void> {
     const c = this.member.consumer;
     if (!c || offsets.length === 0) return;
     try {
@@ -130,9 +139,14 @@ class PartitionWindow {
     return this.pending.size - this.left;
   }
 
+  /** Offsets the last owner finished beyond its commit point (its commit's metadata), not read yet. */
+  private readonly finishedBefore = new Set<number>();
+  /** What was committed last (offset and metadata), so an unchanged window is not committed again. */
+  committedMetadata = '';
+
   /**
-   * False when this offset was already handed out (a refetch after a restart or rebalance), unless
-   * it was left in Kafka: then it is handed out again.
+   * False when this offset was already handed out (a refetch after a restart or rebalance), or was
+   * finished by the partition's last owner; an offset left in Kafka is handed out again.
    */
   accept(offset: number): boolean {
     if (offset < this.next) {
@@ -142,9 +156,19 @@ class PartitionWindow {
       return true;
     }
     if (this.pending.size === 0) this.low = offset;
-    this.pending.set(offset, RUNNING);
     this.next = offset + 1;
+    if (this.finishedBefore.delete(offset)) {
+      this.pending.set(offset, DONE);
+      this.advance();
+      return false;
+    }
+    this.pending.set(offset, RUNNING);
     return true;
+  }
+
+  /** Offsets a previous owner finished beyond the commit point it left: skipped when read. */
+  finishedEarlier(offsets: number[]): void {
+    for (const o of offsets) if (o >= this.next) this.finishedBefore.add(o);
   }
 
   /** An accepted offset is not handled now: it is not finished (the commit stays below it) until read again. */
@@ -157,7 +181,11 @@ class PartitionWindow {
   finish(offset: number): void {
     if (this.pending.get(offset) !== RUNNING) return;
     this.pending.set(offset, DONE);
-    // Advance past finished offsets; gaps (compacted or skipped offsets) were never handed out.
+    this.advance();
+  }
+
+  /** Moves `low` past finished offsets; gaps (compacted or skipped offsets) were never handed out. */
+  private advance(): void {
     while (this.low < this.next) {
       const state = this.pending.get(this.low);
       if (state === RUNNING || state === LEFT) break;
@@ -170,10 +198,21 @@ class PartitionWindow {
   commitPoint(): number {
     return this.pending.size > 0 ? this.low : this.next;
   }
+
+  /** The metadata committed with `point`: the offsets finished beyond it, here or by the last owner. */
+  metadata(point: number): string {
+    const done: number[] = [];
+    for (const [offset, state] of this.pending) if (state === DONE && offset > point) done.push(offset);
+    for (const o of this.finishedBefore) if (o > point) done.push(o);
+    if (this.finishedBefore.size > 0) done.sort((a, b) => a - b);
+    return encodeFinished(point, done);
+  }
 }
 
 export class OffsetTracker {
   private readonly windows = new Map<string, PartitionWindow>();
+  /** Partitions new here whose last commit is being read. */
+  private readonly loading = new Map<string, Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
 
@@ -209,7 +248,10 @@ export class OffsetTracker {
     }, this.commitEveryMs);
   }
 
-  /** Forgets the windows of partitions not in `assigned`; returns their keys (`topic\0partition`). */
+  /**
+   * Forgets the windows of partitions not in `assigned` and returns their keys (`topic\0partition`);
+   * for partitions new here, reads what their last owner committed (`ready` waits for it).
+   */
   retain(assigned: Record<string, number[]>): Set<string> {
     const keep = new Set(Object.entries(assigned).flatMap(([topic, ps]) => ps.map((p) => `${topic}\0${p}`)));
     const gone = new Set<string>();
@@ -218,7 +260,37 @@ export class OffsetTracker {
       gone.add(key);
       this.windows.delete(key);
     }
+    const fresh: Record<string, number[]> = {};
+    const freshKeys: string[] = [];
+    for (const key of keep) {
+      if (this.windows.has(key)) continue;
+      const [topic, partition] = key.split('\0');
+      this.window(topic, Number(partition));
+      fresh[topic] = [...(fresh[topic] ?? []), Number(partition)];
+      freshKeys.push(key);
+    }
+    if (freshKeys.length > 0) {
+      const loading = this.member
+        .committed(fresh)
+        .then((committed) => {
+          for (const [key, c] of committed) {
+            const w = this.windows.get(key);
+            if (w) w.finishedEarlier(decodeFinished(c.offset, c.metadata));
+          }
+        })
+        // Unread, nothing is skipped: the records are only delivered again.
+        .catch(() => {})
+        .finally(() => {
+          for (const key of freshKeys) if (this.loading.get(key) === loading) this.loading.delete(key);
+        });
+      for (const key of freshKeys) this.loading.set(key, loading);
+    }
     return gone;
+  }
+
+  /** Resolves once the partition's last commit has been read (at once when it has). */
+  ready(topic: string, partition: number): Promise<void> | undefined {
+    return this.loading.get(`${topic}\0${partition}`);
   }
 
   get pending(): number {
@@ -229,14 +301,16 @@ export class OffsetTracker {
 
   flush(): Promise<void> {
     this.flushing = this.flushing.then(async () => {
-      const offsets: Array<{ topic: string; partition: number; offset: string }> = [];
+      const offsets: Array<{ topic: string; partition: number; offset: string; metadata: string }> = [];
       for (const [key, w] of this.windows) {
         const point = w.commitPoint();
-        if (point > w.committed && point >= 0) {
-          const [topic, partition] = key.split('\0');
-          offsets.push({ topic, partition: Number(partition), offset: point.toString() });
-          w.committed = point;
-        }
+        if (point < 0 || point < w.committed) continue;
+        const metadata = w.metadata(point);
+        if (point === w.committed && metadata === w.committedMetadata) continue;
+        const [topic, partition] = key.split('\0');
+        offsets.push({ topic, partition: Number(partition), offset: point.toString(), metadata });
+        w.committed = point;
+        w.committedMetadata = metadata;
       }
       await this.member.commit(offsets);
     });

@@ -51,6 +51,9 @@ export function deliveryConsumer(
   const eachBatch = async (p: EachBatchPayload): Promise<void> => {
     const { batch } = p;
     const { topic, partition } = batch;
+    // A partition new here: first learn which of its offsets the last owner finished.
+    const loading = tracker.ready(topic, partition);
+    if (loading) await loading;
     const mode = opts.modeOf(topic);
     // The main topic carries DeliverySets (one event, many endpoints) or single records; a rung
     // carries single records only.

@@ -228,6 +228,9 @@ export function laneConsumer(stage: Stage, recorder: OutcomeRecorder, metrics: M
   const eachBatch = async (p: EachBatchPayload): Promise<void> => {
     const { batch } = p;
     const { partition } = batch;
+    // A partition new here: first learn which of its offsets the last owner finished.
+    const loading = tracker.ready(topic, partition);
+    if (loading) await loading;
     for (let i = 0; i < batch.messages.length; i++) {
       if (!p.isRunning() || p.isStale()) return;
       // A backstop only: tenants over their share are left in Kafka one by one (below), so this

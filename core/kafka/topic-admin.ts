@@ -164,3 +164,37 @@ async function endOffsetsOnce(kafka: Kafka, topics: string[]): Promise<Map<strin
     await admin.disconnect();
   }
 }
+
+/** A group's committed offset of one partition and the metadata committed with it. */
+export interface CommittedOffset {
+  offset: number;
+  metadata: string | null;
+}
+
+/**
+ * The committed offsets (with their metadata) of `groupId` for the given partitions, keyed
+ * `topic\0partition`; a partition with no commit is absent. One admin connection per call.
+ */
+export async function committedOffsets(
+  kafka: Kafka,
+  groupId: string,
+  partitions: Record<string, number[]>,
+): Promise<Map<string, CommittedOffset>> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const topics = Object.keys(partitions);
+    const out = new Map<string, CommittedOffset>();
+    for (const t of await admin.fetchOffsets({ groupId, topics })) {
+      const wanted = new Set(partitions[t.topic] ?? []);
+      for (const p of t.partitions) {
+        const offset = Number(p.offset);
+        if (!wanted.has(p.partition) || offset < 0) continue;
+        out.set(`${t.topic}\0${p.partition}`, { offset, metadata: p.metadata ?? null });
+      }
+    }
+    return out;
+  } finally {
+    await admin.disconnect();
+  }
+}

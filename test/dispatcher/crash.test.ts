@@ -1,5 +1,6 @@
 import t from 'tap';
 import type { ChildProcess } from 'node:child_process';
+import { createServer } from 'node:http';
 import { spawnDispatcher } from '../helpers/cli.ts';
 import { startTestNode, uniquePrefix, call } from '../helpers/sluice.ts';
 import { receiver, registerEndpoint, type TestReceiver } from './receiver.ts';
@@ -95,6 +96,76 @@ t.test('a dispatcher killed with SIGKILL mid-way loses no delivery once another 
   const duplicates = [...receipts().values()].reduce((n, c) => n + (c - 1), 0);
   t.ok(duplicates < atKill, `${duplicates} duplicate receipts, fewer than the ${atKill} made before the kill`);
   t.comment(`deliveries: ${total}; ${atKill} received before the kill; ${duplicates} duplicates after SIGKILL`);
+  const exited = new Promise((r) => first.once('exit', r));
+  first.kill('SIGTERM');
+  await exited;
+});
+
+t.test('a SIGKILL behind a slow endpoint repeats what was in flight, not all its commit point held back', async (t) => {
+  // The issue's setup, scaled down: fast endpoints and one that answers after 3 s, events arriving
+  // all along; the commit point of a partition waits for the slow endpoint's oldest attempt, while
+  // the fast deliveries after it finish. Only the fast endpoints' repeats are counted.
+  const token = await node.token(await node.client('admin', 'crash-slow'));
+  const fast: TestReceiver[] = [];
+  for (let i = 0; i < 4; i++) fast.push(await receiver(200));
+  receivers.push(...fast);
+  // Answers every event after 2.5 s (slower than SLUICE_DISPATCH_SLOW_MS), the ping at once.
+  const slow = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const ping = Buffer.concat(chunks).toString().includes('"type":"ping"');
+      setTimeout(() => res.end('ok'), ping ? 0 : 2500);
+    });
+  });
+  await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+  t.teardown(() => {
+    slow.closeAllConnections();
+    slow.close();
+  });
+  for (const r of fast) await registerEndpoint(node, token, r.url, ['*']);
+  await registerEndpoint(node, token, `http://127.0.0.1:${(slow.address() as { port: number }).port}/hook`, ['*']);
+  let first = await startDispatcher();
+  const created = Date.now();
+  let n = 0;
+  const publish = async (count: number) => {
+    const records = [];
+    for (let j = 0; j < count; j++, n++)
+      records.push({
+        key: 'crash-slow',
+        value: JSON.stringify({
+          id: `slow-${n}`,
+          tenant_id: 'crash-slow',
+          type: 'pipeline.completed',
+          data: { n },
+          created_at: created,
+        }),
+      });
+    await node.ctx.producer.send(node.ctx.topics.events, records);
+  };
+  // 60 events every 250 ms; the kill comes after 8 s.
+  const started = Date.now();
+  while (Date.now() - started < 8000) {
+    await publish(60);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const fastReceipts = () => fast.reduce((s, r) => s + r.receipts().length, 0);
+  first.kill('SIGKILL');
+  await new Promise((r) => first.once('exit', r));
+  const atKill = fastReceipts();
+  const distinct = () => new Set(fast.flatMap((r, i) => r.receipts().map((h) => `${h.body.id}@${i}`))).size;
+  t.ok(atKill > 0, `${atKill} fast deliveries before the kill`);
+  first = await startDispatcher();
+  const total = n * fast.length;
+  const deadline = Date.now() + 120_000;
+  while (distinct() < total && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+  t.equal(distinct(), total, `every fast delivery arrived (${total})`);
+  await new Promise((r) => setTimeout(r, 1000));
+  const repeats = fastReceipts() - distinct();
+  t.comment(`${n} events, ${total} fast deliveries, ${atKill} before the kill, ${repeats} repeated`);
+  // In flight at most CONCURRENCY attempts (here fewer: 4 fast endpoints × 8), plus what finished
+  // in the last commit interval (100 ms).
+  t.ok(repeats <= CONCURRENCY, `${repeats} repeats ≤ ${CONCURRENCY}, what one process has in flight`);
   const exited = new Promise((r) => first.once('exit', r));
   first.kill('SIGTERM');
   await exited;

@@ -17,7 +17,7 @@
  *
  *   const { record, secret, ping } = await createEndpoint(ctx, { tenant_id, actor, url, events, metadata: null });
  */
-import { createHmac, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { appendAudit } from '../audit/audit-log.ts';
 import { waitFor, writeState, type Context } from '../context.ts';
 import { invalidRequest, SluiceError, unavailable } from '../errors.ts';
@@ -442,6 +442,10 @@ export async function disableEndpoint(
         state: 'DISABLED',
         disabled_reason: reason,
         disabled_at: now,
+        // Random, so no publisher can know it beforehand and send a decoy under it that a receiver
+        // deduplicating on ids would take for the notice; kept here, so it is one id for the one
+        // writer whose disabling took effect (another writer's commit finds it DISABLED: no notice).
+        disabled_event_id: newId('evt'),
         failing_since: null,
         updated_at: Math.max(now, cur.updated_at + 1),
       };
@@ -453,7 +457,7 @@ export async function disableEndpoint(
   await publishEvent(ctx, {
     tenant_id: from.tenant_id,
     type: 'endpoint.disabled',
-    id: sluiceEventId(ctx, `endpoint.disabled:${id}:${from.verified_at ?? from.created_at}`),
+    id: record.disabled_event_id ?? newId('evt'),
     // Sluice's own namespace: no publisher can claim this id first and so suppress the event.
     origin: 'sluice',
     data: {
@@ -464,17 +468,6 @@ export async function disableEndpoint(
     },
   });
   return record;
-}
-
-/**
- * The id of one of Sluice's own events, derived from what makes it unique (so that two writers of
- * the same event publish it once): `evt_` and 24 hex digits like every generated id, keyed with the
- * master key, so a publisher cannot know it in advance and send an event of its own under it (a
- * receiver deduplicating on the id would drop Sluice's).
- */
-export function sluiceEventId(ctx: Context, derivedFrom: string): string {
-  const mac = createHmac('sha256', ctx.config.masterKey).update(`sluice-event-id\0${derivedFrom}`);
-  return `evt_${mac.digest('hex').slice(0, 24)}`;
 }
 
 /**
@@ -523,13 +516,17 @@ export async function deleteEndpoint(ctx: Context, rec: EndpointRecord, actor: s
 function pinged(
   ok: boolean,
   now: number,
-): Pick<EndpointRecord, 'state' | 'verified_at' | 'failing_since' | 'disabled_reason' | 'disabled_at'> {
+): Pick<
+  EndpointRecord,
+  'state' | 'verified_at' | 'failing_since' | 'disabled_reason' | 'disabled_at' | 'disabled_event_id'
+> {
   return {
     state: ok ? 'ACTIVE' : 'PENDING',
     verified_at: ok ? now : null,
     failing_since: null,
     disabled_reason: null,
     disabled_at: null,
+    disabled_event_id: null,
   };
 }
 

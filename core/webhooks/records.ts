@@ -45,6 +45,8 @@ export interface EndpointRecord {
   /** Why and when it became DISABLED. */
   disabled_reason?: string | null;
   disabled_at?: number | null; // ms
+  /** The id of the `endpoint.disabled` notice of this disabling: random, chosen by the writer that disabled it. */
+  disabled_event_id?: string | null;
   /**
    * One more than the version of the record this one was made from (1: created). The view applies
    * a record only on top of the version it was made from (compare-and-set, EndpointRegistry.apply);

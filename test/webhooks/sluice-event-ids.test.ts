@@ -3,12 +3,14 @@
  * `endpoint.disabled` notice from going out by publishing, beforehand, an event under the id Sluice
  * derives for it (`endpoint.disabled:<endpoint>:<verified_at ms>`): Sluice's publish then answered
  * as a repeat and wrote nothing. Now no id a tenant names reaches the key of one of Sluice's, and
- * Sluice's ids cannot be known beforehand.
+ * Sluice's ids cannot be known beforehand: the notice's is random (issue 31 item 4: derived with
+ * the master key, it was known to anyone under the development key).
  */
 import t from 'tap';
 import { call, startTestNode } from '../helpers/sluice.ts';
 import { publish, receiver, registerEndpoint, type TestReceiver } from '../dispatcher/receiver.ts';
-import { disableEndpoint, sluiceEventId } from '../../core/webhooks/endpoint-service.ts';
+import { createHmac } from 'node:crypto';
+import { disableEndpoint } from '../../core/webhooks/endpoint-service.ts';
 import { eventIdKey } from '../../core/webhooks/idempotency.ts';
 import { TENANT_PATTERN } from '../../core/clients/client-registry.ts';
 
@@ -47,24 +49,27 @@ t.test('publishing the id Sluice used to derive does not suppress endpoint.disab
   t.match(got[0].body.id, /^evt_[0-9a-f]{24}$/);
 });
 
-t.test("publishing the notice's own id first does not suppress it either", async (t) => {
+t.test("the notice's id cannot be known beforehand, even under the development key", async (t) => {
   const { token, watcher, other, victim } = await setUp('quiet-known');
-  // Even a publisher that somehow knew the id (it is keyed with the master key) only claims it in
-  // the tenant's namespace.
-  const id = sluiceEventId(node.ctx, `endpoint.disabled:${victim.id}:${victim.verified_at ?? victim.created_at}`);
-  const res = await publish(node, token, { type: 'inference.completed', id, data: { mine: true } });
+  // What the id used to be: derived from the endpoint and its verification time with the master
+  // key, which anyone can compute when that key is the public development key.
+  const derivedFrom = `endpoint.disabled:${victim.id}:${victim.verified_at ?? victim.created_at}`;
+  const mac = createHmac('sha256', node.ctx.config.masterKey).update(`sluice-event-id\0${derivedFrom}`);
+  const derived = `evt_${mac.digest('hex').slice(0, 24)}`;
+  const res = await publish(node, token, { type: 'inference.completed', id: derived, data: { decoy: true } });
   t.equal(res.status, 202);
-  await other.until((e) => e.some((h) => h.body.id === id), 30_000, "the publisher's own event");
-  await disableEndpoint(node.ctx, victim.id, 'the receiver answered 410 Gone');
-  const got = await watcher.until(() => notices(watcher, victim.id).length > 0, 30_000, 'the notice');
-  t.equal(got.filter((h) => h.body.type === 'endpoint.disabled').length, 1, 'the notice went out');
-  t.equal(got[0].body.id, id, 'with the id Sluice derived');
+  await other.until((e) => e.some((h) => h.body.id === derived), 30_000, 'the decoy');
+  const rec = await disableEndpoint(node.ctx, victim.id, 'the receiver answered 410 Gone');
+  await watcher.until(() => notices(watcher, victim.id).length > 0, 30_000, 'the notice');
+  const notice = notices(watcher, victim.id)[0];
+  t.not(notice.body.id, derived, 'not the id a decoy could be sent under');
+  t.equal(notice.body.id, rec?.disabled_event_id, 'the random id its disabling recorded');
+  t.match(notice.body.id, /^evt_[0-9a-f]{24}$/);
 
   // And the other way round: Sluice's event does not hold the id in the tenant's namespace.
-  const fresh = sluiceEventId(node.ctx, 'something Sluice might send');
-  const again = await publish(node, token, { type: 'inference.completed', id: fresh, data: { n: 2 } });
+  const again = await publish(node, token, { type: 'inference.completed', id: notice.body.id, data: { n: 2 } });
   t.equal(again.status, 202);
-  await other.until((e) => e.some((h) => h.body.id === fresh), 30_000, 'a later publish of a Sluice-shaped id');
+  await other.until((e) => e.some((h) => h.body.id === notice.body.id), 30_000, "a publish of the notice's id");
 });
 
 t.test('two writers disabling the same endpoint still send one notice', async (t) => {

@@ -51,8 +51,10 @@ function refusedBy(env: Record<string, string>): Error | null {
 
 t.test('SLUICE_ADMIN_HOST: 127.0.0.1 by default, whatever SLUICE_HOST is; IP addresses accepted', async (t) => {
   t.equal(loadConfig({}).adminHost, '127.0.0.1');
-  t.equal(loadConfig({ SLUICE_HOST: '0.0.0.0' }).adminHost, '127.0.0.1', 'not SLUICE_HOST');
-  t.equal(loadConfig({ SLUICE_HOST: '10.1.2.3' }).adminHost, '127.0.0.1');
+  // A public listener beyond loopback needs a master key of its own (not the development key).
+  const key = { SLUICE_MASTER_KEY: 'k'.repeat(32) };
+  t.equal(loadConfig({ ...key, SLUICE_HOST: '0.0.0.0' }).adminHost, '127.0.0.1', 'not SLUICE_HOST');
+  t.equal(loadConfig({ ...key, SLUICE_HOST: '10.1.2.3' }).adminHost, '127.0.0.1');
   for (const ok of ['0.0.0.0', '::', '::1', '10.1.2.3', 'fd00::2', 'localhost'])
     t.equal(loadConfig({ SLUICE_ADMIN_HOST: ok }).adminHost, ok, ok);
   t.equal(loadConfig({ SLUICE_ADMIN_HOST: '' }).adminHost, '127.0.0.1', 'empty: the default');

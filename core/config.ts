@@ -32,6 +32,14 @@ import {
  * The client certificate the dispatcher and the pings present to receivers (SLUICE_DELIVERY_CLIENT_CERT
  * and SLUICE_DELIVERY_CLIENT_KEY), read and checked once at start-up.
  */
+/** An operator's HTTP CONNECT proxy for everything sent to webhook targets (SLUICE_DELIVERY_PROXY). */
+export interface DeliveryProxy {
+  host: string;
+  port: number;
+  /** The `Proxy-Authorization` value (`Basic …`) from the URL's credentials, or null. */
+  authorization: string | null;
+}
+
 export interface DeliveryClientCertificate {
   /** The certificate blocks of the cert file, leaf first, as PEM (nothing else the file held). */
   chainPem: string;
@@ -639,6 +647,40 @@ export const SETTINGS = {
       'this many a minute; beyond it 429 `RATE_LIMITED` with Retry-After. Each endpoint has its own ' +
       'budget beside it: 3 at once, then one every 5 s',
   ),
+  /** Everything sent to webhook targets goes through this CONNECT proxy; null: straight to them. */
+  deliveryProxy: {
+    section: 'webhooks',
+    vars: [
+      {
+        env: 'SLUICE_DELIVERY_PROXY',
+        default: 'unset (direct)',
+        doc:
+          'an HTTP CONNECT proxy (`http://[user:password@]host:port`) through which every delivery, ' +
+          "verification ping and test send goes, so receivers can allow-list the proxy's addresses. " +
+          'The target rules still apply: Sluice resolves and checks the target itself and asks the ' +
+          'proxy for that address (TLS to the target runs inside the tunnel)',
+      },
+    ],
+    read(env): DeliveryProxy | null {
+      const raw = env.SLUICE_DELIVERY_PROXY;
+      if (!raw) return null;
+      let url: URL;
+      try {
+        url = new URL(raw);
+      } catch {
+        throw new ConfigError('SLUICE_DELIVERY_PROXY', `must be a URL like http://proxy:3128, got "${raw}"`);
+      }
+      if (url.protocol !== 'http:' || url.hostname === '' || (url.pathname !== '/' && url.pathname !== ''))
+        throw new ConfigError('SLUICE_DELIVERY_PROXY', `must be http://[user:password@]host:port, got "${url.origin}"`);
+      const user = decodeURIComponent(url.username);
+      const password = decodeURIComponent(url.password);
+      return {
+        host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+        port: url.port ? Number(url.port) : 80,
+        authorization: user || password ? `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` : null,
+      };
+    },
+  },
   /** The client certificate presented on every delivery, ping and test send over https; null: none. */
   deliveryClientCertificate: {
     section: 'webhooks',

@@ -43,6 +43,7 @@ export function createDeliverer(ctx: Context): Deliverer {
     ctx.config.dispatchPerEndpoint,
     guardedLookup(guard),
     ctx.config.deliveryClientCertificate,
+    ctx.config.deliveryProxy,
   );
   /** One attempt; `traceHeaders` (tracing on) go out with the request. */
   const attemptOnce = async (

@@ -14,7 +14,7 @@
  */
 import type { LookupFunction } from 'node:net';
 import { createSecureContext, type SecureContext } from 'node:tls';
-import type { DeliveryClientCertificate } from '../config.ts';
+import type { DeliveryClientCertificate, DeliveryProxy } from '../config.ts';
 import { LruMap } from '../lru.ts';
 import { Http1Agent, type ExchangeHandler, type ResponseHead } from './http1-agent.ts';
 
@@ -71,11 +71,13 @@ export function createDeliveryAgent(
   connectionsPerOrigin = 16,
   lookup?: LookupFunction,
   clientCertificate?: DeliveryClientCertificate | null,
+  proxy?: DeliveryProxy | null,
 ): Http1Agent {
   return new Http1Agent({
     connectionsPerOrigin,
     keepAliveMs: 30_000,
     ...(lookup ? { lookup } : {}),
+    ...(proxy ? { proxy } : {}),
     ...(clientCertificate ? { secureContext: clientCertificateContext(clientCertificate) } : {}),
   });
 }

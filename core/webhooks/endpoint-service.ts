@@ -106,7 +106,8 @@ export function targetGuardOptions(ctx: Context): TargetGuardOptions {
 /** A ping's or a test send's options: the target guard, the client certificate, the time now. */
 function sendOptions(ctx: Context): PingOptions {
   const clientCertificate = ctx.config.deliveryClientCertificate;
-  return { ...targetGuardOptions(ctx), clientCertificate, nowMs: ctx.clock.now() };
+  const proxy = ctx.config.deliveryProxy;
+  return { ...targetGuardOptions(ctx), clientCertificate, proxy, nowMs: ctx.clock.now() };
 }
 
 /** Checks the target, writes the endpoint as PENDING, pings it, and makes it ACTIVE on a 2xx. */

@@ -26,6 +26,7 @@
  */
 import { connect as netConnect, isIP, type LookupFunction, type Socket } from 'node:net';
 import { type SecureContext, connect as tlsConnect } from 'node:tls';
+import type { DeliveryProxy } from '../config.ts';
 
 /** The answer's head as an attempt reads it. */
 export interface ResponseHead {
@@ -61,6 +62,8 @@ export interface Http1AgentOptions {
    * SLUICE_DELIVERY_CLIENT_CERT beside the default trusted CAs); absent: node's default per connection.
    */
   secureContext?: SecureContext;
+  /** Every connection goes through this HTTP CONNECT proxy (SLUICE_DELIVERY_PROXY); absent: direct. */
+  proxy?: DeliveryProxy;
 }
 
 /** The most bytes of heads (interim ones and trailers included) one answer may have. */
@@ -366,8 +369,8 @@ class Connection {
   }
 }
 
-type PoolOptions = Required<Omit<Http1AgentOptions, 'lookup' | 'secureContext'>> &
-  Pick<Http1AgentOptions, 'lookup' | 'secureContext'>;
+type PoolOptions = Required<Omit<Http1AgentOptions, 'lookup' | 'secureContext' | 'proxy'>> &
+  Pick<Http1AgentOptions, 'lookup' | 'secureContext' | 'proxy'>;
 
 /** The connections to one origin and the requests waiting for one. */
 class Pool {
@@ -442,6 +445,10 @@ class Pool {
   }
 
   private connect(x: Exchange): void {
+    if (this.opts.proxy) {
+      this.connectThroughProxy(x, this.opts.proxy);
+      return;
+    }
     const { lookup, secureContext } = this.opts;
     const socket = this.tls
       ? tlsConnect({
@@ -458,6 +465,86 @@ class Pool {
     this.conns.add(conn);
     // Written before the connection is up: the socket sends it once connected, or fails it.
     conn.send(x);
+  }
+
+  /**
+   * A tunnel to the target through the operator's proxy. The target's name is resolved here, by
+   * the same guarded lookup as a direct connection (the SSRF rules hold for the target, whatever
+   * the proxy may reach), and the proxy is asked for the address it resolved to; TLS then runs
+   * inside the tunnel with the target's name. Until the tunnel is up it holds a place in `conns`.
+   */
+  private connectThroughProxy(x: Exchange, proxy: DeliveryProxy): void {
+    const placeholder = { tunnel: true } as unknown as Connection;
+    this.conns.add(placeholder);
+    let proxySocket: Socket | null = null;
+    const fail = (err: Error & { code?: string }) => {
+      proxySocket?.destroy();
+      if (!this.conns.delete(placeholder)) return;
+      if (!x.done) {
+        x.done = true;
+        x.handler.onError(err);
+      }
+      this.forgetPlaceholder();
+    };
+    const resolved = (address: string) => {
+      if (x.done)
+        return fail(Object.assign(new Error('the attempt ended before the tunnel was up'), { code: 'ABORTED' }));
+      const socket = netConnect({ host: proxy.host, port: proxy.port, noDelay: true });
+      proxySocket = socket;
+      const target = `${isIP(address) === 6 ? `[${address}]` : address}:${this.port}`;
+      const auth = proxy.authorization ? `proxy-authorization: ${proxy.authorization}\r\n` : '';
+      socket.write(`CONNECT ${target} HTTP/1.1\r\nhost: ${target}\r\n${auth}\r\n`);
+      let head = Buffer.alloc(0);
+      const onData = (d: Buffer) => {
+        head = Buffer.concat([head, d]);
+        const end = head.indexOf('\r\n\r\n');
+        if (end < 0) {
+          if (head.length > MAX_HEAD_BYTES) fail(new ProtocolError('the proxy answer head is too large'));
+          return;
+        }
+        socket.off('data', onData);
+        socket.off('error', fail);
+        const status = /^HTTP\/1\.[01] (\d{3})/.exec(head.toString('latin1', 0, end))?.[1];
+        if (status === undefined || status[0] !== '2') {
+          const e = new Error(`the delivery proxy refused the tunnel: HTTP ${status ?? '(no status)'}`);
+          return fail(Object.assign(e, { code: 'PROXY_REFUSED' }));
+        }
+        if (head.length > end + 4) return fail(new ProtocolError('bytes from the proxy before the request'));
+        const tunnel: Socket = this.tls
+          ? tlsConnect({
+              socket,
+              servername: isIP(this.host) ? undefined : this.host,
+              ALPNProtocols: ['http/1.1'],
+              ...(this.opts.secureContext ? { secureContext: this.opts.secureContext } : {}),
+            })
+          : socket;
+        if (!this.conns.delete(placeholder)) return void socket.destroy();
+        const conn = new Connection(tunnel, this, this.opts.keepAliveMs);
+        this.conns.add(conn);
+        if (x.done) {
+          tunnel.destroy();
+          return;
+        }
+        conn.send(x);
+      };
+      socket.on('data', onData);
+      socket.on('error', fail);
+      socket.on('close', () =>
+        fail(Object.assign(new Error('the delivery proxy closed the tunnel'), { code: 'PROXY_CLOSED' })),
+      );
+    };
+    if (isIP(this.host) || !this.opts.lookup) return resolved(this.host);
+    this.opts.lookup(this.host, {}, (err, address) => {
+      if (err) return fail(err as Error & { code?: string });
+      resolved(Array.isArray(address) ? address[0].address : address);
+    });
+  }
+
+  /** A tunnel that never became a connection: the next waiting request may open one. */
+  private forgetPlaceholder(): void {
+    let next = this.waiting.shift();
+    while (next?.done) next = this.waiting.shift();
+    if (next) this.send(next);
   }
 }
 

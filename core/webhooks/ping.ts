@@ -8,7 +8,7 @@
  *   if (outcome.ok) ... // ACTIVE
  *   const test = await sendEvent(rec, secrets, event, { allowInsecure, nowMs, timeoutMs: 10_000, keepBody: 1024 });
  */
-import type { DeliveryClientCertificate } from '../config.ts';
+import type { DeliveryClientCertificate, DeliveryProxy } from '../config.ts';
 import { newId } from '../secrets.ts';
 import { attemptDelivery, createDeliveryAgent, type AttemptOutcome } from './attempt.ts';
 import type { EndpointRecord, EventRecord } from './records.ts';
@@ -22,6 +22,8 @@ export interface PingOptions extends TargetGuardOptions {
   timeoutMs?: number;
   /** Presented to a receiver that asks for a client certificate (SLUICE_DELIVERY_CLIENT_CERT). */
   clientCertificate?: DeliveryClientCertificate | null;
+  /** The operator's CONNECT proxy (SLUICE_DELIVERY_PROXY), or direct. */
+  proxy?: DeliveryProxy | null;
 }
 
 export interface SendOptions extends PingOptions {
@@ -52,7 +54,7 @@ export async function sendEvent(
   const signed = signDelivery(secret, event, 1, opts.nowMs);
   // An agent of its own: a one-off send, and destroying the agent afterwards drops a socket
   // that a receiver which never answers would otherwise keep open.
-  const agent = createDeliveryAgent(1, guardedLookup(guard), opts.clientCertificate);
+  const agent = createDeliveryAgent(1, guardedLookup(guard), opts.clientCertificate, opts.proxy);
   try {
     return await attemptDelivery(rec.url, signed.rawBody, signed.headers, {
       timeoutMs: opts.timeoutMs ?? PING_TIMEOUT_MS,
@@ -75,6 +77,7 @@ export function failureClass(outcome: Pick<AttemptOutcome, 'ok' | 'status' | 'er
   if (outcome.status !== null) return `HTTP ${outcome.status}`;
   const e = outcome.error ?? '';
   if (/UNPROCESSABLE_TARGET|not public|invalid URL|line break/.test(e)) return 'target not allowed';
+  if (/PROXY_/.test(e)) return 'delivery proxy failed';
   if (/ENOTFOUND|EAI_AGAIN|ENODATA|EAI_NONAME/.test(e)) return 'name not resolved';
   if (/ECONNREFUSED/.test(e)) return 'connection refused';
   if (/no full response within|ETIMEDOUT|TIMEOUT/i.test(e)) return 'timed out';

@@ -533,10 +533,13 @@ class Pool {
         fail(Object.assign(new Error('the delivery proxy closed the tunnel'), { code: 'PROXY_CLOSED' })),
       );
     };
-    if (isIP(this.host) || !this.opts.lookup) return resolved(this.host);
+    if (isIP(this.host) || !this.opts.lookup) {
+      resolved(this.host);
+      return;
+    }
     this.opts.lookup(this.host, {}, (err, address) => {
-      if (err) return fail(err as Error & { code?: string });
-      resolved(Array.isArray(address) ? address[0].address : address);
+      if (err) fail(err as Error & { code?: string });
+      else resolved(Array.isArray(address) ? address[0].address : address);
     });
   }
 

@@ -6,10 +6,10 @@
  * No silent skips: every skipped test is listed at the end with what installs its need. Under CI
  * (CI set, or SLUICE_NO_SKIPS=1 as .ci/run sets it) a skip fails the run.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { freePorts } from './free-port.ts';
 import { join } from 'node:path';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../core/config.ts';
@@ -66,6 +66,10 @@ async function main(): Promise<number> {
           { name: 'tests', args: ['--jobs', String(TEST_JOBS), ...files.filter((f) => !isFault(f))] },
           { name: 'faults', args: ['--jobs', '1', ...files.filter(isFault)] },
         ];
+  // Tools some tests run (k6, Toxiproxy), built before any test starts and outside every test's
+  // time limit: the first run on a machine builds them from their Go modules (minutes, shown as it
+  // goes), later runs find them in .cache/bin.
+  if (args.length === 0) prepareTools();
   const started = Date.now();
   const results = await Promise.all(
     lanes.map(async (lane, i) => {
@@ -106,6 +110,22 @@ async function main(): Promise<number> {
     }
   }
   return code;
+}
+
+/** Builds the tools the suite runs (once per machine) and puts the Go they need on PATH. */
+function prepareTools(): void {
+  for (const script of ['scripts/install-k6.sh', 'scripts/install-toxiproxy.sh']) {
+    const at = Date.now();
+    console.log(`# tools: ${script} (built once into .cache/bin; its progress follows)`);
+    const run = spawnSync('bash', [join(root, script)], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+    const took = Math.round((Date.now() - at) / 1000);
+    if (run.status === 0) console.log(`# tools: ${String(run.stdout).trim()} ready in ${took} s`);
+    else console.log(`# tools: ${script} failed after ${took} s; the tests that need it will say so`);
+  }
+  // The Go snippet test runs docs/webhooks.md's Go: the toolchain fetched for k6 serves when none is installed.
+  const go = join(root, '.cache/go/bin');
+  if (existsSync(join(go, 'go')) && spawnSync('go', ['version']).status !== 0)
+    process.env.PATH = `${go}:${process.env.PATH ?? ''}`;
 }
 
 interface Skipped {

@@ -118,6 +118,7 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
     maxWaitMs: config.stateFetchWaitMs,
     freshness: config.kafkaRack ? 'heartbeat' : 'fetch',
     onError: (err) => log.error('state view error', { error: err.message }),
+    onTransient: (err) => log.info('state views retrying after a transient error', { error: err.message }),
     onRebuilt: () => log.info('state views reconnected: a new consumer replaced the one kafkajs gave up'),
     onProgress: (left, total) =>
       log.info('catching up the state views', { records_left: Number(left), records_total: Number(total) }),

@@ -10,6 +10,7 @@
  */
 import type { Kafka } from 'kafkajs';
 import type { EachBatchPayload } from 'kafkajs';
+import { isTransientKafkaError } from '../core/kafka/client.ts';
 import { Member } from '../core/kafka/member.ts';
 import { type CommittedOffset, committedOffsets } from '../core/kafka/topic-admin.ts';
 import { decodeFinished, encodeFinished } from './offset-map.ts';
@@ -68,8 +69,14 @@ export class GroupConsumer {
           return opts.eachBatch(payload, this);
         },
       },
-      onCrash: (err, kafkajsRestarts) =>
-        log.error('consumer crashed', { group, error: err?.message, kafkajs_restarts: kafkajsRestarts }),
+      onCrash: (err, kafkajsRestarts) => {
+        const fields = { group, error: err?.message, kafkajs_restarts: kafkajsRestarts };
+        // What a starting broker or a new topic says (a coordinator loading, a leader being elected)
+        // kafkajs retries by itself: said quietly. Anything else is an error.
+        if (kafkajsRestarts && isTransientKafkaError(err))
+          log.info('consumer restarting after a transient error', fields);
+        else log.error('consumer crashed', fields);
+      },
       onRebuildFailed: (err) => log.error('consumer restart failed', { group, error: err.message }),
       onRebuilt: () => log.info('consumer restarted', { group }),
     });

@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setImmediate } from 'node:timers/promises';
 import type { Batch, Kafka, IHeaders } from 'kafkajs';
-import { rackOf, type Consumer } from './client.ts';
+import { isTransientKafkaError, rackOf, type Consumer } from './client.ts';
 import { endOffsets, retryAdmin } from './topic-admin.ts';
 import { Member } from './member.ts';
 import { ViewStore } from '../store/view-store.ts';
@@ -62,6 +62,8 @@ export interface StateConsumerOptions {
   /** start() fails when catching up makes no progress for this long (not a bound on a long catch-up). */
   readyTimeoutMs?: number;
   onError?: (err: Error) => void;
+  /** A crash kafkajs retries by itself (an expected start-up or failover condition). */
+  onTransient?: (err: Error) => void;
   /** Called every few seconds while catching up at start, with the records left and in all. */
   onProgress?: (left: bigint, total: bigint) => void;
   /**
@@ -143,8 +145,11 @@ export class StateConsumer {
       fromBeginning: true,
       run: { autoCommit: false, eachBatchAutoResolve: true, eachBatch: ({ batch }) => this.eachBatch(batch) },
       listen: (c) => this.listen(c),
-      onCrash: (err) => {
-        if (!this.stopped) opts.onError?.(err);
+      onCrash: (err, kafkajsRestarts) => {
+        if (this.stopped) return;
+        // A coordinator still loading, a leader being elected: kafkajs retries these by itself.
+        if (kafkajsRestarts && isTransientKafkaError(err)) opts.onTransient?.(err);
+        else opts.onError?.(err);
       },
       onRebuildFailed: (err) => opts.onError?.(err),
       onRebuilt: () => opts.onRebuilt?.(),

@@ -122,6 +122,9 @@ export class GroupConsumer {
   }
 }
 
+/** How long a batch of a partition new here waits to learn which offsets its last owner finished. */
+const READ_COMMIT_WAIT_MS = 2000;
+
 const RUNNING = 0;
 const DONE = 1;
 /** Handed out, then left in Kafka (lanes.ts: its tenant had no room); accepted again when re-read. */
@@ -288,9 +291,16 @@ export class OffsetTracker {
         // Unread, nothing is skipped: the records are only delivered again.
         .catch(() => {})
         .finally(() => {
-          for (const key of freshKeys) if (this.loading.get(key) === loading) this.loading.delete(key);
+          for (const key of freshKeys) if (this.loading.get(key) === bounded) this.loading.delete(key);
         });
-      for (const key of freshKeys) this.loading.set(key, loading);
+      // A batch waits for it at most READ_COMMIT_WAIT_MS: a slow answer (a coordinator busy with a
+      // rebalance) must not hold the partition towards the session timeout. What arrives later
+      // still applies to the offsets not read by then (finishedEarlier keeps only those).
+      const bounded: Promise<void> = Promise.race([
+        loading,
+        new Promise<void>((r) => setTimeout(r, READ_COMMIT_WAIT_MS).unref()),
+      ]);
+      for (const key of freshKeys) this.loading.set(key, bounded);
     }
     return gone;
   }

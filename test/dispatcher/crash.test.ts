@@ -163,9 +163,10 @@ t.test('a SIGKILL behind a slow endpoint repeats what was in flight, not all its
   await new Promise((r) => setTimeout(r, 1000));
   const repeats = fastReceipts() - distinct();
   t.comment(`${n} events, ${total} fast deliveries, ${atKill} before the kill, ${repeats} repeated`);
-  // In flight at most CONCURRENCY attempts (here fewer: 4 fast endpoints × 8), plus what finished
-  // in the last commit interval (100 ms).
-  t.ok(repeats <= CONCURRENCY, `${repeats} repeats ≤ ${CONCURRENCY}, what one process has in flight`);
+  // What was in flight (at most SLUICE_DISPATCH_CONCURRENCY attempts; here 4 fast endpoints × 8)
+  // and what finished in the last commit interval (100 ms). Measured: 103 here; 395 before commits
+  // carried the offsets finished beyond their point (what a slow attempt held back came again).
+  t.ok(repeats <= CONCURRENCY, `${repeats} repeats ≤ ${CONCURRENCY}: what one process has in flight and just finished`);
   const exited = new Promise((r) => first.once('exit', r));
   first.kill('SIGTERM');
   await exited;

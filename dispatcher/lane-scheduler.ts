@@ -334,7 +334,6 @@ export class LaneScheduler {
     lane.ticket = ticket;
     this.tickets++;
     if (ticket.queue) ticket.queue.busy = true;
-    let signal: EndpointSignal = HEALTHY;
     this.opts.slots.submit({
       endpointId: lane.id,
       tenantId: ticket.job.tenantId,
@@ -343,8 +342,7 @@ export class LaneScheduler {
       ceiling: maxInFlight,
       run: async () => {
         if (lane.ticket !== ticket) return HEALTHY; // dropped meanwhile (its partition moved)
-        signal = await this.start(lane, ticket);
-        return signal;
+        return this.start(lane, ticket);
       },
       // A patient job is never diverted; should it be, the job goes back to wait its turn here.
       divert: () => {

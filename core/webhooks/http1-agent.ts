@@ -375,6 +375,8 @@ type PoolOptions = Required<Omit<Http1AgentOptions, 'lookup' | 'secureContext' |
 /** The connections to one origin and the requests waiting for one. */
 class Pool {
   readonly conns = new Set<Connection>();
+  /** Tunnels being set up through the delivery proxy: connections to be, counted against the limit. */
+  private tunnelling = 0;
   private readonly idle: Connection[] = [];
   private readonly waiting: Exchange[] = [];
   private readonly host: string;
@@ -400,7 +402,7 @@ class Pool {
       conn = this.idle.pop();
     }
     if (conn) conn.send(x);
-    else if (this.conns.size < this.opts.connectionsPerOrigin) this.connect(x);
+    else if (this.conns.size + this.tunnelling < this.opts.connectionsPerOrigin) this.connect(x);
     else this.waiting.push(x);
   }
 
@@ -433,7 +435,7 @@ class Pool {
   /** Closes the connections idle past their limit; true when the pool holds nothing any more. */
   sweep(now: number): boolean {
     for (const conn of [...this.idle]) if (now - conn.idleSince >= conn.idleLimitMs) conn.socket.destroy();
-    return this.conns.size === 0 && this.waiting.length === 0;
+    return this.conns.size === 0 && this.tunnelling === 0 && this.waiting.length === 0;
   }
 
   closeIdle(): void {
@@ -471,15 +473,22 @@ class Pool {
    * A tunnel to the target through the operator's proxy. The target's name is resolved here, by
    * the same guarded lookup as a direct connection (the SSRF rules hold for the target, whatever
    * the proxy may reach), and the proxy is asked for the address it resolved to; TLS then runs
-   * inside the tunnel with the target's name. Until the tunnel is up it holds a place in `conns`.
+   * inside the tunnel with the target's name. Until the tunnel is up it counts in `tunnelling`.
    */
   private connectThroughProxy(x: Exchange, proxy: DeliveryProxy): void {
-    const placeholder = { tunnel: true } as unknown as Connection;
-    this.conns.add(placeholder);
+    this.tunnelling++;
+    let settled = false;
+    /** The tunnel is a connection now, or never will be: its place in the count goes. */
+    const settle = (): boolean => {
+      if (settled) return false;
+      settled = true;
+      this.tunnelling--;
+      return true;
+    };
     let proxySocket: Socket | null = null;
     const fail = (err: Error & { code?: string }) => {
       proxySocket?.destroy();
-      if (!this.conns.delete(placeholder)) return;
+      if (!settle()) return;
       if (!x.done) {
         x.done = true;
         x.handler.onError(err);
@@ -518,7 +527,7 @@ class Pool {
               ...(this.opts.secureContext ? { secureContext: this.opts.secureContext } : {}),
             })
           : socket;
-        if (!this.conns.delete(placeholder)) return void socket.destroy();
+        if (!settle()) return void socket.destroy();
         const conn = new Connection(tunnel, this, this.opts.keepAliveMs);
         this.conns.add(conn);
         if (x.done) {

@@ -17,12 +17,15 @@ export const ENDPOINT_EVERY_SECONDS = 5;
 export class TargetBudget {
   private readonly endpoints: RateLimiter;
   private readonly tenants: RateLimiter;
+  /** What a tenant may have sent at once: half its minute. */
+  private readonly tenantBurst: number;
 
   constructor(
     private readonly perMinute: number,
     now: () => number = Date.now,
   ) {
-    this.tenants = new RateLimiter(perMinute / 60, Math.max(1, Math.floor(perMinute / 2)), 100_000, now);
+    this.tenantBurst = Math.max(1, Math.floor(perMinute / 2));
+    this.tenants = new RateLimiter(perMinute / 60, this.tenantBurst, 100_000, now);
     this.endpoints = new RateLimiter(1 / ENDPOINT_EVERY_SECONDS, ENDPOINT_BURST, 100_000, now);
   }
 
@@ -42,7 +45,7 @@ export class TargetBudget {
     if (tenantWait !== null)
       throw rateLimited(
         tenantWait,
-        `this tenant's targets were sent ${Math.max(1, Math.floor(this.perMinute / 2))} requests lately ` +
+        `this tenant's targets were sent ${this.tenantBurst} requests lately ` +
           `(${what}: ${this.perMinute} a minute, SLUICE_TENANT_TARGET_REQUESTS_PER_MINUTE)`,
       );
     if (endpointId !== null) this.endpoints.take(endpointId);

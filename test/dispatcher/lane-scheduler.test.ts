@@ -69,6 +69,24 @@ function job(
   };
 }
 
+/** Counts the jobs' attempts open at once: `seen` has the count at each start. */
+function inFlight(made: Made[]): { seen: number[]; most(): number } {
+  const seen: number[] = [];
+  let open = 0;
+  for (const m of made) {
+    const run = m.job.run.bind(m.job);
+    m.job.run = async () => {
+      seen.push(++open);
+      try {
+        return await run();
+      } finally {
+        open--;
+      }
+    };
+  }
+  return { seen, most: () => Math.max(0, ...seen) };
+}
+
 t.test('requests start at least spacingMs apart', async (t) => {
   const { lanes } = setup({ spacingMs: 30 });
   const starts: number[] = [];
@@ -90,23 +108,11 @@ t.test('requests start at least spacingMs apart', async (t) => {
 
 t.test('no more than maxInFlight run at once', async (t) => {
   const { lanes } = setup({ maxInFlight: 3 });
-  let open = 0;
-  let most = 0;
-  const jobs = Array.from({ length: 20 }, (_, i) => {
-    const m = job(`j${i}`, [], { ms: 10 });
-    const run = m.job.run.bind(m.job);
-    m.job.run = async () => {
-      open++;
-      most = Math.max(most, open);
-      const s = await run();
-      open--;
-      return s;
-    };
-    return m;
-  });
+  const jobs = Array.from({ length: 20 }, (_, i) => job(`j${i}`, [], { ms: 10 }));
+  const open = inFlight(jobs);
   for (const m of jobs) lanes.submit(m.job);
   await Promise.all(jobs.map((m) => m.done));
-  t.equal(most, 3);
+  t.equal(open.most(), 3);
 });
 
 t.test('an ordered key goes one at a time; a failing head holds back only its key', async (t) => {
@@ -223,22 +229,10 @@ t.test("lane attempts take the process's slots under the tenant share: one tenan
   // 8 slots; tenant C has 40 lanes of slow requests, tenant B one lane that arrives after them.
   const { lanes, slots } = setup({ maxInFlight: 1000 }, { concurrency: 8 });
   const log: string[] = [];
-  let open = 0;
-  let most = 0;
-  const slow = Array.from({ length: 40 * 2 }, (_, i) => {
-    const m = job(`c${i}`, log, { endpoint: `ep_c${i % 40}`, tenant: 'C', ms: 30 });
-    const run = m.job.run.bind(m.job);
-    m.job.run = async () => {
-      open++;
-      most = Math.max(most, open);
-      try {
-        return await run();
-      } finally {
-        open--;
-      }
-    };
-    return m;
-  });
+  const slow = Array.from({ length: 40 * 2 }, (_, i) =>
+    job(`c${i}`, log, { endpoint: `ep_c${i % 40}`, tenant: 'C', ms: 30 }),
+  );
+  const open = inFlight(slow);
   for (const m of slow) lanes.submit(m.job);
   t.equal(slots.active, 4, 'tenant C alone: half the slots (8 / (1 + 1))');
   const started = Date.now();
@@ -253,7 +247,7 @@ t.test("lane attempts take the process's slots under the tenant share: one tenan
   t.ok(bAt > 0, "B's delivery starts at once, in a slot C could not take");
   t.ok(bAt - started < 30, `B started after ${bAt - started} ms`);
   await Promise.all([...slow.map((m) => m.done), b.done]);
-  t.ok(most <= 4, `C never had more than its share in flight (${most})`);
+  t.ok(open.most() <= 4, `C never had more than its share in flight (${open.most()})`);
   await sleep(10); // the last attempts settle in the scheduler after their jobs finished
   t.equal(slots.buffered, 0);
   t.equal(lanes.buffered, 0);
@@ -261,22 +255,10 @@ t.test("lane attempts take the process's slots under the tenant share: one tenan
 
 t.test("a slow lane endpoint's limit is halved by the process scheduler, as any endpoint's", async (t) => {
   const { lanes } = setup({ maxInFlight: 8 });
-  let open = 0;
-  const seen: number[] = [];
-  const made = Array.from({ length: 24 }, (_, i) => {
-    const m = job(`j${i}`, [], { ms: 5, step: () => ({ done: true, slow: true }) });
-    const run = m.job.run.bind(m.job);
-    m.job.run = async () => {
-      open++;
-      seen.push(open);
-      try {
-        return await run();
-      } finally {
-        open--;
-      }
-    };
-    return m;
-  });
+  const made = Array.from({ length: 24 }, (_, i) =>
+    job(`j${i}`, [], { ms: 5, step: () => ({ done: true, slow: true }) }),
+  );
+  const { seen } = inFlight(made);
   for (const m of made) lanes.submit(m.job);
   await Promise.all(made.map((m) => m.done));
   t.equal(Math.max(...seen.slice(0, 8)), 8, 'the first burst fills max_in_flight');

@@ -5,7 +5,7 @@
 import { createServer } from 'node:http';
 import t from 'tap';
 import { call, startTestNode, until } from '../helpers/sluice.ts';
-import { receiver, registerEndpoint, sleep, type TestReceiver } from './receiver.ts';
+import { nOf, publishMany as publishShared, receiver, registerEndpoint, sleep, type TestReceiver } from './receiver.ts';
 
 // 1000: the first retry rung (30 s) waits 30 ms.
 const node = await startTestNode(
@@ -24,18 +24,7 @@ const rcv = async () => {
 };
 const token = await node.token(await node.client('admin', 'lanes'));
 const patch = (id: string, body: unknown) => call(node.base, 'PATCH', `/v1/webhooks/endpoints/${id}`, { token, body });
-const publishMany = async (type: string, n: number, key?: (i: number) => string) => {
-  for (let i = 0; i < n; i += 500) {
-    const events = Array.from({ length: Math.min(500, n - i) }, (_, j) => ({
-      type,
-      data: { n: i + j },
-      ...(key ? { ordering_key: key(i + j) } : {}),
-    }));
-    const res = await call(node.base, 'POST', '/v1/webhooks/events/batch', { token, body: { events } });
-    if (res.status !== 202 && res.status !== 200) throw new Error(`batch: ${res.status} ${res.text}`);
-  }
-};
-const nOf = (h: { body: { data: unknown } }) => (h.body.data as { n: number }).n;
+const publishMany = (type: string, n: number, key?: (i: number) => string) => publishShared(node, token, type, n, key);
 
 t.test('the policy fields are validated, shown and audited', async (t) => {
   const r = await rcv();

@@ -136,4 +136,26 @@ export async function awaitMarker(node: TestNode, token: string, r: TestReceiver
   return r.events().filter((h) => h.body.id !== id);
 }
 
+/** Publishes `n` events of `type` (data `{n}`, optional ordering keys) in batches of 500. */
+export async function publishMany(
+  node: TestNode,
+  token: string,
+  type: string,
+  n: number,
+  key?: (i: number) => string,
+): Promise<void> {
+  for (let i = 0; i < n; i += 500) {
+    const events = Array.from({ length: Math.min(500, n - i) }, (_, j) => ({
+      type,
+      data: { n: i + j },
+      ...(key ? { ordering_key: key(i + j) } : {}),
+    }));
+    const res = await call(node.base, 'POST', '/v1/webhooks/events/batch', { token, body: { events } });
+    if (res.status !== 202 && res.status !== 200) throw new Error(`batch: ${res.status} ${res.text}`);
+  }
+}
+
+/** The `n` of an event publishMany sent. */
+export const nOf = (h: Pick<Hit, 'body'>) => (h.body.data as { n: number }).n;
+
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -204,7 +204,9 @@ function checkAll(t: Test, now: number, what: string): void {
   );
 }
 
-const start = Date.now() - 60_000;
+// Dead-lettered from 30 s ago to 30 s ahead: the 10 s scaled ones expire from 20 s ago to 40 s ahead, so
+// some have expired at the first list and some expire while the test runs, even on a slow machine.
+const start = Date.now() - 30_000;
 await write(batch(1500, start));
 await caughtUp();
 
@@ -255,14 +257,18 @@ t.test('lists, filters and cursors agree with the reference', async (t) => {
   t.same(ids, expected('acme', { endpoint_id: 'ep_one' }, Date.now()), 'GET /v1/webhooks/dlq with cursors');
 
   // Entries leave the list when they expire (10 s scaled ones first); later lists see the same.
-  const later = now + 15_000;
+  // From the clock as it is now, not as the test began: a slow machine may have spent 15 s above.
+  const listedAt = Date.now();
+  const later = listedAt + 15_000;
   // The last to expire before `later`: the HTTP lists above swept what had expired by then.
   const expiring = [...ref.values()]
-    .filter((e) => Date.parse(e.expires_at) > Date.now() && Date.parse(e.expires_at) <= later)
+    .filter((e) => Date.parse(e.expires_at) > listedAt && Date.parse(e.expires_at) <= later)
     .sort((a, b) => Date.parse(b.expires_at) - Date.parse(a.expires_at))[0];
+  t.ok(expiring, 'an entry of the reference expires within the next 15 s');
+  if (!expiring) return;
   t.ok(node.ctx.dlq.get(expiring.tenant_id, expiring.id, 0), 'an entry expiring meanwhile is on disk');
   checkAll(t, later, '15 s later');
-  t.ok(expected('acme', {}, later).length < expected('acme', {}, now).length, 'the scaled ones expired meanwhile');
+  t.ok(expected('acme', {}, later).length < expected('acme', {}, listedAt).length, 'the scaled ones expired meanwhile');
   await new Promise((r) => setTimeout(r, 200)); // the sweep that list() started commits
   t.equal(node.ctx.dlq.get(expiring.tenant_id, expiring.id, 0), undefined, 'the sweep removed it from disk');
   checkAll(t, later, 'after the sweep');

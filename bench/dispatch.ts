@@ -16,6 +16,10 @@
  *       [--check [--check-label check]]  exits 1 when Sluice's CPU per 1,000 deliveries in f10-single is over
  *                            125 % of the figure in RESULTS.md's `check` section (made by `--only f10-single
  *                            --skip-hops --label check`, the way --check measures); writes nothing
+ *       [--curve]            the cost curve (label `curve`, hops skipped): idle for 20 s, then open-model
+ *                            runs at 500, 2,000 and 8,000 deliveries/s (fan-out 10, 15 s each), then
+ *                            f10-single at saturation; prints CPU-s per 1,000 deliveries at each and their
+ *                            ratios. With --check: each point against the `curve` section (+25 %)
  *
  * Scenarios (--only takes their names): f1-single, half-sat, f10-single, f1-batch, f10-batch,
  * unhealthy (the default run, in this order; the four f* repeated --repeat times, default 2) and
@@ -81,6 +85,7 @@ const { values: opt } = parseArgs({
     label: { type: 'string', default: 'current' },
     'sluice-dir': { type: 'string' },
     profile: { type: 'boolean', default: false },
+    curve: { type: 'boolean', default: false },
     results: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
@@ -90,6 +95,17 @@ if (opt.help) {
   process.exit(0);
 }
 const quick = opt.quick === true;
+const CURVE = opt.curve === true;
+if (CURVE) {
+  opt['skip-hops'] = true;
+  if (opt.label === 'current') opt.label = 'curve';
+  if (opt['check-label'] === 'check') opt['check-label'] = 'curve';
+}
+/** The cost curve's points: deliveries/s, fan-out 10 (--curve). */
+const CURVE_RATES = [500, 2000, 8000];
+/** How long each point of the curve publishes, and how long idle is sampled. */
+const CURVE_SECONDS = quick ? 5 : 15;
+const IDLE_SECONDS = quick ? 5 : 20;
 const size = (full: number, small: number) => (opt.events ? Number(opt.events) : quick ? small : full);
 const REPEAT = opt.repeat ? Number(opt.repeat) : quick ? 1 : 2;
 const CONCURRENCY = Number(opt.concurrency);
@@ -116,6 +132,8 @@ interface Scenario {
   model: 'closed' | 'open';
   events: number;
   runs: number;
+  /** Open model: events/s (else --rate, or half of f1-single's saturation). */
+  rate?: number;
 }
 const ok = (n: number): PortMode[] => Array(n).fill('ok');
 const SCENARIOS: Scenario[] = [
@@ -174,6 +192,18 @@ const SCENARIOS: Scenario[] = [
     events: size(10_000, 100),
     runs: 1,
   },
+  ...CURVE_RATES.map(
+    (d): Scenario => ({
+      name: `curve-${d}`,
+      title: `fan-out 10, single, open model at ${d} deliveries/s`,
+      modes: ok(10),
+      publish: 'single',
+      model: 'open',
+      rate: d / 10,
+      events: (d / 10) * CURVE_SECONDS,
+      runs: 1,
+    }),
+  ),
   {
     name: 'big',
     title: 'fan-out 10, single publish, big',
@@ -184,9 +214,15 @@ const SCENARIOS: Scenario[] = [
     runs: 1,
   },
 ];
-const selected = opt.only
-  ? opt.only.split(',')
-  : [...SCENARIOS.filter((s) => s.name !== 'big').map((s) => s.name), ...(opt.big ? ['big'] : [])];
+const selected = CURVE
+  ? [...CURVE_RATES.map((d) => `curve-${d}`), 'f10-single']
+  : opt.only
+    ? opt.only.split(',')
+    : [
+        ...SCENARIOS.filter((s) => s.name !== 'big' && !s.name.startsWith('curve-')).map((s) => s.name),
+        ...(opt.big ? ['big'] : []),
+      ];
+if (CURVE) SCENARIOS.find((s) => s.name === 'f10-single')!.runs = 1;
 for (const name of selected)
   if (!SCENARIOS.some((s) => s.name === name))
     throw new Error(`unknown scenario "${name}"; known: ${SCENARIOS.map((s) => s.name).join(', ')}`);
@@ -355,6 +391,8 @@ interface RunResult {
   deferred: number;
   timedOut: boolean;
   usage: Map<string, Usage>;
+  /** Wall seconds of the run's CPU window (publish start to the last delivery). */
+  wallSec: number;
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
@@ -516,6 +554,16 @@ async function main(): Promise<number> {
   );
   say(`warm-up: ${warmUp} events delivered (not reported)`);
 
+  // --curve: what each process costs doing nothing, after the warm-up has settled.
+  let idle: Map<string, Usage> | null = null;
+  if (CURVE) {
+    await sleep(5000);
+    const w = sampler!.begin();
+    await sleep(IDLE_SECONDS * 1000);
+    idle = sampler!.end(w);
+    say(`idle: ${[...idle].map(([n, u]) => `${n} ${fmt((100 * u.cpuSec) / IDLE_SECONDS, 1)} %`).join(', ')}`);
+  }
+
   // 7. hop ceilings
   const hops: string[] = [];
   const postCeiling = new Map<number, number>();
@@ -574,7 +622,8 @@ async function main(): Promise<number> {
   // 8. scenarios
   const results: RunResult[] = [];
   scenariosStartedAt = Date.now();
-  for (const sc of SCENARIOS.filter((s) => selected.includes(s.name))) {
+  // In the order asked for (--curve: the curve's points, then saturation).
+  for (const sc of selected.map((name) => SCENARIOS.find((s) => s.name === name)!)) {
     if (sc.publish === 'batch' && !batchAvailable) {
       notes.push(`${sc.name}: skipped, the batch route answered 404 (batch publish not available).`);
       continue;
@@ -582,17 +631,19 @@ async function main(): Promise<number> {
     let rate = 0;
     if (sc.model === 'open') {
       const sat = results.filter((r) => r.sc.name === 'f1-single').map((r) => r.load.acceptedPerSec);
-      rate = opt.rate ? Number(opt.rate) : sat.length > 0 ? median(sat) / 2 : 0;
+      rate = sc.rate ?? (opt.rate ? Number(opt.rate) : sat.length > 0 ? median(sat) / 2 : 0);
       if (rate <= 0) {
         notes.push(`${sc.name}: skipped, needs f1-single in the same run or --rate R.`);
         continue;
       }
-      sc.events = opt.events ? Number(opt.events) : Math.max(50, Math.round(rate * (quick ? 3 : 20)));
-      notes.push(
-        `${sc.name}: open model at ${fmt(rate)} events/s ` +
-          `(${opt.rate ? '--rate' : '50 % of the median f1-single accepted/s'}), ` +
-          `${fmt(sc.events)} events.`,
-      );
+      if (sc.rate === undefined) {
+        sc.events = opt.events ? Number(opt.events) : Math.max(50, Math.round(rate * (quick ? 3 : 20)));
+        notes.push(
+          `${sc.name}: open model at ${fmt(rate)} events/s ` +
+            `(${opt.rate ? '--rate' : '50 % of the median f1-single accepted/s'}), ` +
+            `${fmt(sc.events)} events.`,
+        );
+      }
     }
     for (let run = 1; run <= sc.runs; run++) {
       const r = await measure(sc, run, rate);
@@ -640,6 +691,7 @@ async function main(): Promise<number> {
     const healthy = sc.modes.filter((m) => m === 'ok').length;
     const deferred0 = await deferredTotal();
     const window = sampler!.begin();
+    const windowAt = Date.now();
     const spec: LoadSpec = {
       base,
       clientId: client.client_id,
@@ -674,6 +726,7 @@ async function main(): Promise<number> {
       deferred,
       timedOut,
       usage,
+      wallSec: (Date.now() - windowAt) / 1000,
     };
   }
 
@@ -777,6 +830,8 @@ async function main(): Promise<number> {
     return `| ${sc.name} | ${fmt(delivered)} | ${cells.join(' | ')} | ${perThousand(sluiceCpu)} s |`;
   });
 
+  const sluiceCpuOf = (r: RunResult) => sluiceProcs.reduce((m, p) => m + (r.usage.get(p)?.cpuSec ?? 0), 0);
+  const curve = CURVE ? curveSection(results, sluiceCpuOf, idle, sluiceProcs) : null;
   const command = benchCommand('bench:dispatch', ROOT, externalKafka ? brokers : null);
   const kafkaHow = externalKafka ? `already running (${brokers.join(',')})` : 'started by the bench (`sluice kafka`)';
   const inWorkers = sluiceWorkers > 0 ? ` in each of ${sluiceWorkers} cluster workers` : '';
@@ -843,6 +898,7 @@ async function main(): Promise<number> {
     `| scenario | deliveries | ${procNames.join(' | ')} | all Sluice processes |`,
     `|---|---:|${procNames.map(() => '---:').join('|')}|---:|`,
     ...resourceRows,
+    ...(curve ? ['', curve.text] : []),
   ].join('\n');
   say('');
   say(section);
@@ -854,7 +910,13 @@ async function main(): Promise<number> {
 
   // --check compares with the figure recorded in RESULTS.md and writes nothing there (unless --results).
   let checkFailed = false;
-  if (opt.check) {
+  if (opt.check && curve) {
+    for (const [name, measured] of curve.points) {
+      const verdict = judgeCpu(recordedCpu(join(ROOT, 'bench/RESULTS.md'), opt['check-label']!, name), measured, name);
+      say(verdict.line);
+      checkFailed ||= !verdict.ok;
+    }
+  } else if (opt.check) {
     const f10 = results.filter((r) => r.sc.name === 'f10-single');
     const name = procNames.find((n) => n.startsWith('sluice start'));
     const delivered = f10.reduce((n, r) => n + r.stats.unique, 0);
@@ -866,6 +928,7 @@ async function main(): Promise<number> {
       const verdict = judgeCpu(
         recordedCpu(join(ROOT, 'bench/RESULTS.md'), opt['check-label']!, 'f10-single'),
         (cpu * 1000) / delivered,
+        'f10-single',
       );
       say(verdict.line);
       checkFailed = !verdict.ok;
@@ -886,6 +949,55 @@ async function main(): Promise<number> {
     return 1;
   }
   return checkFailed ? 1 : 0;
+}
+
+/**
+ * --curve's report: Sluice's gross CPU per 1,000 deliveries at each point, its ratios against 8,000/s and
+ * saturation (the targets of issue 33), idle per process, and latency at each point.
+ */
+function curveSection(
+  results: RunResult[],
+  sluiceCpuOf: (r: RunResult) => number,
+  idle: Map<string, Usage> | null,
+  sluiceProcs: string[],
+): { text: string; points: Array<[string, number]> } {
+  const rows = results.filter((r) => r.sc.name.startsWith('curve-') || r.sc.name === 'f10-single');
+  const per = new Map(rows.map((r) => [r.sc.name, r.stats.unique ? (sluiceCpuOf(r) * 1000) / r.stats.unique : NaN]));
+  const at8k = per.get('curve-8000') ?? NaN;
+  const sat = per.get('f10-single') ?? NaN;
+  const ratio = (a: number, b: number) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? a / b : NaN);
+  const target = (name: string) =>
+    name === 'curve-500' ? 1.5 : name === 'curve-2000' ? 1.2 : name === 'curve-8000' ? 1.2 : null;
+  const lines = rows.map((r) => {
+    const cost = per.get(r.sc.name)!;
+    const against = r.sc.name === 'curve-8000' ? sat : r.sc.name === 'f10-single' ? NaN : at8k;
+    const t = target(r.sc.name);
+    const x = ratio(cost, against);
+    return (
+      `| ${r.sc.name === 'f10-single' ? 'saturation (f10-single)' : fmt((r.sc.rate ?? 0) * 10)} | ` +
+      `${fmt(r.deliveredPerSec)} | ${fmt(sluiceCpuOf(r) / r.wallSec, 3)} | ${fmt(cost, 3)} | ` +
+      `${Number.isFinite(x) ? `${fmt(x, 2)}${t ? ` (≤ ${t}${x <= t ? ', met' : ', missed'})` : ''}` : '—'} | ` +
+      `${fmt(r.stats.p50)} | ${fmt(r.stats.p99)} |`
+    );
+  });
+  const idleCells = idle
+    ? sluiceProcs.map((n) => `${n}: ${fmt((100 * (idle.get(n)?.cpuSec ?? 0)) / IDLE_SECONDS, 2)} % of a core`)
+    : [];
+  return {
+    points: [...per].filter(([, v]) => Number.isFinite(v)),
+    text: [
+      '#### The cost curve (--curve)',
+      '',
+      `Idle (${IDLE_SECONDS} s after the warm-up, nothing published): ${idleCells.join('; ') || '—'}.`,
+      '',
+      'Gross CPU of every Sluice process over each run (publish start to last delivery), per 1,000 ' +
+        'deliveries; the ratio is against the 8,000/s point (against saturation for the 8,000/s point).',
+      '',
+      '| deliveries/s asked | delivered/s | Sluice cores | CPU-s per 1,000 | ratio (target) | p50 ms | p99 ms |',
+      '|---|---:|---:|---:|---|---:|---:|',
+      ...lines,
+    ].join('\n'),
+  };
 }
 
 main().then(

@@ -586,6 +586,20 @@ export const SETTINGS = {
       'wait as long. Lower fails over faster; too low, and a dispatcher stalled by a long pause is ' +
       'evicted and its partitions moved. Heartbeats go at a tenth of it',
   ),
+  /** How long an idle dispatcher group's (and the leader lease's) fetch waits for a record. */
+  idleFetchWaitMs: intSetting(
+    'webhooks',
+    'SLUICE_IDLE_FETCH_WAIT_MS',
+    1000,
+    50,
+    10_000,
+    "how long a fetch of the dispatchers' consumer groups (and of the rotation leader's lease) waits " +
+      'when nothing is expected: a record ends the wait at once, so this sets what an idle dispatcher ' +
+      'costs, not how fast a delivery starts. While a partition is paused for backpressure or a re-read ' +
+      'is pending, fetches wait 50-100 ms; while retries wait on their rung, until the next is due. It ' +
+      "bounds how late a resumed endpoint's held deliveries start and how soon a member notices a " +
+      'rebalance; at most a third of `SLUICE_DISPATCH_SESSION_TIMEOUT_MS`',
+  ),
   /** How often (before SLUICE_TIME_SCALE) a delivery held for a PENDING endpoint is re-checked. */
   dispatchHoldRecheckMs: intSetting(
     'webhooks',
@@ -987,6 +1001,12 @@ export function loadConfig(rawEnv: Env = process.env): Readonly<Config> {
   const base = readAll(SETTINGS, env, undefined);
   const config: Config = { ...base, ...readAll(DERIVED_SETTINGS, env, base) };
   if (!env.SLUICE_MASTER_KEY) refuseDevelopmentKeyBeyondLoopback(config);
+  if (config.idleFetchWaitMs * 3 > config.dispatchSessionTimeoutMs)
+    throw new ConfigError(
+      'SLUICE_IDLE_FETCH_WAIT_MS',
+      `must be at most a third of SLUICE_DISPATCH_SESSION_TIMEOUT_MS (${config.dispatchSessionTimeoutMs}): ` +
+        `heartbeats go between fetches; got ${config.idleFetchWaitMs}`,
+    );
   if (config.stateFetchWaitMs * 2 > config.kafkaStaleMs)
     throw new ConfigError(
       'SLUICE_STATE_FETCH_WAIT_MS',

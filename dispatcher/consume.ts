@@ -22,7 +22,17 @@ export interface GroupConsumerOptions {
   topics: string[];
   /** Where the consumer lag per partition is reported (as of each fetched batch). */
   metrics?: Metrics;
+  /** A fetch's wait while something is expected soon (a partition paused, a re-read pending). */
   maxWaitTimeInMs?: number;
+  /**
+   * A fetch's wait while nothing is (SLUICE_IDLE_FETCH_WAIT_MS): a record ends it at once, so it
+   * sets what an idle group costs, not latency (core/kafka/fetch-wait.ts). Unset: always the above.
+   */
+  idleWaitMs?: number;
+  /** A re-read (seek) is pending: fetch with the short wait. */
+  busy?(): boolean;
+  /** Milliseconds until the owner resumes its paused partitions by itself, or null when it cannot say. */
+  resumeInMs?(): number | null;
   /** The group's session timeout (SLUICE_DISPATCH_SESSION_TIMEOUT_MS); heartbeats go at a tenth of it. */
   sessionTimeoutMs: number;
   partitionsConsumedConcurrently?: number;
@@ -50,6 +60,16 @@ export class GroupConsumer {
         heartbeatInterval: Math.round(opts.sessionTimeoutMs / 10),
         retry: { retries: 10, initialRetryTime: 200, maxRetryTime: 5000 },
       },
+      ...(opts.idleWaitMs === undefined
+        ? {}
+        : {
+            fetchWait: {
+              busyMs: opts.maxWaitTimeInMs ?? 100,
+              idleMs: Math.max(opts.idleWaitMs, opts.maxWaitTimeInMs ?? 100),
+              busy: opts.busy,
+              resumeInMs: opts.resumeInMs,
+            },
+          }),
       topics: opts.topics,
       fromBeginning: true,
       listen: (c) => {

@@ -120,6 +120,9 @@ export function deliveryConsumer(
     topics: opts.topics,
     metrics,
     maxWaitTimeInMs: opts.maxWaitTimeInMs,
+    idleWaitMs: ctx.config.idleFetchWaitMs,
+    // Paused partitions of a rung wait on timers; any waiting for room in the buffer keep fetches short.
+    resumeInMs: () => (stage.scheduler.waitingForRoom ? null : timers.nextInMs()),
     sessionTimeoutMs: ctx.config.dispatchSessionTimeoutMs,
     partitionsConsumedConcurrently: opts.concurrency,
     eachBatch,

@@ -33,6 +33,7 @@ export function fanOutConsumer(ctx: Context, metrics: Metrics, typeCounts?: Type
     groupId: `${ctx.config.topicPrefix}.fan-out`,
     topics: [ctx.topics.events],
     metrics,
+    idleWaitMs: ctx.config.idleFetchWaitMs,
     sessionTimeoutMs: ctx.config.dispatchSessionTimeoutMs,
     partitionsConsumedConcurrently: ctx.config.topicPartitions,
     async eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }, member) {

@@ -263,6 +263,9 @@ export function laneConsumer(stage: Stage, recorder: OutcomeRecorder, metrics: M
     topics: [topic],
     metrics,
     maxWaitTimeInMs: 100,
+    idleWaitMs: config.idleFetchWaitMs,
+    // Records left in Kafka are read again by a seek, which waits for the fetch in flight.
+    busy: () => left.size > 0,
     sessionTimeoutMs: config.dispatchSessionTimeoutMs,
     partitionsConsumedConcurrently: config.topicPartitions,
     eachBatch,

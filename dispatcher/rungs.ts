@@ -31,20 +31,25 @@ export function gate<T extends Gated>(
 
 /** Resume timers of paused partitions. */
 export class PauseTimers {
-  private readonly timers = new Map<string, { timer: NodeJS.Timeout; resume: () => void; topic: string }>();
+  private readonly timers = new Map<string, { timer: NodeJS.Timeout; resume: () => void; topic: string; at: number }>();
 
   set(topic: string, partition: number, delayMs: number, resume: () => void): void {
     const key = `${topic}\0${partition}`;
     const old = this.timers.get(key);
     if (old) clearTimeout(old.timer);
-    const timer = setTimeout(
-      () => {
-        this.timers.delete(key);
-        resume();
-      },
-      Math.max(0, Math.min(delayMs, 2 ** 31 - 1)),
-    );
-    this.timers.set(key, { timer, resume, topic });
+    const delay = Math.max(0, Math.min(delayMs, 2 ** 31 - 1));
+    const timer = setTimeout(() => {
+      this.timers.delete(key);
+      resume();
+    }, delay);
+    this.timers.set(key, { timer, resume, topic, at: Date.now() + delay });
+  }
+
+  /** Milliseconds until the next timer resumes a partition; null with none set. */
+  nextInMs(): number | null {
+    let at = Number.POSITIVE_INFINITY;
+    for (const t of this.timers.values()) at = Math.min(at, t.at);
+    return at === Number.POSITIVE_INFINITY ? null : Math.max(0, at - Date.now());
   }
 
   /** Resumes every paused partition of `topic` now. */

@@ -133,6 +133,11 @@ export class DeliveryScheduler<T> {
     return Math.max(0, this.opts.maxBuffered - this.bufferedCount);
   }
 
+  /** Whether a paused partition waits for the buffer to drain (whenRoom). */
+  get waitingForRoom(): boolean {
+    return this.roomWaiters.length > 0;
+  }
+
   /** Calls `resume` once the buffer has drained to half; used to resume paused partitions. */
   whenRoom(resume: () => void): void {
     this.roomWaiters.push(resume);

@@ -33,7 +33,7 @@ export interface CpuVerdict {
   line: string;
 }
 
-export function judgeCpu(recorded: number | null, measured: number): CpuVerdict {
+export function judgeCpu(recorded: number | null, measured: number, scenario = 'f10-single'): CpuVerdict {
   if (recorded === null)
     return {
       recorded,
@@ -48,7 +48,7 @@ export function judgeCpu(recorded: number | null, measured: number): CpuVerdict 
     measured,
     ok,
     line:
-      `--check: sluice start ${measured.toFixed(3)} CPU-s per 1,000 deliveries in f10-single, recorded ` +
+      `--check: sluice start ${measured.toFixed(3)} CPU-s per 1,000 deliveries in ${scenario}, recorded ` +
       `${recorded.toFixed(2)}, limit ${limit.toFixed(3)} (+${Math.round((CPU_TOLERANCE - 1) * 100)} %): ` +
       (ok ? 'ok' : 'FAILED'),
   };

@@ -9,6 +9,7 @@ import type { Producer, Admin, IHeaders, Consumer, ConsumerConfig } from 'kafkaj
 import { SluiceBaseError, SluiceError } from '../errors.ts';
 import './request-queue-patch.ts';
 import './coordinator-patch.ts';
+import './fetch-wait.ts';
 
 // kafkajs is CommonJS and spreads its error classes into its exports, out of sight of named imports.
 const {

@@ -14,6 +14,7 @@ import type { ConsumerConfig, ConsumerRunConfig } from 'kafkajs';
 import type { Kafka } from 'kafkajs';
 import { consumer as newConsumer, type Consumer } from './client.ts';
 import { doubling, retry } from '../retry.ts';
+import { type FetchWait, registerFetchWait } from './fetch-wait.ts';
 
 const FIRST_REBUILD_MS = 500;
 const MAX_REBUILD_MS = 10_000;
@@ -31,12 +32,15 @@ export interface MemberOptions {
   onRebuildFailed?(err: Error): void;
   /** A new consumer runs in place of a dead one. */
   onRebuilt?(): void;
+  /** Fetch waits decided fetch by fetch (core/kafka/fetch-wait.ts); else `config.maxWaitTimeInMs` always. */
+  fetchWait?: FetchWait;
 }
 
 export class Member {
   private current: Consumer | null = null;
   private stopped = false;
   private rebuilding: Promise<void> | null = null;
+  private unregisterWait: (() => void) | null = null;
   /** Dead consumers replaced so far. */
   rebuilds = 0;
 
@@ -51,6 +55,8 @@ export class Member {
   }
 
   async start(): Promise<void> {
+    if (this.opts.fetchWait && !this.unregisterWait)
+      this.unregisterWait = registerFetchWait(this.opts.config.groupId, this.opts.fetchWait);
     const c = newConsumer(this.kafka, this.opts.config);
     c.on(c.events.CRASH, (e) => {
       if (this.stopped || this.current !== c) return;
@@ -102,5 +108,7 @@ export class Member {
     this.stopped = true;
     await this.rebuilding?.catch(() => {});
     await this.current?.disconnect().catch(() => {});
+    this.unregisterWait?.();
+    this.unregisterWait = null;
   }
 }

@@ -10,7 +10,8 @@ import { Member } from '../kafka/member.ts';
 export class LeaderLease {
   private readonly member: Member;
   private leading = false;
-  constructor(kafka: Kafka, topic: string, groupId: string) {
+  /** `idleWaitMs`: a fetch's wait while nothing comes (SLUICE_IDLE_FETCH_WAIT_MS); records end it at once. */
+  constructor(kafka: Kafka, topic: string, groupId: string, idleWaitMs = 500) {
     const lose = () => {
       this.leading = false;
     };
@@ -23,6 +24,8 @@ export class LeaderLease {
         maxWaitTimeInMs: 500,
         retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 200, maxRetryTime: 2000 },
       },
+      // A third of the session timeout at most: heartbeats go between fetches.
+      fetchWait: { busyMs: 500, idleMs: Math.min(Math.max(idleWaitMs, 500), 3000) },
       topics: [topic],
       fromBeginning: false,
       run: { autoCommit: false, eachMessage: async () => {} },

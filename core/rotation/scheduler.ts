@@ -18,7 +18,12 @@ export class RotationScheduler {
   ) {}
 
   static async start(ctx: Context): Promise<RotationScheduler> {
-    const lease = new LeaderLease(ctx.kafka, ctx.topics.control, `${ctx.config.topicPrefix}.rotation-leader`);
+    const lease = new LeaderLease(
+      ctx.kafka,
+      ctx.topics.control,
+      `${ctx.config.topicPrefix}.rotation-leader`,
+      ctx.config.idleFetchWaitMs,
+    );
     await lease.start();
     const s = new RotationScheduler(ctx, lease);
     s.schedule();

@@ -1,0 +1,97 @@
+/**
+ * How long a consumer group's fetch waits, decided fetch by fetch: applied once when
+ * core/kafka/client.ts loads.
+ *
+ * A fetch asks the broker for records and waits up to its `maxWaitTime` when there are none; with
+ * `minBytes` 1 a record ends the wait at once, so the wait costs no latency to records. What a
+ * short wait buys is promptness to what a fetch cannot see coming: a partition resumed, or a seek,
+ * takes effect only at the next fetch, after the one in flight returns. A short wait on an idle
+ * group is paid by the clock, not the work (a dispatcher's four groups at 50-100 ms were most of
+ * an idle node's CPU, issue 33). So a group that registers here waits `busyMs` only while it has
+ * a partition paused that nothing will resume at a known time (backpressure), or says it is busy
+ * (a re-read pending); while partitions wait on timers, until the next one is due; otherwise
+ * `idleMs`.
+ *
+ * kafkajs 2.2.4 reads its ConsumerGroup's `maxWaitTime` at each fetch (and sleeps that long when
+ * every partition is paused). That property becomes an accessor on the prototype here; the checks
+ * below refuse to load against a kafkajs whose fetch no longer reads it.
+ */
+import { createRequire } from 'node:module';
+
+export interface FetchWait {
+  /** The wait while something is expected soon. */
+  busyMs: number;
+  /** The wait while nothing is. */
+  idleMs: number;
+  /** The owner's own reason for short waits (a seek pending), beside its paused partitions. */
+  busy?(): boolean;
+  /**
+   * Milliseconds until the owner resumes its paused partitions by itself (timers), or null when
+   * some wait on something else (room in a buffer): then fetches stay short.
+   */
+  resumeInMs?(): number | null;
+}
+
+interface GroupState {
+  groupId: string;
+  subscriptionState: { paused(): Array<{ topic: string; partitions: number[] }> };
+}
+
+const BASE = Symbol('sluice.maxWaitTime');
+type Group = GroupState & { [BASE]?: number };
+
+/** Per group id: the waits its members in this process registered (tests run several nodes in one). */
+const registry = new Map<string, Set<FetchWait>>();
+
+/** Registers a group's waits; the returned function removes them. */
+export function registerFetchWait(groupId: string, wait: FetchWait): () => void {
+  const set = registry.get(groupId) ?? new Set<FetchWait>();
+  registry.set(groupId, set);
+  set.add(wait);
+  return () => {
+    set.delete(wait);
+    if (set.size === 0 && registry.get(groupId) === set) registry.delete(groupId);
+  };
+}
+
+/** The wait of one member's next fetch. */
+export function waitOf(wait: FetchWait, paused: boolean): number {
+  if (wait.busy?.()) return wait.busyMs;
+  if (!paused) return wait.idleMs;
+  const resumeIn = wait.resumeInMs?.() ?? null;
+  if (resumeIn === null) return wait.busyMs;
+  return Math.min(wait.idleMs, Math.max(wait.busyMs, Math.ceil(resumeIn)));
+}
+
+/** The wait of a group's next fetch: the shortest any member registered under its id asks for. */
+export function groupWait(group: Group): number {
+  const base = group[BASE] ?? 5000;
+  const waits = registry.get(group.groupId);
+  if (!waits || waits.size === 0) return base;
+  const paused = group.subscriptionState.paused().length > 0;
+  let ms = Number.POSITIVE_INFINITY;
+  for (const w of waits) ms = Math.min(ms, waitOf(w, paused));
+  return ms;
+}
+
+const ConsumerGroup = createRequire(import.meta.url)('kafkajs/src/consumer/consumerGroup.js') as {
+  prototype: object & { fetch?: unknown };
+};
+const fetchSource = String(ConsumerGroup.prototype.fetch);
+if (
+  typeof ConsumerGroup.prototype.fetch !== 'function' ||
+  !fetchSource.includes('maxWaitTime: this.maxWaitTime') ||
+  Object.hasOwn(ConsumerGroup.prototype, 'maxWaitTime')
+)
+  throw new Error(
+    'kafkajs ConsumerGroup.fetch no longer reads this.maxWaitTime: core/kafka/fetch-wait.ts needs a look',
+  );
+Object.defineProperty(ConsumerGroup.prototype, 'maxWaitTime', {
+  configurable: true,
+  get(this: Group) {
+    return groupWait(this);
+  },
+  set(this: Group, ms: number) {
+    this[BASE] = ms;
+  },
+});

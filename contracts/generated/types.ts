@@ -329,7 +329,9 @@ export interface paths {
          *     7 days, with how many events of it and when the last one was published, a page at a time
          *     in name order (a stable order: a type listed through the whole walk shows exactly once).
          *     Counted by the fan-out as it reads the events, so a type shows within a few seconds of its
-         *     first event. What the console offers when an endpoint's filter is edited (it sorts them
+         *     first event; once any ingress (worker or node) has listed a type, every later read on any
+         *     ingress lists it too (a read first catches up with what has been counted; 503 when it
+         *     cannot). What the console offers when an endpoint's filter is edited (it sorts them
          *     busiest first).
          */
         get: operations["listEventTypes"];

@@ -138,6 +138,37 @@ t.test('types are counted per tenant, listed by name on every ingress node, and 
   await listed(t, other, acmeToken, again, 'a type published again starts afresh');
 });
 
+t.test('a type one ingress listed, every ingress lists on its next read (#31 item 9)', async (t) => {
+  const token = await tokenOf(acme);
+  const types = async (on: TestNode) => {
+    const res = await list(on, token);
+    if (res.status !== 200) throw new Error(`${on.base}: ${res.status} ${res.text}`);
+    return (res.json.data as Listed[]).map((d) => d.type);
+  };
+  // Written on the topic as a fan-out reports it: the next read on either node lists it. Each
+  // process reads the topic at its own pace (a fetch waits up to a second); a read catches up first.
+  for (const [i, on] of [other, node, other, node].entries()) {
+    const type = `fresh.direct_${i}`;
+    const counts = [['acme', type, 1, clock.now()]];
+    await node.ctx.producer.send(node.ctx.topics.eventTypes, [
+      { key: 'event-types', value: JSON.stringify({ counts }) },
+    ]);
+    t.ok((await types(on)).includes(type), `${type}, on the topic, is listed by the next read on ${on.base}`);
+  }
+  // Published through one node: once that node lists it, the other does on its next read.
+  for (const i of [0, 1, 2]) {
+    const type = `fresh.published_${i}`;
+    await publish(token, type, 1);
+    await until(
+      () => types(node),
+      (listed) => listed.includes(type),
+      20_000,
+      `${type} listed where it was published`,
+    );
+    t.ok((await types(other)).includes(type), `${type}: listed by the next read on the other node`);
+  }
+});
+
 /** A record of `sluice.event-types` as the view's consumer hands it over. */
 const record = (value: unknown) => ({
   topic: 'event-types',

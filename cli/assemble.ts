@@ -8,6 +8,7 @@ import type { Clock } from '../core/clock.ts';
 import { join } from 'node:path';
 import { applyHeapSettings, heapGrowthFor } from './heap.ts';
 import { StateConsumer, type StoredView } from '../core/kafka/state-consumer.ts';
+import { topicCatchUp } from '../core/kafka/catch-up.ts';
 import { ViewStore } from '../core/store/view-store.ts';
 import { openContext, waitFor, type Context } from '../core/context.ts';
 import { rotateKeys } from '../core/rotation/key-rotation.ts';
@@ -75,7 +76,7 @@ async function startWorkers(
  * state topics, which doubled the CPU a delivery costs. The history is for people; 1 s is fresh.
  * The event type counts (core/webhooks/event-type-counts.ts), as busy and for people too, share it.
  */
-async function startHistory(ctx: Context, views: StoredView[]): Promise<void> {
+async function startHistory(ctx: Context, views: StoredView[]): Promise<StateConsumer> {
   // Its own store beside the node's: a store is emptied whole when a topic it follows
   // was re-created, which must not take the DLQ and the audit views with it.
   const store = await ViewStore.open(join(ctx.store.path, 'history'));
@@ -91,6 +92,7 @@ async function startHistory(ctx: Context, views: StoredView[]): Promise<void> {
   });
   ctx.closers.push(() => history.stop());
   await history.start();
+  return history;
 }
 
 export async function startNode(config: Readonly<Config>, opts: NodeOptions): Promise<SluiceNode> {
@@ -118,14 +120,17 @@ export async function startNode(config: Readonly<Config>, opts: NodeOptions): Pr
     ctx.metrics.eventTypesIgnored.inc();
     if (first) ctx.log.warn('a tenant has more event types than its list holds; the others are ignored', { tenant });
   });
-  if (roles.ingress) await startHistory(ctx, [attempts, eventTypes]);
+  const history = roles.ingress ? await startHistory(ctx, [attempts, eventTypes]) : null;
   // Every node makes sure a key signs now (the same audited step the rotation scheduler runs).
   await rotateKeys(ctx);
   await waitFor(ctx.changes, () => ctx.keys.signingKey(ctx.clock.now()) !== null, 10_000, 'a signing key');
   let ingress: Ingress | null = null;
   if (roles.ingress) {
     // The route table is ingress/routes/index.ts; what it needs beyond the context is wired here.
-    const routes = { attempts, eventTypes, ...requestContract() };
+    // A list of event types reads the topic's end first: alike on every worker and node.
+    const eventTypesCaughtUp = topicCatchUp(ctx.kafka, history!, ctx.topics.eventTypes);
+    ctx.closers.push(() => eventTypesCaughtUp.close());
+    const routes = { attempts, eventTypes, eventTypesCaughtUp, ...requestContract() };
     ingress = await startIngress(ctx, { port: opts.port, adminPort: opts.adminPort, routes });
     if (config.peerPort !== null) {
       // Revocations pushed by other regions' nodes (core/clients/revocation-push.ts). With

@@ -26,19 +26,30 @@ export const LIMITS = [
 
 // ---- what the tenant publishes: offered when an endpoint's events are chosen ----
 
+/** Pages of event types read at most (1,000 each): the 10,000 a tenant's list holds. */
+const EVENT_TYPE_PAGES = 10;
+
 /**
- * The tenant's event types of the last days (GET /v1/webhooks/event-types), busiest first. Any
- * failure (a node without the route answers 404) leaves the built-in kinds and free text.
+ * The tenant's event types of the last days (GET /v1/webhooks/event-types, every page: the
+ * route answers them by name), busiest first. Any failure (a node without the route answers 404)
+ * leaves the built-in kinds and free text.
  */
 export async function loadEventTypes() {
   try {
-    const { data } = await api('GET', '/v1/webhooks/event-types');
-    if (Array.isArray(data?.data))
-      return {
-        published: data.data.filter((t) => typeof t?.type === 'string'),
-        windowDays: data.window_days ?? 7,
-        available: true,
-      };
+    const published = [];
+    let windowDays = 7;
+    let cursor = null;
+    for (let i = 0; i < EVENT_TYPE_PAGES; i++) {
+      const query = cursor ? `?limit=1000&cursor=${encodeURIComponent(cursor)}` : '?limit=1000';
+      const { data } = await api('GET', `/v1/webhooks/event-types${query}`);
+      if (!Array.isArray(data?.data)) throw new Error('not a list of event types');
+      published.push(...data.data.filter((t) => typeof t?.type === 'string'));
+      windowDays = data.window_days ?? windowDays;
+      cursor = data.next_cursor;
+      if (!cursor) break;
+    }
+    published.sort((a, b) => b.count - a.count || (a.type < b.type ? -1 : 1));
+    return { published, windowDays, available: true };
   } catch {
     // offered below: the built-in kinds and free text
   }

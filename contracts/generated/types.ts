@@ -324,11 +324,15 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The event types the caller's tenant published in the last 7 days, with counts
+         * The event types the caller's tenant published in the last 7 days, with counts, by name
          * @description Every type published for the tenant (through the API or straight to Kafka) in the last
-         *     7 days, busiest first, with how many events of it and when the last one was published.
+         *     7 days, with how many events of it and when the last one was published, a page at a time
+         *     in name order (a stable order: a type listed through the whole walk shows exactly once).
          *     Counted by the fan-out as it reads the events, so a type shows within a few seconds of its
-         *     first event. What the console offers when an endpoint's filter is edited.
+         *     first event; once any ingress (worker or node) has listed a type, every later read on any
+         *     ingress lists it too (a read first catches up with what has been counted; 503 when it
+         *     cannot). What the console offers when an endpoint's filter is edited (it sorts them
+         *     busiest first).
          */
         get: operations["listEventTypes"];
         put?: never;
@@ -1176,6 +1180,7 @@ export interface components {
         EventTypeList: {
             /** @constant */
             window_days: 7;
+            next_cursor: components["schemas"]["NextCursor"];
             data: {
                 type: string;
                 count: number;
@@ -2297,14 +2302,19 @@ export interface operations {
     };
     listEventTypes: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description page size */
+                limit?: components["parameters"]["Limit"];
+                /** @description the opaque `next_cursor` of the previous page (a keyset position; any value of this form is a valid position) */
+                cursor?: components["parameters"]["Cursor"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description the types, busiest first */
+            /** @description a page of the types, by name */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2313,6 +2323,7 @@ export interface operations {
                     "application/json": components["schemas"]["EventTypeList"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             421: components["responses"]["Misdirected"];

@@ -412,7 +412,10 @@ export function sluiceHandlers(sluice: MockSluice, opts: HandlerOptions) {
     http.get(`${base}/v1/webhooks/event-types`, ({ request }) => {
       const auth = authorize(sluice, request, 'webhooks:read');
       if (auth instanceof Response) return auth;
-      return reply('#/components/schemas/EventTypeList', 200, sluice.eventTypes(auth.tenantId));
+      const types = sluice.eventTypes(auth.tenantId);
+      const paged = page(types.data, new URL(request.url), '/v1/webhooks/event-types');
+      if (paged instanceof Response) return paged;
+      return reply('#/components/schemas/EventTypeList', 200, { window_days: types.window_days, ...paged });
     }),
 
     http.delete(`${base}/v1/webhooks/endpoints/:id`, ({ request, params }) => {

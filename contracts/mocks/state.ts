@@ -103,8 +103,8 @@ export class MockSluice {
     return { id, repeated: false };
   }
 
-  /** `GET /v1/webhooks/event-types`: the tenant's types of the last 7 days, busiest first. */
-  eventTypes(tenantId: string, now = this.now()): S['EventTypeList'] {
+  /** `GET /v1/webhooks/event-types`: the tenant's types of the last 7 days, by name (the handler pages them). */
+  eventTypes(tenantId: string, now = this.now()): Omit<S['EventTypeList'], 'next_cursor'> {
     const since = now - EVENT_TYPES_WINDOW_DAYS * DAY_MS;
     const byType = new Map<string, { count: number; last: number }>();
     for (const e of this.events) {
@@ -115,7 +115,7 @@ export class MockSluice {
       byType.set(e.type, t);
     }
     const data = [...byType]
-      .sort(([ta, a], [tb, b]) => b.count - a.count || b.last - a.last || (ta < tb ? -1 : 1))
+      .sort(([ta], [tb]) => (ta < tb ? -1 : 1))
       .slice(0, 10_000)
       .map(([type, t]) => ({ type, count: t.count, last_published_at: new Date(t.last).toISOString() }));
     return { window_days: EVENT_TYPES_WINDOW_DAYS, data };

@@ -12,7 +12,7 @@
  *   event_types.held  [tenant]             → how many types it holds   (10,000 at most)
  *
  *   const reports = await startTypeCountReports(ctx);  // dispatcher: reports.note(tenant, type, now)
- *   counts.list('acme');                               // ingress: busiest first
+ *   counts.page('acme', null, 100);                    // ingress: by name, { data, next }
  *
  * The counts are a guide, not a ledger: a fan-out repeated after a crash counts its events again, a
  * record Kafka did not take is missed, and a day counts whole while its newest event is within the
@@ -22,6 +22,8 @@
 import type { Context } from '../context.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { BestEffortProducer } from '../kafka/producers.ts';
+import { encodeCursor, type Position } from '../paging.ts';
+import { EVENT_TYPE_PATTERN } from './deliveries.ts';
 import type { StateRecord, StoredView } from '../kafka/state-consumer.ts';
 import { addToCount, type Table, type ViewStore } from '../store/view-store.ts';
 
@@ -144,7 +146,8 @@ function isEntry(e: unknown): e is TypeCountEntry {
   return (
     Array.isArray(e) &&
     isName(e[0]) &&
-    isName(e[1]) &&
+    typeof e[1] === 'string' &&
+    EVENT_TYPE_PATTERN.test(e[1]) &&
     Number.isSafeInteger(e[2]) &&
     (e[2] as number) > 0 &&
     typeof e[3] === 'number' &&
@@ -234,11 +237,26 @@ export class EventTypeCounts implements StoredView {
     }
   }
 
-  /** The tenant's types of the last 7 days, busiest first (then the most recent, then by name). */
-  list(tenant: string): EventTypeCount[] {
+  /**
+   * One page of the tenant's types of the last 7 days in name order: the first `limit` named after
+   * `after` (null: from the first), and the name to pass as `after` for the next page (null on the
+   * last). Names are a stable order; counts are not (a type whose count grew between two pages
+   * would move across the cursor and be missed), so the pages go by name.
+   */
+  page(tenant: string, after: string | null, limit: number): { data: EventTypeCount[]; next: string | null } {
+    const data: EventTypeCount[] = [];
+    for (const t of this.byName(tenant, after)) {
+      if (data.length === limit) return { data, next: data[data.length - 1].type };
+      data.push(t);
+    }
+    return { data, next: null };
+  }
+
+  /** The tenant's types with events in the window, in name order, after `after` (exclusive). */
+  private *byName(tenant: string, after: string | null): Generator<EventTypeCount> {
     const cut = this.clock.now() - WINDOW_MS;
-    const out: EventTypeCount[] = [];
-    for (const { key, value } of this.types.getRange({ start: [tenant, ''], end: [tenant, '\uffff'] })) {
+    for (const { key, value } of this.types.getRange({ start: [tenant, after ?? ''], end: [tenant, '\uffff'] })) {
+      if (after !== null && key[1] <= after) continue;
       let count = 0;
       let last = 0;
       for (const [, n, at] of value)
@@ -246,8 +264,17 @@ export class EventTypeCounts implements StoredView {
           count += n;
           last = Math.max(last, at);
         }
-      if (count > 0) out.push({ type: key[1], count, last_at: last });
+      if (count > 0) yield { type: key[1], count, last_at: last };
     }
-    return out.sort((a, b) => b.count - a.count || b.last_at - a.last_at || (a.type < b.type ? -1 : 1));
   }
 }
+
+/**
+ * The cursor of a page of types: a keyset position (core/paging.ts) whose id is the last type's
+ * name with its `.` written `-` (a type is `<word>.<word>` of `[a-z0-9_]`, so no name holds a `-`
+ * and the spelling keeps the order): `0.order-created`.
+ */
+export const typeCursor = (type: string): string => encodeCursor({ key: 0, id: type.replaceAll('.', '-') });
+
+/** The type a cursor of typeCursor names (any cursor is a position: its id read back the same way). */
+export const typeAfter = (p: Position | null): string | null => (p === null ? null : p.id.replaceAll('-', '.'));

@@ -7,7 +7,7 @@
  * wildcard comes after every route it covers: `/console` before `/console/*`, and the data plane,
  * whose patterns are all wildcards, last.
  *
- *   const routes = routeTable(ctx, trustedProxies, { attempts, eventTypes, contract, checks });
+ *   const routes = routeTable(ctx, trustedProxies, { attempts, eventTypes, eventTypesCaughtUp, contract, checks });
  */
 import type { Context } from '../../core/context.ts';
 import type { CidrSet } from '../../core/net/cidr.ts';
@@ -36,6 +36,8 @@ import { webhookEventRoutes } from './webhook-events.ts';
 export interface RouteInputs {
   attempts: AttemptHistory;
   eventTypes: EventTypeCounts;
+  /** Resolves once this process's event type view has read its topic to the end (core/kafka/catch-up.ts). */
+  eventTypesCaughtUp: () => Promise<void>;
   /** The parsed OpenAPI document, served as it is. */
   contract: unknown;
   checks: RequestChecks;
@@ -53,7 +55,7 @@ export function routeTable(ctx: Context, trustedProxies: CidrSet, inputs: RouteI
     ...auditRoutes(ctx),
     ...openapiRoutes(inputs.contract),
     ...webhookAttemptRoutes(ctx, inputs.attempts),
-    ...webhookEventTypeRoutes(inputs.eventTypes),
+    ...webhookEventTypeRoutes(inputs.eventTypes, inputs.eventTypesCaughtUp),
     ...webhookClientCertificateRoutes(ctx.config.deliveryClientCertificate),
     ...consoleRoutes(),
     // Wildcards only, so last.

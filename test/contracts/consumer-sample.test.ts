@@ -347,45 +347,60 @@ t.test('ordering_key: 1..128 UTF-8 bytes on a publish and on each batch item', a
   t.same(faultPaths({ body: batch.body.results[1].error }), ['$.events[1].ordering_key'], 'the item refused alone');
 });
 
-t.test('GET /v1/webhooks/event-types counts what the tenant published in the last 7 days, busiest first', async (t) => {
-  const pub = new WebhookAdmin(BASE, 'cl_types', 'types-secret');
-  const empty = await pub.call('GET', '/v1/webhooks/event-types');
-  t.equal(empty.status, 200);
-  t.same(empty.body, { window_days: 7, data: [] });
-  const publish = (type: string, id?: string) =>
-    pub.call('POST', '/v1/webhooks/events', { type, data: null, ...(id ? { id } : {}) });
-  for (const type of ['pipeline.failed', 'inference.completed', 'pipeline.failed']) await publish(type);
-  await publish('pipeline.failed', 'order-42');
-  await publish('pipeline.failed', 'order-42'); // a repeat within 24 h is the same event
-  await pub.call('POST', '/v1/webhooks/events/batch', {
-    events: [
-      { type: 'inference.completed', data: 1 },
-      { type: 'ping', data: 2 },
-    ],
-  });
-  // Produced straight to Kafka: counted too; eight days ago: out of the window.
-  sluice.recordEvent('initech', { type: 'billing.invoiced' });
-  sluice.recordEvent('initech', { type: 'billing.refunded' }, Date.now() - 8 * 24 * 3600_000);
-  const res = await pub.call('GET', '/v1/webhooks/event-types');
-  t.equal(res.status, 200);
-  t.equal(res.body.window_days, 7);
-  t.same(
-    res.body.data.map((d: { type: string; count: number }) => [d.type, d.count]),
-    [
-      ['pipeline.failed', 3],
-      ['inference.completed', 2],
-      ['billing.invoiced', 1],
-    ],
-  );
-  t.ok(
-    res.body.data.every((d: { last_published_at: string }) => Date.now() - Date.parse(d.last_published_at) < 60_000),
-  );
-  const other = await new WebhookAdmin(BASE, 'cl_other', 'other-secret').call('GET', '/v1/webhooks/event-types');
-  t.same(other.body.data, [], "another tenant's types are not shown");
-  const unscoped = await new WebhookAdmin(BASE, 'cl_types', 'types-secret', 'events:publish').call(
-    'GET',
-    '/v1/webhooks/event-types',
-  );
-  t.equal(unscoped.status, 403);
-  t.equal(unscoped.body.missing_scope, 'webhooks:read');
-});
+t.test(
+  'GET /v1/webhooks/event-types counts what the tenant published in the last 7 days, by name, paged',
+  async (t) => {
+    const pub = new WebhookAdmin(BASE, 'cl_types', 'types-secret');
+    const empty = await pub.call('GET', '/v1/webhooks/event-types');
+    t.equal(empty.status, 200);
+    t.same(empty.body, { window_days: 7, data: [], next_cursor: null });
+    const publish = (type: string, id?: string) =>
+      pub.call('POST', '/v1/webhooks/events', { type, data: null, ...(id ? { id } : {}) });
+    for (const type of ['pipeline.failed', 'inference.completed', 'pipeline.failed']) await publish(type);
+    await publish('pipeline.failed', 'order-42');
+    await publish('pipeline.failed', 'order-42'); // a repeat within 24 h is the same event
+    await pub.call('POST', '/v1/webhooks/events/batch', {
+      events: [
+        { type: 'inference.completed', data: 1 },
+        { type: 'ping', data: 2 },
+      ],
+    });
+    // Produced straight to Kafka: counted too; eight days ago: out of the window.
+    sluice.recordEvent('initech', { type: 'billing.invoiced' });
+    sluice.recordEvent('initech', { type: 'billing.refunded' }, Date.now() - 8 * 24 * 3600_000);
+    const res = await pub.call('GET', '/v1/webhooks/event-types');
+    t.equal(res.status, 200);
+    t.equal(res.body.window_days, 7);
+    t.same(
+      res.body.data.map((d: { type: string; count: number }) => [d.type, d.count]),
+      [
+        ['billing.invoiced', 1],
+        ['inference.completed', 2],
+        ['pipeline.failed', 3],
+      ],
+    );
+    const first = await pub.call('GET', '/v1/webhooks/event-types?limit=2');
+    t.same(
+      first.body.data.map((d: { type: string }) => d.type),
+      ['billing.invoiced', 'inference.completed'],
+    );
+    const rest = await pub.call('GET', `/v1/webhooks/event-types?limit=2&cursor=${first.body.next_cursor}`);
+    t.same(
+      [rest.body.data.map((d: { type: string }) => d.type), rest.body.next_cursor],
+      [['pipeline.failed'], null],
+      'next_cursor: the rest',
+    );
+    t.equal((await pub.call('GET', '/v1/webhooks/event-types?limit=1001')).status, 400, 'limit past 1,000: 400');
+    t.ok(
+      res.body.data.every((d: { last_published_at: string }) => Date.now() - Date.parse(d.last_published_at) < 60_000),
+    );
+    const other = await new WebhookAdmin(BASE, 'cl_other', 'other-secret').call('GET', '/v1/webhooks/event-types');
+    t.same(other.body.data, [], "another tenant's types are not shown");
+    const unscoped = await new WebhookAdmin(BASE, 'cl_types', 'types-secret', 'events:publish').call(
+      'GET',
+      '/v1/webhooks/event-types',
+    );
+    t.equal(unscoped.status, 403);
+    t.equal(unscoped.body.missing_scope, 'webhooks:read');
+  },
+);

@@ -102,6 +102,31 @@ t.test('registrations racing on one node cannot pass the limit together', async 
   t.equal(r.received.length, LIMIT, 'only the created ones were pinged');
 });
 
+t.test('registrations racing on two nodes pass the limit by at most its documented bound (#31 item 6)', async (t) => {
+  // docs/operations.md: with P processes serving the API and E endpoints before the race, at most
+  // E + P × (limit − E). Here P = 2, E = 1: at most 5 of a limit of 3.
+  const token = await tenant('lim-race-2');
+  const r = await receiver();
+  t.equal((await register(token, r.url)).status, 201, 'one endpoint before the race');
+  await synced();
+  const existing = 1;
+  const bound = existing + 2 * (LIMIT - existing);
+  const answers = await Promise.all(
+    Array.from({ length: 16 }, (_, i) => register(token, r.url, i % 2 === 0 ? node : other)),
+  );
+  const statuses = answers.map((a) => a.status);
+  const created = statuses.filter((s) => s === 201).length;
+  t.same([...new Set(statuses)].sort(), [201, 409], `each answer is 201 or 409 (${statuses.join(' ')})`);
+  for (const a of answers.filter((a) => a.status === 409)) t.equal(a.json.code, 'ENDPOINT_LIMIT');
+  t.ok(existing + created >= LIMIT, `the limit is reached (${existing + created})`);
+  t.ok(existing + created <= bound, `and passed by no more than the bound: ${existing + created} ≤ ${bound}`);
+  await synced();
+  t.equal((await list(token)).length, existing + created, 'the list holds what was answered 201');
+  t.equal(r.received.length, existing + created, 'only the created ones were pinged');
+  for (const on of [node, other])
+    t.equal((await register(token, r.url, on)).status, 409, `once the views agree, ${on.base} refuses the next`);
+});
+
 t.test('verify is rate limited per endpoint: 429 RATE_LIMITED with Retry-After, and no ping', async (t) => {
   const token = await tenant('lim-verify');
   const r = await receiver();

@@ -2,7 +2,7 @@
 import type { Json, Operation } from '../../contract.ts';
 import { send, type Exchange } from '../http.ts';
 import type { Session } from '../session.ts';
-import { type Scenario, body, names, postJson, probeGet, tokenFor, validBody } from './common.ts';
+import { type Scenario, body, names, pagingChecks, postJson, probeGet, tokenFor, validBody } from './common.ts';
 
 /** An ordering key of `bytes` bytes as UTF-8 (two-byte characters, so a character count would pass it). */
 const orderingKey = (bytes: number) => 'é'.repeat(Math.floor(bytes / 2)) + (bytes % 2 ? 'k' : '');
@@ -36,6 +36,52 @@ async function publishedTypeListed(s: Session, op: Operation): Promise<void> {
       ? []
       : [`${type}, published ${waited} s ago, is not listed as published since (is a dispatcher running?)`],
   );
+}
+
+/** The most pages typePagesWalked reads. */
+const WALK_PAGES = 12;
+
+/**
+ * listEventTypes, paged: one full read (limit=1000), then a walk by next_cursor with pages of a tenth
+ * of it (limit=1 for up to 10 types) lists every type of the full read, each once, by name, with
+ * next_cursor null on the last page. A type that appears during the walk may show too.
+ */
+async function typePagesWalked(s: Session, op: Operation): Promise<void> {
+  const what = 'pages walked by next_cursor list every type of one full read, each once, by name';
+  const headers = await tokenFor(s, op);
+  const full = await send(s.opts.baseUrl, { method: 'GET', path: `${op.path}?limit=1000`, headers }).catch(() => null);
+  const all: string[] = full?.status === 200 ? body(full).data.map((d: Json) => d.type) : [];
+  if (full?.status !== 200 || all.length === 0 || body(full).next_cursor !== null) {
+    const why = full?.status !== 200 ? `the full read answered ${full?.status ?? 'nothing'}` : 'not one page of types';
+    s.record(op, what, 'skip', `${why} (${all.length} types)`);
+    return;
+  }
+  const limit = Math.max(1, Math.ceil(all.length / 10));
+  const walked: string[] = [];
+  const faults: string[] = [];
+  let cursor: string | null = null;
+  let last: Exchange | null = null;
+  for (let i = 0; i < WALK_PAGES; i++) {
+    const path = `${op.path}?limit=${limit}${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`;
+    last = await s.probe(
+      op,
+      `page ${i + 1} of the walk (limit=${limit}) → 200`,
+      { method: 'GET', path, headers },
+      {
+        status: [200],
+        then: (ex) => (body(ex).data.length <= limit ? [] : [`${body(ex).data.length} types for limit=${limit}`]),
+      },
+    );
+    if (last?.status !== 200) return;
+    walked.push(...body(last).data.map((d: Json) => d.type));
+    cursor = body(last).next_cursor;
+    if (cursor === null) break;
+  }
+  if (cursor !== null) faults.push(`more than ${WALK_PAGES} pages of ${limit} for ${all.length} types`);
+  if (walked.some((t, i) => i > 0 && t <= walked[i - 1])) faults.push('the pages are not by name, each type once');
+  const missing = all.filter((t) => !walked.includes(t));
+  if (missing.length > 0) faults.push(`the walk missed ${missing.slice(0, 5).join(', ')}`);
+  s.record(op, what, faults.length ? 'fail' : 'pass', faults.join('; '), last?.status);
 }
 
 export const EVENT_SCENARIOS: Record<string, Scenario> = {
@@ -128,13 +174,20 @@ export const EVENT_SCENARIOS: Record<string, Scenario> = {
   },
 
   async listEventTypes(s, op) {
-    await probeGet(s, op, op.path, 'GET → 200, busiest first, each type once', (ex) => {
+    await probeGet(s, op, op.path, 'GET → 200, by name, each type once', (ex) => {
       const data = body(ex).data as Json[];
       const faults: string[] = [];
-      if (data.some((d, i) => i > 0 && d.count > data[i - 1].count)) faults.push('types are not busiest first');
-      if (new Set(data.map((d) => d.type)).size !== data.length) faults.push('a type is listed twice');
+      if (data.some((d, i) => i > 0 && d.type <= data[i - 1].type)) faults.push('types are not by name, each once');
       return faults;
     });
     await publishedTypeListed(s, op);
+    await pagingChecks(s, op);
+    await s.probe(
+      op,
+      'a cursor not of next_cursor form → 400',
+      { method: 'GET', path: `${op.path}?cursor=not%20a%20cursor`, headers: await tokenFor(s, op) },
+      { status: [400] },
+    );
+    await typePagesWalked(s, op);
   },
 };

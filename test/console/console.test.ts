@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { startTestNode, call } from '../helpers/sluice.ts';
 import { rawHttp } from '../helpers/raw-http.ts';
 import { receiver, registerEndpoint, publish, signatureValid } from '../dispatcher/receiver.ts';
+import type { DlqEntry } from '../../core/webhooks/records.ts';
 
 const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find(
   (p): p is string => typeof p === 'string' && p !== '' && existsSync(p),
@@ -199,6 +200,32 @@ async function run(executablePath: string): Promise<void> {
   );
 
   t.test('a webhooks:read token sees everything but cannot replay or re-verify, and the buttons say why', async (t) => {
+    // An entry of its own that lives an hour: the scaled ones of the test above last 10 s, which a
+    // busy machine can spend before this test looks.
+    const at = Date.now();
+    const id = `dlq_readonly${at}`;
+    await node.ctx.producer.sendJson(node.ctx.topics.dlq, 'acme', {
+      id,
+      event_id: `evt_readonly${at}`,
+      endpoint_id: ep.id,
+      tenant_id: 'acme',
+      event_type: 'pipeline.failed',
+      attempts: 17,
+      last_status: 500,
+      last_error: null,
+      first_attempt_at: new Date(at - 60_000).toISOString(),
+      last_attempt_at: new Date(at).toISOString(),
+      dead_lettered_at: new Date(at).toISOString(),
+      expires_at: new Date(at + 3600_000).toISOString(),
+      payload: { id: `evt_readonly${at}`, tenant_id: 'acme', type: 'pipeline.failed', data: {}, created_at: at },
+    } satisfies DlqEntry);
+    const listedBy = Date.now() + 30_000;
+    while (
+      !(await call(node.base, 'GET', '/v1/webhooks/dlq', { token })).json.data.some((e: DlqEntry) => e.id === id)
+    ) {
+      if (Date.now() > listedBy) throw new Error('the entry written to the DLQ topic was not listed within 30 s');
+      await new Promise((r) => setTimeout(r, 100));
+    }
     const { context, page, violations } = await signIn('webhooks:read');
     const verify = page.locator(`tr[data-endpoint="${pending.id}"] button.verify`);
     t.ok(await verify.isDisabled(), 're-verify is disabled');

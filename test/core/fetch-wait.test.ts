@@ -9,6 +9,7 @@ import kafkajs from 'kafkajs';
 import { brokers, uniquePrefix, until } from '../helpers/sluice.ts';
 import { Member } from '../../core/kafka/member.ts';
 import { groupWait, registerFetchWait, waitOf, type FetchWait } from '../../core/kafka/fetch-wait.ts';
+import { ensureTopics } from '../../core/kafka/topic-admin.ts';
 
 t.test('the wait of one member', async (t) => {
   const w = (extra: Partial<FetchWait> = {}): FetchWait => ({ busyMs: 50, idleMs: 2000, ...extra });
@@ -49,7 +50,8 @@ t.test('on a real broker: few fetches idle, many while a partition is paused, a 
     await admin.disconnect();
   });
   const topic = `${uniquePrefix('fetchwait')}.events`;
-  await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true });
+  // ensureTopics retries what a busy broker answers while it creates them (unknown topic).
+  await ensureTopics(kafka, [{ name: topic, partitions: 2, config: {} }]);
 
   let fetches = 0;
   const seen: string[] = [];

@@ -7,6 +7,7 @@ import t from 'tap';
 import { Kafka, logLevel } from 'kafkajs';
 import { brokers, uniquePrefix } from '../helpers/sluice.ts';
 import { StateConsumer, type StateRecord, type StateView } from '../../core/kafka/state-consumer.ts';
+import { ensureTopics } from '../../core/kafka/topic-admin.ts';
 
 const kafka = new Kafka({ clientId: 'catch-up-test', brokers: brokers(), logLevel: logLevel.NOTHING });
 const admin = kafka.admin();
@@ -15,7 +16,8 @@ t.teardown(() => admin.disconnect());
 
 async function topicWith(records: number, bytes: number): Promise<string> {
   const topic = `${uniquePrefix('catchup')}.state`;
-  await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+  // ensureTopics retries what a busy broker answers while it creates them (unknown topic).
+  await ensureTopics(kafka, [{ name: topic, partitions: 1, config: {} }]);
   const producer = kafka.producer();
   await producer.connect();
   const value = 'x'.repeat(bytes);

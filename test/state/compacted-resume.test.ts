@@ -17,6 +17,7 @@ import {
   type StoredView,
 } from '../../core/kafka/state-consumer.ts';
 import { ViewStore } from '../../core/store/view-store.ts';
+import { ensureTopics } from '../../core/kafka/topic-admin.ts';
 
 const { Kafka, logLevel } = kafkajs;
 const kafka = new Kafka({ clientId: 'compacted-resume-test', brokers: brokers(), logLevel: logLevel.NOTHING });
@@ -32,7 +33,8 @@ t.teardown(async () => {
 });
 
 const topic = `${uniquePrefix('compacted-resume')}.endpoints`;
-await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+// ensureTopics retries what a busy broker answers while it creates them (unknown topic).
+await ensureTopics(kafka, [{ name: topic, partitions: 1, config: {} }]);
 await producer.send({ topic, messages: Array.from({ length: 20 }, (_, i) => ({ key: `k${i}`, value: 'v' })) });
 
 function compactedView(): StoredView & { seen: number } {

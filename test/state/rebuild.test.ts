@@ -12,6 +12,7 @@ import { brokers, uniquePrefix, until } from '../helpers/sluice.ts';
 import { Member } from '../../core/kafka/member.ts';
 import { StateConsumer, type StateRecord, type StateView, type StoredView } from '../../core/kafka/state-consumer.ts';
 import { ViewStore } from '../../core/store/view-store.ts';
+import { ensureTopics } from '../../core/kafka/topic-admin.ts';
 
 const { Kafka, KafkaJSNonRetriableError, logLevel } = kafkajs;
 const kafka = new Kafka({ clientId: 'rebuild-test', brokers: brokers(), logLevel: logLevel.NOTHING });
@@ -26,7 +27,8 @@ t.teardown(async () => {
 
 async function newTopic(name: string): Promise<string> {
   const topic = `${uniquePrefix(name)}.state`;
-  await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+  // ensureTopics retries what a busy broker answers while it creates them (unknown topic).
+  await ensureTopics(kafka, [{ name: topic, partitions: 1, config: {} }]);
   return topic;
 }
 

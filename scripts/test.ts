@@ -89,6 +89,7 @@ async function main(): Promise<number> {
   let code = 0;
   const totals = { pass: 0, fail: 0, skip: 0 };
   const skipped: Skipped[] = [];
+  const empty: Skipped[] = [];
   for (const [i, r] of results.entries()) {
     if (r.held) process.stdout.write(r.held);
     console.log(`# lane ${lanes[i].name}: ${r.pass} passed, ${r.fail} failed, in ${Math.round(r.ms / 1000)} s`);
@@ -97,11 +98,17 @@ async function main(): Promise<number> {
     totals.fail += r.fail;
     totals.skip += r.skip;
     skipped.push(...r.skipped);
+    empty.push(...r.empty);
   }
   console.log(
     `${totals.pass} passed, ${totals.fail} failed${totals.skip ? `, ${totals.skip} skipped` : ''} ` +
       `in ${Math.round((Date.now() - started) / 1000)} s`,
   );
+  if (empty.length > 0) {
+    console.log(`!!! ${empty.length} test(s) ended with no assertion (a test that asserts nothing cannot fail):`);
+    for (const e of empty) console.log(`!!!   ${e.file}: ${e.name}`);
+    code ||= 1;
+  }
   if (totals.skip > 0 || skipped.length > 0) {
     reportSkips(skipped, totals.skip);
     if (strict()) {
@@ -182,7 +189,16 @@ async function runTap(
   args: string[],
   env: NodeJS.ProcessEnv,
   holdAs: string | null,
-): Promise<{ code: number; pass: number; fail: number; skip: number; skipped: Skipped[]; held: string; ms: number }> {
+): Promise<{
+  code: number;
+  pass: number;
+  fail: number;
+  skip: number;
+  skipped: Skipped[];
+  empty: Skipped[];
+  held: string;
+  ms: number;
+}> {
   const started = Date.now();
   let held = '';
   const tap = spawn(join(root, 'node_modules/.bin/tap'), args, {
@@ -194,7 +210,16 @@ async function runTap(
   let partial = '';
   let file = '';
   const skipped: Skipped[] = [];
+  /** Tests that ended with no assertion (a plan of `1..0` without a skip): each one fails the run. */
+  const empty: Skipped[] = [];
+  /** The names of the subtests open at each indentation, to name a test that asserted nothing. */
+  const open = new Map<number, string>();
   const line = (l: string) => {
+    const named = /^(\s*)# Subtest: (.*)$/.exec(l);
+    if (named) open.set(named[1].length, named[2]);
+    const none = /^(\s*)1\.\.0\s*$/.exec(l);
+    if (none && none[1].length > 0)
+      empty.push({ file, name: open.get(none[1].length - 4) ?? '(unnamed)', reason: 'no assertion' });
     // A held lane still shows its progress, a line per file.
     if (holdAs !== null && /^(not )?ok \d+ - test\//.test(l)) console.log(`# ${holdAs}: ${l}`);
     const subtest = /^# Subtest: (test\/\S+)/.exec(l);
@@ -218,7 +243,16 @@ async function runTap(
   const n = (i: number) => Number(summary?.[i] ?? 0);
   const ms = Date.now() - started;
   if (holdAs !== null) held = `# ---- lane ${holdAs} (run beside the tests above) ----\n${held}`;
-  return { code, pass: n(2), fail: summary ? n(3) : 1, skip: n(4), skipped, held, ms };
+  return {
+    code: code || (empty.length > 0 ? 1 : 0),
+    pass: n(2),
+    fail: summary ? n(3) : 1,
+    skip: n(4),
+    skipped,
+    empty,
+    held,
+    ms,
+  };
 }
 
 main().then(

@@ -12,7 +12,7 @@
  * and a commit whose coordinator's connection is gone asks the same; the new coordinator answers,
  * or tells the member to rejoin, as kafkajs already handles.
  */
-import { createRequire } from 'node:module';
+import { kafkajsClass } from './kafkajs-internals.ts';
 
 /** The part of kafkajs's broker and cluster this fix uses. */
 interface Broker {
@@ -90,12 +90,13 @@ export async function currentCoordinator(this: OffsetManagerState): Promise<Brok
   return this.coordinator;
 }
 
-const load = createRequire(import.meta.url);
-const ConsumerGroup = load('kafkajs/src/consumer/consumerGroup.js') as {
-  prototype: { heartbeat: (this: GroupState, args: { interval: number }) => Promise<void> };
-};
-const OffsetManager = load('kafkajs/src/consumer/offsetManager/index.js') as {
-  prototype: { getCoordinator: (this: OffsetManagerState) => Promise<Broker> };
-};
+const ConsumerGroup = kafkajsClass<{ heartbeat: (this: GroupState, args: { interval: number }) => Promise<void> }>(
+  'consumer/consumerGroup.js',
+  ['heartbeat'],
+);
+const OffsetManager = kafkajsClass<{ getCoordinator: (this: OffsetManagerState) => Promise<Broker> }>(
+  'consumer/offsetManager/index.js',
+  ['getCoordinator'],
+);
 ConsumerGroup.prototype.heartbeat = heartbeatFindingCoordinator(ConsumerGroup.prototype.heartbeat);
 OffsetManager.prototype.getCoordinator = currentCoordinator;

@@ -16,7 +16,7 @@
  * every partition is paused). That property becomes an accessor on the prototype here; the checks
  * below refuse to load against a kafkajs whose fetch no longer reads it.
  */
-import { createRequire } from 'node:module';
+import { KafkajsMismatchError, kafkajsClass } from './kafkajs-internals.ts';
 
 export interface FetchWait {
   /** The wait while something is expected soon. */
@@ -74,17 +74,12 @@ export function groupWait(group: Group): number {
   return ms;
 }
 
-const ConsumerGroup = createRequire(import.meta.url)('kafkajs/src/consumer/consumerGroup.js') as {
-  prototype: object & { fetch?: unknown };
-};
-const fetchSource = String(ConsumerGroup.prototype.fetch);
-if (
-  typeof ConsumerGroup.prototype.fetch !== 'function' ||
-  !fetchSource.includes('maxWaitTime: this.maxWaitTime') ||
-  Object.hasOwn(ConsumerGroup.prototype, 'maxWaitTime')
-)
-  throw new Error(
-    'kafkajs ConsumerGroup.fetch no longer reads this.maxWaitTime: core/kafka/fetch-wait.ts needs a look',
+const ConsumerGroup = kafkajsClass<object>('consumer/consumerGroup.js', ['fetch'], {
+  fetch: 'maxWaitTime: this.maxWaitTime',
+});
+if (Object.hasOwn(ConsumerGroup.prototype, 'maxWaitTime'))
+  throw new KafkajsMismatchError(
+    'kafkajs ConsumerGroup has its own maxWaitTime: core/kafka/fetch-wait.ts needs a look',
   );
 Object.defineProperty(ConsumerGroup.prototype, 'maxWaitTime', {
   configurable: true,

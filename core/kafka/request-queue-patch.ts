@@ -10,7 +10,7 @@
  * one, else in 10 ms as kafkajs does; with none waiting, nothing is scheduled, and the next push
  * or response checks again.
  */
-import { createRequire } from 'node:module';
+import { kafkajsClass } from './kafkajs-internals.ts';
 
 /** kafkajs's CHECK_PENDING_REQUESTS_INTERVAL. */
 const CHECK_PENDING_MS = 10;
@@ -33,7 +33,8 @@ export function scheduleCheckPendingRequests(this: RequestQueueState): void {
   }, delay);
 }
 
-const RequestQueue = createRequire(import.meta.url)('kafkajs/src/network/requestQueue/index.js') as {
-  prototype: { scheduleCheckPendingRequests: () => void };
-};
+const RequestQueue = kafkajsClass<{ scheduleCheckPendingRequests: () => void }>('network/requestQueue/index.js', [
+  'scheduleCheckPendingRequests',
+  'checkPendingRequests',
+]);
 RequestQueue.prototype.scheduleCheckPendingRequests = scheduleCheckPendingRequests;

@@ -159,7 +159,7 @@ async function withServer<T>(
   name: string,
   script: string,
   args: string[],
-  fn: (base: string) => Promise<T>,
+  fn: (base: string, pid: number) => Promise<T>,
 ): Promise<T> {
   const port = await freePort();
   const server = children.spawn(
@@ -171,7 +171,7 @@ async function withServer<T>(
   );
   await waitForLine(server, /^ready$/, 60_000, name);
   try {
-    return await fn(`http://127.0.0.1:${port}`);
+    return await fn(`http://127.0.0.1:${port}`, server.proc.pid!);
   } finally {
     server.proc.kill('SIGTERM');
     await server.exited;
@@ -239,8 +239,17 @@ async function edge(): Promise<EdgeReport> {
     return runCase(k6, join(work, `${spec.id}.json`), { duration: DURATION, vus: VUS, ...spec }, say);
   };
   const cases: CaseResult[] = [];
-  const get = (id: string, label: string, server: CaseSpec['server'], url: string, tokens: string[], expect = 200) => ({
+  const get = (
+    id: string,
+    label: string,
+    server: CaseSpec['server'],
+    url: string,
+    tokens: string[],
+    expect = 200,
+    serverPid = sluice.proc.pid!,
+  ) => ({
     id,
+    serverPid,
     label,
     server,
     method: 'GET' as const,
@@ -249,8 +258,8 @@ async function edge(): Promise<EdgeReport> {
     expect,
   });
   cases.push(
-    await withServer('bare-uws', 'bare-uws.ts', [], (b) =>
-      run(get('bare', 'bare uWS, no auth (the ceiling)', 'bare', b, [])),
+    await withServer('bare-uws', 'bare-uws.ts', [], (b, pid) =>
+      run(get('bare', 'bare uWS, no auth (the ceiling)', 'bare', b, [], 200, pid)),
     ),
   );
   cases.push(
@@ -260,13 +269,16 @@ async function edge(): Promise<EdgeReport> {
     await run(get('forbidden', 'Sluice: scope violation (403 problem+json)', 'sluice', base, narrowTokens, 403)),
   );
   cases.push(
-    await withServer('conventional', 'conventional.ts', ['--issuer', issuer, '--sluice', base], (b) =>
-      run(get('conv', 'node:http + jose.jwtVerify per request + scope check', 'conventional', b, wideTokens)),
+    await withServer('conventional', 'conventional.ts', ['--issuer', issuer, '--sluice', base], (b, pid) =>
+      run(get('conv', 'node:http + jose.jwtVerify per request + scope check', 'conventional', b, wideTokens, 200, pid)),
     ),
   );
   cases.push(
-    await withServer('conventional-cache', 'conventional.ts', ['--issuer', issuer, '--sluice', base, '--cache'], (b) =>
-      run(get('convCache', 'the same + verified-token cache', 'conventional', b, wideTokens)),
+    await withServer(
+      'conventional-cache',
+      'conventional.ts',
+      ['--issuer', issuer, '--sluice', base, '--cache'],
+      (b, pid) => run(get('convCache', 'the same + verified-token cache', 'conventional', b, wideTokens, 200, pid)),
     ),
   );
   cases.push(
@@ -278,6 +290,7 @@ async function edge(): Promise<EdgeReport> {
       url: `${base}/v1/auth/token`,
       bodies,
       expect: 200,
+      serverPid: sluice.proc.pid!,
     }),
   );
   const hot = cases.find((c) => c.id === 'hot')!;
@@ -425,19 +438,22 @@ function renderReport(): string {
         `(one token per VU), so no client reaches the default per-client rate limit (10,000/s): ` +
         `the limiter is on, as deployed, and never refuses. ` +
         `Token issuance uses the same ${edgeReport.clients} clients. ` +
-        `A row counts only the expected status; any other status fails the case and is listed.`,
+        `A row counts only the expected status; any other status fails the case and is listed. ` +
+        `Server CPU: every process of the server (/proc, user + system) over the case, per response ` +
+        `of any status: what the route costs, whatever k6 itself costs on the same cores.`,
       '',
     );
     lines.push(
-      '| case | expected | req/s | p50 ms | p99 ms | other statuses | load avg after |',
-      '|---|---:|---:|---:|---:|---|---|',
+      '| case | expected | req/s | server CPU-ms per request | p50 ms | p99 ms | other statuses | load avg after |',
+      '|---|---:|---:|---:|---:|---:|---|---|',
     );
     for (const c of edgeReport.cases) {
       const otherStatuses =
         c.unexpected.length === 0 ? 'none' : `**${c.unexpected.map(([s, n]) => `${s}: ${n}`).join(', ')}**`;
       const notSent = c.notSent ? ` (${f(c.notSent)} not sent: behind the rate)` : '';
       lines.push(
-        `| ${c.label} | ${c.expect} | ${f(c.rps)} | ${f(c.p50, 2)} | ${f(c.p99, 2)} | ` +
+        `| ${c.label} | ${c.expect} | ${f(c.rps)} | ${c.cpuMsPerRequest === null ? '—' : f(c.cpuMsPerRequest, 4)} | ` +
+          `${f(c.p50, 2)} | ${f(c.p99, 2)} | ` +
           `${otherStatuses}${notSent} | ${c.load} |`,
       );
     }

@@ -24,6 +24,13 @@ function statFields(pid: number): string[] | null {
   }
 }
 
+/** CPU seconds (user + system) a process and its children of `comm` have used so far. */
+export function treeCpuSec(root: number, comm = 'node'): number {
+  let ticks = 0;
+  for (const pid of processTree(root, comm)) ticks += cpuTicks(pid) ?? 0;
+  return ticks / CLK_TCK;
+}
+
 function cpuTicks(pid: number): number | null {
   const f = statFields(pid);
   return f ? Number(f[11]) + Number(f[12]) : null; // utime, stime

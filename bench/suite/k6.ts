@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { treeCpuSec } from '../dispatch/proc-stats.ts';
 
 const SCRIPT = fileURLToPath(new URL('../k6/case.js', import.meta.url));
 
@@ -22,6 +23,8 @@ export interface CaseSpec {
   rate?: number;
   /** PEM files of the client certificate an https URL is sent with. */
   clientCert?: { cert: string; key: string };
+  /** The server's process (its node children included): its CPU over the run, per request answered. */
+  serverPid?: number;
 }
 
 export interface CaseResult {
@@ -40,6 +43,8 @@ export interface CaseResult {
    * target judges it.
    */
   notSent: number;
+  /** The server's CPU (user + system, /proc, every process of it) per response of any status, in ms. */
+  cpuMsPerRequest: number | null;
   load: string;
 }
 
@@ -65,6 +70,7 @@ export async function runCase(
     TLS_CERT: spec.clientCert?.cert ?? '',
     TLS_KEY: spec.clientCert?.key ?? '',
   };
+  const cpuBefore = spec.serverPid ? treeCpuSec(spec.serverPid) : 0;
   const code = await new Promise<number>((resolve) => {
     const child = spawn(k6, ['run', '--quiet', '--no-usage-report', SCRIPT], {
       env,
@@ -77,7 +83,9 @@ export async function runCase(
   const unexpected: [string, number][] = Object.keys(summary.metrics)
     .filter((m) => m.startsWith('status_') && m !== `status_${spec.expect}` && count(m) > 0)
     .map((m) => [m.slice('status_'.length), count(m)]);
+  const cpuSec = spec.serverPid ? treeCpuSec(spec.serverPid) - cpuBefore : null;
   if (code !== 0) unexpected.push(['k6 exit', code]);
+  const answered = count('expected') + unexpected.reduce((n, [s, k]) => n + (s === '0' || s === 'k6 exit' ? 0 : k), 0);
   const latency = summary.metrics['http_req_duration{expected_response:true}']?.values ?? {};
   const result: CaseResult = {
     id: spec.id,
@@ -88,6 +96,7 @@ export async function runCase(
     p99: latency['p(99)'] ?? Number.NaN,
     unexpected,
     notSent: count('dropped_iterations'),
+    cpuMsPerRequest: cpuSec === null || answered === 0 ? null : (cpuSec * 1000) / answered,
     load: loadavg()
       .map((x) => x.toFixed(2))
       .join(' '),
@@ -98,7 +107,9 @@ export async function runCase(
     : '';
   say(
     `${spec.label}: ${Math.round(result.rps)} ${spec.expect}/s, ` +
-      `p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms${notSent}${failed} (load ${result.load})`,
+      `p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms` +
+      `${result.cpuMsPerRequest === null ? '' : `, server ${result.cpuMsPerRequest.toFixed(4)} CPU-ms/request`}` +
+      `${notSent}${failed} (load ${result.load})`,
   );
   return result;
 }

@@ -55,7 +55,11 @@ t.test('npm run bench -- --quick --only edge: every k6 case runs against a start
     const row = report.split('\n').find((l) => l.startsWith(`| ${label}`) || (l.includes(label) && l.startsWith('|')));
     t.ok(row, `the report has the row "${label}"`);
     t.match(row ?? '', /\| none( \([^)]*\))? \|/, `"${label}": no status other than the expected one`);
+    // | case | expected | req/s | server CPU-ms per request | ...: the server's CPU over the case, per request.
+    const cpuMs = Number((row ?? '').split('|')[4]?.trim().replaceAll(',', ''));
+    t.ok(cpuMs > 0 && cpuMs < 1000, `"${label}": the server's CPU per request (${cpuMs} ms)`);
   }
+  t.match(report, /hot token ≤ 1\.5× the CPU per request of bare uWS/, 'the CPU target against bare uWS is judged');
   t.match(
     report,
     /<!-- suite:begin -->[\s\S]*### Targets[\s\S]*<!-- suite:end -->/,

@@ -6,10 +6,10 @@
  *   for (const op of listOperations(doc)) console.log(op.method, op.path, op.scopes);
  */
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
+import { projectPath } from '../core/paths.ts';
 
-export const CONTRACT_PATH = fileURLToPath(new URL('./openapi.yaml', import.meta.url));
+export const CONTRACT_PATH = projectPath('contracts/openapi.yaml');
 
 /** A parsed OpenAPI or JSON document: members are read loosely, as the walkers check shapes themselves. */
 // biome-ignore lint/suspicious/noExplicitAny: an untyped JSON document

@@ -8,7 +8,6 @@
  */
 import { join } from 'node:path';
 import { createHash, type KeyObject, type X509Certificate } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { isIP } from 'node:net';
 import { ConfigError } from './errors.ts';
 import {
@@ -27,6 +26,7 @@ import {
   trustedProxies,
   url,
 } from './config-readers.ts';
+import { projectPath } from './paths.ts';
 
 /**
  * The client certificate the dispatcher and the pings present to receivers (SLUICE_DELIVERY_CLIENT_CERT
@@ -239,7 +239,7 @@ export const SETTINGS = {
         doc: 'Kafka jars (`kafka-4.1.1/libs`) and local Kafka data',
       },
     ],
-    read: (env) => env.SLUICE_CACHE_DIR || fileURLToPath(new URL('../.cache', import.meta.url)),
+    read: (env) => env.SLUICE_CACHE_DIR || projectPath('.cache'),
   },
   host: {
     section: 'listeners',

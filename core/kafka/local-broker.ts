@@ -8,10 +8,10 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync, openSync, rmSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { SluiceBaseError } from '../errors.ts';
+import { projectPath } from '../paths.ts';
 
-const POM = fileURLToPath(new URL('../../scripts/kafka/pom.xml', import.meta.url));
+const POM = projectPath('scripts/kafka/pom.xml');
 export const KAFKA_VERSION = '4.1.1';
 
 export type LocalKafkaErrorCode = 'JAVA_MISSING' | 'MAVEN_MISSING' | 'JARS_FAILED' | 'FORMAT_FAILED' | 'START_FAILED';

@@ -6,13 +6,13 @@
  * styles from this origin only, no inline code, no framing) and `nosniff`.
  */
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { SluiceError } from '../../core/errors.ts';
 import { KNOWN_EVENT_KINDS } from '../../core/webhooks/records.ts';
 import { RESERVED_FAMILIES } from '../../core/webhooks/deliveries.ts';
 import type { Reply, Route } from '../types.ts';
+import { projectPath } from '../../core/paths.ts';
 
-export const CONSOLE_DIR = fileURLToPath(new URL('../../console/', import.meta.url));
+export const CONSOLE_DIR = `${projectPath('console')}/`;
 
 const JS = 'text/javascript; charset=utf-8';
 

@@ -99,6 +99,8 @@ export function checkExpression(parsed: Parsed, source: string, opts: CheckOptio
         const name = k.value.name;
         if (inScope(name)) return 'dyn';
         if (name in declared) return declared[name];
+        // The first part of a qualified name declared whole (`a.b.c`): the planner resolves it.
+        if (Object.keys(declared).some((v) => v.startsWith(`${name}.`))) return 'dyn';
         return fail(e, `undeclared reference to '${name}' (the variables are ${Object.keys(declared).join(', ')})`);
       }
       case 'selectExpr': {

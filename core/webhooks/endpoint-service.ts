@@ -28,6 +28,7 @@ import { failureClass, type PingOptions, sendEvent, sendPing } from './ping.ts';
 import { publishEvent } from './publish.ts';
 import type { EndpointRecord, EventRecord, Ordering } from './records.ts';
 import { newEndpointSecret } from './signing.ts';
+import { checkFilter } from './filters/endpoint-filter.ts';
 import { assertPublicAddress, checkTargetUrl, normalTargetUrl, type TargetGuardOptions } from './target-guard.ts';
 
 export interface NewEndpoint {
@@ -41,6 +42,8 @@ export interface NewEndpoint {
   rate_limit_per_second?: number | null;
   max_in_flight?: number | null;
   ordering?: Ordering;
+  /** A CEL expression over the event (core/webhooks/filters); null/absent: every event of its types. */
+  filter?: string | null;
 }
 
 export interface EndpointOutcome {
@@ -69,6 +72,9 @@ export interface EndpointView {
   rate_limit_per_second: number | null;
   max_in_flight: number | null;
   ordering: Ordering;
+  filter: string | null;
+  /** How often the current filter failed to evaluate (no match) and the newest failure; null: never. */
+  filter_errors: { count: number; last_at: string; last_error: string } | null;
 }
 
 const isoOrNull = (ms: number | null | undefined): string | null =>
@@ -96,6 +102,14 @@ export function endpointView(rec: EndpointRecord, nowMs: number): EndpointView {
     rate_limit_per_second: rec.rate_limit_per_second ?? null,
     max_in_flight: rec.max_in_flight ?? null,
     ordering: rec.ordering ?? 'none',
+    filter: rec.filter ?? null,
+    filter_errors: rec.filter_errors
+      ? {
+          count: rec.filter_errors.count,
+          last_at: new Date(rec.filter_errors.last_at).toISOString(),
+          last_error: rec.filter_errors.last_error,
+        }
+      : null,
   };
 }
 
@@ -112,6 +126,7 @@ function sendOptions(ctx: Context): PingOptions {
 
 /** Checks the target, writes the endpoint as PENDING, pings it, and makes it ACTIVE on a 2xx. */
 export async function createEndpoint(ctx: Context, input: NewEndpoint): Promise<EndpointOutcome & { secret: string }> {
+  checkFilter(input.filter);
   const guard = targetGuardOptions(ctx);
   const url = await checkNewTarget(input.url, guard);
   const secret = newEndpointSecret();
@@ -132,6 +147,7 @@ export async function createEndpoint(ctx: Context, input: NewEndpoint): Promise<
       metadata: input.metadata,
       description: input.description ?? null,
       ...deliveryPolicy(input),
+      ...(input.filter ? { filter: input.filter } : {}),
       secret_sealed: seal(ctx.config.masterKey, secret),
       state: 'PENDING',
       created_at: now,
@@ -184,6 +200,8 @@ export interface EndpointPatch {
   rate_limit_per_second?: number | null;
   max_in_flight?: number | null;
   ordering?: Ordering;
+  /** A new filter; null removes it. */
+  filter?: string | null;
 }
 
 const pauseWord = (disabled: boolean | undefined) => (disabled ? 'disabled (paused)' : 'disabled (resumed)');
@@ -197,6 +215,7 @@ const PATCH_FIELDS = [
   'rate_limit_per_second',
   'max_in_flight',
   'ordering',
+  'filter',
 ] as const;
 
 /**
@@ -216,6 +235,7 @@ export async function updateEndpoint(
   patch: EndpointPatch,
   actor: string,
 ): Promise<{ record: EndpointRecord; ping: AttemptOutcome | null }> {
+  checkFilter(patch.filter);
   const asked = patch.url === undefined ? undefined : normalTargetUrl(patch.url);
   let url = asked !== undefined && asked !== rec.url ? asked : undefined;
   let ping: AttemptOutcome | null = null;
@@ -253,6 +273,10 @@ export async function updateEndpoint(
       if (patch.description !== undefined) next.description = patch.description;
       if (patch.disabled !== undefined) next.paused = patch.disabled;
       Object.assign(next, deliveryPolicy(patch));
+      if (patch.filter !== undefined && patch.filter !== (cur.filter ?? null)) {
+        next.filter = patch.filter;
+        next.filter_errors = null; // the count is of the filter in force
+      }
       return url !== undefined && ping !== null ? { ...next, url, ...pinged(ping.ok, now) } : next;
     });
   });
@@ -489,6 +513,34 @@ export async function recordFailingSince(ctx: Context, id: string, since: number
         ? null
         : { ...cur, failing_since: since, updated_at: Math.max(ctx.clock.now(), cur.updated_at + 1) },
     ),
+  );
+}
+
+/**
+ * Adds what a fan-out saw of the endpoint's filter failing (`count` more failures, the newest
+ * `last`) to its record, only while `filter` is still the one in force (a filter changed since
+ * starts from none). The fan-out calls it rarely: see dispatcher/filter-errors.ts.
+ */
+export async function recordFilterErrors(
+  ctx: Context,
+  id: string,
+  filter: string,
+  count: number,
+  last: { at: number; error: string },
+): Promise<void> {
+  const stale = (cur: EndpointRecord | undefined) => cur === undefined || (cur.filter ?? null) !== filter;
+  if (stale(ctx.endpoints.get(id))) return;
+  await serialised(ctx, id, () =>
+    commit(ctx, id, (cur) => {
+      if (stale(cur)) return null;
+      const held = cur.filter_errors;
+      const newest = held && held.last_at > last.at ? held : { last_at: last.at, last_error: last.error };
+      return {
+        ...cur,
+        filter_errors: { count: (held?.count ?? 0) + count, last_at: newest.last_at, last_error: newest.last_error },
+        updated_at: Math.max(ctx.clock.now(), cur.updated_at + 1),
+      };
+    }),
   );
 }
 

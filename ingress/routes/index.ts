@@ -26,6 +26,7 @@ import { webhookClientCertificateRoutes } from './webhook-client-certificate.ts'
 import { webhookDlqRoutes } from './webhook-dlq.ts';
 import { webhookEndpointRoutes } from './webhook-endpoints.ts';
 import { webhookEventTypeRoutes } from './webhook-event-types.ts';
+import { webhookFilterRoutes } from './webhook-filters.ts';
 import { webhookEventRoutes } from './webhook-events.ts';
 
 /**
@@ -48,6 +49,7 @@ export function routeTable(ctx: Context, trustedProxies: CidrSet, inputs: RouteI
     // The token endpoint, JWKS and metadata: no bearer token.
     ...authRoutes(ctx, ctx.metrics, trustedProxies),
     ...webhookEndpointRoutes(ctx),
+    ...webhookFilterRoutes(ctx),
     ...webhookEventRoutes(ctx, inputs.checks),
     ...webhookDlqRoutes(ctx),
     ...revocationRoutes(ctx),

@@ -92,3 +92,25 @@ export function runFilter(program: CelProgram, input: FilterInput, event: CelMet
     return { matched: false, error: `the filter's result is not a bool (${typeof out.value})` };
   return { matched: out.value, error: null };
 }
+
+/** A sample event to try a filter on (`POST /v1/webhooks/filters/test`). */
+export interface SampleEvent {
+  type: string;
+  data?: unknown;
+}
+
+/**
+ * Compiles `filter` (a fault is the 400 a registration would get) and evaluates it on the sample
+ * as the fan-out would, with the same budget; the metadata is made as for a published event.
+ */
+export function tryFilter(filter: string, sample: SampleEvent, tenantId: string, nowMs: number): FilterVerdict {
+  let program: CelProgram;
+  try {
+    program = compileFilter(filter);
+  } catch (err) {
+    if (err instanceof CelCompileError) throw filterRefused(err);
+    throw err;
+  }
+  const event = { id: 'evt_sample', tenant_id: tenantId, type: sample.type, data: sample.data, created_at: nowMs };
+  return runFilter(program, filterInput(event), eventBudget());
+}

@@ -7,9 +7,16 @@
  *   const verdict = filterVerdict(endpoint, filterInput(event), eventBudget());
  */
 import { LruMap } from '../../lru.ts';
-import type { EndpointRecord } from '../records.ts';
+import type { EndpointRecord, EventRecord } from '../records.ts';
 import { CelCompileError, type CelMeter, type CelProgram } from './cel-program.ts';
-import { compileFilter, type FilterInput, type FilterVerdict, runFilter } from './endpoint-filter.ts';
+import {
+  compileFilter,
+  eventBudget,
+  type FilterInput,
+  filterInput,
+  type FilterVerdict,
+  runFilter,
+} from './endpoint-filter.ts';
 
 /** Programs kept: the endpoints with filters that events are going to now. */
 export const PROGRAMS_CACHED = 4096;
@@ -49,4 +56,37 @@ export function filterVerdict(
   if (program instanceof CelCompileError)
     return { matched: false, error: `the filter does not compile: ${program.message}` };
   return runFilter(program, input(), budget);
+}
+
+/** What became of one filtered endpoint: passed, or not (with the evaluation's error, if any). */
+export type FilterOutcome = (ep: EndpointRecord, verdict: FilterVerdict) => void;
+
+/**
+ * The endpoints (already matched by type) whose filters take the event, in order, all filters of
+ * the event sharing one budget (EVENT_FILTER_BUDGET). `each` hears every filtered endpoint's verdict.
+ * Endpoints without a filter cost nothing; the event's variables are made only if one has one.
+ */
+export function selectByFilter(
+  endpoints: EndpointRecord[],
+  event: Pick<EventRecord, 'id' | 'tenant_id' | 'type' | 'data' | 'created_at' | 'ordering_key'>,
+  each?: FilterOutcome,
+): EndpointRecord[] {
+  if (!endpoints.some((ep) => ep.filter)) return endpoints;
+  let input: FilterInput | undefined;
+  const lazy = () => {
+    input ??= filterInput(event);
+    return input;
+  };
+  const budget = eventBudget();
+  const out: EndpointRecord[] = [];
+  for (const ep of endpoints) {
+    if (!ep.filter) {
+      out.push(ep);
+      continue;
+    }
+    const verdict = filterVerdict(ep, lazy, budget);
+    if (verdict.matched) out.push(ep);
+    each?.(ep, verdict);
+  }
+  return out;
 }

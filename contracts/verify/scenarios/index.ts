@@ -38,6 +38,7 @@ export const ORDER = [
   'getEndpoint',
   'verifyEndpoint',
   'updateEndpoint',
+  'testWebhookFilter',
   'testEndpoint',
   'rotateEndpointSecret',
   'publishEvent',

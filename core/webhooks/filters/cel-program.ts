@@ -9,16 +9,28 @@
  * two lists' sizes); an undeclared variable or an unknown function; an operator whose operands are
  * known (literals, declared variables) to be of types it cannot take.
  *
- * Evaluating charges the meter per function call (1, and 1 per 64 characters or bytes of every
- * string and bytes argument and result, and the size of a list appended with `+`): strings and
- * lists can grow only with calls, and a comprehension's step that calls nothing costs as little as
- * walking the list did. A charge over the budget stops the evaluation with an error
- * (`budgetExceeded` on the result), whatever branch of a `||` or `&&` it was in.
+ * Evaluating charges the meter: per function call 1, and 1 per 64 characters or bytes of every
+ * string and bytes argument and result, and the size of every list or map argument (`in`, `==`;
+ * not `size()`; for a list appended with `+` only the appended one, so `map` stays linear); per
+ * comprehension the size of the list or map it walks, before it walks it. Strings and lists grow
+ * only through calls, so what an evaluation builds is charged too. A charge over the budget stops
+ * the evaluation with an error (`budgetExceeded` on the result), whatever branch of a `||` or `&&`
+ * it was in.
  *
  *   const p = compileCel('data.total > 100', { variables: ['data'] });
  *   const r = p.evaluate({ data: { total: 150 } }, new CelMeter(10_000)); // { value: true }
  */
-import { celEnv, type CelEnv, type CelInput, type CelValue, isCelError, isCelList, parse, plan } from '@bufbuild/cel';
+import {
+  celEnv,
+  type CelEnv,
+  type CelInput,
+  type CelValue,
+  isCelError,
+  isCelList,
+  isCelMap,
+  parse,
+  plan,
+} from '@bufbuild/cel';
 import { checkExpression, type CheckOptions, CelCompileError } from './cel-check.ts';
 
 export { CelCompileError };
@@ -73,13 +85,30 @@ function sizeUnits(v: unknown): number {
   return 0;
 }
 
-/** What a call costs beyond its 1: the strings and bytes it reads and makes, a list it appends. */
+const collectionSize = (v: unknown): number => (isCelList(v) || isCelMap(v) ? v.size : 0);
+
+/** What a call costs beyond its 1: the strings and bytes it reads and makes, the lists and maps it reads. */
 function callUnits(name: string, target: unknown, args: unknown[], result: unknown): number {
   let units = 1 + sizeUnits(target) + sizeUnits(result);
   for (const a of args) units += sizeUnits(a);
-  if (name === '_+_' && args.length === 2 && isCelList(args[1])) units += args[1].size;
+  if (name === 'size') return units;
+  if (name === '_+_') return units + (args.length === 2 ? collectionSize(args[1]) : 0);
+  units += collectionSize(target);
+  for (const a of args) units += collectionSize(a);
   return units;
 }
+
+/** The function a comprehension's range is wrapped in (`meterRanges`): charges its size, answers it. */
+const RANGE = '@sluice_range';
+
+const rangeGroup = {
+  name: RANGE,
+  [Symbol.iterator]: () => [][Symbol.iterator](),
+  call(_id: number, _target: CelValue | undefined, args: CelValue[]) {
+    running?.charge(1 + collectionSize(args[0]));
+    return args[0];
+  },
+};
 
 type Resolver = CelEnv['funcs'];
 type Group = NonNullable<ReturnType<Resolver['find']>>;
@@ -101,6 +130,7 @@ function meteredFuncs(funcs: Resolver): Resolver {
   return {
     [Symbol.iterator]: () => funcs[Symbol.iterator](),
     find(name: string) {
+      if (name === RANGE) return rangeGroup as unknown as Group;
       if (!groups.has(name)) {
         const g = funcs.find(name);
         groups.set(name, g && wrap(g));
@@ -120,6 +150,51 @@ function meteredEnv(): CelEnv {
   // Everything else (namespace, registry, variables) read through the base environment.
   sharedEnv = Object.create(base, { funcs: { get: () => funcs } }) as CelEnv;
   return sharedEnv;
+}
+
+type Expr = ReturnType<typeof parse>['expr'];
+
+/**
+ * Wraps the range of every comprehension in a call of RANGE, so the walk is charged before it
+ * starts (@bufbuild/cel copies the whole list first: a budget checked only inside the loop would
+ * come too late for a long one). The wrapper node is a plain object: the planner reads only `id`
+ * and `exprKind`.
+ */
+function meterRanges(e: Expr | undefined, ids = { next: 1n << 40n }): void {
+  if (!e) return;
+  const k = e.exprKind;
+  switch (k.case) {
+    case 'selectExpr':
+      meterRanges(k.value.operand, ids);
+      return;
+    case 'callExpr':
+      meterRanges(k.value.target, ids);
+      for (const a of k.value.args) meterRanges(a, ids);
+      return;
+    case 'listExpr':
+      for (const el of k.value.elements) meterRanges(el, ids);
+      return;
+    case 'structExpr':
+      for (const entry of k.value.entries) {
+        if (entry.keyKind.case === 'mapKey') meterRanges(entry.keyKind.value, ids);
+        meterRanges(entry.value, ids);
+      }
+      return;
+    case 'comprehensionExpr': {
+      const c = k.value;
+      for (const part of [c.iterRange, c.accuInit, c.loopCondition, c.loopStep, c.result]) meterRanges(part, ids);
+      if (c.iterRange) {
+        const id = ids.next++;
+        c.iterRange = {
+          id,
+          exprKind: { case: 'callExpr', value: { function: RANGE, args: [c.iterRange], target: undefined } },
+        } as unknown as Expr;
+      }
+      return;
+    }
+    default:
+      return;
+  }
 }
 
 /** Parses, checks and plans `source`; throws CelCompileError. */
@@ -143,6 +218,7 @@ export function compileCel(source: string, options: CompileOptions): CelProgram 
     resultType: options.resultType,
     isFunction: (name) => env.funcs.find(name) !== undefined,
   });
+  meterRanges(parsed.expr);
   let run: (bindings: Record<string, CelInput>) => unknown;
   try {
     run = plan(env, parsed) as (bindings: Record<string, CelInput>) => unknown;

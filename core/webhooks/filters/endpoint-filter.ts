@@ -13,7 +13,7 @@
  *
  *   const verdict = runFilter(compileFilter('data.total > 100'), filterInput(event), eventBudget());
  */
-import type { CelInput } from '@bufbuild/cel';
+import { type CelInput, celList, celMap } from '@bufbuild/cel';
 import { SluiceError } from '../../errors.ts';
 import type { EventRecord } from '../records.ts';
 import { CelCompileError, CelMeter, type CelProgram, compileCel } from './cel-program.ts';
@@ -65,8 +65,22 @@ export function filterInput(
     created_at: new Date(event.created_at).toISOString(),
   };
   if (event.ordering_key !== undefined) metadata.ordering_key = event.ordering_key;
-  // undefined is no value to CEL: an event without data has data null.
-  return { type: event.type, data: (event.data ?? null) as CelInput, metadata };
+  return { type: event.type, data: celData(event.data), metadata };
+}
+
+/**
+ * The event's data as CEL values, converted once per event for all its filters (the library would
+ * convert a JSON object again at every access, unmetered). undefined (no data) is null.
+ */
+export function celData(v: unknown): CelInput {
+  if (v === undefined || v === null) return null;
+  if (Array.isArray(v)) return celList(v.map(celData));
+  if (typeof v === 'object') {
+    const m = new Map<string, CelInput>();
+    for (const [k, x] of Object.entries(v)) m.set(k, celData(x));
+    return celMap(m);
+  }
+  return v as CelInput;
 }
 
 /** What is left of one event's budget for its filters. */

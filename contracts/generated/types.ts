@@ -1372,6 +1372,13 @@ export interface components {
             /** @constant */
             code?: "INVALID_REQUEST";
             errors: components["schemas"]["FieldError"][];
+            /** @description only when `$.filter` does not compile: where (offset from 0, line and column from 1; null when the fault has no place, e.g. the size) and why */
+            filter_error?: {
+                message: string;
+                offset: number | null;
+                line: number | null;
+                column: number | null;
+            };
         } & components["schemas"]["Problem"];
         TokenProblem: {
             /** @constant */

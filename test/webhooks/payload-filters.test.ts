@@ -9,6 +9,7 @@
 import t from 'tap';
 import { assertInvalid, call, startTestNode, until } from '../helpers/sluice.ts';
 import { awaitMarker, publish, receiver } from '../dispatcher/receiver.ts';
+import { parseMetrics, sample } from '../helpers/prometheus.ts';
 
 const node = await startTestNode({ SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true' }, { dispatcher: true });
 const all = await receiver(200);
@@ -93,6 +94,12 @@ t.test('a filter that fails when evaluated delivers nothing and is counted on th
   t.match(seen.filter_errors.last_error, /missing/);
   t.match(seen.filter_errors.last_at, /^\d{4}-\d\d-\d\dT/);
   t.same(broken.events(), [], 'nothing was delivered to it');
+  const metrics = parseMetrics(await (await fetch(`${node.admin}/metrics`)).text());
+  const count = (outcome: string) =>
+    sample(metrics, 'sluice_webhook_filter_evaluations_total', { tenant: 'shop', outcome }, { missing: 0 });
+  t.equal(count('error'), 2, 'Prometheus: the two failed evaluations, by tenant');
+  t.equal(count('matched'), 2, 'Prometheus: total 150 and the marker passed the filter');
+  t.equal(count('unmatched'), 1, 'Prometheus: total 50 did not');
   const fixed = await call(node.base, 'PATCH', `/v1/webhooks/endpoints/${epBroken.id}`, {
     token,
     body: { filter: 'has(data.missing) && data.missing.x == 1' },

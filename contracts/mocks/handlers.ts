@@ -377,11 +377,11 @@ export function sluiceHandlers(sluice: MockSluice, opts: HandlerOptions) {
       // As the service: the body is checked (400/413) before the endpoint is looked up (404).
       const body = await checkedBody(request, 'PATCH', '/v1/webhooks/endpoints/{endpoint_id}');
       if (body instanceof Response) return body;
-      const e = tenantEndpoint(sluice, request, String(params.id), auth.tenantId);
-      if (e instanceof Response) return e;
       const patch = body.value as S['EndpointUpdate'];
       const refused = filterFault(patch.filter, new URL(request.url).pathname);
       if (refused) return refused;
+      const e = tenantEndpoint(sluice, request, String(params.id), auth.tenantId);
+      if (e instanceof Response) return e;
       const now = new Date(sluice.now()).toISOString();
       const next: MockEndpoint = { ...e, updated_at: now };
       if (patch.events !== undefined) next.events = patch.events;

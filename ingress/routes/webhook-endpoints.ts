@@ -100,9 +100,9 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
   };
 
   const update = async (req: AppRequest): Promise<Reply> => {
-    const rec = find(req);
     const { url, filter } = req.body as EndpointPatch;
-    checkFilter(filter);
+    checkFilter(filter); // a fault of the body is found before the endpoint is looked up, as the contract's
+    const rec = find(req);
     if (url !== undefined && normalTargetUrl(url) !== rec.url)
       budget.take(rec.tenant_id, rec.id, 'a new URL is pinged');
     try {

@@ -66,6 +66,8 @@ t.test('a filter that does not compile is refused with its position, and nothing
     body: { filter: `data.a == "${'x'.repeat(5000)}"` },
   });
   assertInvalid(t, long, 'too long', ['$.filter']);
+  const unknown = await call(node.base, 'PATCH', '/v1/webhooks/endpoints/ep_nope', { token, body: { filter: 'x >' } });
+  assertInvalid(t, unknown, 'a fault of the body before the lookup (400, not 404)', ['$.filter']);
   const list = await call(node.base, 'GET', '/v1/webhooks/endpoints', { token });
   t.equal(list.json.data.length, 3, 'only the three good registrations exist');
   const after = await call(node.base, 'GET', `/v1/webhooks/endpoints/${epAll.id}`, { token });

@@ -8,16 +8,25 @@
  * not written yet when a process dies are lost; the Prometheus counter
  * sluice_webhook_filter_evaluations_total{outcome="error"} counts each one as it happens.
  *
- *   const errors = new FilterErrorReports(ctx);
+ *   const errors = FilterErrorReports.of(ctx);
  *   errors.note(endpoint, 'field not found: total', now); // per failed evaluation
  *   await errors.stop();                                  // writes what it holds
  */
 import type { Context } from '../core/context.ts';
+import type { Logger } from '../core/log.ts';
 import { recordFilterErrors } from '../core/webhooks/endpoint-service.ts';
 import type { EndpointRecord } from '../core/webhooks/records.ts';
 
 /** The least time between two writes of one endpoint's filter errors by one process. */
 export const FLUSH_MS = 10_000;
+
+/** Adds `count` failures of `filter` (the newest `last`) to the endpoint's record. */
+export type WriteFilterErrors = (
+  id: string,
+  filter: string,
+  count: number,
+  last: { at: number; error: string },
+) => Promise<void>;
 
 interface Pending {
   filter: string;
@@ -33,9 +42,19 @@ export class FilterErrorReports {
   private readonly writes = new Set<Promise<void>>();
 
   constructor(
-    private readonly ctx: Context,
+    private readonly writeErrors: WriteFilterErrors,
+    private readonly log: Pick<Logger, 'warn'>,
     private readonly flushMs = FLUSH_MS,
+    private readonly now: () => number = Date.now,
   ) {}
+
+  /** Writing to the endpoint records of `ctx`. */
+  static of(ctx: Context): FilterErrorReports {
+    return new FilterErrorReports(
+      (id, filter, count, last) => recordFilterErrors(ctx, id, filter, count, last),
+      ctx.log,
+    );
+  }
 
   note(ep: Pick<EndpointRecord, 'id' | 'filter'>, error: string, at: number): void {
     if (!ep.filter) return;
@@ -45,7 +64,7 @@ export class FilterErrorReports {
       held.last = { at, error };
     } else this.pending.set(ep.id, { filter: ep.filter, count: 1, last: { at, error } });
     const lastWrite = this.written.get(ep.id);
-    if (lastWrite === undefined || Date.now() - lastWrite >= this.flushMs) this.write(ep.id);
+    if (lastWrite === undefined || this.now() - lastWrite >= this.flushMs) this.write(ep.id);
     else if (!this.timer) {
       this.timer = setTimeout(() => this.flush(), this.flushMs);
       this.timer.unref();
@@ -57,7 +76,7 @@ export class FilterErrorReports {
     clearTimeout(this.timer ?? undefined);
     this.timer = null;
     for (const id of [...this.pending.keys()]) this.write(id);
-    const cut = Date.now() - this.flushMs;
+    const cut = this.now() - this.flushMs;
     for (const [id, at] of this.written) if (at < cut) this.written.delete(id);
   }
 
@@ -65,10 +84,10 @@ export class FilterErrorReports {
     const p = this.pending.get(id);
     if (!p) return;
     this.pending.delete(id);
-    this.written.set(id, Date.now());
-    const done = recordFilterErrors(this.ctx, id, p.filter, p.count, p.last)
+    this.written.set(id, this.now());
+    const done = this.writeErrors(id, p.filter, p.count, p.last)
       .catch((err: unknown) =>
-        this.ctx.log.warn('filter errors could not be written to the endpoint', {
+        this.log.warn('filter errors could not be written to the endpoint', {
           endpoint_id: id,
           count: p.count,
           error: (err as Error).message,

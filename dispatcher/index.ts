@@ -107,7 +107,7 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
   };
   ctx.endpoints.listeners.add(onEndpoint);
   const typeCounts = await startTypeCountReports(ctx);
-  const filterErrors = new FilterErrorReports(ctx);
+  const filterErrors = FilterErrorReports.of(ctx);
   const fanOut = fanOutConsumer(ctx, metrics, typeCounts, filterErrors);
   await Promise.all([deliveries.member.start(), rungs.member.start(), lanes.member.start(), fanOut.start()]);
   metrics.gauge('sluice_deliveries_in_flight', 'Delivery attempts under way in this process.', () => scheduler.active);

@@ -9,11 +9,6 @@
  * fix #1667). Here the check is scheduled only when requests wait: after the throttle if there is
  * one, else in 10 ms as kafkajs does; with none waiting, nothing is scheduled, and the next push
  * or response checks again.
- *
- * Likewise each connection checks its requests in flight for timeouts every 100 ms from connect to
- * close, in flight or not: a dozen clients per process made that a steady stream of wake-ups on an
- * idle node. Here the check runs only while a request is in flight: armed when one is sent, stopped
- * at the first check that finds none.
  */
 import { kafkajsClass } from './kafkajs-internals.ts';
 
@@ -38,54 +33,8 @@ export function scheduleCheckPendingRequests(this: RequestQueueState): void {
   }, delay);
 }
 
-export interface TimeoutCheckState {
-  enforceRequestTimeout: boolean;
-  requestTimeout: number;
-  inflight: Map<number, { sentAt: number; requestTimeout: number; timeoutRequest(): void }>;
-  requestTimeoutIntervalId: NodeJS.Timeout | null;
-  isConnected(): boolean;
-  destroy(): void;
-}
-
-/** At connect: nothing yet (kafkajs starts its 100 ms check here, for the connection's life). */
-export function scheduleRequestTimeoutCheck(this: TimeoutCheckState): void {
-  if (this.requestTimeoutIntervalId) clearInterval(this.requestTimeoutIntervalId);
-  this.requestTimeoutIntervalId = null;
-}
-
-/** Once a request is in flight: kafkajs's check, every 100 ms until nothing is in flight. */
-export function armRequestTimeoutCheck(this: TimeoutCheckState): void {
-  if (!this.enforceRequestTimeout || this.requestTimeoutIntervalId || this.inflight.size === 0) return;
-  this.requestTimeoutIntervalId = setInterval(
-    () => {
-      for (const request of this.inflight.values())
-        if (Date.now() - request.sentAt > request.requestTimeout) request.timeoutRequest();
-      if (!this.isConnected()) this.destroy();
-      if (!this.isConnected() || this.inflight.size === 0) {
-        clearInterval(this.requestTimeoutIntervalId!);
-        this.requestTimeoutIntervalId = null;
-      }
-    },
-    Math.min(this.requestTimeout, 100),
-  );
-}
-
-type Queue = {
-  scheduleCheckPendingRequests: () => void;
-  scheduleRequestTimeoutCheck: () => void;
-  sendSocketRequest: (this: TimeoutCheckState, request: unknown) => void;
-};
-const RequestQueue = kafkajsClass<Queue>('network/requestQueue/index.js', [
+const RequestQueue = kafkajsClass<{ scheduleCheckPendingRequests: () => void }>('network/requestQueue/index.js', [
   'scheduleCheckPendingRequests',
   'checkPendingRequests',
-  'scheduleRequestTimeoutCheck',
-  'sendSocketRequest',
-  'destroy',
 ]);
 RequestQueue.prototype.scheduleCheckPendingRequests = scheduleCheckPendingRequests;
-RequestQueue.prototype.scheduleRequestTimeoutCheck = scheduleRequestTimeoutCheck;
-const sendSocketRequest = RequestQueue.prototype.sendSocketRequest;
-RequestQueue.prototype.sendSocketRequest = function (this: TimeoutCheckState, request: unknown) {
-  sendSocketRequest.call(this, request);
-  armRequestTimeoutCheck.call(this);
-};

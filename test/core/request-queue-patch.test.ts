@@ -8,13 +8,7 @@ import t from 'tap';
 import { createKafka } from '../../core/kafka/client.ts';
 import { DurableProducer } from '../../core/kafka/producers.ts';
 import { ensureTopics } from '../../core/kafka/topic-admin.ts';
-import {
-  armRequestTimeoutCheck,
-  scheduleCheckPendingRequests,
-  scheduleRequestTimeoutCheck,
-  type RequestQueueState,
-  type TimeoutCheckState,
-} from '../../core/kafka/request-queue-patch.ts';
+import { scheduleCheckPendingRequests, type RequestQueueState } from '../../core/kafka/request-queue-patch.ts';
 import { brokers, uniquePrefix } from '../helpers/sluice.ts';
 
 const queue = (pending: unknown[], throttledUntil: number) => {
@@ -43,39 +37,6 @@ t.test('a check is scheduled only while requests wait or a throttle runs', async
   scheduleCheckPendingRequests.call(throttled as RequestQueueState);
   t.not(throttled.throttleCheckTimeoutId, null, 'a throttle: a timer for its end');
   clearTimeout(throttled.throttleCheckTimeoutId!);
-});
-
-t.test('requests in flight are checked for their timeout only while there are some', async (t) => {
-  let timedOut = 0;
-  const q: TimeoutCheckState = {
-    enforceRequestTimeout: true,
-    requestTimeout: 30,
-    inflight: new Map(),
-    requestTimeoutIntervalId: null,
-    isConnected: () => true,
-    destroy() {},
-  };
-  scheduleRequestTimeoutCheck.call(q);
-  t.equal(q.requestTimeoutIntervalId, null, 'connected, nothing in flight: no check');
-  armRequestTimeoutCheck.call(q);
-  t.equal(q.requestTimeoutIntervalId, null, 'armed with nothing in flight: still none');
-  q.inflight.set(1, {
-    sentAt: Date.now(),
-    requestTimeout: 30,
-    timeoutRequest() {
-      timedOut++;
-      q.inflight.delete(1);
-    },
-  });
-  armRequestTimeoutCheck.call(q);
-  t.not(q.requestTimeoutIntervalId, null, 'a request in flight: the check runs');
-  const first = q.requestTimeoutIntervalId;
-  armRequestTimeoutCheck.call(q);
-  t.equal(q.requestTimeoutIntervalId, first, 'once');
-  const until = Date.now() + 5000;
-  while (q.requestTimeoutIntervalId !== null && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
-  t.equal(timedOut, 1, 'the request that outlived its timeout timed out');
-  t.equal(q.requestTimeoutIntervalId, null, 'and with nothing left in flight the check stopped');
 });
 
 t.test('an idle producer connection to a real broker runs no checks', async (t) => {

@@ -150,6 +150,7 @@ t.test('a SIGKILL behind a slow endpoint repeats what was in flight, not all its
     await new Promise((r) => setTimeout(r, 250));
   }
   const fastReceipts = () => fast.reduce((s, r) => s + r.receipts().length, 0);
+  const killedAt = Date.now();
   first.kill('SIGKILL');
   await new Promise((r) => first.once('exit', r));
   const atKill = fastReceipts();
@@ -163,10 +164,28 @@ t.test('a SIGKILL behind a slow endpoint repeats what was in flight, not all its
   await new Promise((r) => setTimeout(r, 1000));
   const repeats = fastReceipts() - distinct();
   t.comment(`${n} events, ${total} fast deliveries, ${atKill} before the kill, ${repeats} repeated`);
-  // What was in flight (at most SLUICE_DISPATCH_CONCURRENCY attempts; here 4 fast endpoints × 8)
-  // and what finished in the last commit interval (100 ms). Measured: 103 here; 395 before commits
-  // carried the offsets finished beyond their point (what a slow attempt held back came again).
-  t.ok(repeats <= CONCURRENCY, `${repeats} repeats ≤ ${CONCURRENCY}: what one process has in flight and just finished`);
+  // A repeat is either what was in flight or finished since the last commit (every 100 ms; later on
+  // a loaded machine), or what the slow endpoint's attempt held the commit point back over: fast
+  // deliveries finished up to its 2.5 s before the kill, which the commit's offset map must carry.
+  // The second kind is what this test is about: repeats first received over 1.5 s before the kill.
+  // How many repeat in all (103 here on a quiet machine; 395 before the offset map) is a figure to
+  // print, not a bound: it grows with how late commits run on a busy machine.
+  const firstAt = new Map<string, number>();
+  const seen = new Map<string, number>();
+  for (const [i, r] of fast.entries())
+    for (const h of r.receipts()) {
+      const key = `${h.body.id}@${i}`;
+      seen.set(key, (seen.get(key) ?? 0) + 1);
+      firstAt.set(key, Math.min(firstAt.get(key) ?? h.at, h.at));
+    }
+  const heldBack = [...seen].filter(([key, c]) => c > 1 && firstAt.get(key)! < killedAt - 1500).length;
+  t.comment(`${heldBack} of the repeats were first received over 1.5 s before the kill`);
+  t.ok(
+    heldBack <= 16,
+    `${heldBack} repeats of deliveries finished over 1.5 s before the kill: the commit carried what the slow ` +
+      'attempt held its point back over',
+  );
+  t.ok(repeats < atKill, `${repeats} repeats, fewer than the ${atKill} fast deliveries before the kill`);
   const exited = new Promise((r) => first.once('exit', r));
   first.kill('SIGTERM');
   await exited;

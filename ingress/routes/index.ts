@@ -27,7 +27,6 @@ import { webhookDlqRoutes } from './webhook-dlq.ts';
 import { webhookEndpointRoutes } from './webhook-endpoints.ts';
 import { webhookEndpointJwksRoutes } from './webhook-endpoint-jwks.ts';
 import { webhookEventTypeRoutes } from './webhook-event-types.ts';
-import { webhookFilterRoutes } from './webhook-filters.ts';
 import { webhookEventRoutes } from './webhook-events.ts';
 
 /**
@@ -51,7 +50,6 @@ export function routeTable(ctx: Context, trustedProxies: CidrSet, inputs: RouteI
     ...authRoutes(ctx, ctx.metrics, trustedProxies),
     ...webhookEndpointRoutes(ctx),
     ...webhookEndpointJwksRoutes(ctx),
-    ...webhookFilterRoutes(ctx),
     ...webhookEventRoutes(ctx, inputs.checks),
     ...webhookDlqRoutes(ctx),
     ...revocationRoutes(ctx),

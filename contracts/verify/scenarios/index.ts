@@ -39,7 +39,6 @@ export const ORDER = [
   'verifyEndpoint',
   'updateEndpoint',
   'getEndpointJwks',
-  'testWebhookFilter',
   'testEndpoint',
   'rotateEndpointSecret',
   'publishEvent',

@@ -38,7 +38,6 @@ export const ORDER = [
   'getEndpoint',
   'verifyEndpoint',
   'updateEndpoint',
-  'getEndpointJwks',
   'testEndpoint',
   'rotateEndpointSecret',
   'publishEvent',

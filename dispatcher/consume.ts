@@ -52,10 +52,11 @@ export class GroupConsumer {
     readonly opts: GroupConsumerOptions,
   ) {
     const group = opts.groupId;
+    const busyMs = opts.maxWaitTimeInMs ?? 100;
     this.member = new Member(kafka, {
       config: {
         groupId: group,
-        maxWaitTimeInMs: opts.maxWaitTimeInMs ?? 100,
+        maxWaitTimeInMs: busyMs,
         sessionTimeout: opts.sessionTimeoutMs,
         heartbeatInterval: Math.round(opts.sessionTimeoutMs / 10),
         retry: { retries: 10, initialRetryTime: 200, maxRetryTime: 5000 },
@@ -64,8 +65,8 @@ export class GroupConsumer {
         ? {}
         : {
             fetchWait: {
-              busyMs: opts.maxWaitTimeInMs ?? 100,
-              idleMs: Math.max(opts.idleWaitMs, opts.maxWaitTimeInMs ?? 100),
+              busyMs,
+              idleMs: Math.max(opts.idleWaitMs, busyMs),
               busy: opts.busy,
               resumeInMs: opts.resumeInMs,
             },

@@ -150,6 +150,7 @@ function strict(): boolean {
 /** What a skip reason asks for, and the command that installs it (.ci/run does the same on CI). */
 const REMEDIES: [RegExp, string][] = [
   [/chromium/i, 'apt-get install chromium   (or set CHROMIUM_PATH)'],
+  [/cryptography/i, 'apt-get install python3-cryptography'],
   [/python/i, 'apt-get install python3'],
   [/\bgo\b/i, 'bash scripts/install-k6.sh && export PATH="$PWD/.cache/go/bin:$PATH"   (or install Go)'],
   [/haproxy/i, 'apt-get install haproxy'],

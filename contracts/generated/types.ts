@@ -369,6 +369,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/endpoints/{endpoint_id}/jwks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The endpoint's ed25519 public keys (RFC 7517), for verifying `v1a` signatures
+         * @description Public, like the token keys: no token, the endpoint id is the only input. The current key,
+         *     and during a rotation's overlap the previous one too (distinct `kid`s). 404 `NOT_FOUND`,
+         *     the same answer for an unknown id and for an endpoint whose `signing` is `hmac`.
+         */
+        get: operations["getEndpointJwks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/endpoints/{endpoint_id}/rotate-secret": {
         parameters: {
             query?: never;
@@ -382,7 +406,9 @@ export interface paths {
         put?: never;
         /**
          * Issue a new signing secret; the previous one keeps signing beside it for the overlap
-         * @description Returns the new secret (only here). For `overlap_seconds` (default 24 hours) every delivery
+         * @description Returns the new secret (only here) and the new ed25519 public key (the key pair turns over
+         *     with the secret: during the overlap both keys are in the endpoint's JWKS and an `ed25519`
+         *     or `both` endpoint's deliveries carry two `v1a,` entries). For `overlap_seconds` (default 24 hours) every delivery
          *     carries signatures by both secrets: two `v1,` entries in `webhook-signature`, and the
          *     previous secret's in `X-Service-Signature-256-Previous`. A rotation during an overlap drops
          *     the older secret at once. Audited as `endpoint.secret_rotated`. A rotation that another
@@ -912,6 +938,38 @@ export interface components {
             rate_limit_per_second?: components["schemas"]["RateLimitPerSecond"];
             max_in_flight?: components["schemas"]["MaxInFlight"];
             ordering?: components["schemas"]["Ordering"];
+            signing?: components["schemas"]["SigningMode"];
+        };
+        /**
+         * @description which signatures deliveries carry. `hmac` (the default): `X-Service-Signature-256` and
+         *     `webhook-signature: v1,…`, keyed with the secret. `ed25519`: `webhook-signature: v1a,…` only,
+         *     signed with the endpoint's private key; verify with its public key (`signing_public_key`,
+         *     or the JWKS at `/v1/webhooks/endpoints/{id}/jwks`). `both`: the `v1` and `v1a` entries side by
+         *     side and `X-Service-Signature-256` (docs/webhooks.md, "Asymmetric signatures")
+         * @enum {string}
+         */
+        SigningMode: "hmac" | "ed25519" | "both";
+        /**
+         * @description `whpk_` + base64 of the endpoint's raw 32-byte ed25519 public key, answered at creation and
+         *     rotation (the private key never leaves Sluice); also published at the endpoint's JWKS
+         */
+        SigningPublicKey: string;
+        EndpointJwks: {
+            keys: components["schemas"]["Ed25519Jwk"][];
+        };
+        Ed25519Jwk: {
+            /** @constant */
+            kty: "OKP";
+            /** @constant */
+            crv: "Ed25519";
+            /** @description base64url of the raw 32-byte public key */
+            x: string;
+            /** @description the RFC 7638 thumbprint of the key */
+            kid: string;
+            /** @constant */
+            use: "sig";
+            /** @constant */
+            alg: "EdDSA";
         };
         /**
          * @description the most deliveries a second this endpoint receives from the whole cluster, all dispatchers
@@ -947,6 +1005,7 @@ export interface components {
             rate_limit_per_second?: components["schemas"]["RateLimitPerSecond"];
             max_in_flight?: components["schemas"]["MaxInFlight"];
             ordering?: components["schemas"]["Ordering"];
+            signing?: components["schemas"]["SigningMode"];
         };
         /** @description the event to send; an empty body (or none) sends a `ping` */
         EndpointTestSend: {
@@ -995,8 +1054,9 @@ export interface components {
             rate_limit_per_second: number | null;
             max_in_flight: number | null;
             ordering: components["schemas"]["Ordering"];
+            signing: components["schemas"]["SigningMode"];
         };
-        /** @description the endpoint and, this once, its signing secret */
+        /** @description the endpoint and, this once, its signing secret and its ed25519 public key */
         EndpointCreated: {
             id: components["schemas"]["EndpointIdValue"];
             /** Format: uri */
@@ -1027,6 +1087,8 @@ export interface components {
             rate_limit_per_second: number | null;
             max_in_flight: number | null;
             ordering: components["schemas"]["Ordering"];
+            signing: components["schemas"]["SigningMode"];
+            signing_public_key: components["schemas"]["SigningPublicKey"];
         };
         SecretRotation: {
             /** @description how long the previous secret keeps signing beside the new one; default 86400 (SLUICE_WEBHOOK_SECRET_OVERLAP_SECONDS) */
@@ -2348,6 +2410,30 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeliveryClientCertificate"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+        };
+    };
+    getEndpointJwks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the endpoint's public keys */
+            200: {
+                headers: {
+                    "Cache-Control": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointJwks"];
                 };
             };
             404: components["responses"]["NotFound"];

@@ -265,12 +265,17 @@ export function sluiceHandlers(sluice: MockSluice, opts: HandlerOptions) {
         rate_limit_per_second: b.rate_limit_per_second ?? null,
         max_in_flight: b.max_in_flight ?? null,
         ordering: b.ordering ?? 'none',
+        signing: b.signing ?? 'hmac',
       };
       sluice.endpoints.set(endpoint.id, { ...endpoint, tenant_id: auth.tenantId });
       return reply(
         '#/components/schemas/EndpointCreated',
         201,
-        { ...endpoint, secret: `whsec_${randomBytes(32).toString('base64')}` },
+        {
+          ...endpoint,
+          secret: `whsec_${randomBytes(32).toString('base64')}`,
+          signing_public_key: `whpk_${randomBytes(32).toString('base64')}`,
+        },
         { location: `/v1/webhooks/endpoints/${endpoint.id}`, 'cache-control': 'no-store', ...pingHeaders(ping) },
       );
     }),
@@ -364,6 +369,7 @@ export function sluiceHandlers(sluice: MockSluice, opts: HandlerOptions) {
       if (patch.rate_limit_per_second !== undefined) next.rate_limit_per_second = patch.rate_limit_per_second;
       if (patch.max_in_flight !== undefined) next.max_in_flight = patch.max_in_flight;
       if (patch.ordering !== undefined) next.ordering = patch.ordering;
+      if (patch.signing !== undefined) next.signing = patch.signing;
       // A new url is pinged at once: a 2xx makes the endpoint ACTIVE (a DISABLED one too), else PENDING.
       let headers: Record<string, string> = {};
       if (patch.url !== undefined && patch.url !== e.url) {

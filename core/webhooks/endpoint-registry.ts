@@ -28,6 +28,9 @@ interface Cached {
   rec: EndpointRecord;
   secret?: string;
   previous?: string;
+  /** The unsealed ed25519 private keys (`whsk_`): the current one, the previous one. */
+  key?: string;
+  previousKey?: string;
 }
 
 export class EndpointRegistry implements StoredView {
@@ -203,9 +206,22 @@ export class EndpointRegistry implements StoredView {
     if (!c) return undefined;
     const current = currentSecret(c, this.masterKey);
     const { previous_secret_sealed: sealed, previous_secret_until: until } = c.rec;
-    if (!sealed || (until ?? 0) <= nowMs) return { current, previous: null };
+    const overlap = (until ?? 0) > nowMs;
+    const out: SigningSecrets = { current, previous: null, ...this.signingKeys(c, overlap) };
+    if (!sealed || !overlap) return out;
     c.previous ??= unseal(this.masterKey, sealed);
-    return { current, previous: c.previous };
+    return { ...out, previous: c.previous };
+  }
+
+  /** The signing mode and, when it signs with ed25519, its private keys (the previous one during the overlap). */
+  private signingKeys(c: Cached, overlap: boolean): Pick<SigningSecrets, 'signing' | 'keys'> {
+    const signing = c.rec.signing ?? 'hmac';
+    if (signing === 'hmac' || !c.rec.signing_key_sealed) return { signing };
+    c.key ??= unseal(this.masterKey, c.rec.signing_key_sealed);
+    const previous = c.rec.previous_signing_key_sealed;
+    if (!previous || !overlap) return { signing, keys: [c.key] };
+    c.previousKey ??= unseal(this.masterKey, previous);
+    return { signing, keys: [c.key, c.previousKey] };
   }
 }
 

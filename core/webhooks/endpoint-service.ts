@@ -26,8 +26,9 @@ import type { AttemptOutcome } from './attempt.ts';
 import { isPublishableType } from './deliveries.ts';
 import { failureClass, type PingOptions, sendEvent, sendPing } from './ping.ts';
 import { publishEvent } from './publish.ts';
-import type { EndpointRecord, EventRecord, Ordering } from './records.ts';
+import type { EndpointRecord, EventRecord, Ordering, SigningMode } from './records.ts';
 import { newEndpointSecret } from './signing.ts';
+import { newSigningKeyPair } from './signing-keys.ts';
 import { assertPublicAddress, checkTargetUrl, normalTargetUrl, type TargetGuardOptions } from './target-guard.ts';
 
 export interface NewEndpoint {
@@ -41,6 +42,8 @@ export interface NewEndpoint {
   rate_limit_per_second?: number | null;
   max_in_flight?: number | null;
   ordering?: Ordering;
+  /** Which signatures deliveries carry; absent: `hmac`. */
+  signing?: SigningMode;
 }
 
 export interface EndpointOutcome {
@@ -69,6 +72,7 @@ export interface EndpointView {
   rate_limit_per_second: number | null;
   max_in_flight: number | null;
   ordering: Ordering;
+  signing: SigningMode;
 }
 
 const isoOrNull = (ms: number | null | undefined): string | null =>
@@ -96,6 +100,7 @@ export function endpointView(rec: EndpointRecord, nowMs: number): EndpointView {
     rate_limit_per_second: rec.rate_limit_per_second ?? null,
     max_in_flight: rec.max_in_flight ?? null,
     ordering: rec.ordering ?? 'none',
+    signing: rec.signing ?? 'hmac',
   };
 }
 
@@ -111,10 +116,15 @@ function sendOptions(ctx: Context): PingOptions {
 }
 
 /** Checks the target, writes the endpoint as PENDING, pings it, and makes it ACTIVE on a 2xx. */
-export async function createEndpoint(ctx: Context, input: NewEndpoint): Promise<EndpointOutcome & { secret: string }> {
+export async function createEndpoint(
+  ctx: Context,
+  input: NewEndpoint,
+): Promise<EndpointOutcome & { secret: string; publicKey: string }> {
   const guard = targetGuardOptions(ctx);
   const url = await checkNewTarget(input.url, guard);
   const secret = newEndpointSecret();
+  // Every endpoint gets its key pair, whatever it signs with now: a later PATCH to ed25519 needs no new key.
+  const pair = newSigningKeyPair();
   const id = newId('ep');
   // One creation of the tenant's at a time in this process: the count below includes every
   // endpoint created before, so concurrent requests cannot all pass the limit together.
@@ -133,6 +143,9 @@ export async function createEndpoint(ctx: Context, input: NewEndpoint): Promise<
       description: input.description ?? null,
       ...deliveryPolicy(input),
       secret_sealed: seal(ctx.config.masterKey, secret),
+      signing: input.signing ?? 'hmac',
+      signing_key_sealed: seal(ctx.config.masterKey, pair.privateKey),
+      signing_public_key: pair.publicKey,
       state: 'PENDING',
       created_at: now,
       updated_at: now,
@@ -142,8 +155,10 @@ export async function createEndpoint(ctx: Context, input: NewEndpoint): Promise<
     if (!created) throw unavailable(`webhook endpoint ${id} was not applied; retry`);
     return created;
   });
-  const ping = await sendPing(record, secret, sendOptions(ctx));
-  return { record: ping.ok ? await markVerified(ctx, record.id, record.url) : record, secret, ping };
+  const signing = { current: secret, signing: record.signing, keys: [pair.privateKey] };
+  const ping = await sendPing(record, signing, sendOptions(ctx));
+  const verified = ping.ok ? await markVerified(ctx, record.id, record.url) : record;
+  return { record: verified, secret, publicKey: pair.publicKey, ping };
 }
 
 /**
@@ -184,6 +199,7 @@ export interface EndpointPatch {
   rate_limit_per_second?: number | null;
   max_in_flight?: number | null;
   ordering?: Ordering;
+  signing?: SigningMode;
 }
 
 const pauseWord = (disabled: boolean | undefined) => (disabled ? 'disabled (paused)' : 'disabled (resumed)');
@@ -197,6 +213,7 @@ const PATCH_FIELDS = [
   'rate_limit_per_second',
   'max_in_flight',
   'ordering',
+  'signing',
 ] as const;
 
 /**
@@ -252,12 +269,27 @@ export async function updateEndpoint(
       if (patch.metadata !== undefined) next.metadata = patch.metadata;
       if (patch.description !== undefined) next.description = patch.description;
       if (patch.disabled !== undefined) next.paused = patch.disabled;
-      Object.assign(next, deliveryPolicy(patch));
+      Object.assign(next, deliveryPolicy(patch), signingChange(ctx, cur, patch.signing));
       return url !== undefined && ping !== null ? { ...next, url, ...pinged(ping.ok, now) } : next;
     });
   });
   if (!record) throw notFound(rec.id);
   return { record, ping };
+}
+
+/**
+ * A change of `signing`: the mode, and a key pair for an endpoint made before key pairs were (its
+ * public key is then found at the endpoint's JWKS).
+ */
+function signingChange(ctx: Context, cur: EndpointRecord, signing: SigningMode | undefined): Partial<EndpointRecord> {
+  if (signing === undefined) return {};
+  if (signing === 'hmac' || cur.signing_key_sealed) return { signing };
+  const pair = newSigningKeyPair();
+  return {
+    signing,
+    signing_key_sealed: seal(ctx.config.masterKey, pair.privateKey),
+    signing_public_key: pair.publicKey,
+  };
 }
 
 /** How long a test send's attempt may take (real time), as a delivery's; the answer comes within 12 s. */
@@ -354,7 +386,7 @@ export async function rotateSecret(
   rec: EndpointRecord,
   actor: string,
   overlapMs: number,
-): Promise<{ record: EndpointRecord; secret: string }> {
+): Promise<{ record: EndpointRecord; secret: string; publicKey: string }> {
   // `rec` is the endpoint as the request found it: the rotation replaces that secret or none. A
   // rotation that another one (of this node or another) beat would drop the winner's secret at
   // once (two secrets sign at most) after the winner's caller was told it signs: 409 instead.
@@ -375,14 +407,22 @@ export async function rotateSecret(
     });
     const secret = newEndpointSecret();
     const sealed = seal(ctx.config.masterKey, secret);
+    // The key pair turns over with the secret, under the same overlap (an endpoint without one gets one).
+    const pair = newSigningKeyPair();
+    const sealedKey = seal(ctx.config.masterKey, pair.privateKey);
     const record = await commit(ctx, rec.id, (cur) => {
       unchanged(cur);
       const now = ctx.clock.now();
+      const keep = overlapMs > 0;
       return {
         ...cur,
         secret_sealed: sealed,
-        previous_secret_sealed: overlapMs > 0 ? cur.secret_sealed : null,
-        previous_secret_until: overlapMs > 0 ? now + overlapMs : null,
+        previous_secret_sealed: keep ? cur.secret_sealed : null,
+        previous_secret_until: keep ? now + overlapMs : null,
+        signing_key_sealed: sealedKey,
+        signing_public_key: pair.publicKey,
+        previous_signing_key_sealed: keep ? (cur.signing_key_sealed ?? null) : null,
+        previous_signing_public_key: keep ? (cur.signing_public_key ?? null) : null,
         updated_at: Math.max(now, cur.updated_at + 1),
       };
     }).catch(async (err: unknown) => {
@@ -398,7 +438,7 @@ export async function rotateSecret(
       throw err;
     });
     if (!record) throw notFound(rec.id);
-    return { record, secret };
+    return { record, secret, publicKey: pair.publicKey };
   });
 }
 

@@ -10,6 +10,9 @@ export type EndpointState = 'PENDING' | 'ACTIVE' | 'DISABLED';
 
 export type Ordering = 'none' | 'key';
 
+/** `signing` of an endpoint: which signatures its deliveries carry (issue 35). */
+export type SigningMode = 'hmac' | 'ed25519' | 'both';
+
 /** `sluice.endpoints`, key = id (compacted; a tombstone deletes). */
 export interface EndpointRecord {
   id: string; // ep_…
@@ -32,6 +35,15 @@ export interface EndpointRecord {
   /** After a rotation: the previous secret, sealed, still signing beside the new one until `previous_secret_until`. */
   previous_secret_sealed?: string | null;
   previous_secret_until?: number | null; // ms
+  /** Which signatures deliveries carry (core/webhooks/signing-keys.ts); absent: `hmac`. */
+  signing?: SigningMode;
+  /** The ed25519 private key `whsk_…`, sealed like `secret_sealed`; absent from records made before issue 35. */
+  signing_key_sealed?: string | null;
+  /** Its public key, `whpk_…` (public: published at the endpoint's JWKS). */
+  signing_public_key?: string | null;
+  /** After a rotation: the previous key pair, signing beside the new one until `previous_secret_until`. */
+  previous_signing_key_sealed?: string | null;
+  previous_signing_public_key?: string | null;
   /** Since when every attempt at this endpoint failed (ms); null after a success. */
   failing_since?: number | null;
   /** Paused by its tenant (`disabled: true`): nothing is attempted, its deliveries wait on the hold rung. */

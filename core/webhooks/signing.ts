@@ -1,12 +1,14 @@
 /**
  * Signing of outbound webhooks: every attempt is signed afresh in each signature scheme
  * (schemes/index.ts: Sluice's `X-Service-Signature-256` and Standard Webhooks' `webhook-signature`),
- * all keyed from the endpoint's one secret `whsec_<base64>`. During a rotation's overlap both
- * secrets sign. A new timestamp every attempt, so a retry hours later still passes a 300-second
- * replay window.
+ * all keyed from the endpoint's one secret `whsec_<base64>`, and, for an endpoint whose `signing` is
+ * `ed25519` or `both`, Standard Webhooks' `v1a` (ed25519, schemes/ed25519.ts) with its private key
+ * (`ed25519` alone: no HMAC header at all). During a rotation's overlap both secrets (and keys)
+ * sign. A new timestamp every attempt, so a retry hours later still passes a 300-second replay window.
  */
 import { randomBytes } from 'node:crypto';
-import type { EventRecord, WebhookBody } from './records.ts';
+import type { EventRecord, SigningMode, WebhookBody } from './records.ts';
+import { signV1a } from './schemes/ed25519.ts';
 import { SIGNATURE_SCHEMES } from './schemes/index.ts';
 import { SECRET_PREFIX } from './schemes/scheme.ts';
 
@@ -50,6 +52,10 @@ export interface SignedDelivery {
 export interface SigningSecrets {
   current: string;
   previous?: string | null;
+  /** Which signatures to make; absent: `hmac` (the HMAC schemes only). */
+  signing?: SigningMode;
+  /** The ed25519 private keys (`whsk_`), current first, for `ed25519` and `both`. */
+  keys?: readonly string[];
 }
 
 export function signDelivery(
@@ -58,7 +64,12 @@ export function signDelivery(
   attempt: number,
   nowMs: number,
 ): SignedDelivery {
-  const { current, previous } = typeof secrets === 'string' ? { current: secrets, previous: null } : secrets;
+  const given: SigningSecrets = typeof secrets === 'string' ? { current: secrets } : secrets;
+  const { current, previous } = given;
+  const keys = given.keys ?? [];
+  // A mode that asks for ed25519 without a key (never written so) signs with HMAC: never unsigned.
+  const asymmetric = given.signing !== undefined && given.signing !== 'hmac' && keys.length > 0;
+  const hmac = !asymmetric || given.signing === 'both';
   const timestamp = Math.floor(nowMs / 1000);
   const rawBody = bodyOf(event, timestamp);
   const headers: Record<string, string> = {
@@ -70,6 +81,7 @@ export function signDelivery(
   };
   const signers = previous ? [current, previous] : [current];
   const parts = { id: event.id, timestamp, rawBody };
-  for (const scheme of SIGNATURE_SCHEMES) scheme.sign(headers, signers, parts);
+  if (hmac) for (const scheme of SIGNATURE_SCHEMES) scheme.sign(headers, signers, parts);
+  if (asymmetric) signV1a(headers, keys, parts);
   return { rawBody, timestamp, headers };
 }

@@ -25,6 +25,7 @@ import { webhookAttemptRoutes } from './webhook-attempts.ts';
 import { webhookClientCertificateRoutes } from './webhook-client-certificate.ts';
 import { webhookDlqRoutes } from './webhook-dlq.ts';
 import { webhookEndpointRoutes } from './webhook-endpoints.ts';
+import { webhookEndpointJwksRoutes } from './webhook-endpoint-jwks.ts';
 import { webhookEventTypeRoutes } from './webhook-event-types.ts';
 import { webhookEventRoutes } from './webhook-events.ts';
 
@@ -48,6 +49,7 @@ export function routeTable(ctx: Context, trustedProxies: CidrSet, inputs: RouteI
     // The token endpoint, JWKS and metadata: no bearer token.
     ...authRoutes(ctx, ctx.metrics, trustedProxies),
     ...webhookEndpointRoutes(ctx),
+    ...webhookEndpointJwksRoutes(ctx),
     ...webhookEventRoutes(ctx, inputs.checks),
     ...webhookDlqRoutes(ctx),
     ...revocationRoutes(ctx),

@@ -60,7 +60,8 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
   };
 
   const create = async (req: AppRequest): Promise<Reply> => {
-    const { url, events, metadata, description, rate_limit_per_second, max_in_flight, ordering } = req.body as Create;
+    const { url, events, metadata, description, rate_limit_per_second, max_in_flight, ordering, signing } =
+      req.body as Create;
     const { claims } = req.auth!;
     budget.take(claims.tenant_id, null, 'a registration pings its URL');
     try {
@@ -73,13 +74,14 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
         rate_limit_per_second,
         max_in_flight,
         ordering,
+        signing,
         tenant_id: claims.tenant_id,
         actor: claims.client_id,
       };
-      const { record, secret, ping } = await createEndpoint(ctx, input);
+      const { record, secret, publicKey, ping } = await createEndpoint(ctx, input);
       return json(
         201,
-        { ...view(record), secret },
+        { ...view(record), secret, signing_public_key: publicKey },
         { location: `/v1/webhooks/endpoints/${record.id}`, 'cache-control': 'no-store', ...pingHeaders(ping) },
       );
     } catch (err) {
@@ -131,8 +133,9 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
   const rotate = async (req: AppRequest): Promise<Reply> => {
     const asked = (req.body as { overlap_seconds?: number } | undefined)?.overlap_seconds;
     const overlapSeconds = asked ?? ctx.config.webhookSecretOverlapSeconds;
-    const { record, secret } = await rotateSecret(ctx, find(req), req.auth!.claims.client_id, overlapSeconds * 1000);
-    return json(200, { ...view(record), secret }, { 'cache-control': 'no-store' });
+    const actor = req.auth!.claims.client_id;
+    const { record, secret, publicKey } = await rotateSecret(ctx, find(req), actor, overlapSeconds * 1000);
+    return json(200, { ...view(record), secret, signing_public_key: publicKey }, { 'cache-control': 'no-store' });
   };
 
   return [

@@ -38,6 +38,7 @@ export const ORDER = [
   'getEndpoint',
   'verifyEndpoint',
   'updateEndpoint',
+  'getEndpointJwks',
   'testEndpoint',
   'rotateEndpointSecret',
   'publishEvent',

@@ -30,6 +30,7 @@ const POLICY_REFUSALS: [string, Json][] = [
   ['max_in_flight', { max_in_flight: 0 }],
   ['max_in_flight', { max_in_flight: 1001 }],
   ['ordering', { ordering: 'fifo' }],
+  ['signing', { signing: 'rsa' }],
   ['disabled', { disabled: null }],
   ['disabled', { disabled: 'yes' }],
 ];
@@ -258,6 +259,39 @@ export const ENDPOINT_SCENARIOS: Record<string, Scenario> = {
         );
       }
     }
+  },
+
+  async getEndpointJwks(s, op) {
+    // Public: no token. An unknown id and an hmac endpoint are the same 404; an ed25519 one has its key.
+    const unknown = concretePath(op, s, { endpoint_id: 'ep_contract_probe_missing' });
+    await s.probe(op, 'unknown id → 404, no token needed', { method: 'GET', path: unknown }, { status: [404] });
+    if (!s.state.endpointId) {
+      s.record(op, 'an ed25519 endpoint → 200 with its key', 'skip', 'no endpoint was created');
+      return;
+    }
+    const update = listOperations(s.doc).find((o) => o.operationId === 'updateEndpoint')!;
+    const patch = async (signing: string) =>
+      s.probe(
+        update,
+        `signing ${signing} → 200, shown`,
+        { method: 'PATCH', path: concretePath(update, s), ...(await json(s, update, { signing })) },
+        { status: [200], then: (ex) => (body(ex).signing === signing ? [] : [`signing is ${body(ex).signing}`]) },
+      );
+    await patch('ed25519');
+    await s.probe(
+      op,
+      'an ed25519 endpoint → 200 with an Ed25519 key, cacheable',
+      { method: 'GET', path: concretePath(op, s) },
+      {
+        status: [200],
+        then: (ex) => [
+          ...(body(ex).keys?.[0]?.crv === 'Ed25519' ? [] : ['no Ed25519 key']),
+          ...(/max-age=\d+/.test(ex.headers.get('cache-control') ?? '') ? [] : ['no max-age']),
+        ],
+      },
+    );
+    await patch('hmac');
+    await s.probe(op, 'an hmac endpoint → 404', { method: 'GET', path: concretePath(op, s) }, { status: [404] });
   },
 
   async getDeliveryClientCertificate(s, op) {

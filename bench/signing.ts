@@ -43,7 +43,10 @@ console.log(
 const times: Record<string, number[]> = {};
 for (const secrets of Object.values(modes)) run(secrets); // warm-up
 for (let round = 0; round < 7; round++)
-  for (const [name, secrets] of Object.entries(modes)) (times[name] ??= []).push(run(secrets));
+  for (const [name, secrets] of Object.entries(modes)) {
+    times[name] ??= [];
+    times[name].push(run(secrets));
+  }
 for (const [name, runs] of Object.entries(times)) {
   const median = runs.sort((a, b) => a - b)[3];
   console.log(`${name.padEnd(26)} ${Math.round(median).toLocaleString('en').padStart(8)} ns per delivery`);

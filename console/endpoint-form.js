@@ -1,10 +1,12 @@
 // The endpoint form of the Sluice tenant console (register and edit): URL, events (the tenant's
-// published types offered beside the built-in kinds), description, limits and ordering.
+// published types offered beside the built-in kinds), the filter (filter-field.js), description,
+// limits and ordering.
 
 import { h } from './dom.js';
 import { api, writeButton } from './session.js';
 import { FormError, problemBox } from './forms.js';
 import { BUILT_IN_KINDS, RESERVED_FAMILIES } from './kinds.js';
+import { filterField } from './filter-field.js';
 
 /** Sent by Sluice only: not offered for a test send. */
 export const isReserved = (type) => type === 'ping' || RESERVED_FAMILIES.includes(type.slice(0, type.indexOf('.')));
@@ -64,7 +66,10 @@ export function offeredTypes(types) {
   return offered;
 }
 
-/** url, events, description, the limits and ordering, filled from `ep` (or empty); read() gives the values. */
+/**
+ * url, events, filter, description, the limits and ordering, filled from `ep` (or empty); read()
+ * gives the values; guard(work) runs the request, showing a filter's compile error beside it.
+ */
 export function endpointForm(id, ep, types, submitLabel) {
   const offered = offeredTypes(types);
   const chosen = new Set(ep?.events ?? []);
@@ -93,6 +98,7 @@ export function endpointForm(id, ep, types, submitLabel) {
     autocomplete: 'off',
   });
   const description = h('input', { name: 'description', value: ep?.description ?? '', maxlength: 256 });
+  const filter = filterField(ep);
   const limits = LIMITS.map((l) => ({
     ...l,
     input: h('input', {
@@ -133,6 +139,7 @@ export function endpointForm(id, ep, types, submitLabel) {
         other,
       ),
     ),
+    filter.field,
     h('label', {}, 'Description ', h('span', { class: 'hint' }, 'a note for people; empty for none'), description),
     h(
       'div',
@@ -153,6 +160,7 @@ export function endpointForm(id, ep, types, submitLabel) {
       events: [...new Set(events)],
       description: description.value.trim() === '' ? null : description.value,
       ordering: ordering.value,
+      filter: filter.value(),
     };
     for (const l of limits) {
       const raw = l.input.value.trim();
@@ -165,7 +173,7 @@ export function endpointForm(id, ep, types, submitLabel) {
     if (values.events.length === 0) throw new FormError('$.events', 'choose at least one event type or filter');
     return values;
   };
-  return { form, read, submit: form.querySelector('button[type=submit]'), problem };
+  return { form, read, submit: form.querySelector('button[type=submit]'), problem, guard: filter.guard };
 }
 
 /** The ping's outcome from the Sluice-Ping-* headers (absent: no ping was sent). */

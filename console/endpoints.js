@@ -40,28 +40,31 @@ export function registerSection(reload) {
       f.submit.after(cancel);
       f.form.addEventListener('submit', (ev) => {
         ev.preventDefault();
-        void submitting(f.submit, f.problem, async () => {
-          const v = f.read();
-          const body = { url: v.url, events: v.events };
-          if (v.description !== null) body.description = v.description;
-          for (const l of LIMITS) if (v[l.name] !== null) body[l.name] = v[l.name];
-          if (v.ordering !== 'none') body.ordering = v.ordering;
-          const { data, headers } = await api('POST', '/v1/webhooks/endpoints', body);
-          const secret = secretOnce(
-            `Registered ${data.id}: its signing secret`,
-            data.secret,
-            pingOutcome(headers, data),
-            'Verify deliveries with it: X-Service-Signature-256, Standard Webhooks headers (docs/webhooks.md).',
-          );
-          onceOnList = [secret];
-          try {
-            await reload();
-          } catch (err) {
-            // Registered all the same: the secret must not be lost with the list.
-            onceOnList = [];
-            fill(slot, secret, h('p', { class: 'error' }, `The list could not be reloaded: ${err?.message ?? err}`));
-          }
-        });
+        void submitting(f.submit, f.problem, () =>
+          f.guard(async () => {
+            const v = f.read();
+            const body = { url: v.url, events: v.events };
+            if (v.description !== null) body.description = v.description;
+            for (const l of LIMITS) if (v[l.name] !== null) body[l.name] = v[l.name];
+            if (v.ordering !== 'none') body.ordering = v.ordering;
+            if (v.filter !== null) body.filter = v.filter;
+            const { data, headers } = await api('POST', '/v1/webhooks/endpoints', body);
+            const secret = secretOnce(
+              `Registered ${data.id}: its signing secret`,
+              data.secret,
+              pingOutcome(headers, data),
+              'Verify deliveries with it: X-Service-Signature-256, Standard Webhooks headers (docs/webhooks.md).',
+            );
+            onceOnList = [secret];
+            try {
+              await reload();
+            } catch (err) {
+              // Registered all the same: the secret must not be lost with the list.
+              onceOnList = [];
+              fill(slot, secret, h('p', { class: 'error' }, `The list could not be reloaded: ${err?.message ?? err}`));
+            }
+          }),
+        );
       });
       fill(
         slot,
@@ -122,7 +125,7 @@ export function endpointPanel(initial, types) {
     const f = endpointForm('settings-form', ep, types, 'Save changes');
     f.form.addEventListener('submit', (ev) => {
       ev.preventDefault();
-      void submitting(f.submit, f.problem, () => save(f.read()));
+      void submitting(f.submit, f.problem, () => f.guard(() => save(f.read())));
     });
     fill(settingsBody, f.form);
     drawActions();
@@ -136,6 +139,7 @@ export function endpointPanel(initial, types) {
     if (v.description !== (ep.description ?? null)) changed.description = v.description;
     for (const l of LIMITS) if (v[l.name] !== (ep[l.name] ?? null)) changed[l.name] = v[l.name];
     if (v.ordering !== (ep.ordering ?? 'none')) changed.ordering = v.ordering;
+    if (v.filter !== (ep.filter ?? null)) changed.filter = v.filter;
     const names = Object.keys(changed);
     if (names.length === 0) {
       settingsResult.textContent = 'Nothing to save: no field changed.';

@@ -165,6 +165,7 @@ export class Metrics {
   private readonly eventsPublished: FastCounter;
   // The dispatcher.
   private readonly fanOutEvents: FastCounter;
+  private readonly filterEvaluations: FastCounter;
   private readonly deliveries: FastCounter;
   private readonly attempts: FastCounter;
   private readonly attemptDuration: FastHistogram;
@@ -232,6 +233,13 @@ export class Metrics {
       'sluice_events_total',
       'Events read by the fan-out, by outcome (matched, unmatched, malformed).',
       ['outcome'],
+      this.registry,
+    );
+    this.filterEvaluations = new FastCounter(
+      'sluice_webhook_filter_evaluations_total',
+      'Endpoint filters the fan-out evaluated, by tenant and outcome (matched, unmatched, ' +
+        "error: no match, counted in the endpoint's filter_errors).",
+      ['tenant', 'outcome'],
       this.registry,
     );
     this.deliveries = new FastCounter(
@@ -336,6 +344,10 @@ export class Metrics {
 
   fannedOut(outcome: 'matched' | 'unmatched' | 'malformed'): void {
     this.fanOutEvents.child(outcome).value++;
+  }
+
+  filterEvaluated(tenant: string, outcome: 'matched' | 'unmatched' | 'error'): void {
+    this.filterEvaluations.child(this.tenant(tenant), outcome).value++;
   }
 
   delivery(outcome: string): void {

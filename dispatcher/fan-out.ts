@@ -1,7 +1,8 @@
 /**
  * The fan-out: a consumer group over `sluice.events` (published through the API or written
  * straight by data-plane producers) that turns each event into its deliveries on `sluice.deliveries`:
- * one DeliverySet record (key event id) per event and up to 100 matching endpoints, so the event
+ * one DeliverySet record (key event id) per event and up to 100 matching endpoints (matched by type,
+ * then by their CEL filter: core/webhooks/filters), so the event
  * crosses Kafka once, not once per endpoint; an endpoint with limits or order gets its delivery on
  * `sluice.lanes` instead (key endpoint id: dispatcher/lanes.ts). A batch's offsets are committed only after its
  * deliveries were acknowledged, so a crash repeats a fan-out (same delivery ids), never skips one.
@@ -18,7 +19,9 @@ import {
 } from '../core/webhooks/deliveries.ts';
 import { needsLane } from '../core/webhooks/delivery-policy.ts';
 import type { TypeCountReports } from '../core/webhooks/event-type-counts.ts';
+import { selectByFilter } from '../core/webhooks/filters/filter-cache.ts';
 import { GroupConsumer } from './consume.ts';
+import type { FilterErrorReports } from './filter-errors.ts';
 import { endSpans, relaying, type Span } from '../core/tracing.ts';
 
 /**
@@ -27,7 +30,12 @@ import { endSpans, relaying, type Span } from '../core/tracing.ts';
  */
 const viewWaitMs = (sessionTimeoutMs: number) => Math.min(10_000, Math.floor(sessionTimeoutMs / 2));
 
-export function fanOutConsumer(ctx: Context, metrics: Metrics, typeCounts?: TypeCountReports): GroupConsumer {
+export function fanOutConsumer(
+  ctx: Context,
+  metrics: Metrics,
+  typeCounts?: TypeCountReports,
+  filterErrors?: FilterErrorReports,
+): GroupConsumer {
   const viewWait = viewWaitMs(ctx.config.dispatchSessionTimeoutMs);
   return new GroupConsumer(ctx.kafka, ctx.log, {
     groupId: `${ctx.config.topicPrefix}.fan-out`,
@@ -54,7 +62,11 @@ export function fanOutConsumer(ctx: Context, metrics: Metrics, typeCounts?: Type
           continue;
         }
         const { endpoints_at: _seen, ...event } = parsed; // a matching detail, not part of the event
-        const endpoints = ctx.endpoints.matching(event.tenant_id, event.type);
+        // Matched by type, then by filter (each with the event's budget); a failed filter is no match.
+        const endpoints = selectByFilter(ctx.endpoints.matching(event.tenant_id, event.type), event, (ep, v) => {
+          metrics.filterEvaluated(event.tenant_id, v.error !== null ? 'error' : v.matched ? 'matched' : 'unmatched');
+          if (v.error !== null) filterErrors?.note(ep, v.error, now);
+        });
         metrics.fannedOut(endpoints.length > 0 ? 'matched' : 'unmatched');
         typeCounts?.note(event.tenant_id, event.type, now);
         // Keyed by event id: a tenant's events spread over every partition, so every dispatcher

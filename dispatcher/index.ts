@@ -14,6 +14,7 @@ import { createDeliverer, DELIVERY_TIMEOUT_MS } from './deliver.ts';
 import { deliveryConsumer, type DeliveryConsumer } from './delivery-consumer.ts';
 import { fanOutConsumer } from './fan-out.ts';
 import { startTypeCountReports } from '../core/webhooks/event-type-counts.ts';
+import { FilterErrorReports } from './filter-errors.ts';
 import { laneConsumer } from './lanes.ts';
 import { isWaiting } from '../core/webhooks/delivery-policy.ts';
 import type { EndpointRecord } from '../core/webhooks/records.ts';
@@ -106,7 +107,8 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
   };
   ctx.endpoints.listeners.add(onEndpoint);
   const typeCounts = await startTypeCountReports(ctx);
-  const fanOut = fanOutConsumer(ctx, metrics, typeCounts);
+  const filterErrors = FilterErrorReports.of(ctx);
+  const fanOut = fanOutConsumer(ctx, metrics, typeCounts, filterErrors);
   await Promise.all([deliveries.member.start(), rungs.member.start(), lanes.member.start(), fanOut.start()]);
   metrics.gauge('sluice_deliveries_in_flight', 'Delivery attempts under way in this process.', () => scheduler.active);
   metrics.gauge(
@@ -145,6 +147,7 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
           });
       };
       await Promise.all([fanOut.stop(), settled()]);
+      await filterErrors.stop();
       recorder.stopped = true;
       // Everything that can finish has: commit what is durable and leave the groups.
       await Promise.all([deliveries.stop(0), rungs.stop(0), lanes.stop(0)]);

@@ -266,6 +266,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/filters/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Evaluate a filter against a sample event, changing nothing
+         * @description Compiles `filter` as an endpoint's would be (a fault is the same 400, naming the position)
+         *     and evaluates it on `event` with the same cost budget, as the fan-out would: `matched`, and
+         *     `error` when the evaluation failed (which the fan-out counts as no match). Sends nothing,
+         *     stores nothing. The event's `metadata` is made as for a published event (a sample id, the
+         *     caller's tenant, now).
+         */
+        post: operations["testWebhookFilter"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/endpoints/{endpoint_id}/attempts": {
         parameters: {
             query?: never;
@@ -939,6 +963,7 @@ export interface components {
             max_in_flight?: components["schemas"]["MaxInFlight"];
             ordering?: components["schemas"]["Ordering"];
             signing?: components["schemas"]["SigningMode"];
+            filter?: components["schemas"]["EndpointFilter"];
         };
         /**
          * @description which signatures deliveries carry. `hmac` (the default): `X-Service-Signature-256` and
@@ -971,6 +996,29 @@ export interface components {
             /** @constant */
             alg: "EdDSA";
         };
+        /**
+         * @description a CEL expression over the event, which the endpoint receives only when it is true (after its
+         *     `events` matched): `type` (string), `data` (the event's data; JSON numbers are doubles and
+         *     compare with ints), `metadata` (map: id, tenant_id, created_at as RFC 3339, ordering_key when
+         *     set). Example: `type == "order.created" && data.total > 100`. Compiled when written: a
+         *     syntax or type error, an undeclared variable or unknown function, more than 4 KiB or 512
+         *     nodes, or a macro (all, exists, exists_one, map, filter) inside another is a 400 naming the
+         *     position (`errors[0].path` `$.filter`, `filter_error` {message, offset, line, column}).
+         *     Evaluated with a cost budget; an evaluation that fails (a missing field, a type mismatch,
+         *     the budget spent) is no match, counted in `filter_errors`. null (the default): none, and on
+         *     PATCH null removes it (docs/webhooks.md, "Payload filters")
+         */
+        EndpointFilter: string | null;
+        /**
+         * @description evaluations of the current filter that failed (each no match) as the fan-out reported them,
+         *     at most a few seconds late, and the newest failure; null: none since the filter was set
+         */
+        EndpointFilterErrors: {
+            count: number;
+            /** Format: date-time */
+            last_at: string;
+            last_error: string;
+        } | null;
         /**
          * @description the most deliveries a second this endpoint receives from the whole cluster, all dispatchers
          *     together; deliveries over it wait their turn (not failures, never deferred to a retry rung).
@@ -1006,6 +1054,7 @@ export interface components {
             max_in_flight?: components["schemas"]["MaxInFlight"];
             ordering?: components["schemas"]["Ordering"];
             signing?: components["schemas"]["SigningMode"];
+            filter?: components["schemas"]["EndpointFilter"];
         };
         /** @description the event to send; an empty body (or none) sends a `ping` */
         EndpointTestSend: {
@@ -1013,6 +1062,20 @@ export interface components {
             type?: string & unknown;
             /** @description any JSON value, sent as the body's `data`; default `{endpoint_id}` for a ping, null for another type; over 256 KiB as JSON: 413 */
             data?: unknown;
+        };
+        FilterTest: {
+            filter: string;
+            event: {
+                type: string;
+                /** @description any JSON value, as an event's `data`; over 256 KiB as JSON is 413 */
+                data?: unknown;
+            };
+        };
+        FilterTestResult: {
+            /** @description whether the event would be delivered to an endpoint with this filter */
+            matched: boolean;
+            /** @description why the evaluation failed (then matched is false); null when it did not */
+            error: string | null;
         };
         EndpointTestResult: {
             /** @description a 2xx within 10 seconds */
@@ -1055,6 +1118,9 @@ export interface components {
             max_in_flight: number | null;
             ordering: components["schemas"]["Ordering"];
             signing: components["schemas"]["SigningMode"];
+            /** @description the endpoint's CEL filter; null: none */
+            filter: string | null;
+            filter_errors: components["schemas"]["EndpointFilterErrors"];
         };
         /** @description the endpoint and, this once, its signing secret and its ed25519 public key */
         EndpointCreated: {
@@ -1089,6 +1155,9 @@ export interface components {
             ordering: components["schemas"]["Ordering"];
             signing: components["schemas"]["SigningMode"];
             signing_public_key: components["schemas"]["SigningPublicKey"];
+            /** @description the endpoint's CEL filter; null: none */
+            filter: string | null;
+            filter_errors: components["schemas"]["EndpointFilterErrors"];
         };
         SecretRotation: {
             /** @description how long the previous secret keeps signing beside the new one; default 86400 (SLUICE_WEBHOOK_SECRET_OVERLAP_SECONDS) */
@@ -1365,6 +1434,13 @@ export interface components {
             /** @constant */
             code?: "INVALID_REQUEST";
             errors: components["schemas"]["FieldError"][];
+            /** @description only when `$.filter` does not compile: where (offset from 0, line and column from 1; null when the fault has no place, e.g. the size) and why */
+            filter_error?: {
+                message: string;
+                offset: number | null;
+                line: number | null;
+                column: number | null;
+            };
         } & components["schemas"]["Problem"];
         TokenProblem: {
             /** @constant */
@@ -2292,6 +2368,49 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            421: components["responses"]["Misdirected"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    testWebhookFilter: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "filter": "type == \"order.created\" && data.total > 100",
+                 *       "event": {
+                 *         "type": "order.created",
+                 *         "data": {
+                 *           "total": 150
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["FilterTest"];
+            };
+        };
+        responses: {
+            /** @description what the filter decided */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FilterTestResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             421: components["responses"]["Misdirected"];

@@ -14,6 +14,7 @@ import { ladderResults, measureLadder } from './retry-ladder.ts';
 import { endpointRateLimit } from './endpoint-rate-limit.ts';
 import { endpointMaxInFlight } from './endpoint-in-flight.ts';
 import { endpointLimitBounds, orderingKeySize } from './request-bounds.ts';
+import { filterBounds } from './filter-bounds.ts';
 import { result, type LimitCheck, type LimitContext, type LimitResult } from './types.ts';
 
 export type { LimitContext, LimitResult } from './types.ts';
@@ -29,6 +30,7 @@ export const CHECKS: LimitCheck[] = [
   endpointMaxInFlight,
   orderingKeySize,
   endpointLimitBounds,
+  filterBounds,
 ];
 
 export async function runLimits(ctx: LimitContext): Promise<LimitResult[]> {

@@ -1,6 +1,7 @@
 /**
  * msw (v2) handlers that behave like Sluice, built from the contract: token issuance, endpoint
- * registration, reads, updates (PATCH: the tenant's pause, delivery limits, ordering) and test sends,
+ * registration, reads, updates (PATCH: the tenant's pause, delivery limits, ordering, filter) and test sends,
+ * trying a filter on a sample event,
  * publishing (single and batch, `ordering_key` included), the event types published, DLQ listing with
  * paging, and the 401/403 problem bodies. Request bodies are checked by the service's own checks
  * (contracts/requests.ts), so a refused one gets the service's 400 (or 413) with the same `errors[]`.
@@ -21,6 +22,8 @@ import { compileRequestChecks } from '../requests.ts';
 import type { components } from '../generated/types.ts';
 import { ContractSchemas } from '../schemas.ts';
 import { TEST_SEND_EVERY_MS, type MockSluice } from './state.ts';
+import { checkFilter, eventBudget, filterInput, tryFilter } from '../../core/webhooks/filters/endpoint-filter.ts';
+import { filterVerdict } from '../../core/webhooks/filters/filter-cache.ts';
 
 export class MockContractError extends SluiceBaseError<'MOCK_BREAKS_CONTRACT'> {
   constructor(what: string, errors: string[]) {
@@ -171,11 +174,29 @@ function tenantEndpoint(sluice: MockSluice, request: Request, id: string, tenant
  * The event is recorded (with its `ordering_key`) for `sluice.events` and the event types.
  */
 function published(sluice: MockSluice, tenantId: string, event: Json): { id: string; matched_endpoints: number } {
-  const matched = [...sluice.endpoints.values()].filter(
-    (e) => e.tenant_id === tenantId && (e.events.includes('*') || e.events.includes(event.type)),
-  ).length;
   const { id } = sluice.recordEvent(tenantId, event as { type: string });
+  // As the service: the endpoints whose types and filter (Sluice's own evaluation) take the event.
+  const input = () =>
+    filterInput({ id, tenant_id: tenantId, type: event.type, data: event.data, created_at: sluice.now() });
+  const budget = eventBudget();
+  const matched = [...sluice.endpoints.values()].filter(
+    (e) =>
+      e.tenant_id === tenantId &&
+      (e.events.includes('*') || e.events.includes(event.type)) &&
+      filterVerdict(e, input, budget).matched,
+  ).length;
   return { id, matched_endpoints: matched };
+}
+
+/** The service's 400 for a filter that does not compile, or null. */
+function filterFault(filter: string | null | undefined, path: string): Response | null {
+  try {
+    checkFilter(filter);
+    return null;
+  } catch (err) {
+    if (err instanceof SluiceError) return sluiceProblem(err, path);
+    throw err;
+  }
 }
 
 async function readForm(request: Request): Promise<Json | null> {
@@ -245,6 +266,8 @@ export function sluiceHandlers(sluice: MockSluice, opts: HandlerOptions) {
       const body = await checkedBody(request, 'POST', '/v1/webhooks/endpoints');
       if (body instanceof Response) return body;
       const b = body.value as S['EndpointCreate'];
+      const refused = filterFault(b.filter, new URL(request.url).pathname);
+      if (refused) return refused;
       const now = new Date(sluice.now()).toISOString();
       // The registration ping: a 2xx makes the endpoint ACTIVE, anything else leaves it PENDING.
       const ping = sluice.targetAnswer(b.url, 'ping');
@@ -266,6 +289,8 @@ export function sluiceHandlers(sluice: MockSluice, opts: HandlerOptions) {
         max_in_flight: b.max_in_flight ?? null,
         ordering: b.ordering ?? 'none',
         signing: b.signing ?? 'hmac',
+        filter: b.filter ?? null,
+        filter_errors: null,
       };
       sluice.endpoints.set(endpoint.id, { ...endpoint, tenant_id: auth.tenantId });
       return reply(
@@ -357,9 +382,11 @@ export function sluiceHandlers(sluice: MockSluice, opts: HandlerOptions) {
       // As the service: the body is checked (400/413) before the endpoint is looked up (404).
       const body = await checkedBody(request, 'PATCH', '/v1/webhooks/endpoints/{endpoint_id}');
       if (body instanceof Response) return body;
+      const patch = body.value as S['EndpointUpdate'];
+      const refused = filterFault(patch.filter, new URL(request.url).pathname);
+      if (refused) return refused;
       const e = tenantEndpoint(sluice, request, String(params.id), auth.tenantId);
       if (e instanceof Response) return e;
-      const patch = body.value as S['EndpointUpdate'];
       const now = new Date(sluice.now()).toISOString();
       const next: MockEndpoint = { ...e, updated_at: now };
       if (patch.events !== undefined) next.events = patch.events;
@@ -370,6 +397,10 @@ export function sluiceHandlers(sluice: MockSluice, opts: HandlerOptions) {
       if (patch.max_in_flight !== undefined) next.max_in_flight = patch.max_in_flight;
       if (patch.ordering !== undefined) next.ordering = patch.ordering;
       if (patch.signing !== undefined) next.signing = patch.signing;
+      if (patch.filter !== undefined && patch.filter !== e.filter) {
+        next.filter = patch.filter;
+        next.filter_errors = null;
+      }
       // A new url is pinged at once: a 2xx makes the endpoint ACTIVE (a DISABLED one too), else PENDING.
       let headers: Record<string, string> = {};
       if (patch.url !== undefined && patch.url !== e.url) {
@@ -413,6 +444,25 @@ export function sluiceHandlers(sluice: MockSluice, opts: HandlerOptions) {
       return reply('#/components/schemas/EndpointTestResult', 200, sluice.targetAnswer(e.url, type), {
         'cache-control': 'no-store',
       });
+    }),
+
+    http.post(`${base}/v1/webhooks/filters/test`, async ({ request }) => {
+      const path = new URL(request.url).pathname;
+      const auth = authorize(sluice, request, 'webhooks:write');
+      if (auth instanceof Response) return auth;
+      const body = await checkedBody(request, 'POST', '/v1/webhooks/filters/test');
+      if (body instanceof Response) return body;
+      const { filter, event } = body.value as S['FilterTest'];
+      try {
+        return reply(
+          '#/components/schemas/FilterTestResult',
+          200,
+          tryFilter(filter, event, auth.tenantId, sluice.now()),
+        );
+      } catch (err) {
+        if (err instanceof SluiceError) return sluiceProblem(err, path);
+        throw err;
+      }
     }),
 
     http.get(`${base}/v1/webhooks/event-types`, ({ request }) => {

@@ -29,6 +29,7 @@ import { publishEvent } from './publish.ts';
 import type { EndpointRecord, EventRecord, Ordering, SigningMode } from './records.ts';
 import { newEndpointSecret } from './signing.ts';
 import { newSigningKeyPair } from './signing-keys.ts';
+import { checkFilter } from './filters/endpoint-filter.ts';
 import { assertPublicAddress, checkTargetUrl, normalTargetUrl, type TargetGuardOptions } from './target-guard.ts';
 
 export interface NewEndpoint {
@@ -44,6 +45,8 @@ export interface NewEndpoint {
   ordering?: Ordering;
   /** Which signatures deliveries carry; absent: `hmac`. */
   signing?: SigningMode;
+  /** A CEL expression over the event (core/webhooks/filters); null/absent: every event of its types. */
+  filter?: string | null;
 }
 
 export interface EndpointOutcome {
@@ -73,6 +76,9 @@ export interface EndpointView {
   max_in_flight: number | null;
   ordering: Ordering;
   signing: SigningMode;
+  filter: string | null;
+  /** How often the current filter failed to evaluate (no match) and the newest failure; null: never. */
+  filter_errors: { count: number; last_at: string; last_error: string } | null;
 }
 
 const isoOrNull = (ms: number | null | undefined): string | null =>
@@ -101,6 +107,14 @@ export function endpointView(rec: EndpointRecord, nowMs: number): EndpointView {
     max_in_flight: rec.max_in_flight ?? null,
     ordering: rec.ordering ?? 'none',
     signing: rec.signing ?? 'hmac',
+    filter: rec.filter ?? null,
+    filter_errors: rec.filter_errors
+      ? {
+          count: rec.filter_errors.count,
+          last_at: new Date(rec.filter_errors.last_at).toISOString(),
+          last_error: rec.filter_errors.last_error,
+        }
+      : null,
   };
 }
 
@@ -120,6 +134,7 @@ export async function createEndpoint(
   ctx: Context,
   input: NewEndpoint,
 ): Promise<EndpointOutcome & { secret: string; publicKey: string }> {
+  checkFilter(input.filter);
   const guard = targetGuardOptions(ctx);
   const url = await checkNewTarget(input.url, guard);
   const secret = newEndpointSecret();
@@ -142,6 +157,7 @@ export async function createEndpoint(
       metadata: input.metadata,
       description: input.description ?? null,
       ...deliveryPolicy(input),
+      ...(input.filter ? { filter: input.filter } : {}),
       secret_sealed: seal(ctx.config.masterKey, secret),
       signing: input.signing ?? 'hmac',
       signing_key_sealed: seal(ctx.config.masterKey, pair.privateKey),
@@ -200,6 +216,8 @@ export interface EndpointPatch {
   max_in_flight?: number | null;
   ordering?: Ordering;
   signing?: SigningMode;
+  /** A new filter; null removes it. */
+  filter?: string | null;
 }
 
 const pauseWord = (disabled: boolean | undefined) => (disabled ? 'disabled (paused)' : 'disabled (resumed)');
@@ -214,6 +232,7 @@ const PATCH_FIELDS = [
   'max_in_flight',
   'ordering',
   'signing',
+  'filter',
 ] as const;
 
 /**
@@ -233,6 +252,7 @@ export async function updateEndpoint(
   patch: EndpointPatch,
   actor: string,
 ): Promise<{ record: EndpointRecord; ping: AttemptOutcome | null }> {
+  checkFilter(patch.filter);
   const asked = patch.url === undefined ? undefined : normalTargetUrl(patch.url);
   let url = asked !== undefined && asked !== rec.url ? asked : undefined;
   let ping: AttemptOutcome | null = null;
@@ -270,6 +290,10 @@ export async function updateEndpoint(
       if (patch.description !== undefined) next.description = patch.description;
       if (patch.disabled !== undefined) next.paused = patch.disabled;
       Object.assign(next, deliveryPolicy(patch), signingChange(ctx, cur, patch.signing));
+      if (patch.filter !== undefined && patch.filter !== (cur.filter ?? null)) {
+        next.filter = patch.filter;
+        next.filter_errors = null; // the count is of the filter in force
+      }
       return url !== undefined && ping !== null ? { ...next, url, ...pinged(ping.ok, now) } : next;
     });
   });
@@ -529,6 +553,34 @@ export async function recordFailingSince(ctx: Context, id: string, since: number
         ? null
         : { ...cur, failing_since: since, updated_at: Math.max(ctx.clock.now(), cur.updated_at + 1) },
     ),
+  );
+}
+
+/**
+ * Adds what a fan-out saw of the endpoint's filter failing (`count` more failures, the newest
+ * `last`) to its record, only while `filter` is still the one in force (a filter changed since
+ * starts from none). The fan-out calls it rarely: see dispatcher/filter-errors.ts.
+ */
+export async function recordFilterErrors(
+  ctx: Context,
+  id: string,
+  filter: string,
+  count: number,
+  last: { at: number; error: string },
+): Promise<void> {
+  const stale = (cur: EndpointRecord | undefined) => cur === undefined || (cur.filter ?? null) !== filter;
+  if (stale(ctx.endpoints.get(id))) return;
+  await serialised(ctx, id, () =>
+    commit(ctx, id, (cur) => {
+      if (stale(cur)) return null;
+      const held = cur.filter_errors;
+      const newest = held && held.last_at > last.at ? held : { last_at: last.at, last_error: last.error };
+      return {
+        ...cur,
+        filter_errors: { count: (held?.count ?? 0) + count, last_at: newest.last_at, last_error: newest.last_error },
+        updated_at: Math.max(ctx.clock.now(), cur.updated_at + 1),
+      };
+    }),
   );
 }
 

@@ -10,6 +10,7 @@ import { SluiceError, unavailable } from '../errors.ts';
 import { newId } from '../secrets.ts';
 import type { EventRecord } from './records.ts';
 import { producing } from '../tracing.ts';
+import { selectByFilter } from './filters/filter-cache.ts';
 import {
   awaitPublished,
   claimIds,
@@ -89,9 +90,9 @@ async function publish(ctx: Context, tenantId: string, inputs: Item[], patient: 
   const firstByKey = new Map<string, number>();
   let named: Named[] = [];
   inputs.forEach((input, index) => {
-    const matched = ctx.endpoints.matching(tenantId, input.type).length;
+    const id = input.id ?? newId('evt');
+    const matched = matchedEndpoints(ctx, eventOf(tenantId, id, input, now, seenAt));
     if (input.id === undefined) {
-      const id = newId('evt');
       events.push(eventOf(tenantId, id, input, now, seenAt));
       results[index] = ok(id, matched, false);
       return;
@@ -148,6 +149,15 @@ async function publish(ctx: Context, tenantId: string, inputs: Item[], patient: 
     results[index] = first.ok ? { ok: true, published: { ...first.published, repeated: true } } : first;
   });
   return results;
+}
+
+/**
+ * `matched_endpoints`: the endpoints whose types take the event and whose filter (if any) passes,
+ * evaluated here as the fan-out will (the same programs and budget). The fan-out decides again:
+ * an endpoint changed in between is judged as it is then.
+ */
+function matchedEndpoints(ctx: Context, event: EventRecord): number {
+  return selectByFilter(ctx.endpoints.matching(event.tenant_id, event.type), event).length;
 }
 
 function ok(id: string, matched: number, repeated: boolean): BatchItemResult {

@@ -54,6 +54,10 @@ export interface EndpointRecord {
   max_in_flight?: number | null;
   /** `key`: events sharing an ordering key arrive in publish order; absent: `none`. */
   ordering?: Ordering;
+  /** A CEL expression over the event (core/webhooks/filters): it is delivered only when true; null/absent: none. */
+  filter?: string | null;
+  /** Evaluations of the current filter that failed (no match), as the fan-outs reported them; null: none. */
+  filter_errors?: FilterErrors | null;
   /** Why and when it became DISABLED. */
   disabled_reason?: string | null;
   disabled_at?: number | null; // ms
@@ -67,6 +71,13 @@ export interface EndpointRecord {
   version?: number;
   /** A nonce per write: how its writer learns whether the view applied its record or refused it. */
   write_id?: string;
+}
+
+/** What the fan-outs reported of an endpoint's filter failing: how often, and the newest failure. */
+export interface FilterErrors {
+  count: number;
+  last_at: number; // ms
+  last_error: string;
 }
 
 /** `sluice.events`, key = tenant_id: an event published for a tenant. */

@@ -30,6 +30,7 @@ const FILES: Record<string, string> = {
   'view-activity.js': JS,
   'endpoints.js': JS,
   'endpoint-form.js': JS,
+  'filter-field.js': JS,
   'forms.js': JS,
 };
 

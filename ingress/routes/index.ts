@@ -27,6 +27,7 @@ import { webhookDlqRoutes } from './webhook-dlq.ts';
 import { webhookEndpointRoutes } from './webhook-endpoints.ts';
 import { webhookEndpointJwksRoutes } from './webhook-endpoint-jwks.ts';
 import { webhookEventTypeRoutes } from './webhook-event-types.ts';
+import { webhookFilterRoutes } from './webhook-filters.ts';
 import { webhookEventRoutes } from './webhook-events.ts';
 
 /**
@@ -50,6 +51,7 @@ export function routeTable(ctx: Context, trustedProxies: CidrSet, inputs: RouteI
     ...authRoutes(ctx, ctx.metrics, trustedProxies),
     ...webhookEndpointRoutes(ctx),
     ...webhookEndpointJwksRoutes(ctx),
+    ...webhookFilterRoutes(ctx),
     ...webhookEventRoutes(ctx, inputs.checks),
     ...webhookDlqRoutes(ctx),
     ...revocationRoutes(ctx),

@@ -28,6 +28,7 @@ import { pageOf, readCursor } from '../../core/paging.ts';
 import { failureClass } from '../../core/webhooks/ping.ts';
 import { normalTargetUrl } from '../../core/webhooks/target-guard.ts';
 import { TargetBudget } from './target-budget.ts';
+import { checkFilter } from '../../core/webhooks/filters/endpoint-filter.ts';
 
 /** A registration the contract's EndpointCreate admitted. */
 type Create = Omit<NewEndpoint, 'tenant_id' | 'actor' | 'metadata'> & { metadata?: Record<string, unknown> | null };
@@ -60,9 +61,10 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
   };
 
   const create = async (req: AppRequest): Promise<Reply> => {
-    const { url, events, metadata, description, rate_limit_per_second, max_in_flight, ordering, signing } =
+    const { url, events, metadata, description, rate_limit_per_second, max_in_flight, ordering, signing, filter } =
       req.body as Create;
     const { claims } = req.auth!;
+    checkFilter(filter); // a bad filter is a 400 that costs no ping budget
     budget.take(claims.tenant_id, null, 'a registration pings its URL');
     try {
       // null metadata is "none", so an endpoint read back can be sent again as it is.
@@ -75,6 +77,7 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
         max_in_flight,
         ordering,
         signing,
+        filter: filter ?? null,
         tenant_id: claims.tenant_id,
         actor: claims.client_id,
       };
@@ -98,8 +101,9 @@ export function webhookEndpointRoutes(ctx: Context): Route[] {
   };
 
   const update = async (req: AppRequest): Promise<Reply> => {
+    const { url, filter } = req.body as EndpointPatch;
+    checkFilter(filter); // a fault of the body is found before the endpoint is looked up, as the contract's
     const rec = find(req);
-    const { url } = req.body as EndpointPatch;
     if (url !== undefined && normalTargetUrl(url) !== rec.url)
       budget.take(rec.tenant_id, rec.id, 'a new URL is pinged');
     try {

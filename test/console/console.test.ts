@@ -106,6 +106,7 @@ async function run(executablePath: string): Promise<void> {
         'view-activity.js',
         'endpoints.js',
         'endpoint-form.js',
+        'filter-field.js',
         'forms.js',
         'kinds.js',
       ].map((name) => [`/console/${name}`, 'text/javascript']),
@@ -385,6 +386,32 @@ async function run(executablePath: string): Promise<void> {
       [['order.*', 'pipeline.failed'], null, 5, 'key'],
     );
     t.equal(await page.locator('#settings-form .problem').isVisible(), false, 'the problem is gone');
+
+    // The filter: the server's compile error beside the field, the try-it box, then saved.
+    await edit.locator('[name=filter]').fill('data.total >');
+    await edit.locator('button[type=submit]').click();
+    await page.locator('#filter-error').waitFor({ state: 'visible' });
+    t.match(await page.locator('#filter-error').innerText(), /line 1, column \d+ .*syntax error/, 'beside the filter');
+    const patchesBefore = patches.length;
+    await page.click('#filter-try-box summary');
+    await edit.locator('[name=filter]').fill('data.total > 100');
+    await edit.locator('[name=filter_sample]').fill('{"type": "order.created", "data": {"total": 150}}');
+    await page.click('#filter-try');
+    await page.locator('#filter-verdict').getByText('Delivered: the filter is true').waitFor();
+    await edit.locator('[name=filter_sample]').fill('{"type": "order.created", "data": {}}');
+    await page.click('#filter-try');
+    await page.locator('#filter-verdict').getByText('the evaluation failed').waitFor();
+    t.equal(patches.length, patchesBefore, 'trying sends no PATCH');
+    await edit.locator('[name=filter]').fill('type == "order.created" && data.total > 100');
+    await edit.locator('button[type=submit]').click();
+    await page.locator('#settings-result').getByText('Saved: filter.').waitFor();
+    t.same(patches.at(-1), { filter: 'type == "order.created" && data.total > 100' });
+    t.equal((await apiEndpoint(id)).json.filter, 'type == "order.created" && data.total > 100');
+    t.equal(await page.locator('#filter-error').isVisible(), false, 'the compile error is gone');
+    t.equal(
+      await page.locator('#settings-form [name=filter]').inputValue(),
+      'type == "order.created" && data.total > 100',
+    );
 
     // Pause: the list shows it; resume.
     await page.click('#pause');

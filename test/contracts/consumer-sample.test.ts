@@ -404,3 +404,40 @@ t.test(
     t.equal(unscoped.body.missing_scope, 'webhooks:read');
   },
 );
+
+t.test(
+  'a filter: refused with its position when it does not compile, counted in matched_endpoints, tried',
+  async (t) => {
+    const app = new WebhookAdmin(BASE, 'cl_app', 'app-secret');
+    const bad = await app.call('POST', '/v1/webhooks/endpoints', {
+      url: 'https://hooks.acme.test/big',
+      events: ['order.created'],
+      filter: 'data.total >',
+    });
+    t.equal(bad.status, 400);
+    t.equal(bad.body.errors[0].path, '$.filter');
+    t.match(bad.body.filter_error, { line: 1 });
+    const big = await app.call('POST', '/v1/webhooks/endpoints', {
+      url: 'https://hooks.acme.test/big',
+      events: ['order.created'],
+      filter: 'data.total > 100',
+    });
+    t.equal(big.status, 201);
+    t.same([big.body.filter, big.body.filter_errors], ['data.total > 100', null]);
+    const small = await app.call('POST', '/v1/webhooks/events', { type: 'order.created', data: { total: 50 } });
+    const large = await app.call('POST', '/v1/webhooks/events', { type: 'order.created', data: { total: 150 } });
+    t.equal(
+      large.body.matched_endpoints - small.body.matched_endpoints,
+      1,
+      'the filtered endpoint counts for 150 only',
+    );
+    const tried = await app.call('POST', '/v1/webhooks/filters/test', {
+      filter: 'data.total > 100',
+      event: { type: 'order.created', data: { total: 150 } },
+    });
+    t.same([tried.status, tried.body], [200, { matched: true, error: null }]);
+    const cleared = await app.call('PATCH', `/v1/webhooks/endpoints/${big.body.id}`, { filter: null });
+    t.same([cleared.status, cleared.body.filter], [200, null]);
+    t.equal((await app.call('DELETE', `/v1/webhooks/endpoints/${big.body.id}`)).status, 204);
+  },
+);

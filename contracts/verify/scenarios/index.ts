@@ -39,6 +39,7 @@ export const ORDER = [
   'verifyEndpoint',
   'updateEndpoint',
   'getEndpointJwks',
+  'testWebhookFilter',
   'testEndpoint',
   'rotateEndpointSecret',
   'publishEvent',

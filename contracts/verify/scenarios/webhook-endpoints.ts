@@ -1,7 +1,7 @@
 /**
  * Scenarios of the `webhooks` tag, endpoints: register, list, read, verify, update (the pause and
- * the delivery policy included), test-send, rotate the secret, delete; and the client certificate
- * deliveries present.
+ * the delivery policy and the filter included), test-send, rotate the secret, delete; trying a
+ * filter on a sample; and the client certificate deliveries present.
  */
 import { createHash, X509Certificate } from 'node:crypto';
 import { listOperations, type Json, type Operation } from '../../contract.ts';
@@ -33,7 +33,18 @@ const POLICY_REFUSALS: [string, Json][] = [
   ['signing', { signing: 'rsa' }],
   ['disabled', { disabled: null }],
   ['disabled', { disabled: 'yes' }],
+  // A filter that does not compile: a syntax error, a type error, a nested macro, too long.
+  ['filter', { filter: 'data.total >' }],
+  ['filter', { filter: 'type == 42' }],
+  ['filter', { filter: 'data.a.all(x, data.b.exists(y, y == x))' }],
+  ['filter', { filter: `data.a == "${'x'.repeat(4100)}"` }],
+  ['filter', { filter: '' }],
 ];
+
+const clip = (s: string) => (s.length > 48 ? `${s.slice(0, 40)}… (${s.length} characters)` : s);
+
+/** A filter every verifier target compiles (docs/webhooks.md, "Payload filters"). */
+export const PROBE_FILTER = 'type == "inference.completed" && has(data.model)';
 
 /**
  * The tenant's pause and the delivery policy through PATCH: each field set (its bounds included)
@@ -50,6 +61,8 @@ async function policyScenarios(s: Session, op: Operation): Promise<void> {
     ['max_in_flight 1', { max_in_flight: 1 }],
     ['max_in_flight 1000', { max_in_flight: 1000 }],
     ['ordering key', { ordering: 'key' }],
+    ['filter set', { filter: PROBE_FILTER }],
+    ['filter removed (null)', { filter: null }],
     [
       'back to the defaults (nulls, ordering none)',
       { rate_limit_per_second: null, max_in_flight: null, ordering: 'none' },
@@ -77,7 +90,7 @@ async function policyScenarios(s: Session, op: Operation): Promise<void> {
   for (const [field, change] of POLICY_REFUSALS)
     await s.probe(
       op,
-      `${field} ${JSON.stringify(Object.values(change)[0])} → 400 naming it`,
+      `${field} ${clip(JSON.stringify(Object.values(change)[0]))} → 400 naming it`,
       { method: 'PATCH', path: concretePath(op, s), ...(await json(s, op, change)) },
       { status: [400], then: names(`$.${field}`) },
     );
@@ -110,7 +123,14 @@ export const ENDPOINT_SCENARIOS: Record<string, Scenario> = {
             ? []
             : [
                 ...(body(ex).url === validBody(s, op.operationId)!.url ? [] : ['url not echoed']),
-                ...shows({ disabled: false, rate_limit_per_second: null, max_in_flight: null, ordering: 'none' })(ex),
+                ...shows({
+                  disabled: false,
+                  rate_limit_per_second: null,
+                  max_in_flight: null,
+                  ordering: 'none',
+                  filter: null,
+                  filter_errors: null,
+                })(ex),
               ],
       },
     );
@@ -125,6 +145,18 @@ export const ENDPOINT_SCENARIOS: Record<string, Scenario> = {
         ordering: 'fifo',
       }),
       { status: [400], then: names('$.rate_limit_per_second', '$.max_in_flight', '$.ordering') },
+    );
+    await s.probe(
+      op,
+      'a filter that does not compile → 400 naming $.filter (and nothing registered)',
+      await postJson(s, op, { ...validBody(s, op.operationId), filter: 'type ==\n  "x" &&& 1' }),
+      {
+        status: [400],
+        then: (ex) => [
+          ...names('$.filter')(ex),
+          ...(/line 2, column \d+/.test(String(body(ex)?.detail)) ? [] : ['the detail names no line and column']),
+        ],
+      },
     );
     await s.probe(
       op,
@@ -198,6 +230,44 @@ export const ENDPOINT_SCENARIOS: Record<string, Scenario> = {
       { status: [404] },
     );
     await policyScenarios(s, op);
+  },
+
+  async testWebhookFilter(s, op) {
+    const event = { type: 'inference.completed', data: { model: 'contract-probe' } };
+    const verdict = (matched: boolean, error: RegExp | null) => (ex: Parameters<typeof body>[0]) => {
+      const b = body(ex);
+      const faults: string[] = [];
+      if (b?.matched !== matched) faults.push(`matched is ${b?.matched}, not ${matched}`);
+      if (error === null ? b?.error !== null : !error.test(String(b?.error))) faults.push(`error is ${b?.error}`);
+      return faults;
+    };
+    await s.probe(
+      op,
+      'a filter the sample passes → 200 matched',
+      await postJson(s, op, { filter: PROBE_FILTER, event }),
+      {
+        status: [200],
+        then: verdict(true, null),
+      },
+    );
+    await s.probe(
+      op,
+      'a filter the sample fails → 200 not matched',
+      await postJson(s, op, { filter: 'data.model == "other"', event }),
+      { status: [200], then: verdict(false, null) },
+    );
+    await s.probe(
+      op,
+      'a filter whose evaluation fails → 200 not matched, with the error',
+      await postJson(s, op, { filter: 'data.missing.x == 1', event }),
+      { status: [200], then: verdict(false, /missing/) },
+    );
+    await s.probe(
+      op,
+      'a filter that does not compile → 400 naming $.filter',
+      await postJson(s, op, { filter: 'data.model ==', event }),
+      { status: [400], then: names('$.filter') },
+    );
   },
 
   async testEndpoint(s, op) {

@@ -40,37 +40,50 @@ t.test('framingFault refuses every length that could be read two ways', async (t
   t.match(framingFault(['3'], ['chunked']), /together/);
 });
 
-t.test('conflicting framing is a 400 that closes the connection: the smuggled request is never answered', async (t) => {
+// Alone, a 400 that closes the connection; with a request behind it, a close: never an answer to it.
+t.test('conflicting framing is refused and the smuggled request is never answered', async (t) => {
   const auth = `authorization: Bearer ${token}\r\n`;
   const smuggled = 'GET /v1/inference/smuggled HTTP/1.1\r\nhost: x\r\n\r\n';
-  const cases: [string, string][] = [
+  // The last field: what the request alone gets. uWS's own parser refuses some framings before
+  // Sluice sees the request, by closing the connection without an answer (uWS 20.30).
+  const cases: [string, string, 400 | 'closed'][] = [
     [
       'two Content-Length',
       `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}content-length: 5\r\n` +
         `content-length: ${5 + smuggled.length}\r\n\r\nhello${smuggled}`,
+      400,
     ],
     [
       'Transfer-Encoding gzip',
       `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}transfer-encoding: gzip, chunked\r\n\r\n0\r\n\r\n${smuggled}`,
+      400,
     ],
     [
       'Content-Length with chunked',
       `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}transfer-encoding: chunked\r\n` +
-        `content-length: 3\r\n\r\n0\r\n\r\n${smuggled}`,
+        `content-length: 5\r\n\r\n0\r\n\r\n${smuggled}`,
+      'closed',
     ],
     [
       'a signed Content-Length',
       `POST /v1/inference/a HTTP/1.1\r\nhost: x\r\n${auth}content-length: +5\r\n\r\nhello${smuggled}`,
+      'closed',
     ],
   ];
-  for (const [name, raw] of cases) {
+  for (const [name, raw, aloneGets] of cases) {
+    // With a request pipelined behind it, the refused one is left unanswered so that uWS closes the
+    // connection before it parses the next (ingress/uws-adapter.ts): nothing at all is answered.
     const res = await rawHttp(port, raw);
-    t.ok(
-      res.statuses.every((s) => s === 400),
-      `${name}: only 400s (${res.statuses.join(',') || 'closed without an answer'})`,
+    t.same(res.statuses, [], `${name}, a request behind it: no answer (${res.statuses.join(',') || 'none'})`);
+    t.ok(res.closed, `${name}, a request behind it: the connection is closed`);
+    // Alone, the same request gets its 400 (or uWS's close), and the connection is closed.
+    const alone = await rawHttp(port, raw.slice(0, -smuggled.length));
+    t.same(
+      alone.statuses,
+      aloneGets === 400 ? [400] : [],
+      `${name} alone: ${aloneGets} (${alone.statuses.join(',') || 'no answer'})`,
     );
-    t.ok(res.statuses.length <= 1, `${name}: at most one answer`);
-    t.ok(res.closed, `${name}: the connection is closed`);
+    t.ok(alone.closed, `${name} alone: the connection is closed`);
   }
   t.notOk(
     seen.some((s) => s.url.includes('smuggled')),

@@ -27,14 +27,19 @@ export const revocationPropagation: LimitCheck = {
     await res.arrayBuffer();
     if (res.status !== 201) return result(this, 'fail', '-', `POST /v1/auth/revocations answered ${res.status}`);
     const revokedAt = performance.now();
-    for (;;) {
+    for (let accepted = 0; ; accepted++) {
       const probe = await fetch(`${ctx.baseUrl}/v1/webhooks/dlq`, {
         headers: { authorization: `Bearer ${victim.body.access_token}` },
       });
       await probe.arrayBuffer();
       const ms = performance.now() - revokedAt;
-      if (probe.status === 401)
-        return result(this, ms <= 250 || !judgesDurations(ctx) ? 'pass' : 'fail', `${ms.toFixed(1)} ms on this node`);
+      if (probe.status === 401) {
+        const measured = `${ms.toFixed(1)} ms on this node (${accepted} requests accepted after the 201)`;
+        // Durations unjudged (a busy machine), the order still is: the node that answered 201 has
+        // the revocation in its own view first, so the first request after the 201 is refused.
+        const ok = judgesDurations(ctx) ? ms <= 250 : accepted === 0;
+        return result(this, ok ? 'pass' : 'fail', measured);
+      }
       if (ms > 5000)
         return result(this, 'fail', `still accepted after ${ms.toFixed(0)} ms (last answer ${probe.status})`);
     }

@@ -157,7 +157,11 @@ export class TokenService {
     }
   }
 
+  /** Tokens verified the expensive way (a signature check), not from the cache: what the cache saves. */
+  coldVerifications = 0;
+
   private verifyCold(token: string, nowS: number): VerifiedToken {
+    this.coldVerifications++;
     const invalid = (why: string) =>
       new SluiceError('TOKEN_INVALID', `the access token is invalid: ${why}`, {}, bearerError('invalid'));
     const decoded = decodeJws(token);

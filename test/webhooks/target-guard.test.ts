@@ -498,7 +498,8 @@ t.test('registration: a name that really resolves to loopback gets a 422 that do
     }
   }
   if (name === null) {
-    t.comment('skipped: no name on this machine resolves to a non-public address');
+    // A skip the runner counts (and CI fails), not a silent return.
+    t.skip('no name on this machine resolves to a non-public address (/etc/hosts)', () => {});
     return;
   }
   const node = await startTestNode({ SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'false' });

@@ -117,6 +117,9 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
     changes,
     maxWaitMs: config.stateFetchWaitMs,
     freshness: config.kafkaRack ? 'heartbeat' : 'fetch',
+    // The DLQ and the audit chain come in bursts (a bulk replay, a busy tenant) and cost a store
+    // write per record: read apart, they never hold back a revocation.
+    apart: [topics.dlq, topics.audit],
     onError: (err) => log.error('state view error', { error: err.message }),
     onTransient: (err) => log.info('state views retrying after a transient error', { error: err.message }),
     onRebuilt: () => log.info('state views reconnected: a new consumer replaced the one kafkajs gave up'),
@@ -239,6 +242,27 @@ export async function waitFor(
 ): Promise<void> {
   if (!(await changes.until(check, timeoutMs)))
     throw unavailable(`${what} did not become visible in this node's view within ${timeoutMs} ms`);
+}
+
+/**
+ * Like waitFor, for a view that has much to apply first (a bulk replay's markers): waits as long
+ * as `progress` keeps moving, and fails only after `stallMs` without either `check` or progress.
+ */
+export async function waitForWhileMoving(
+  changes: ViewChanges,
+  check: () => boolean,
+  progress: () => number,
+  stallMs = 10_000,
+  what = 'state',
+): Promise<void> {
+  for (;;) {
+    const at = progress();
+    if (!(await changes.until(() => check() || progress() !== at, stallMs)))
+      throw unavailable(
+        `${what} did not become visible in this node's view: its view made no progress for ${stallMs} ms`,
+      );
+    if (check()) return;
+  }
 }
 
 /** Writes a state record (null: a tombstone) and answers only once this node's view shows it. */

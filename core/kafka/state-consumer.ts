@@ -1,7 +1,8 @@
 /**
- * Every node keeps views of the state topics. One consumer per node reads them all (a group of its
- * own, so every node sees every record) with a short fetch wait, so that a revocation written
- * anywhere reaches this node in milliseconds. `start()` resolves once the views caught up to the
+ * Every node keeps views of the state topics. One consumer per node reads them (a group of its
+ * own, so every node sees every record; the bursty DLQ and audit topics through a second member,
+ * `apart`, so their batches never hold back the others), so that a revocation written anywhere
+ * reaches this node in milliseconds. `start()` resolves once the views caught up to the
  * end offsets seen at start: a node does not serve before that.
  *
  * In-memory views read their topics from the beginning at every start. Stored views (StoredView:
@@ -80,6 +81,13 @@ export interface StateConsumerOptions {
    * only a heartbeat read back (`heard()`, core/kafka/heartbeat.ts), for nodes reading a local replica.
    */
   freshness?: 'fetch' | 'heartbeat';
+  /**
+   * Topics read by a second group member of their own: kafkajs fetches again only once every batch
+   * of the last fetch is applied, so a burst on a busy stored topic (2,000 DLQ replay markers took
+   * 5-20 s to apply beside a busy dispatcher) would hold back the other topics, revocations
+   * included, and the node would fail closed. Contact with Kafka counts from the first member.
+   */
+  apart?: string[];
 }
 
 /** How long one store transaction may hold the event loop once the node serves (see eachBatch). */
@@ -92,7 +100,8 @@ export const COMPACTED_STORE_FRESH_MS = 12 * 3600_000;
 const PROGRESS_EVERY_MS = 5000;
 
 export class StateConsumer {
-  private readonly member: Member;
+  /** The member reading the topics not set apart (whose fetches count as contact), then the one reading those. */
+  private readonly members: Member[] = [];
   private readonly views = new Map<string, StateView[]>();
   private pending = new Map<string, bigint>(); // "topic:partition" -> end offset still to reach
   private readyResolve: (() => void) | null = null;
@@ -127,38 +136,47 @@ export class StateConsumer {
       this.storedTopics.add(v.topic);
       v.attach(this.store!);
     }
-    this.member = new Member(kafka, {
-      config: {
-        groupId: `${opts.groupPrefix}-view-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
-        maxWaitTimeInMs: opts.maxWaitMs ?? 20,
-        // In a region (SLUICE_KAFKA_RACK), read the replica there: the brokers' rack-aware selector picks it.
-        ...(rackOf(kafka) ? { rackId: rackOf(kafka)! } : {}),
-        minBytes: opts.minBytes ?? 1,
-        // kafkajs decodes a whole fetch at once: 1 MB (its default) of DLQ records held the event
-        // loop ~5 ms, and the decoded batch outlived young collections while applied in slices.
-        maxBytesPerPartition: 512 * 1024,
-        sessionTimeout: 10_000,
-        heartbeatInterval: 1000,
-        retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 100, maxRetryTime: 2000 },
-      },
-      topics: [...this.views.keys()],
-      fromBeginning: true,
-      run: { autoCommit: false, eachBatchAutoResolve: true, eachBatch: ({ batch }) => this.eachBatch(batch) },
-      listen: (c) => this.listen(c),
-      onCrash: (err, kafkajsRestarts) => {
-        if (this.stopped) return;
-        // A coordinator still loading, a leader being elected: kafkajs retries these by itself.
-        if (kafkajsRestarts && isTransientKafkaError(err)) opts.onTransient?.(err);
-        else opts.onError?.(err);
-      },
-      onRebuildFailed: (err) => opts.onError?.(err),
-      onRebuilt: () => opts.onRebuilt?.(),
+    const apart = new Set((opts.apart ?? []).filter((topic) => this.views.has(topic)));
+    const groups = [[...this.views.keys()].filter((topic) => !apart.has(topic)), [...apart]].filter(
+      (g) => g.length > 0,
+    );
+    const id = `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+    groups.forEach((topics, i) => {
+      const contact = i === 0;
+      const member = new Member(kafka, {
+        config: {
+          groupId: `${opts.groupPrefix}-view-${contact ? '' : 'apart-'}${id}`,
+          maxWaitTimeInMs: opts.maxWaitMs ?? 20,
+          // In a region (SLUICE_KAFKA_RACK), read the replica there: the brokers' rack-aware selector picks it.
+          ...(rackOf(kafka) ? { rackId: rackOf(kafka)! } : {}),
+          minBytes: opts.minBytes ?? 1,
+          // kafkajs decodes a whole fetch at once: 1 MB (its default) of DLQ records held the event
+          // loop ~5 ms, and the decoded batch outlived young collections while applied in slices.
+          maxBytesPerPartition: 512 * 1024,
+          sessionTimeout: 10_000,
+          heartbeatInterval: 1000,
+          retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 100, maxRetryTime: 2000 },
+        },
+        topics,
+        fromBeginning: true,
+        run: { autoCommit: false, eachBatchAutoResolve: true, eachBatch: ({ batch }) => this.eachBatch(batch) },
+        listen: (c) => this.listen(c, new Set(topics), contact),
+        onCrash: (err, kafkajsRestarts) => {
+          if (this.stopped) return;
+          // A coordinator still loading, a leader being elected: kafkajs retries these by itself.
+          if (kafkajsRestarts && isTransientKafkaError(err)) opts.onTransient?.(err);
+          else opts.onError?.(err);
+        },
+        onRebuildFailed: (err) => opts.onError?.(err),
+        onRebuilt: () => opts.onRebuilt?.(),
+      });
+      this.members.push(member);
     });
   }
 
-  private listen(c: Consumer): void {
+  private listen(c: Consumer, topics: Set<string>, contact: boolean): void {
     c.on(c.events.FETCH, () => {
-      if (this.opts.freshness !== 'heartbeat') this.lastContactAt = Date.now();
+      if (contact && this.opts.freshness !== 'heartbeat') this.lastContactAt = Date.now();
     });
     // END_BATCH_PROCESS also fires for batches of only transaction markers, which eachBatch never sees.
     c.on(c.events.END_BATCH_PROCESS, (e) => {
@@ -171,12 +189,14 @@ export class StateConsumer {
     // where this node had read.
     c.on(c.events.GROUP_JOIN, () => {
       for (const { topic, partition, from } of this.resumeAt.values()) {
+        if (!topics.has(topic)) continue;
         const next = this.store!.offset(topic, partition);
         c.seek({ topic, partition, offset: String(next > from ? next : from) });
       }
       for (const [key, next] of this.positions) {
         const [topic, partition] = splitKey(key);
-        if (!this.storedTopics.has(topic) && next > 0n) c.seek({ topic, partition, offset: String(next) });
+        if (topics.has(topic) && !this.storedTopics.has(topic) && next > 0n)
+          c.seek({ topic, partition, offset: String(next) });
       }
     });
   }
@@ -197,7 +217,7 @@ export class StateConsumer {
       this.readyResolve = resolve;
     });
     this.checkReady();
-    await this.member.start();
+    await Promise.all(this.members.map((m) => m.start()));
     await this.untilCaughtUp(readyPromise);
   }
 
@@ -224,7 +244,10 @@ export class StateConsumer {
         const until = serving ? performance.now() + STORED_SLICE_MS : Number.POSITIVE_INFINITY;
         const from = i;
         i = await this.store!.transaction(() => this.applyStored(batch.topic, batch.partition, records, from, until));
-        if (serving && i < records.length) await setImmediate();
+        if (serving && i < records.length) {
+          this.changes.announce(); // waiters see the slice (a long batch is progress, not a stall)
+          await setImmediate();
+        }
       }
     }
     const key = `${batch.topic}:${batch.partition}`;
@@ -396,12 +419,12 @@ export class StateConsumer {
 
   /** Consumers rebuilt after kafkajs gave one up. */
   get rebuilds(): number {
-    return this.member.rebuilds;
+    return this.members.reduce((n, m) => n + m.rebuilds, 0);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    await this.member.stop();
+    await Promise.all(this.members.map((m) => m.stop()));
   }
 }
 

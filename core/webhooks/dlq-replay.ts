@@ -10,7 +10,7 @@
  */
 import { producing } from '../tracing.ts';
 import type { Context } from '../context.ts';
-import { waitFor } from '../context.ts';
+import { waitForWhileMoving } from '../context.ts';
 import { appendAudit } from '../audit/audit-log.ts';
 import { newDelivery } from './deliveries.ts';
 import type { DlqEntry, DlqReplayMarker } from './records.ts';
@@ -75,9 +75,11 @@ export async function replayDlq(
     done += chunk.length;
     opts.onProgress?.(done, Math.max(done, total));
   }
-  // This node's own list no longer shows them when the answer goes out.
+  // This node's own list no longer shows them when the answer goes out. Thousands of markers take
+  // their time to apply on a busy node: the wait lasts while the view moves on.
   const replayed = () => ctx.dlq.get(tenantId, last!.id, ctx.clock.now()) === undefined;
-  if (last) await waitFor(ctx.changes, replayed, 10_000, 'DLQ replay marker');
+  const applied = () => ctx.state.applied(ctx.topics.dlq);
+  if (last) await waitForWhileMoving(ctx.changes, replayed, applied, 10_000, 'DLQ replay marker');
   return done;
 }
 

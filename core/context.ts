@@ -9,7 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { Kafka } from 'kafkajs';
+import type { Kafka } from './kafka/client.ts';
 import type { Config } from './config.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { createKafka } from './kafka/client.ts';

@@ -25,7 +25,7 @@ import {
   type TextMapGetter,
 } from '@opentelemetry/api';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import type { IHeaders } from 'kafkajs';
+import type { IHeaders } from './kafka/client.ts';
 import type { Config } from './config.ts';
 import type { AttemptOutcome } from './webhooks/attempt.ts';
 import type { DeliveryRecord, EndpointRecord } from './webhooks/records.ts';

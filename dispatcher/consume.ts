@@ -8,8 +8,7 @@
  *   beside it goes the set of offsets finished beyond it (offset-map.ts), which the partition's
  *   next owner skips: a crash repeats what was in flight, not all that a slow delivery held back.
  */
-import type { Kafka } from 'kafkajs';
-import type { EachBatchPayload } from 'kafkajs';
+import type { EachBatchPayload, Kafka } from '../core/kafka/client.ts';
 import { isTransientKafkaError } from '../core/kafka/client.ts';
 import { Member } from '../core/kafka/member.ts';
 import { type CommittedOffset, committedOffsets } from '../core/kafka/topic-admin.ts';

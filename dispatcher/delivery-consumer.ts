@@ -5,7 +5,7 @@
  * endpoint holds up nobody; when the scheduler's buffer is full the partition is paused until it
  * has room (backpressure), and offsets are committed as outcomes become durable (OffsetTracker).
  */
-import type { EachBatchPayload, IHeaders } from 'kafkajs';
+import type { EachBatchPayload, IHeaders } from '../core/kafka/client.ts';
 import type { Context } from '../core/context.ts';
 import type { Logger } from '../core/log.ts';
 import { headerString } from '../core/kafka/client.ts';

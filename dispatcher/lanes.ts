@@ -21,7 +21,7 @@
  * meanwhile are skipped. The partition itself never stops for one tenant, so another tenant's lane
  * endpoints on it keep flowing.
  */
-import type { EachBatchPayload, IHeaders } from 'kafkajs';
+import type { EachBatchPayload, IHeaders } from '../core/kafka/client.ts';
 import { LruMap } from '../core/lru.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { parseDeliveryRecord } from '../core/webhooks/deliveries.ts';

@@ -5,7 +5,7 @@
  * holds its epoch knows nobody else appended since it read the tails, and a fenced writer's commit
  * fails, it re-initialises (fencing the others in turn), re-reads the tails and retries.
  */
-import type { Kafka, Producer, Admin } from 'kafkajs';
+import type { Kafka, Producer, Admin } from '../kafka/client.ts';
 import type { Clock } from '../clock.ts';
 import type { StateConsumer } from '../kafka/state-consumer.ts';
 import type { Logger } from '../log.ts';

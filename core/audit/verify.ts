@@ -3,7 +3,7 @@
  * (read_committed, as every view does) with a fresh audit view, which checks every link as it
  * applies it.
  */
-import type { Kafka } from 'kafkajs';
+import type { Kafka } from '../kafka/client.ts';
 import { StateConsumer } from '../kafka/state-consumer.ts';
 import { AuditView, type BrokenLink } from './audit-view.ts';
 import type { ChainLink } from './entry.ts';

@@ -1,11 +1,11 @@
 /**
- * The client factory and the reading of kafkajs's errors: the product's one runtime import of kafkajs.
- * Other modules import its types (Kafka, Batch, EachBatchPayload, IHeaders...) and call the client
- * built here (consumers, producers.ts, topic-admin.ts, the audit writer's transactional producer),
- * so another client replacing kafkajs (last release 2.2.4, 2023) starts here and reaches those too.
+ * The client factory and the reading of kafkajs's errors. kafkajs is imported in core/kafka/ only:
+ * the rest of the product takes its types from here (Kafka, EachBatchPayload, IHeaders...) and
+ * calls the clients built in this folder (consumers, producers.ts, topic-admin.ts, the patches),
+ * so another client replacing kafkajs (last release 2.2.4, 2023) starts in this folder.
  */
 import kafkajs, { Kafka, logLevel } from 'kafkajs';
-import type { Producer, Admin, IHeaders, Consumer, ConsumerConfig } from 'kafkajs';
+import type { Producer, Admin, IHeaders, Consumer, ConsumerConfig, EachBatchPayload } from 'kafkajs';
 import { SluiceBaseError, SluiceError } from '../errors.ts';
 import './request-queue-patch.ts';
 import './coordinator-patch.ts';
@@ -26,7 +26,7 @@ const {
   KafkaJSTimeout,
 } = kafkajs;
 
-export type { Consumer, Producer, Admin, IHeaders };
+export type { Kafka, Consumer, Producer, Admin, IHeaders, EachBatchPayload };
 
 /** The rack (`client.rack`) a client was made for: its consumers fetch from the replica there. */
 const racks = new WeakMap<Kafka, string>();

@@ -4,7 +4,7 @@
  * joins, leaves or misses its session) revokes before it reassigns, so leadership moves without a
  * second store; `isLeader` drops the moment a rebalance starts.
  */
-import type { Kafka } from 'kafkajs';
+import type { Kafka } from '../kafka/client.ts';
 import { Member } from '../kafka/member.ts';
 
 export class LeaderLease {

@@ -43,3 +43,21 @@ for (const [layer, forbidden] of Object.entries(rules)) {
     t.same(offences, []);
   });
 }
+
+t.test(
+  'kafkajs is imported in core/kafka/ only (its types too): the seam a replacement client starts at',
+  async (t) => {
+    const files = ['core', 'ingress', 'dispatcher', 'cli'].flatMap((layer) => tsFiles(join(root, layer)));
+    const seam = join(root, 'core', 'kafka');
+    const inSeam = files.filter((f) => f.startsWith(seam) && importsOf(f).some((s) => s.startsWith('kafkajs')));
+    t.ok(inSeam.length > 0, `core/kafka/ imports kafkajs (${inSeam.length} files)`);
+    const offences = files
+      .filter((f) => !f.startsWith(seam))
+      .flatMap((f) =>
+        importsOf(f)
+          .filter((s) => s === 'kafkajs' || s.startsWith('kafkajs/'))
+          .map((s) => `${relative(root, f)} imports ${s}`),
+      );
+    t.same(offences, []);
+  },
+);

@@ -532,14 +532,14 @@ export const SETTINGS = {
     'webhook deliveries in flight at once in one dispatcher process; one tenant gets at most this / ' +
       '(n + 1), n being the tenants with deliveries in the process',
   ),
-  /** Deliveries in flight at once to one endpoint (also the keep-alive connections per origin). */
+  /** Deliveries in flight at once to one endpoint (also the keep-alive connections per origin and tenant). */
   dispatchPerEndpoint: intSetting(
     'webhooks',
     'SLUICE_DISPATCH_PER_ENDPOINT',
     8,
     1,
     1000,
-    'deliveries in flight at once to one fast endpoint (also keep-alive connections per origin); a ' +
+    'deliveries in flight at once to one fast endpoint (also keep-alive connections per origin and tenant); a ' +
       "slow attempt halves an endpoint's limit (down to 1), a fast one adds 1 back",
   ),
   /**

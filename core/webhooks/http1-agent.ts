@@ -8,7 +8,9 @@
  * (docs/decisions.md, issue 21).
  *
  *   const agent = new Http1Agent({ connectionsPerOrigin: 8, lookup });
- *   const abort = agent.send(new URL('https://example.com/hook'), head, body, handler);
+ *   // the whole request as one string; a tenant's requests never share a connection with another's
+ *   const abort = agent.send(new URL('https://example.com/hook'), `POST /hook HTTP/1.1\r\n…\r\n\r\n${body}`,
+ *     { onHead, onData, onEnd, onError }, tenantId);
  *
  * Framing of the answer, as strict as llhttp (the parser of node:http and undici; the hostile
  * receivers test runs one corpus through both): a 1xx is skipped (a 101 is an error; interim heads

@@ -9,7 +9,6 @@ import { createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
 import { ConfigError } from './errors.ts';
 import { DEFAULT_ROLES, isScope } from './scopes.ts';
 import { CidrSet, formatCidr } from './net/cidr.ts';
-import type { DeliveryClientCertificate, ListenerTls } from './config.ts';
 
 export type Env = Record<string, string | undefined>;
 
@@ -236,4 +235,26 @@ export function kafkaRack(env: Env): string | null {
       `must be letters, digits, ".", "_" or "-" (a broker.rack), got "${rack}"`,
     );
   return rack;
+}
+
+export interface DeliveryClientCertificate {
+  /** The certificate blocks of the cert file, leaf first, as PEM (nothing else the file held). */
+  chainPem: string;
+  /** The same certificates, parsed (`chain[0]` is the leaf, the one the key signs for). */
+  chain: readonly X509Certificate[];
+  /** The private key (a KeyObject: it prints as `{}`, so it does not leak into a dump of the config). */
+  key: KeyObject;
+}
+
+/**
+ * TLS on the public port (SLUICE_TLS_CERT, SLUICE_TLS_KEY and SLUICE_TLS_CLIENT_CA): absolute paths of
+ * files read and checked once at start-up; the listener loads them by name (ingress/uws-adapter.ts).
+ */
+export interface ListenerTls {
+  /** PEM: the server certificate, then any intermediates. */
+  certFile: string;
+  /** Its unencrypted PEM private key. */
+  keyFile: string;
+  /** PEM CA certificates a client certificate must chain to; null: no client certificate asked. */
+  clientCaFile: string | null;
 }

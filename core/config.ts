@@ -7,7 +7,7 @@
  * reads and checks each, Config is derived from it, and it renders the table of docs/configuration.md.
  */
 import { join } from 'node:path';
-import { createHash, type KeyObject, type X509Certificate } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import { ConfigError } from './errors.ts';
 import {
@@ -26,6 +26,9 @@ import {
   trustedProxies,
   url,
 } from './config-readers.ts';
+import type { DeliveryClientCertificate, ListenerTls } from './config-readers.ts';
+
+export type { DeliveryClientCertificate, ListenerTls };
 import { projectPath } from './paths.ts';
 
 /**
@@ -38,28 +41,6 @@ export interface DeliveryProxy {
   port: number;
   /** The `Proxy-Authorization` value (`Basic …`) from the URL's credentials, or null. */
   authorization: string | null;
-}
-
-export interface DeliveryClientCertificate {
-  /** The certificate blocks of the cert file, leaf first, as PEM (nothing else the file held). */
-  chainPem: string;
-  /** The same certificates, parsed (`chain[0]` is the leaf, the one the key signs for). */
-  chain: readonly X509Certificate[];
-  /** The private key (a KeyObject: it prints as `{}`, so it does not leak into a dump of the config). */
-  key: KeyObject;
-}
-
-/**
- * TLS on the public port (SLUICE_TLS_CERT, SLUICE_TLS_KEY and SLUICE_TLS_CLIENT_CA): absolute paths of
- * files read and checked once at start-up; the listener loads them by name (ingress/uws-adapter.ts).
- */
-export interface ListenerTls {
-  /** PEM: the server certificate, then any intermediates. */
-  certFile: string;
-  /** Its unencrypted PEM private key. */
-  keyFile: string;
-  /** PEM CA certificates a client certificate must chain to; null: no client certificate asked. */
-  clientCaFile: string | null;
 }
 
 export interface Upstreams {

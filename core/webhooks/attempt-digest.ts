@@ -11,7 +11,6 @@
  *   d.add(attempt);            // per attempt, as it is judged
  *   const digests = d.take();  // per window: one AttemptDigest per endpoint, then empty again
  */
-import type { AttemptRecord, Bucket } from './attempt-history.ts';
 
 export const HISTORY_PER_ENDPOINT = 100;
 /** The most attempts of one endpoint a digest carries in full. */
@@ -159,4 +158,32 @@ export function isDigest(v: unknown): v is AttemptDigest {
     Array.isArray(d.minutes) &&
     d.minutes.every((m) => Array.isArray(m) && m.length === 6 && m.every(isCount))
   );
+}
+
+/** One attempt, as the dispatcher reports it. */
+export interface AttemptRecord {
+  delivery_id: string;
+  endpoint_id: string;
+  tenant_id: string;
+  event_id: string;
+  event_type: string;
+  /** 1-based attempt number of the delivery. */
+  attempt: number;
+  /** When the attempt started (ms). */
+  at: number;
+  duration_ms: number;
+  /** The receiver's HTTP status, null without an answer (connection error, timeout). */
+  status: number | null;
+  error: string | null;
+  ok: boolean;
+  /** What followed: delivered, a retry on the ladder, or the DLQ. */
+  outcome: 'delivered' | 'retry' | 'dead-letter';
+}
+
+export interface Bucket {
+  attempts: number;
+  delivered: number;
+  failed: number;
+  latency_sum_ms: number;
+  latency_max_ms: number;
 }

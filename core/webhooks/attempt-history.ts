@@ -25,38 +25,14 @@ import {
   isDigest,
   MINUTE_MS,
   type AttemptDigest,
+  type AttemptRecord,
+  type Bucket,
   type MinuteCounts,
 } from './attempt-digest.ts';
 
 export { HISTORY_PER_ENDPOINT, MINUTE_MS };
 
-/** One attempt, as the dispatcher reports it. */
-export interface AttemptRecord {
-  delivery_id: string;
-  endpoint_id: string;
-  tenant_id: string;
-  event_id: string;
-  event_type: string;
-  /** 1-based attempt number of the delivery. */
-  attempt: number;
-  /** When the attempt started (ms). */
-  at: number;
-  duration_ms: number;
-  /** The receiver's HTTP status, null without an answer (connection error, timeout). */
-  status: number | null;
-  error: string | null;
-  ok: boolean;
-  /** What followed: delivered, a retry on the ladder, or the DLQ. */
-  outcome: 'delivered' | 'retry' | 'dead-letter';
-}
-
-export interface Bucket {
-  attempts: number;
-  delivered: number;
-  failed: number;
-  latency_sum_ms: number;
-  latency_max_ms: number;
-}
+export type { AttemptRecord, Bucket };
 
 interface Last {
   at: number;

@@ -15,9 +15,20 @@
  * Opened by the 'node' view set (core/views.ts).
  */
 import { randomUUID } from 'node:crypto';
-import type { Context } from '../context.ts';
+import type { Clock } from '../clock.ts';
 import { unavailable } from '../errors.ts';
+import type { DurableProducer } from '../kafka/producers.ts';
 import type { StateRecord, StateView } from '../kafka/state-consumer.ts';
+import type { ViewChanges } from '../kafka/view-changes.ts';
+
+/** What the claim steps read and write (a node's context has them all). */
+export interface ClaimDeps {
+  producer: DurableProducer;
+  topics: { control: string };
+  eventIds: EventIdView;
+  changes: ViewChanges;
+  clock: Clock;
+}
 
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 export const STALE_CLAIM_MS = 10_000;
@@ -78,7 +89,7 @@ export function inFlight(winner: EventIdClaim, nowMs: number): boolean {
  * them all; returns those that won. A lost claim means another publish of its id got there first.
  */
 export async function claimIds(
-  ctx: Context,
+  ctx: ClaimDeps,
   claims: readonly HeldClaim[],
   ack: { timeoutMs: number },
 ): Promise<Set<HeldClaim>> {
@@ -97,7 +108,7 @@ export async function claimIds(
 
 /** Marks won claims published (one write): from then on a repeat of their ids answers their result. */
 export async function markPublished(
-  ctx: Context,
+  ctx: ClaimDeps,
   claims: readonly HeldClaim[],
   ack: { timeoutMs: number },
 ): Promise<void> {
@@ -112,7 +123,7 @@ export async function markPublished(
 }
 
 /** Waits (up to STALE_CLAIM_MS) until the claim holding `key` is published; returns it then, else undefined. */
-export async function awaitPublished(ctx: Context, key: string): Promise<EventIdClaim | undefined> {
+export async function awaitPublished(ctx: ClaimDeps, key: string): Promise<EventIdClaim | undefined> {
   const read = () => ctx.eventIds.winner(key, ctx.clock.now());
   await ctx.changes.until(() => read()?.state === 'published', STALE_CLAIM_MS);
   const w = read();

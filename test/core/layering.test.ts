@@ -61,3 +61,36 @@ t.test(
     t.same(offences, []);
   },
 );
+
+t.test('no import circles in core, ingress, dispatcher or cli (type imports count too)', async (t) => {
+  const files = ['core', 'ingress', 'dispatcher', 'cli'].flatMap((layer) => tsFiles(join(root, layer)));
+  const known = new Set(files);
+  const edges = new Map(
+    files.map((f) => [
+      f,
+      importsOf(f)
+        .filter((s) => s.startsWith('.'))
+        .map((s) => join(f, '..', s))
+        .filter((d) => known.has(d)),
+    ]),
+  );
+  // Depth-first: a file met again while still on the path closes a circle.
+  const circles: string[] = [];
+  const done = new Set<string>();
+  const path: string[] = [];
+  const visit = (f: string): void => {
+    if (done.has(f)) return;
+    const at = path.indexOf(f);
+    if (at >= 0) {
+      circles.push([...path.slice(at), f].map((p) => relative(root, p)).join(' → '));
+      return;
+    }
+    path.push(f);
+    for (const d of edges.get(f) ?? []) visit(d);
+    path.pop();
+    done.add(f);
+  };
+  for (const f of files) visit(f);
+  t.ok(files.length > 100, `${files.length} files read`);
+  t.same(circles, []);
+});

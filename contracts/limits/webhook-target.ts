@@ -35,13 +35,31 @@ export async function startTarget(
 /** How long one API call may take before the guard fails (a guard never hangs on a silent Sluice). */
 export const API_TIMEOUT_MS = 30_000;
 
+/**
+ * One token per guard client, reused for 5 minutes (tokens live 15). A Sluice that rotates secrets in
+ * scaled time (the limits test: every 20 s) retires the secret the guards were given after two
+ * rotations, while the retry guards still run; a token already issued stays valid until it expires.
+ */
+const tokens = new Map<string, { token: string; until: number }>();
+const TOKEN_REUSE_MS = 5 * 60_000;
+
+async function guardToken(ctx: LimitContext): Promise<string> {
+  const key = `${ctx.baseUrl}\0${ctx.clientId}\0${ctx.clientSecret}`;
+  const held = tokens.get(key);
+  if (held && held.until > Date.now()) return held.token;
+  const issued = await issueToken(ctx.baseUrl, ctx.clientId, ctx.clientSecret);
+  if (issued.status !== 200) return '';
+  tokens.set(key, { token: issued.body.access_token, until: Date.now() + TOKEN_REUSE_MS });
+  return issued.body.access_token;
+}
+
 export async function api(
   ctx: LimitContext,
   method: string,
   path: string,
   body?: unknown,
 ): Promise<{ status: number; body: Json; ms: number }> {
-  const token = (await issueToken(ctx.baseUrl, ctx.clientId, ctx.clientSecret)).body.access_token;
+  const token = await guardToken(ctx);
   const started = performance.now();
   const res = await fetch(`${ctx.baseUrl}${path}`, {
     method,

@@ -9,6 +9,7 @@
  *   ctx.recoveries.overlapping(job, now)                         // an earlier running job of the endpoint overlapping it
  */
 import type { StateRecord, StateView } from '../kafka/state-consumer.ts';
+import { invalidRequest } from '../errors.ts';
 
 export type RecoveryState = 'running' | 'completed' | 'failed' | 'interrupted';
 
@@ -116,6 +117,27 @@ export class RecoveryView implements StateView {
         out.push({ ...h.job, state: stateAt(h.job, nowMs) });
     return out.sort((a, b) => b.created_at - a.created_at);
   }
+}
+
+/**
+ * A recovery's window [since, until) (ms), checked against now and the DLQ's retention: 400 naming
+ * the field (`$.since`, `$.until`) when either is not a time, since is in the future or older than
+ * the retention, or until is not after since.
+ */
+export function validateWindow(nowMs: number, since: number, until: number, retentionMs: number): void {
+  const errors: { path: string; message: string }[] = [];
+  if (!Number.isFinite(since)) errors.push({ path: '$.since', message: 'must be an ISO 8601 date-time' });
+  if (!Number.isFinite(until)) errors.push({ path: '$.until', message: 'must be an ISO 8601 date-time' });
+  if (errors.length === 0) {
+    if (since > nowMs) errors.push({ path: '$.since', message: 'must not be in the future' });
+    else if (since < nowMs - retentionMs)
+      errors.push({
+        path: '$.since',
+        message: `must be within the DLQ's retention (${Math.round(retentionMs / 1000)} s before now): nothing older is kept`,
+      });
+    else if (since >= until) errors.push({ path: '$.until', message: 'must be after since' });
+  }
+  if (errors.length > 0) throw invalidRequest(errors);
 }
 
 function stateAt(j: RecoveryJob, nowMs: number): RecoveryState {

@@ -22,13 +22,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from '../context.ts';
 import { waitFor } from '../context.ts';
-import { invalidRequest, SluiceError } from '../errors.ts';
+import { SluiceError } from '../errors.ts';
 import { appendAudit } from '../audit/audit-log.ts';
 import { newId } from '../secrets.ts';
 import type { Position } from '../paging.ts';
 import { resendEntries } from './dlq-replay.ts';
 import type { DlqEntry } from './records.ts';
 import { RECOVERY_PROGRESS_MS, type RecoveryJob } from './recovery-jobs.ts';
+
+export { validateWindow } from './recovery-jobs.ts';
 
 /** How often a runner looks for tokens. */
 const TICK_MS = 100;
@@ -113,22 +115,6 @@ function nodeOf(ctx: Context): NodeRecoveries {
     n = node;
   }
   return n;
-}
-
-export function validateWindow(nowMs: number, since: number, until: number, retentionMs: number): void {
-  const errors: { path: string; message: string }[] = [];
-  if (!Number.isFinite(since)) errors.push({ path: '$.since', message: 'must be an ISO 8601 date-time' });
-  if (!Number.isFinite(until)) errors.push({ path: '$.until', message: 'must be an ISO 8601 date-time' });
-  if (errors.length === 0) {
-    if (since > nowMs) errors.push({ path: '$.since', message: 'must not be in the future' });
-    else if (since < nowMs - retentionMs)
-      errors.push({
-        path: '$.since',
-        message: `must be within the DLQ's retention (${Math.round(retentionMs / 1000)} s before now): nothing older is kept`,
-      });
-    else if (since >= until) errors.push({ path: '$.until', message: 'must be after since' });
-  }
-  if (errors.length > 0) throw invalidRequest(errors);
 }
 
 /** Writes the job, wins or loses against overlapping ones, audits it and starts its runner. */

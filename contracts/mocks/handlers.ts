@@ -3,7 +3,8 @@
  * registration, reads, updates (PATCH: the tenant's pause, delivery limits, ordering, filter) and test sends,
  * trying a filter on a sample event,
  * publishing (single and batch, `ordering_key` included), the event types published, DLQ listing with
- * paging, an endpoint's JWKS, recovery of a window (a job that completes at once), and the 401/403 problem bodies. Request bodies are checked by the service's own checks
+ * paging, an endpoint's JWKS, recovery of a window (a job that completes at once), and the 401/403
+ * problem bodies. Request bodies are checked by the service's own checks
  * (contracts/requests.ts), so a refused one gets the service's 400 (or 413) with the same `errors[]`.
  * Every answer is validated against contracts/openapi.yaml before it is returned, so a mock cannot drift from
  * the contract without a test noticing.

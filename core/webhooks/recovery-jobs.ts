@@ -5,8 +5,8 @@
  * each job's first record: of two overlapping jobs of one endpoint, the one written first wins, so
  * every node agrees which one runs (the other is deleted by its writer and answered 409).
  *
- *   ctx.recoveries.get('acme', 'rcv_…')                        // the job, or undefined (another tenant's too)
- *   ctx.recoveries.overlapping(job, now)                         // an earlier running job of the endpoint overlapping it
+ *   ctx.recoveries.get('acme', 'rcv_…')   // the job, or undefined (another tenant's too)
+ *   ctx.recoveries.overlapping(job, now)  // an earlier running job of the endpoint overlapping it
  */
 import type { StateRecord, StateView } from '../kafka/state-consumer.ts';
 import { invalidRequest } from '../errors.ts';
@@ -133,7 +133,7 @@ export function validateWindow(nowMs: number, since: number, until: number, rete
     else if (since < nowMs - retentionMs)
       errors.push({
         path: '$.since',
-        message: `must be within the DLQ's retention (${Math.round(retentionMs / 1000)} s before now): nothing older is kept`,
+        message: `must be within the DLQ's retention (${Math.round(retentionMs / 1000)} s before now)`,
       });
     else if (since >= until) errors.push({ path: '$.until', message: 'must be after since' });
   }

@@ -32,6 +32,8 @@ import { RECOVERY_PROGRESS_MS, type RecoveryJob } from './recovery-jobs.ts';
 
 export { validateWindow } from './recovery-jobs.ts';
 
+const iso = (ms: number) => new Date(ms).toISOString();
+
 /** How often a runner looks for tokens. */
 const TICK_MS = 100;
 /** DLQ entries read per page. */
@@ -163,7 +165,7 @@ export async function startRecovery(ctx: Context, r: RecoveryRequest): Promise<R
     actor: r.actor,
     action: 'endpoint.recovery_started',
     subject: `${ep.id} ${job.id}`,
-    reason: `re-send ${found} failed deliveries last attempted from ${new Date(r.since).toISOString()} to ${new Date(r.until).toISOString()}`,
+    reason: `re-send ${found} failed deliveries last attempted in [${iso(r.since)}, ${iso(r.until)})`,
   });
   const runner = new Runner(ctx, job, r);
   const node = nodeOf(ctx);

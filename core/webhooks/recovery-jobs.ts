@@ -59,12 +59,35 @@ export function isRecoveryJob(v: unknown): v is RecoveryJob {
   );
 }
 
+/**
+ * Also on `sluice.recoveries`, key `dlv:<delivery id>`: a still-failing delivery a recovery re-sent as
+ * a fresh one. The dispatcher drops the old delivery's retries (dispatcher/process.ts precheck).
+ */
+export interface SupersededMarker {
+  kind: 'superseded';
+  delivery_id: string;
+  tenant_id: string;
+  job: string;
+  at: number;
+}
+
+export const SUPERSEDED_PREFIX = 'dlv:';
+/** How long a superseded mark is kept: past the retry span (72 h) and the DLQ's 7 days. */
+const SUPERSEDED_KEEP_MS = 8 * 24 * 3600_000;
+
 export class RecoveryView implements StateView {
   private readonly jobs = new Map<string, Held>();
+  /** Superseded delivery id → when it was marked (ms). */
+  private readonly superseded = new Map<string, number>();
+  private applied = 0;
 
   constructor(readonly topic: string) {}
 
   apply(r: StateRecord): void {
+    if (r.key.startsWith(SUPERSEDED_PREFIX)) {
+      this.applyMark(r);
+      return;
+    }
     if (r.value === null) {
       this.jobs.delete(r.key);
       return;
@@ -78,6 +101,30 @@ export class RecoveryView implements StateView {
     if (!isRecoveryJob(v) || v.id !== r.key) return;
     const held = this.jobs.get(v.id);
     this.jobs.set(v.id, { job: v, seq: held?.seq ?? BigInt(r.offset) });
+  }
+
+  private applyMark(r: StateRecord): void {
+    const id = r.key.slice(SUPERSEDED_PREFIX.length);
+    if (r.value === null) {
+      this.superseded.delete(id);
+      return;
+    }
+    let m: SupersededMarker;
+    try {
+      m = JSON.parse(r.value.toString('utf8'));
+    } catch {
+      return;
+    }
+    if (m?.kind !== 'superseded' || m.delivery_id !== id || typeof m.at !== 'number') return;
+    this.superseded.set(id, m.at);
+    // Forgotten once past any retry of theirs, judged by the marks' own times (every node alike).
+    if (++this.applied % 10_000 === 0)
+      for (const [k, at] of this.superseded) if (m.at - at > SUPERSEDED_KEEP_MS) this.superseded.delete(k);
+  }
+
+  /** Whether a recovery re-sent this delivery as a fresh one: its own retries stop. */
+  isSuperseded(deliveryId: string): boolean {
+    return this.superseded.has(deliveryId);
   }
 
   /** The job when it belongs to the tenant, its state as of `nowMs` (a silent running job is interrupted). */

@@ -27,8 +27,13 @@ import { appendAudit } from '../audit/audit-log.ts';
 import { newId } from '../secrets.ts';
 import type { Position } from '../paging.ts';
 import { resendEntries } from './dlq-replay.ts';
-import type { DlqEntry } from './records.ts';
-import { RECOVERY_PROGRESS_MS, type RecoveryJob } from './recovery-jobs.ts';
+import type { DeliveryRecord, DlqEntry, EventRecord } from './records.ts';
+import { HISTORY_PER_ENDPOINT, type AttemptHistory, type AttemptRecord } from './attempt-history.ts';
+import { newDelivery } from './deliveries.ts';
+import { lookupEvents } from './event-lookup.ts';
+import { retryLadder } from './retry-policy.ts';
+import { producing } from '../tracing.ts';
+import { RECOVERY_PROGRESS_MS, SUPERSEDED_PREFIX, type RecoveryJob, type SupersededMarker } from './recovery-jobs.ts';
 
 export { validateWindow } from './recovery-jobs.ts';
 
@@ -36,6 +41,8 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 /** How often a runner looks for tokens. */
 const TICK_MS = 100;
+/** The most a bucket holds, in seconds of its rate. */
+const BURST_SECONDS = 0.3;
 /** DLQ entries read per page. */
 const PAGE = 500;
 
@@ -45,6 +52,36 @@ export interface RecoveryRequest {
   since: number;
   until: number;
   actor: string;
+  /** What the attempt history shows of the endpoint (an ingress's): its still-failing deliveries are found there. */
+  history?: Pick<AttemptHistory, 'attempts'>;
+}
+
+/** A delivery whose newest attempt failed and went back on the retry ladder (not dead-lettered yet). */
+export interface StillFailing {
+  delivery_id: string;
+  event_id: string;
+  /** Its newest attempt (ms). */
+  at: number;
+}
+
+/**
+ * The endpoint's still-failing deliveries whose newest attempt lies in the window, from the attempt
+ * history (its newest HISTORY_PER_ENDPOINT attempts: a bound the docs state), leaving out those a
+ * recovery re-sent already.
+ */
+export function stillFailing(
+  ctx: Context,
+  history: Pick<AttemptHistory, 'attempts'>,
+  r: Pick<RecoveryRequest, 'tenantId' | 'endpointId' | 'since' | 'until'>,
+): StillFailing[] {
+  const newest = new Map<string, AttemptRecord>();
+  for (const a of history.attempts(r.tenantId, r.endpointId, { limit: HISTORY_PER_ENDPOINT }))
+    if (!newest.has(a.delivery_id)) newest.set(a.delivery_id, a); // newest first
+  return [...newest.values()]
+    .filter((a) => !a.ok && a.outcome === 'retry' && a.at >= r.since && a.at < r.until)
+    .filter((a) => !ctx.recoveries.isSuperseded(a.delivery_id))
+    .map((a) => ({ delivery_id: a.delivery_id, event_id: a.event_id, at: a.at }))
+    .sort((a, b) => a.at - b.at);
 }
 
 /** The pace of a job of this endpoint: the smaller of its endpoint's and its tenant's share (deliveries a second). */
@@ -85,8 +122,9 @@ class Pacer {
 
   private refill(key: string, rate: number) {
     const now = performance.now();
-    // A tenth of a second's worth at once (at least one): the pace holds over any second.
-    const burst = Math.max(1, rate / 10);
+    // BURST_SECONDS' worth at once (at least one): a tick that waited on Kafka catches up, and no
+    // second sees more than the rate and this burst.
+    const burst = Math.max(1, rate * BURST_SECONDS);
     let b = this.buckets.get(key);
     if (!b) {
       b = { tokens: Math.min(1, burst), at: now };
@@ -131,6 +169,8 @@ export async function startRecovery(ctx: Context, r: RecoveryRequest): Promise<R
   const now = ctx.clock.now();
   let found = 0;
   for (const _ of inWindow(ctx, r, null, now)) found++;
+  const failing = r.history ? stillFailing(ctx, r.history, r) : [];
+  found += failing.length;
   const rate = recoveryRate(ctx, ep.id);
   const job: RecoveryJob = {
     kind: 'recovery',
@@ -165,9 +205,29 @@ export async function startRecovery(ctx: Context, r: RecoveryRequest): Promise<R
     actor: r.actor,
     action: 'endpoint.recovery_started',
     subject: `${ep.id} ${job.id}`,
-    reason: `re-send ${found} failed deliveries last attempted in [${iso(r.since)}, ${iso(r.until)})`,
+    reason:
+      `re-send ${found} failed deliveries (${failing.length} still failing) last attempted in ` +
+      `[${iso(r.since)}, ${iso(r.until)})`,
   });
-  const runner = new Runner(ctx, job, r);
+  // The still-failing ones' retries stop first (on this node at once, on the others as they read it).
+  if (failing.length > 0) {
+    await ctx.producer.send(
+      ctx.topics.recoveries,
+      failing.map((f) => ({
+        key: `${SUPERSEDED_PREFIX}${f.delivery_id}`,
+        value: JSON.stringify({
+          kind: 'superseded',
+          delivery_id: f.delivery_id,
+          tenant_id: r.tenantId,
+          job: job.id,
+          at: now,
+        } satisfies SupersededMarker),
+      })),
+    );
+    const last = failing[failing.length - 1].delivery_id;
+    await waitFor(ctx.changes, () => ctx.recoveries.isSuperseded(last), 10_000, 'the superseded marks');
+  }
+  const runner = new Runner(ctx, job, r, failing);
   const node = nodeOf(ctx);
   node.runners.add(runner);
   runner.done = runner.run().finally(() => node.runners.delete(runner));
@@ -186,11 +246,45 @@ class Runner {
   private cursor: Position | null = null;
   private exhausted = false;
 
+  /** The still-failing deliveries' events, once read back: re-sent before the DLQ's entries. */
+  private events: EventRecord[] = [];
+
   constructor(
     private readonly ctx: Context,
     private readonly job: RecoveryJob,
     private readonly req: RecoveryRequest,
+    private readonly failing: StillFailing[] = [],
   ) {}
+
+  /** Reads the still-failing deliveries' events back; those no longer found are left out of `found`. */
+  private async loadFailing(): Promise<void> {
+    if (this.failing.length === 0) return;
+    const { ctx, job } = this;
+    // The event was published before the delivery's first attempt, at most the retry span before its newest.
+    const from = this.failing[0].at - retryLadder.spanMs / ctx.config.timeScale - 60_000;
+    const byId = await lookupEvents(ctx, job.tenant_id, new Set(this.failing.map((f) => f.event_id)), from);
+    const missing = this.failing.filter((f) => !byId.has(f.event_id)).length;
+    this.events = this.failing.flatMap((f) => byId.get(f.event_id) ?? []);
+    if (missing > 0) {
+      job.found -= missing;
+      job.error = `${missing} still-failing deliveries not re-sent: their events left the events topic`;
+    }
+  }
+
+  /** Fresh deliveries (attempt 1, tagged with the job) of still-failing ones' events. */
+  private async resendEvents(events: EventRecord[]): Promise<void> {
+    const { ctx, job } = this;
+    const now = ctx.clock.now();
+    await producing(ctx.topics.deliveries, (headers) =>
+      ctx.producer.send(
+        ctx.topics.deliveries,
+        events.map((e) => {
+          const d: DeliveryRecord = { ...newDelivery(e, job.endpoint_id, now, true), recovery: job.id };
+          return { key: d.delivery_id, value: JSON.stringify(d), headers };
+        }),
+      ),
+    );
+  }
 
   async stop(): Promise<void> {
     this.stopping = true;
@@ -202,17 +296,22 @@ class Runner {
     const { pacer } = nodeOf(ctx);
     let written = performance.now();
     try {
+      await this.loadFailing();
       for (;;) {
+        const tick = performance.now();
         if (this.stopping) return await this.finish('interrupted', 'its node stopped');
         const ep = ctx.endpoints.forTenant(job.endpoint_id, job.tenant_id);
         if (!ep) return await this.finish('failed', 'the endpoint was deleted');
         if (!ep.paused) {
           const rate = recoveryRate(ctx, ep.id);
           job.rate_per_second = Math.min(rate.endpoint, rate.tenant);
-          const want = this.refill();
-          if (want === 0 && this.exhausted) return await this.finish('completed', null);
+          const want = this.events.length > 0 ? this.events.length : this.refill();
+          if (want === 0 && this.exhausted) return await this.finish('completed', job.error);
           const n = pacer.take(`ep:${ep.id}`, rate.endpoint, `tenant:${job.tenant_id}`, rate.tenant, want);
-          if (n > 0) {
+          if (n > 0 && this.events.length > 0) {
+            await this.resendEvents(this.events.splice(0, n));
+            job.sent += n;
+          } else if (n > 0) {
             // Still listed now: a replay meanwhile took the others.
             const now = ctx.clock.now();
             const batch = this.buffer.splice(0, n).filter((e) => ctx.dlq.get(job.tenant_id, e.id, now) !== undefined);
@@ -226,7 +325,7 @@ class Runner {
           await writeJob(ctx, job);
           written = performance.now();
         }
-        await sleep(TICK_MS);
+        await sleep(Math.max(0, TICK_MS - (performance.now() - tick)));
       }
     } catch (err) {
       ctx.log.error('a recovery job failed', { job: job.id, error: (err as Error).message });

@@ -54,6 +54,7 @@ export function webhookRecoveryRoutes(ctx: Context, history: AttemptHistory): Ro
       since,
       until,
       actor: req.auth!.claims.client_id,
+      history,
     });
     return json(202, recoveryView(job, history), {
       location: `/v1/webhooks/endpoints/${job.endpoint_id}/recover/${job.id}`,

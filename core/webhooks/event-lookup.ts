@@ -8,6 +8,7 @@
  *   const found = await lookupEvents(ctx, 'acme', new Set(['evt_1', 'evt_2']), Date.now() - 3 * 86400_000);
  */
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from '../context.ts';
 import { parseEventRecord } from './deliveries.ts';
 import type { EventRecord } from './records.ts';
@@ -19,6 +20,8 @@ export async function lookupEvents(
   tenantId: string,
   ids: ReadonlySet<string>,
   fromMs: number,
+  /** Polled while it reads: true ends the lookup with what it found so far (its node is stopping). */
+  stopped: () => boolean = () => false,
 ): Promise<Map<string, EventRecord>> {
   const found = new Map<string, EventRecord>();
   if (ids.size === 0) return found;
@@ -55,9 +58,10 @@ export async function lookupEvents(
       },
     });
     for (const p of starts) consumer.seek({ topic, partition: p.partition, offset: p.offset });
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([done, new Promise<void>((r) => (timer = setTimeout(r, LOOKUP_TIMEOUT_MS)))]);
-    clearTimeout(timer);
+    let finished = false;
+    void done.then(() => (finished = true));
+    const deadline = Date.now() + LOOKUP_TIMEOUT_MS;
+    while (!finished && !stopped() && Date.now() < deadline) await sleep(50);
     return found;
   } finally {
     await consumer.disconnect().catch(() => {});

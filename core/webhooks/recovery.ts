@@ -7,7 +7,9 @@
  *   rewritten by its runner every RECOVERY_PROGRESS_MS: any node answers GET from its view.
  * - At most once: an entry is re-sent the way DLQ replay re-sends it (core/webhooks/dlq-replay.ts
  *   resendEntries: the fresh delivery, then the replay marker), so once sent it leaves the DLQ on
- *   every node and neither this job nor a later one finds it again.
+ *   every node and neither this job nor a later one finds it again. A still-failing delivery (found
+ *   in the attempt history, its event read back from `sluice.events`) is re-sent, then marked
+ *   superseded on `sluice.recoveries`: the dispatcher drops its retries, later jobs skip it.
  * - Two overlapping jobs of one endpoint: the one whose record came first in the topic runs; the
  *   other's writer deletes its record and answers 409 (every node decides alike, from offsets).
  * - Pacing: token buckets per node, one per endpoint at SLUICE_RECOVERY_SHARE of its
@@ -209,24 +211,6 @@ export async function startRecovery(ctx: Context, r: RecoveryRequest): Promise<R
       `re-send ${found} failed deliveries (${failing.length} still failing) last attempted in ` +
       `[${iso(r.since)}, ${iso(r.until)})`,
   });
-  // The still-failing ones' retries stop first (on this node at once, on the others as they read it).
-  if (failing.length > 0) {
-    await ctx.producer.send(
-      ctx.topics.recoveries,
-      failing.map((f) => ({
-        key: `${SUPERSEDED_PREFIX}${f.delivery_id}`,
-        value: JSON.stringify({
-          kind: 'superseded',
-          delivery_id: f.delivery_id,
-          tenant_id: r.tenantId,
-          job: job.id,
-          at: now,
-        } satisfies SupersededMarker),
-      })),
-    );
-    const last = failing[failing.length - 1].delivery_id;
-    await waitFor(ctx.changes, () => ctx.recoveries.isSuperseded(last), 10_000, 'the superseded marks');
-  }
   const runner = new Runner(ctx, job, r, failing);
   const node = nodeOf(ctx);
   node.runners.add(runner);
@@ -246,8 +230,8 @@ class Runner {
   private cursor: Position | null = null;
   private exhausted = false;
 
-  /** The still-failing deliveries' events, once read back: re-sent before the DLQ's entries. */
-  private events: EventRecord[] = [];
+  /** The still-failing deliveries with their events, once read back: re-sent before the DLQ's entries. */
+  private events: { delivery_id: string; event: EventRecord }[] = [];
 
   constructor(
     private readonly ctx: Context,
@@ -262,27 +246,48 @@ class Runner {
     const { ctx, job } = this;
     // The event was published before the delivery's first attempt, at most the retry span before its newest.
     const from = this.failing[0].at - retryLadder.spanMs / ctx.config.timeScale - 60_000;
-    const byId = await lookupEvents(ctx, job.tenant_id, new Set(this.failing.map((f) => f.event_id)), from);
+    const ids = new Set(this.failing.map((f) => f.event_id));
+    const byId = await lookupEvents(ctx, job.tenant_id, ids, from, () => this.stopping);
     const missing = this.failing.filter((f) => !byId.has(f.event_id)).length;
-    this.events = this.failing.flatMap((f) => byId.get(f.event_id) ?? []);
+    this.events = this.failing.flatMap((f) => {
+      const event = byId.get(f.event_id);
+      return event ? [{ delivery_id: f.delivery_id, event }] : [];
+    });
     if (missing > 0) {
       job.found -= missing;
       job.error = `${missing} still-failing deliveries not re-sent: their events left the events topic`;
     }
   }
 
-  /** Fresh deliveries (attempt 1, tagged with the job) of still-failing ones' events. */
-  private async resendEvents(events: EventRecord[]): Promise<void> {
+  /**
+   * Fresh deliveries (attempt 1, tagged with the job) of still-failing ones' events, then the marks
+   * that stop the old ones' retries: in that order, so a crash in between repeats a delivery (its
+   * retry still comes) but never loses one, and a later recovery finds what was not marked.
+   */
+  private async resendEvents(batch: { delivery_id: string; event: EventRecord }[]): Promise<void> {
     const { ctx, job } = this;
     const now = ctx.clock.now();
     await producing(ctx.topics.deliveries, (headers) =>
       ctx.producer.send(
         ctx.topics.deliveries,
-        events.map((e) => {
-          const d: DeliveryRecord = { ...newDelivery(e, job.endpoint_id, now, true), recovery: job.id };
+        batch.map(({ event }) => {
+          const d: DeliveryRecord = { ...newDelivery(event, job.endpoint_id, now, true), recovery: job.id };
           return { key: d.delivery_id, value: JSON.stringify(d), headers };
         }),
       ),
+    );
+    await ctx.producer.send(
+      ctx.topics.recoveries,
+      batch.map(({ delivery_id }) => ({
+        key: `${SUPERSEDED_PREFIX}${delivery_id}`,
+        value: JSON.stringify({
+          kind: 'superseded',
+          delivery_id,
+          tenant_id: job.tenant_id,
+          job: job.id,
+          at: now,
+        } satisfies SupersededMarker),
+      })),
     );
   }
 

@@ -301,7 +301,12 @@ class Runner {
     const { pacer } = nodeOf(ctx);
     let written = performance.now();
     try {
-      await this.loadFailing();
+      // The lookup may take a while: the job's record is kept fresh meanwhile (it is not interrupted).
+      const beat = setInterval(() => {
+        job.updated_at = ctx.clock.now();
+        void writeJob(ctx, job).catch(() => {});
+      }, RECOVERY_PROGRESS_MS);
+      await this.loadFailing().finally(() => clearInterval(beat));
       for (;;) {
         const tick = performance.now();
         if (this.stopping) return await this.finish('interrupted', 'its node stopped');

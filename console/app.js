@@ -8,6 +8,7 @@
 //   view-endpoints.js  the endpoint list        view-endpoint.js  one endpoint's deliveries
 //   view-dlq.js        the dead letters         view-activity.js  the last hour's charts
 //   endpoints.js       endpoint management: register, edit, pause, rotate, delete, test send
+//   recovery.js        recovery of a window of failed deliveries, with its progress
 
 import { $ } from './dom.js';
 import { defineViews, show } from './nav.js';

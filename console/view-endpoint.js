@@ -1,10 +1,11 @@
 // The view of one endpoint in the console: its settings and actions (endpoints.js), and its recent
-// deliveries, each with its attempts on a timeline and in a table.
+// deliveries, each with its attempts on a timeline and in a table; recovery of a window (recovery.js).
 
 import { $, fill, h, s, table, when } from './dom.js';
 import { loadEventTypes } from './endpoint-form.js';
 import { endpointPanel } from './endpoints.js';
 import { show } from './nav.js';
+import { recoverySection } from './recovery.js';
 import { api } from './session.js';
 
 export async function renderEndpoint(id) {
@@ -28,6 +29,7 @@ export async function renderEndpoint(id) {
     root,
     back,
     endpointPanel(ep, types),
+    recoverySection(ep),
     h('h3', {}, `Recent deliveries (${byDelivery.size}; the newest ${attempts.data.length} attempts)`),
     deliveries.length === 0 ? h('p', { class: 'subtle' }, 'No attempts recorded yet.') : deliveries,
   );

@@ -642,6 +642,29 @@ export const SETTINGS = {
       'this many a minute; beyond it 429 `RATE_LIMITED` with Retry-After. Each endpoint has its own ' +
       'budget beside it: 3 at once, then one every 5 s',
   ),
+  /** The share of an endpoint's (and a tenant's) delivery capacity a recovery may use (core/webhooks/recovery.ts). */
+  recoveryShare: numSetting(
+    'webhooks',
+    'SLUICE_RECOVERY_SHARE',
+    0.1,
+    0.001,
+    1,
+    'share of delivery capacity a recovery (`POST /v1/webhooks/endpoints/{id}/recover`) may use: it re-sends at ' +
+      "most this share of the endpoint's `rate_limit_per_second` (or of `SLUICE_RECOVERY_CAPACITY_PER_SECOND` " +
+      "without one) a second, and all of a tenant's recoveries on one node together at most this share of " +
+      '`SLUICE_RECOVERY_CAPACITY_PER_SECOND`',
+  ),
+  /** The deliveries a second taken as an endpoint's (without a rate limit) and a tenant's capacity, for recoveries. */
+  recoveryCapacityPerSecond: intSetting(
+    'webhooks',
+    'SLUICE_RECOVERY_CAPACITY_PER_SECOND',
+    500,
+    1,
+    1_000_000,
+    'deliveries a second a recovery takes as the capacity of an endpoint without `rate_limit_per_second`, ' +
+      "and as a tenant's; " +
+      'a recovery uses `SLUICE_RECOVERY_SHARE` of it',
+  ),
   /** Everything sent to webhook targets goes through this CONNECT proxy; null: straight to them. */
   deliveryProxy: {
     section: 'webhooks',

@@ -27,6 +27,7 @@ import { agreeOnIssuer } from './tokens/cluster-issuer.ts';
 import type { EndpointRegistry } from './webhooks/endpoint-registry.ts';
 import type { DlqView } from './webhooks/dlq-view.ts';
 import type { EventIdView } from './webhooks/idempotency.ts';
+import type { RecoveryView } from './webhooks/recovery-jobs.ts';
 import type { AuditView } from './audit/audit-view.ts';
 import { AuditWriter } from './audit/audit-writer.ts';
 import { buildViews, notOpened, type ViewSet } from './views.ts';
@@ -58,6 +59,8 @@ export interface Context {
   audit: AuditWriter;
   /** Idempotency claims of published event ids (core/webhooks/idempotency.ts). */
   eventIds: EventIdView;
+  /** Recovery jobs (core/webhooks/recovery-jobs.ts), read from `sluice.recoveries`. */
+  recoveries: RecoveryView;
   /** Revocations this process is writing, by client id: a second request joins the first. */
   revoking: SingleFlight<RevocationRecord>;
   /** The view set this process opened (core/views.ts); the others throw on use. */
@@ -192,6 +195,7 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
     auditView: views.audit,
     audit,
     eventIds: views.eventIds,
+    recoveries: views.recoveries,
     revoking: new SingleFlight(),
     views: views.set,
     state,

@@ -31,6 +31,8 @@ export interface TopicNames {
   attempts: string;
   /** How many events of each type each tenant published, counted by the fan-out (GET /v1/webhooks/event-types). */
   eventTypes: string;
+  /** Recovery jobs (POST /v1/webhooks/endpoints/{id}/recover), key = job id, compacted: any node answers them. */
+  recoveries: string;
   retry(delayLabel: string): string;
   /** The hold rung (`retry.hold`). */
   hold: string;
@@ -53,6 +55,7 @@ export function topicNames(prefix: string): TopicNames {
     dlq: `${prefix}.dlq`,
     attempts: `${prefix}.attempts`,
     eventTypes: `${prefix}.event-types`,
+    recoveries: `${prefix}.recoveries`,
     retry: (label) => `${prefix}.retry.${label}`,
     hold: `${prefix}.retry.${HOLD_LABEL}`,
     rungs: [...retryLadder.rungLabels, HOLD_LABEL].map((label) => `${prefix}.retry.${label}`),
@@ -76,6 +79,8 @@ export function topicSpecs(prefix: string, partitions: number, timeScale = 1): T
     { name: t.revocations, partitions: 1, config: compacted },
     { name: t.keys, partitions: 1, config: compacted },
     { name: t.control, partitions: 1, config: compacted },
+    // Recovery jobs, one record per job (rewritten as it progresses): read whole by every node.
+    { name: t.recoveries, partitions: 1, config: compacted },
     // The compliance log: never deleted, never compacted.
     {
       name: t.audit,

@@ -22,14 +22,15 @@ import { EndpointRegistry } from './webhooks/endpoint-registry.ts';
 import { DlqView } from './webhooks/dlq-view.ts';
 import { EventIdView } from './webhooks/idempotency.ts';
 import { AuditView } from './audit/audit-view.ts';
+import { RecoveryView } from './webhooks/recovery-jobs.ts';
 
 export type ViewSet = 'node' | 'admin' | 'dlq';
 
 /** The views a set may leave out. */
-export type OptionalView = 'endpoints' | 'dlq' | 'audit' | 'eventIds';
+export type OptionalView = 'endpoints' | 'dlq' | 'audit' | 'eventIds' | 'recoveries';
 
 export const VIEW_SETS: Readonly<Record<ViewSet, readonly OptionalView[]>> = {
-  node: ['endpoints', 'dlq', 'audit', 'eventIds'],
+  node: ['endpoints', 'dlq', 'audit', 'eventIds', 'recoveries'],
   admin: ['audit'],
   dlq: ['endpoints', 'dlq', 'audit'],
 };
@@ -48,6 +49,8 @@ export interface Views {
   audit: AuditView;
   /** Idempotency claims of published event ids (on `sluice.control`). */
   eventIds: EventIdView;
+  /** Recovery jobs (`sluice.recoveries`): their state and progress, for any node to answer. */
+  recoveries: RecoveryView;
   /** The opened views, for the state consumer. */
   opened: StateView[];
   has(view: OptionalView): boolean;
@@ -72,6 +75,7 @@ export function buildViews(set: ViewSet, topics: TopicNames, masterKey: Buffer, 
     dlq: optional('dlq', 'the DLQ view', () => new DlqView(topics.dlq, clock)),
     audit: optional('audit', 'the audit view', () => new AuditView(topics.audit)),
     eventIds: optional('eventIds', 'the event-id view', () => new EventIdView(topics.control)),
+    recoveries: optional('recoveries', 'the recovery jobs view', () => new RecoveryView(topics.recoveries)),
     opened,
     has: (name) => wanted.includes(name),
   };

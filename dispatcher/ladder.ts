@@ -18,7 +18,11 @@ export type Outcome =
   | { kind: 'dead-letter'; rec: DeliveryRecord; entry: DlqEntry }
   | { kind: 'held'; rec: DeliveryRecord; next: DeliveryRecord; heldSince: number }
   | { kind: 'deferred'; rec: DeliveryRecord; next: DeliveryRecord; rung: string }
-  | { kind: 'dropped'; rec: DeliveryRecord | null; reason: 'endpoint-deleted' | 'malformed' | 'duplicate' }
+  | {
+      kind: 'dropped';
+      rec: DeliveryRecord | null;
+      reason: 'endpoint-deleted' | 'malformed' | 'duplicate' | 'superseded';
+    }
   | { kind: 'forwarded'; rec: DeliveryRecord; next: DeliveryRecord };
 
 export interface LadderClock {

@@ -70,6 +70,9 @@ export function precheck(
 ): EndpointRecord | Outcome {
   const ep = ctx.endpoints.get(rec.endpoint_id);
   if (!ep || ep.tenant_id !== rec.tenant_id) return { kind: 'dropped', rec, reason: 'endpoint-deleted' };
+  // A retry of a delivery a recovery re-sent as a fresh one (core/webhooks/recovery.ts): it stops here.
+  if (rec.attempt > 1 && ctx.recoveries.isSuperseded(rec.delivery_id))
+    return { kind: 'dropped', rec, reason: 'superseded' };
   if (ep.state === 'DISABLED') return disabled(rec, ep.disabled_reason ?? 'disabled', clockOf(ctx));
   if (isWaiting(ep)) return hold(rec, heldSince, ctx.config.dispatchHoldRecheckMs, clockOf(ctx), ep.paused === true);
   if (!inLane && needsLane(ep)) return forward(rec);
@@ -148,6 +151,7 @@ export function attemptReport(
     error: result.error,
     ok: result.ok,
     outcome: outcome.kind === 'delivered' ? 'delivered' : outcome.kind === 'dead-letter' ? 'dead-letter' : 'retry',
+    ...(rec.recovery !== undefined ? { recovery: rec.recovery } : {}),
   };
 }
 

@@ -417,6 +417,62 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/endpoints/{endpoint_id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-send the endpoint's failed deliveries of a time window, paced, as a job
+         * @description Every dead-lettered delivery of the endpoint whose last attempt fell in [`since`, `until`)
+         *     is delivered again with a fresh attempt count (`X-Service-Delivery-Attempt: 1`), at most once
+         *     each: once re-sent it leaves the DLQ, so no later job finds it again. The job runs at its own
+         *     pace, at most `SLUICE_RECOVERY_SHARE` (default 0.1) of the endpoint's `rate_limit_per_second`
+         *     (or of `SLUICE_RECOVERY_CAPACITY_PER_SECOND`, default 500, without one) and of the tenant's
+         *     capacity, so live deliveries keep theirs. 202 with the job; its progress at the `Location`.
+         *     400 when `since` is missing, not a date-time, in the future or older than the DLQ's 7 days,
+         *     or `until` is not after it; 404 for an unknown endpoint (or another tenant's); 409
+         *     `CONFLICT` while a job of the endpoint runs over an overlapping window (`job_id` names it),
+         *     or the endpoint is DISABLED. Audited (`endpoint.recovery_started`).
+         */
+        post: operations["recoverEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/endpoints/{endpoint_id}/recover/{job_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                endpoint_id: components["parameters"]["EndpointId"];
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * A recovery job's state and progress (found, sent, delivered, failed)
+         * @description Answered by any node. `delivered` and `failed` come from the attempt history (best effort):
+         *     a re-sent delivery counts as failed from its first failed attempt until one succeeds.
+         *     A job whose node stopped is `interrupted`; what it had not sent is still in the DLQ.
+         */
+        get: operations["getRecovery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/endpoints/{endpoint_id}/rotate-secret": {
         parameters: {
             query?: never;
@@ -1249,6 +1305,48 @@ export interface components {
             endpoint_id?: components["schemas"]["EndpointIdValue"] | null;
             /** @description null: no filter */
             event_type?: components["schemas"]["EventType"] | null;
+        };
+        RecoveryRequest: {
+            /**
+             * Format: date-time
+             * @description the window starts here (last attempts at or after); within the DLQ retention of 7 days, not in the future
+             */
+            since: string;
+            /**
+             * Format: date-time
+             * @description the window ends before this; absent or null: now
+             */
+            until?: string | null;
+        };
+        RecoveryJob: {
+            id: string;
+            endpoint_id: string;
+            /** Format: date-time */
+            since: string;
+            /** Format: date-time */
+            until: string;
+            /**
+             * @description interrupted: its node stopped (or was not heard of for 30 s) before it finished
+             * @enum {unknown}
+             */
+            state: "running" | "completed" | "failed" | "interrupted";
+            /** @description failed deliveries of the window to re-send */
+            found: number;
+            /** @description re-sent so far, each once */
+            sent: number;
+            /** @description re-sent deliveries delivered since */
+            delivered: number;
+            /** @description re-sent deliveries whose latest attempt failed (back on the retry ladder, or dead-lettered again) */
+            failed: number;
+            /** @description its pace: deliveries a second at most */
+            rate_per_second: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** Format: date-time */
+            finished_at: string | null;
+            error: string | null;
         };
         ReplayResult: {
             replayed: number;
@@ -2556,6 +2654,80 @@ export interface operations {
                 };
             };
             404: components["responses"]["NotFound"];
+        };
+    };
+    recoverEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "since": "2026-11-27T00:00:00Z",
+                 *       "until": "2026-11-27T06:00:00Z"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RecoveryRequest"];
+            };
+        };
+        responses: {
+            /** @description the job, started */
+            202: {
+                headers: {
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecoveryJob"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            421: components["responses"]["Misdirected"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getRecovery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                endpoint_id: components["parameters"]["EndpointId"];
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the job */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["NoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecoveryJob"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            421: components["responses"]["Misdirected"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
         };
     };
     rotateEndpointSecret: {

@@ -15,6 +15,7 @@ import { endpointRateLimit } from './endpoint-rate-limit.ts';
 import { endpointMaxInFlight } from './endpoint-in-flight.ts';
 import { endpointLimitBounds, orderingKeySize } from './request-bounds.ts';
 import { filterBounds } from './filter-bounds.ts';
+import { recoveryWindow } from './recovery-window.ts';
 import { result, type LimitCheck, type LimitContext, type LimitResult } from './types.ts';
 
 export type { LimitContext, LimitResult } from './types.ts';
@@ -31,6 +32,7 @@ export const CHECKS: LimitCheck[] = [
   orderingKeySize,
   endpointLimitBounds,
   filterBounds,
+  recoveryWindow,
 ];
 
 export async function runLimits(ctx: LimitContext): Promise<LimitResult[]> {

@@ -3,7 +3,8 @@
  * registration, reads, updates (PATCH: the tenant's pause, delivery limits, ordering, filter) and test sends,
  * trying a filter on a sample event,
  * publishing (single and batch, `ordering_key` included), the event types published, DLQ listing with
- * paging, and the 401/403 problem bodies. Request bodies are checked by the service's own checks
+ * paging, an endpoint's JWKS, recovery of a window (a job that completes at once), and the 401/403
+ * problem bodies. Request bodies are checked by the service's own checks
  * (contracts/requests.ts), so a refused one gets the service's 400 (or 413) with the same `errors[]`.
  * Every answer is validated against contracts/openapi.yaml before it is returned, so a mock cannot drift from
  * the contract without a test noticing.
@@ -24,6 +25,10 @@ import { ContractSchemas } from '../schemas.ts';
 import { TEST_SEND_EVERY_MS, type MockSluice } from './state.ts';
 import { checkFilter, eventBudget, filterInput, tryFilter } from '../../core/webhooks/filters/endpoint-filter.ts';
 import { filterVerdict } from '../../core/webhooks/filters/filter-cache.ts';
+import { validateWindow } from '../../core/webhooks/recovery-jobs.ts';
+import { endpointJwks } from '../../core/webhooks/endpoint-jwks.ts';
+import { newSigningKeyPair } from '../../core/webhooks/signing-keys.ts';
+import type { EndpointRecord } from '../../core/webhooks/records.ts';
 
 export class MockContractError extends SluiceBaseError<'MOCK_BREAKS_CONTRACT'> {
   constructor(what: string, errors: string[]) {
@@ -293,13 +298,16 @@ export function sluiceHandlers(sluice: MockSluice, opts: HandlerOptions) {
         filter_errors: null,
       };
       sluice.endpoints.set(endpoint.id, { ...endpoint, tenant_id: auth.tenantId });
+      // A real key pair, so the endpoint's JWKS (GET .../jwks) is a key a receiver can use.
+      const publicKey = newSigningKeyPair().publicKey;
+      sluice.signingKeys.set(endpoint.id, publicKey);
       return reply(
         '#/components/schemas/EndpointCreated',
         201,
         {
           ...endpoint,
           secret: `whsec_${randomBytes(32).toString('base64')}`,
-          signing_public_key: `whpk_${randomBytes(32).toString('base64')}`,
+          signing_public_key: publicKey,
         },
         { location: `/v1/webhooks/endpoints/${endpoint.id}`, 'cache-control': 'no-store', ...pingHeaders(ping) },
       );
@@ -481,6 +489,78 @@ export function sluiceHandlers(sluice: MockSluice, opts: HandlerOptions) {
       if (e instanceof Response) return e;
       sluice.endpoints.delete(e.id);
       return new HttpResponse(null, { status: 204 });
+    }),
+
+    // Public, like the service's: no token; an unknown id and an `hmac` endpoint are the same 404.
+    http.get(`${base}/v1/webhooks/endpoints/:id/jwks`, ({ request, params }) => {
+      const e = sluice.endpoints.get(String(params.id));
+      const key = e ? sluice.signingKeys.get(e.id) : undefined;
+      const jwks =
+        e && key
+          ? endpointJwks({ signing: e.signing, signing_public_key: key } as EndpointRecord, sluice.now())
+          : undefined;
+      if (!jwks) return problem(404, 'NOT_FOUND', 'Not found', 'not found', new URL(request.url).pathname);
+      return reply('#/components/schemas/EndpointJwks', 200, jwks, { 'cache-control': 'public, max-age=60' });
+    }),
+
+    // A recovery re-sends the tenant's DLQ entries of the endpoint whose last attempt lies in the
+    // window: in the mock at once (they leave sluice.dlq, and count as sent and delivered).
+    http.post(`${base}/v1/webhooks/endpoints/:id/recover`, async ({ request, params }) => {
+      const path = new URL(request.url).pathname;
+      const auth = authorize(sluice, request, 'webhooks:write');
+      if (auth instanceof Response) return auth;
+      const body = await checkedBody(request, 'POST', '/v1/webhooks/endpoints/{endpoint_id}/recover');
+      if (body instanceof Response) return body;
+      const e = tenantEndpoint(sluice, request, String(params.id), auth.tenantId);
+      if (e instanceof Response) return e;
+      const b = body.value as S['RecoveryRequest'];
+      const now = sluice.now();
+      const since = Date.parse(b.since);
+      const until = b.until == null ? now : Date.parse(b.until);
+      try {
+        validateWindow(now, since, until, 7 * 24 * 3600_000);
+      } catch (err) {
+        if (err instanceof SluiceError) return sluiceProblem(err, path);
+        throw err;
+      }
+      const picked = sluice.dlq.filter((d) => {
+        const at = Date.parse(d.last_attempt_at);
+        return d.tenant_id === auth.tenantId && d.endpoint_id === e.id && at >= since && at < until;
+      });
+      for (const d of picked) sluice.dlq.splice(sluice.dlq.indexOf(d), 1);
+      const at = new Date(now).toISOString();
+      const job = {
+        id: `rcv_${randomBytes(12).toString('hex')}`,
+        endpoint_id: e.id,
+        since: new Date(since).toISOString(),
+        until: new Date(until).toISOString(),
+        state: 'completed' as const,
+        found: picked.length,
+        sent: picked.length,
+        delivered: picked.length,
+        failed: 0,
+        rate_per_second: 50,
+        created_at: at,
+        updated_at: at,
+        finished_at: at,
+        error: null,
+      };
+      sluice.recoveries.set(job.id, { ...job, tenant_id: auth.tenantId });
+      return reply('#/components/schemas/RecoveryJob', 202, job, {
+        location: `/v1/webhooks/endpoints/${e.id}/recover/${job.id}`,
+      });
+    }),
+
+    http.get(`${base}/v1/webhooks/endpoints/:id/recover/:job`, ({ request, params }) => {
+      const auth = authorize(sluice, request, 'webhooks:read');
+      if (auth instanceof Response) return auth;
+      const e = tenantEndpoint(sluice, request, String(params.id), auth.tenantId);
+      if (e instanceof Response) return e;
+      const job = sluice.recoveries.get(String(params.job));
+      if (!job || job.tenant_id !== auth.tenantId || job.endpoint_id !== e.id)
+        return problem(404, 'NOT_FOUND', 'Not found', `no recovery ${params.job}`, new URL(request.url).pathname);
+      const { tenant_id: _, ...view } = job;
+      return reply('#/components/schemas/RecoveryJob', 200, view, { 'cache-control': 'no-store' });
     }),
 
     http.get(`${base}/v1/webhooks/dlq`, ({ request }) => {

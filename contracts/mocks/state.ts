@@ -49,6 +49,10 @@ export class MockSluice {
   readonly tokens = new Map<string, { client: MockClient; scopes: string[] }>();
   readonly endpoints = new Map<string, S['Endpoint'] & { tenant_id: string }>();
   readonly dlq: S['DlqEntry'][] = [];
+  /** The `whpk_` public key of each endpoint that signs with ed25519, by endpoint id (its JWKS). */
+  readonly signingKeys = new Map<string, string>();
+  /** Recovery jobs (POST .../recover), with the tenant; a job completes at once in the mock. */
+  readonly recoveries = new Map<string, S['RecoveryJob'] & { tenant_id: string }>();
   /** Every event published (a repeated `id` within 24 h once), oldest first. */
   readonly events: MockEvent[] = [];
   readonly testSends: MockTestSend[] = [];

@@ -152,6 +152,7 @@ function DEFAULT_PARAMS(s: Session): Record<string, string> {
     endpoint_id: s.state.endpointId ?? 'ep_contract_probe_missing',
     client_id: s.opts.clientId,
     dlq_id: 'dlq_contract_probe_missing',
+    job_id: s.state.recoveryJobId ?? 'rcv_contract_probe_missing',
     path: 'contract-probe',
   };
 }

@@ -47,6 +47,11 @@ export interface AttemptDigest {
   minutes: MinuteCounts[];
   /** The newest failed attempt of the window. */
   failure: Failure | null;
+  /**
+   * Per recovery job with attempts in the window: [job, delivered, failed], where a delivery counts
+   * as failed from its first failed attempt until one succeeds (then -1 failed, +1 delivered).
+   */
+  recoveries?: [string, number, number][];
 }
 
 /** The newest `n` of `xs` by start time, oldest first. */
@@ -61,6 +66,7 @@ class EndpointWindow {
   private failed: AttemptRecord[] = [];
   readonly minutes = new Map<number, MinuteCounts>();
   failure: Failure | null = null;
+  readonly recoveries = new Map<string, [string, number, number]>();
 
   constructor(private readonly policy: SamplePolicy) {}
 
@@ -86,6 +92,18 @@ class EndpointWindow {
     if (a.duration_ms > m[5]) m[5] = a.duration_ms;
     if (!a.ok && (this.failure === null || a.at >= this.failure.at))
       this.failure = { at: a.at, status: a.status, error: a.error };
+    if (a.recovery !== undefined) {
+      let r = this.recoveries.get(a.recovery);
+      if (!r) {
+        r = [a.recovery, 0, 0];
+        this.recoveries.set(a.recovery, r);
+      }
+      // Attempt 1 failing makes the delivery failed; a later success moves it to delivered.
+      if (a.ok) {
+        r[1]++;
+        if (a.attempt > 1) r[2]--;
+      } else if (a.attempt === 1) r[2]++;
+    }
   }
 
   /** The sample: the newest failures (up to the policy's `failures`) and the newest others (up to `size`). */
@@ -129,6 +147,7 @@ export class DigestBuilder {
         attempts: w.sample(),
         minutes: [...w.minutes.values()],
         failure: w.failure,
+        ...(w.recoveries.size > 0 ? { recoveries: [...w.recoveries.values()] } : {}),
       });
     }
     this.windows = new Map();
@@ -178,6 +197,8 @@ export interface AttemptRecord {
   ok: boolean;
   /** What followed: delivered, a retry on the ladder, or the DLQ. */
   outcome: 'delivered' | 'retry' | 'dead-letter';
+  /** The recovery job that re-sent the delivery (core/webhooks/recovery.ts), when one did. */
+  recovery?: string;
 }
 
 export interface Bucket {

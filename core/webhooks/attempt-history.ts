@@ -34,6 +34,12 @@ export { HISTORY_PER_ENDPOINT, MINUTE_MS };
 
 export type { AttemptRecord, Bucket };
 
+/** What a recovery job's deliveries did: delivered, and those whose latest attempt failed. */
+export interface RecoveryCounts {
+  delivered: number;
+  failed: number;
+}
+
 interface Last {
   at: number;
   ok: boolean;
@@ -111,6 +117,8 @@ export class AttemptHistory implements StoredView {
   private count!: Table<number, [string, string]>;
   private last!: Table<Last, [string, string]>;
   private minutes!: Table<Bucket, [string, string, number]>;
+  /** [tenant, recovery job] → [delivered, failed, newest attempt's at]: a recovery's progress. */
+  private recoveries!: Table<[number, number, number], [string, string]>;
   /** [newest attempt's at, tenant, endpoint]: the endpoints to forget once quiet for 7 days. */
   private quiet!: Table<0, [number, string, string]>;
 
@@ -125,6 +133,7 @@ export class AttemptHistory implements StoredView {
     this.last = store.table('attempts.last');
     this.minutes = store.table('attempts.minutes');
     this.quiet = store.table('attempts.quiet');
+    this.recoveries = store.table('attempts.recoveries');
   }
 
   /**
@@ -194,6 +203,18 @@ export class AttemptHistory implements StoredView {
       this.last.put([tenant, endpoint], { ...prev, failure: d.failure });
     }
     for (const ep of [endpoint, TENANT_TOTAL]) this.addToMinutes(tenant, ep, d.minutes);
+    for (const r of Array.isArray(d.recoveries) ? d.recoveries : []) {
+      if (!Array.isArray(r) || typeof r[0] !== 'string' || r[0].length > 64) continue;
+      const [job, delivered, failed] = [r[0], Number(r[1]) || 0, Number(r[2]) || 0];
+      const held = this.recoveries.get([tenant, job]) ?? [0, 0, 0];
+      this.recoveries.put([tenant, job], [held[0] + delivered, held[1] + failed, newest.at]);
+    }
+  }
+
+  /** A recovery job's deliveries so far: delivered, and failed at their latest attempt (best effort). */
+  recovery(tenant: string, job: string): RecoveryCounts {
+    const held = this.recoveries.get([tenant, job]);
+    return { delivered: held?.[0] ?? 0, failed: Math.max(0, held?.[1] ?? 0) };
   }
 
   private addToMinutes(tenant: string, endpoint: string, counts: MinuteCounts[]): void {

@@ -48,30 +48,7 @@ export async function replayDlq(
   let last: DlqEntry | null = null;
   for (const chunk of chunks(entries, tenantId)) {
     last = chunk[chunk.length - 1];
-    const now = ctx.clock.now();
-    // Traced: the replayed deliveries continue the replay request's trace.
-    await producing(ctx.topics.deliveries, (headers) =>
-      ctx.producer.send(
-        ctx.topics.deliveries,
-        chunk.map((e) => {
-          const d = newDelivery(e.payload, e.endpoint_id, now, true);
-          return { key: d.delivery_id, value: JSON.stringify(d), headers };
-        }),
-      ),
-    );
-    const replayedAt = new Date(now).toISOString();
-    await ctx.producer.send(
-      ctx.topics.dlq,
-      chunk.map((e) => ({
-        key: tenantId,
-        value: JSON.stringify({
-          kind: 'replayed',
-          id: e.id,
-          tenant_id: tenantId,
-          replayed_at: replayedAt,
-        } satisfies DlqReplayMarker),
-      })),
-    );
+    await resendEntries(ctx, tenantId, chunk);
     done += chunk.length;
     opts.onProgress?.(done, Math.max(done, total));
   }
@@ -81,6 +58,44 @@ export async function replayDlq(
   const applied = () => ctx.state.applied(ctx.topics.dlq);
   if (last) await waitForWhileMoving(ctx.changes, replayed, applied, 10_000, 'DLQ replay marker');
   return done;
+}
+
+/**
+ * Writes each entry (all of `tenantId`) back to `sluice.deliveries` as a fresh delivery (new id,
+ * attempt 1, tagged with `recovery` when a recovery job sends it), then its replay marker. Not audited:
+ * the caller audits the request. Used by replayDlq and by recovery jobs (core/webhooks/recovery.ts).
+ */
+export async function resendEntries(
+  ctx: Context,
+  tenantId: string,
+  chunk: DlqEntry[],
+  recovery?: string,
+): Promise<void> {
+  const now = ctx.clock.now();
+  // Traced: the replayed deliveries continue the replay request's trace.
+  await producing(ctx.topics.deliveries, (headers) =>
+    ctx.producer.send(
+      ctx.topics.deliveries,
+      chunk.map((e) => {
+        const d = newDelivery(e.payload, e.endpoint_id, now, true);
+        if (recovery !== undefined) d.recovery = recovery;
+        return { key: d.delivery_id, value: JSON.stringify(d), headers };
+      }),
+    ),
+  );
+  const replayedAt = new Date(now).toISOString();
+  await ctx.producer.send(
+    ctx.topics.dlq,
+    chunk.map((e) => ({
+      key: tenantId,
+      value: JSON.stringify({
+        kind: 'replayed',
+        id: e.id,
+        tenant_id: tenantId,
+        replayed_at: replayedAt,
+      } satisfies DlqReplayMarker),
+    })),
+  );
 }
 
 function* chunks(entries: Iterable<DlqEntry>, tenantId: string): Generator<DlqEntry[]> {

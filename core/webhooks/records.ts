@@ -117,6 +117,8 @@ export interface DeliveryRecord {
    * dispatcher waits for it before calling the endpoint gone.
    */
   endpoints_at?: number;
+  /** The recovery job that re-sent it (core/webhooks/recovery.ts): its attempts count in the job's progress. */
+  recovery?: string;
 }
 
 /** `sluice.dlq`, key = tenant_id: a dead-lettered delivery, as `GET /v1/webhooks/dlq` lists it. */

@@ -32,6 +32,7 @@ const FILES: Record<string, string> = {
   'endpoint-form.js': JS,
   'filter-field.js': JS,
   'forms.js': JS,
+  'recovery.js': JS,
 };
 
 /**

@@ -24,6 +24,7 @@ import { revocationRoutes } from './revocations.ts';
 import { webhookAttemptRoutes } from './webhook-attempts.ts';
 import { webhookClientCertificateRoutes } from './webhook-client-certificate.ts';
 import { webhookDlqRoutes } from './webhook-dlq.ts';
+import { webhookRecoveryRoutes } from './webhook-recovery.ts';
 import { webhookEndpointRoutes } from './webhook-endpoints.ts';
 import { webhookEndpointJwksRoutes } from './webhook-endpoint-jwks.ts';
 import { webhookEventTypeRoutes } from './webhook-event-types.ts';
@@ -59,6 +60,7 @@ export function routeTable(ctx: Context, trustedProxies: CidrSet, inputs: RouteI
     ...auditRoutes(ctx),
     ...openapiRoutes(inputs.contract),
     ...webhookAttemptRoutes(ctx, inputs.attempts),
+    ...webhookRecoveryRoutes(ctx, inputs.attempts),
     ...webhookEventTypeRoutes(inputs.eventTypes, inputs.eventTypesCaughtUp),
     ...webhookClientCertificateRoutes(ctx.config.deliveryClientCertificate),
     ...consoleRoutes(),

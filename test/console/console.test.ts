@@ -481,4 +481,62 @@ async function run(executablePath: string): Promise<void> {
     t.same(violations, [], 'no CSP violations or page errors');
     await context.close();
   });
+
+  t.test('an endpoint recovers a window of dead letters, its progress bar filling to delivered', async (t) => {
+    // Dead letters written as the dispatcher would (the node's DLQ keeps 7 days / 60480 = 10 s, so
+    // these say when they expire themselves), last attempted just now.
+    const hook = await receiver(200);
+    t.teardown(() => hook.close());
+    const target = await registerEndpoint(node, token, hook.url, ['pipeline.failed']);
+    const now = Date.now();
+    const entries = [0, 1, 2].map((i) => ({
+      id: `dlq_console_${i}`,
+      event_id: `evt_console_recover_${i}`,
+      endpoint_id: target.id,
+      tenant_id: 'acme',
+      event_type: 'pipeline.failed',
+      attempts: 17,
+      last_status: 500,
+      last_error: null,
+      first_attempt_at: new Date(now - 60_000).toISOString(),
+      last_attempt_at: new Date(now).toISOString(),
+      dead_lettered_at: new Date(now).toISOString(),
+      expires_at: new Date(now + 3600_000).toISOString(),
+      payload: {
+        id: `evt_console_recover_${i}`,
+        tenant_id: 'acme',
+        type: 'pipeline.failed',
+        data: { i },
+        created_at: now,
+      },
+    }));
+    await node.ctx.producer.send(
+      node.ctx.topics.dlq,
+      entries.map((e) => ({ key: 'acme', value: JSON.stringify(e) })),
+    );
+    const { context, page, violations } = await signIn();
+    await page.locator(`tr[data-endpoint="${target.id}"] button.open`).click();
+    await page.waitForSelector('#recover-start');
+    // The window opens a second before the entries (local time, as the datetime-local input takes it).
+    const local = new Date(now - 1000 - new Date(now).getTimezoneOffset() * 60_000).toISOString().slice(0, 19);
+    await page.fill('#recover-since', local);
+    await page.click('#recover-start');
+    await page
+      .locator('#recover-status[data-state="completed"]')
+      .getByText(/delivered 3/)
+      .waitFor({ timeout: 30_000 });
+    t.match(await page.locator('#recover-status').innerText(), /completed: sent 3 of 3 · delivered 3 · failed 0/);
+    t.equal(await page.locator('#recover-progress').getAttribute('value'), '3', 'the bar is full');
+    t.same(
+      hook
+        .receipts()
+        .map((h) => h.body.id)
+        .sort(),
+      entries.map((e) => e.event_id),
+      'each delivered once',
+    );
+    await page.screenshot({ path: join(shots, 'console-recover.png'), fullPage: true });
+    t.same(violations, [], 'no CSP violations or page errors');
+    await context.close();
+  });
 }

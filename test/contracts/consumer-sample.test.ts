@@ -441,3 +441,65 @@ t.test(
     t.equal((await app.call('DELETE', `/v1/webhooks/endpoints/${big.body.id}`)).status, 204);
   },
 );
+
+t.test("an ed25519 endpoint's JWKS is public; an hmac endpoint's is the same 404 as an unknown id", async (t) => {
+  const app = new WebhookAdmin(BASE, 'cl_app', 'app-secret');
+  const signed = await app.call('POST', '/v1/webhooks/endpoints', {
+    url: 'https://hooks.acme.test/v1a',
+    events: ['pipeline.failed'],
+    signing: 'ed25519',
+  });
+  t.equal(signed.status, 201);
+  const jwks = await fetch(`${BASE}/v1/webhooks/endpoints/${signed.body.id}/jwks`);
+  t.equal(jwks.status, 200, 'no token needed');
+  t.match(jwks.headers.get('cache-control'), /max-age=\d+/);
+  const body = (await jwks.json()) as { keys: { kty: string; crv: string; x: string }[] };
+  t.match(body.keys, [{ kty: 'OKP', crv: 'Ed25519', use: 'sig', alg: 'EdDSA' }]);
+  t.equal(
+    Buffer.from(body.keys[0].x, 'base64url').toString('base64'),
+    signed.body.signing_public_key.slice('whpk_'.length),
+    'the key is the one the registration answered',
+  );
+  const hmac = await app.call('POST', '/v1/webhooks/endpoints', {
+    url: 'https://hooks.acme.test/hmac',
+    events: ['pipeline.failed'],
+  });
+  t.equal((await fetch(`${BASE}/v1/webhooks/endpoints/${hmac.body.id}/jwks`)).status, 404);
+  t.equal((await fetch(`${BASE}/v1/webhooks/endpoints/ep_unknown/jwks`)).status, 404);
+});
+
+t.test('recovers a window of an endpoint: a job whose progress reads back, its own tenant only', async (t) => {
+  const app = new WebhookAdmin(BASE, 'cl_app', 'app-secret');
+  const ep = await app.call('POST', '/v1/webhooks/endpoints', {
+    url: 'https://hooks.acme.test/recover',
+    events: ['pipeline.failed'],
+  });
+  // Four dead letters of the endpoint: three last attempted an hour ago, one two days ago.
+  const now = Date.now();
+  const iso = (ms: number) => new Date(ms).toISOString();
+  for (const [i, e] of sluice.seedDlq('acme', 4, ep.body.id).entries()) {
+    const at = now - (i === 3 ? 48 : 1) * 3600_000;
+    Object.assign(e, { last_attempt_at: iso(at), dead_lettered_at: iso(at), expires_at: iso(at + 7 * 86400_000) });
+  }
+  const started = await app.call('POST', `/v1/webhooks/endpoints/${ep.body.id}/recover`, {
+    since: iso(now - 2 * 3600_000),
+  });
+  t.equal(started.status, 202);
+  t.match(started.body, { endpoint_id: ep.body.id, found: 3, sent: 3 });
+  const read = await app.call('GET', `/v1/webhooks/endpoints/${ep.body.id}/recover/${started.body.id}`);
+  t.equal(read.status, 200);
+  t.match(read.body, { id: started.body.id, state: 'completed', delivered: 3, failed: 0 });
+  const other = new WebhookAdmin(BASE, 'cl_other', 'other-secret');
+  t.equal((await other.call('GET', `/v1/webhooks/endpoints/${ep.body.id}/recover/${started.body.id}`)).status, 404);
+  const bad = await app.call('POST', `/v1/webhooks/endpoints/${ep.body.id}/recover`, {
+    since: iso(now - 3600_000),
+    until: iso(now - 7200_000),
+  });
+  t.equal(bad.status, 400);
+  t.equal(bad.body.errors[0].path, '$.until');
+  const old = await app.call('POST', `/v1/webhooks/endpoints/${ep.body.id}/recover`, {
+    since: iso(now - 8 * 86400_000),
+  });
+  t.equal(old.status, 400);
+  t.equal(old.body.errors[0].path, '$.since');
+});

@@ -169,6 +169,7 @@ const VALID_BODIES: Record<string, unknown> = {
     ],
   },
   'POST /v1/webhooks/dlq/replay': { ids: ['dlq_nope'] },
+  'POST /v1/webhooks/endpoints/{endpoint_id}/recover': { since: new Date(Date.now() - 3600_000).toISOString() },
 };
 
 const ROUTES: RouteInfo[] = [];

@@ -44,6 +44,9 @@ export function validBody(s: Session, operationId: string): Json | undefined {
       return { events: [{ type: 'inference.completed', data: { model: 'contract-probe', latency_ms: 1 } }] };
     case 'replayDlq':
       return { endpoint_id: s.state.endpointId ?? 'ep_contract_probe_missing' };
+    case 'recoverEndpoint':
+      // The last hour: within the DLQ's 7 days, whatever the verifier's clock is off by.
+      return { since: new Date(Date.now() - 3600_000).toISOString() };
     case 'revokeClient':
       return { client_id: 'cl_contract_probe_missing', reason: 'sluice contract verify' };
     default:

@@ -50,6 +50,8 @@ export const ORDER = [
   'listDlq',
   'replayDlqEntry',
   'replayDlq',
+  'recoverEndpoint',
+  'getRecovery',
   'deleteEndpoint',
   'getClientSecret',
   'listAuditEntries',

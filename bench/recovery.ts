@@ -1,0 +1,335 @@
+/**
+ * The recovery bench: does a recovery of a large window (`POST /v1/webhooks/endpoints/{id}/recover`)
+ * leave the live deliveries of the same endpoint their publish-to-receipt p99? Every piece is its own
+ * OS process: Kafka (`sluice kafka`, unless KAFKA_BROKERS is set), `sluice start` (`--workers`, 1),
+ * the receiver (bench/noisy/receiver.ts: its fast port records publish-to-receipt latency from
+ * `data.sent_at`) and the load generator (bench/noisy/load.ts: one event per request on a fixed
+ * schedule). This process only orchestrates and reads the numbers.
+ *
+ * One tenant, one endpoint. `--backlog` (20,000) dead-lettered deliveries of the endpoint are written
+ * onto its DLQ topic with a plain Kafka producer (as the dispatcher would have written them after 17
+ * failures; their events carry no `sent_at`, so they do not count in the latency). Then: live traffic
+ * alone at `--rate` events/s (100) for `--baseline-seconds` (20); then the same while a recovery of
+ * the window re-sends the backlog, for `--seconds` (60) or until the job completes if sooner. The
+ * recovery runs at SLUICE_RECOVERY_SHARE (`--share`, 0.1) of SLUICE_RECOVERY_CAPACITY_PER_SECOND
+ * (`--capacity`, 1000): 100 deliveries a second by default. Reported: live p50, p99 and max in both
+ * phases, and the recovery's found, sent and delivered, its measured rate, and how long it ran.
+ *
+ *   npm run bench:recovery -- [--quick] [--backlog 20000] [--rate 100] [--seconds 60]
+ *       [--baseline-seconds 20] [--share 0.1] [--capacity 1000] [--workers 1] [--label current] [--results FILE]
+ *
+ * Writes its section of bench/RESULTS.md (`<!-- recovery:<label>:begin/end -->`), except with
+ * --quick unless --results is given. Exits 1 when a live event was lost or the recovery did not send
+ * every delivery it found within 30 s of its expected end.
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { createKafka } from '../core/kafka/client.ts';
+import type { DlqEntry } from '../core/webhooks/records.ts';
+import { freePort } from '../scripts/free-port.ts';
+import {
+  adminClient,
+  bearerToken,
+  benchKafka,
+  Children,
+  dropBenchTopics,
+  Scratch,
+  settleGroups,
+  tail,
+} from './children.ts';
+import { rpc } from './dispatch/ipc.ts';
+import type { NoisyLoadRequest, NoisyLoadResult, NoisyReceiverRequest, NoisyReceiverStats } from './noisy/ipc.ts';
+import { benchCommand, writeMarkedSection } from './results-section.ts';
+import { fmt } from './state/report.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const say = (line = '') => process.stdout.write(`${line}\n`);
+
+const { values: opt } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    backlog: { type: 'string' },
+    rate: { type: 'string', default: '100' },
+    seconds: { type: 'string' },
+    'baseline-seconds': { type: 'string' },
+    share: { type: 'string', default: '0.1' },
+    capacity: { type: 'string', default: '1000' },
+    workers: { type: 'string', default: '1' },
+    label: { type: 'string', default: 'current' },
+    results: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  },
+});
+if (opt.help) {
+  say(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('*/')[0]);
+  process.exit(0);
+}
+const quick = opt.quick === true;
+const BACKLOG = Number(opt.backlog ?? (quick ? 2000 : 20_000));
+const RATE = Number(opt.rate);
+const SECONDS = Number(opt.seconds ?? (quick ? 15 : 60));
+const BASELINE_SECONDS = Number(opt['baseline-seconds'] ?? (quick ? 8 : 20));
+const SHARE = Number(opt.share);
+const CAPACITY = Number(opt.capacity);
+const WORKERS = Number(opt.workers);
+const TENANT = 'acme';
+if (!/^[a-z0-9-]{1,32}$/.test(opt.label!)) throw new Error('--label must be letters, digits and dashes');
+for (const [name, v] of Object.entries({ BACKLOG, RATE, SECONDS, BASELINE_SECONDS, SHARE, CAPACITY, WORKERS }))
+  if (!Number.isFinite(v) || v <= 0) throw new Error(`${name} must be a positive number`);
+
+const scratch = new Scratch('recovery');
+const children = new Children(scratch.path, ROOT);
+let brokers: string[] = [];
+let prefix = '';
+let externalKafka = false;
+
+async function shutdown(): Promise<void> {
+  await children.stopAll();
+  if (externalKafka && prefix) await dropBenchTopics(brokers, prefix);
+}
+scratch.onSignal(shutdown);
+
+/** `n` dead letters of the endpoint, last attempted over the hour before `now`. */
+function backlog(endpointId: string, n: number, now: number): DlqEntry[] {
+  return Array.from({ length: n }, (_, i) => {
+    const last = now - 3600_000 + Math.floor((i * 3000_000) / n);
+    const id = `evt_backlog_${String(i).padStart(6, '0')}`;
+    const iso = (ms: number) => new Date(ms).toISOString();
+    return {
+      id: `dlq_backlog_${String(i).padStart(6, '0')}`,
+      event_id: id,
+      endpoint_id: endpointId,
+      tenant_id: TENANT,
+      event_type: 'inference.completed',
+      attempts: 17,
+      last_status: 503,
+      last_error: null,
+      first_attempt_at: iso(last - 72 * 3600_000),
+      last_attempt_at: iso(last),
+      dead_lettered_at: iso(last),
+      expires_at: iso(last + 7 * 86400_000),
+      payload: { id, tenant_id: TENANT, type: 'inference.completed', data: { backlog: i }, created_at: last },
+    };
+  });
+}
+
+async function main(): Promise<number> {
+  const startedAt = new Date();
+  const load1 = loadavg()[0];
+
+  // 1. Kafka
+  const kafka = await benchKafka(children, scratch, join(ROOT, 'bin/sluice.js'), say);
+  brokers = kafka.brokers;
+  externalKafka = kafka.external;
+
+  // 2. the receiver and the load generator
+  const receiver = rpc<NoisyReceiverRequest, { ports?: number[]; stats?: NoisyReceiverStats }>(
+    children.forkTs('receiver', 'bench/noisy/receiver.ts').proc,
+  );
+  const load = rpc<NoisyLoadRequest, { result: NoisyLoadResult }>(children.forkTs('load', 'bench/noisy/load.ts').proc);
+
+  // 3. Sluice
+  prefix = `bench-${randomBytes(4).toString('hex')}`;
+  const port = await freePort();
+  const adminPort = await freePort();
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    KAFKA_BROKERS: brokers.join(','),
+    SLUICE_TOPIC_PREFIX: prefix,
+    SLUICE_HOST: '127.0.0.1',
+    SLUICE_ISSUER: `http://127.0.0.1:${port}`,
+    SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
+    SLUICE_LOG_LEVEL: 'error',
+    SLUICE_DATA_DIR: scratch.dataDir(),
+    SLUICE_WORKERS: String(WORKERS),
+    SLUICE_RECOVERY_SHARE: String(SHARE),
+    SLUICE_RECOVERY_CAPACITY_PER_SECOND: String(CAPACITY),
+  };
+  say(`starting sluice start (topic prefix ${prefix}, ${WORKERS} worker(s))...`);
+  const sluice = children.spawn(
+    'sluice',
+    join(ROOT, 'bin/sluice.js'),
+    ['start'],
+    { ...env, SLUICE_PORT: String(port), SLUICE_ADMIN_PORT: String(adminPort) },
+    'sluice',
+  );
+  for (const deadline = Date.now() + 120_000; ; await sleep(250)) {
+    if (sluice.proc.exitCode !== null) throw new Error(`sluice start exited:\n${tail(sluice.log)}`);
+    const ready = await fetch(`http://127.0.0.1:${adminPort}/readyz`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
+    if (ready) break;
+    if (Date.now() > deadline) throw new Error(`sluice start not ready within 120 s:\n${tail(sluice.log)}`);
+  }
+  const base = `http://127.0.0.1:${port}`;
+
+  // 4. the tenant, its endpoint, its backlog
+  const client = await adminClient(join(ROOT, 'bin/sluice.js'), ROOT, env, TENANT);
+  const token = await bearerToken(base, client);
+  const api = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    return { status: res.status, body: (await res.json().catch(() => null)) as any };
+  };
+  const [fastPort] = (await receiver({ op: 'listen', slow: 0, holdMs: 1 })).ports!;
+  const ep = await api('POST', '/v1/webhooks/endpoints', {
+    url: `http://127.0.0.1:${fastPort}/hook`,
+    events: ['inference.completed'],
+  });
+  if (ep.status !== 201 || ep.body.state !== 'ACTIVE')
+    throw new Error(`registering the endpoint answered ${ep.status}: ${JSON.stringify(ep.body)}`);
+  const endpointId: string = ep.body.id;
+
+  const now = Date.now();
+  const entries = backlog(endpointId, BACKLOG, now);
+  const producer = createKafka(brokers, 'sluice-bench-recovery').producer();
+  await producer.connect();
+  for (let i = 0; i < entries.length; i += 500)
+    await producer.send({
+      topic: `${prefix}.dlq`,
+      messages: entries.slice(i, i + 500).map((e) => ({ key: TENANT, value: JSON.stringify(e) })),
+    });
+  await producer.disconnect();
+  // The DLQ view has them all once a recovery's count would find them.
+  for (const deadline = Date.now() + 120_000; ; await sleep(1000)) {
+    let n = 0;
+    let cursor: string | null = null;
+    do {
+      const q = `endpoint_id=${endpointId}&limit=1000${cursor ? `&cursor=${cursor}` : ''}`;
+      const page = await api('GET', `/v1/webhooks/dlq?${q}`);
+      n += page.body.data.length;
+      cursor = page.body.next_cursor;
+    } while (cursor);
+    if (n >= BACKLOG) break;
+    if (Date.now() > deadline) throw new Error(`the DLQ listed ${n} of ${BACKLOG} entries after 120 s`);
+  }
+  say(`${fmt(BACKLOG)} dead letters of ${endpointId} listed`);
+  const notes: string[] = [];
+  if (!(await settleGroups(brokers, prefix, WORKERS)))
+    notes.push('the consumer groups were not Stable within 90 s; measured anyway.');
+
+  // 5. live alone, then live beside the recovery
+  const probe = { clientId: client.client_id, clientSecret: client.client_secret, rate: RATE };
+  const live = async (seconds: number) => {
+    await receiver({ op: 'window' });
+    const result = (await load({ op: 'run', spec: { base, probe: { ...probe, seconds }, flood: null } })).result;
+    return result;
+  };
+  /** Waits until the window's live events are in (30 s at most); the stats of the window. */
+  const settle = async (liveAccepted: number, extra: () => number) => {
+    let stats = (await receiver({ op: 'stats' })).stats!;
+    for (const deadline = Date.now() + 30_000; ; await sleep(250)) {
+      stats = (await receiver({ op: 'stats' })).stats!;
+      if (stats.fastUnique >= liveAccepted + extra() || Date.now() > deadline) return stats;
+    }
+  };
+
+  say(`live alone: ${BASELINE_SECONDS} s at ${RATE} events/s...`);
+  const aloneLoad = await live(BASELINE_SECONDS);
+  const alone = await settle(aloneLoad.probeAccepted, () => 0);
+  say(`live alone: p50 ${fmt(alone.p50)} ms, p99 ${fmt(alone.p99)} ms, max ${fmt(alone.max)} ms`);
+
+  await receiver({ op: 'window' });
+  const since = new Date(now - 2 * 3600_000).toISOString();
+  const started = await api('POST', `/v1/webhooks/endpoints/${endpointId}/recover`, { since });
+  if (started.status !== 202)
+    throw new Error(`the recovery answered ${started.status}: ${JSON.stringify(started.body)}`);
+  const jobPath = `/v1/webhooks/endpoints/${endpointId}/recover/${started.body.id}`;
+  const ratePerSecond: number = started.body.rate_per_second;
+  say(
+    `recovery ${started.body.id}: found ${fmt(started.body.found)}, pace ${ratePerSecond}/s ` +
+      `(expected ${fmt(Math.ceil(started.body.found / ratePerSecond))} s); live beside it for ${SECONDS} s...`,
+  );
+  const jobStarted = Date.now();
+  let job = started.body;
+  const sentBySecond: number[] = [];
+  const sampler = setInterval(() => {
+    void api('GET', jobPath).then((r) => {
+      if (r.status !== 200) return;
+      sentBySecond.push(r.body.sent - job.sent);
+      job = r.body;
+    });
+  }, 1000);
+  // The live phase runs while the job runs: no longer than it (so nothing is measured after it ended).
+  const during = Math.min(SECONDS, Math.max(2, Math.floor(started.body.found / ratePerSecond) - 1));
+  const duringLoad = await live(during);
+  await sleep(3000); // the last live events' receipts (their latency counts, whatever comes beside them)
+  const duringStats = (await receiver({ op: 'stats' })).stats!;
+  // Then the job to its end.
+  const expectedEnd = jobStarted + (started.body.found / ratePerSecond) * 1000 + 30_000;
+  while (job.state === 'running' && Date.now() < expectedEnd) await sleep(500);
+  for (const deadline = Date.now() + 30_000; job.delivered < job.sent && Date.now() < deadline; ) await sleep(500);
+  clearInterval(sampler);
+  const jobSeconds = (Date.parse(job.finished_at ?? new Date().toISOString()) - Date.parse(job.created_at)) / 1000;
+  const busiest = Math.max(0, ...sentBySecond.slice(1));
+  say(
+    `live beside the recovery: p50 ${fmt(duringStats.p50)} ms, p99 ${fmt(duringStats.p99)} ms, ` +
+      `max ${fmt(duringStats.max)} ms; recovery ${job.state}: found ${fmt(job.found)}, sent ${fmt(job.sent)}, ` +
+      `delivered ${fmt(job.delivered)}, failed ${fmt(job.failed)} in ${jobSeconds.toFixed(1)} s ` +
+      `(${(job.sent / Math.max(jobSeconds, 0.001)).toFixed(1)}/s, busiest second ${busiest})`,
+  );
+  const after = (await receiver({ op: 'stats' })).stats!;
+  const liveLost = Math.max(0, aloneLoad.probeAccepted - alone.fastUnique);
+
+  // 6. report
+  const cpu = cpus()[0]?.model ?? 'unknown CPU';
+  let commit = 'unknown commit';
+  try {
+    commit = execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+  } catch {
+    /* not a git checkout */
+  }
+  const section = [
+    `### recovery: ${opt.label} (${startedAt.toISOString().slice(0, 10)}, Sluice at ${commit})`,
+    '',
+    `Command: \`${benchCommand('bench:recovery', ROOT, externalKafka ? brokers : null)}\`; ` +
+      `machine: ${cpus().length} × ${cpu}, load average ${load1.toFixed(2)} at start. ` +
+      `Processes: Kafka, \`sluice start\` (${WORKERS} worker(s)), receiver, load generator. ` +
+      `One tenant, one endpoint: ${fmt(BACKLOG)} dead letters recovered at SLUICE_RECOVERY_SHARE ${SHARE} of ` +
+      `SLUICE_RECOVERY_CAPACITY_PER_SECOND ${CAPACITY} (${ratePerSecond}/s), live traffic ${RATE} events/s to the ` +
+      'same endpoint, one per request on a fixed schedule.',
+    '',
+    '| phase | live events | p50 ms | p99 ms | max ms | recovery |',
+    '|---|---|---|---|---|---|',
+    `| live alone | ${fmt(aloneLoad.probeAccepted)} | ${fmt(alone.p50)} | ${fmt(alone.p99)} | ${fmt(alone.max)} | — |`,
+    `| live beside the recovery (${during} s) | ${fmt(duringLoad.probeAccepted)} | ${fmt(duringStats.p50)} | ` +
+      `${fmt(duringStats.p99)} | ${fmt(duringStats.max)} | ${job.state}: found ${fmt(job.found)}, sent ` +
+      `${fmt(job.sent)}, delivered ${fmt(job.delivered)} in ${jobSeconds.toFixed(1)} s ` +
+      `(${(job.sent / Math.max(jobSeconds, 0.001)).toFixed(1)}/s; busiest second ${busiest}) |`,
+    ...(notes.length ? ['', ...notes.map((n) => `- ${n}`)] : []),
+  ].join('\n');
+  say();
+  say(section);
+  const file = opt.results ?? (quick ? null : join(ROOT, 'bench/RESULTS.md'));
+  if (file) {
+    writeMarkedSection(file, `recovery:${opt.label}`, section);
+    say(`\nwritten to ${file}`);
+  }
+  const incomplete = job.sent < job.found || job.found < BACKLOG;
+  if (incomplete) say(`the recovery sent ${job.sent} of ${job.found} found (${BACKLOG} written)`);
+  if (after.fastDuplicates > 0) say(`note: ${after.fastDuplicates} repeated receipts in the last window`);
+  return liveLost > 0 || incomplete ? 1 : 0;
+}
+
+main().then(
+  async (code) => {
+    await shutdown();
+    process.exit(code);
+  },
+  async (err) => {
+    process.stderr.write(`${(err as Error).stack ?? err}\n`);
+    scratch.keepLogs = true;
+    await shutdown();
+    process.exit(2);
+  },
+);

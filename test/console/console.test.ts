@@ -32,9 +32,15 @@ async function run(executablePath: string): Promise<void> {
   const { chromium } = await import('playwright-core');
   const shots = process.env.SLUICE_CONSOLE_SCREENSHOTS ?? mkdtempSync(join(tmpdir(), 'sluice-console-'));
   mkdirSync(shots, { recursive: true });
-  // 60480: the 72-hour retry span runs in about 4.3 s, so deliveries reach the DLQ quickly.
+  // 60480: the 72-hour retry span runs in about 4.3 s, so deliveries reach the DLQ quickly. On a
+  // loaded machine late attempts would add up to 5 scaled days of failures (7 s) and disable the
+  // failing endpoint before its 17th: the disable waits a year here.
   const node = await startTestNode(
-    { SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: '60480' },
+    {
+      SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
+      SLUICE_TIME_SCALE: '60480',
+      SLUICE_WEBHOOK_DISABLE_AFTER_HOURS: String(24 * 365),
+    },
     { dispatcher: true },
   );
   const failing = await receiver(500);

@@ -2,10 +2,16 @@ import t from 'tap';
 import { startTestNode, call, until } from '../helpers/sluice.ts';
 import { receiver, registerEndpoint, publish, type TestReceiver } from './receiver.ts';
 
-// 60480: 7 days run in 10 s, the 72-hour span in about 4.3 s.
+// 60480: 7 days run in 10 s, the 72-hour span in about 4.3 s. At this scale a loaded machine makes
+// each attempt late by hours of scaled time, and 5 days (7 s) of failures would disable the endpoint
+// before attempt 17: the disable waits a year here (test/webhooks/steering.test.ts covers it).
 const SCALE = 60480;
 const node = await startTestNode(
-  { SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true', SLUICE_TIME_SCALE: String(SCALE) },
+  {
+    SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
+    SLUICE_TIME_SCALE: String(SCALE),
+    SLUICE_WEBHOOK_DISABLE_AFTER_HOURS: String(24 * 365),
+  },
   { dispatcher: true },
 );
 const receivers: TestReceiver[] = [];

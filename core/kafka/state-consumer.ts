@@ -90,8 +90,13 @@ export interface StateConsumerOptions {
   apart?: string[];
 }
 
-/** How long one store transaction may hold the event loop once the node serves (see eachBatch). */
-const STORED_SLICE_MS = 1;
+/**
+ * How long one store transaction may hold the event loop once the node serves (see eachBatch).
+ * A commit costs more than a record: 2,000 DLQ entries applied in 1 ms slices took 414 commits at
+ * 262 µs an entry on a quiet machine, in 4 ms slices 68 commits at 151 µs (and a loaded machine
+ * pays each commit, and each turn of the event loop between slices, several times over).
+ */
+const STORED_SLICE_MS = 4;
 /**
  * A store not written for this long is rebuilt when it holds a compacted topic's view: half of
  * Kafka's default delete.retention.ms (24 h), the least time a tombstone is kept once compacted.

@@ -90,6 +90,9 @@ export interface StateConsumerOptions {
   apart?: string[];
 }
 
+/** The fetch wait of the member reading the topics set apart. */
+const APART_WAIT_MS = 5000;
+
 /**
  * How long one store transaction may hold the event loop once the node serves (see eachBatch).
  * A commit costs more than a record: 2,000 DLQ entries applied in 1 ms slices took 414 commits at
@@ -151,7 +154,9 @@ export class StateConsumer {
       const member = new Member(kafka, {
         config: {
           groupId: `${opts.groupPrefix}-view-${contact ? '' : 'apart-'}${id}`,
-          maxWaitTimeInMs: opts.maxWaitMs ?? 20,
+          // The member apart counts no contact, so its idle fetches can wait longer (a record ends the
+          // wait at once): what an idle node pays for it is a fetch every 5 s and a heartbeat every 3 s.
+          maxWaitTimeInMs: contact ? (opts.maxWaitMs ?? 20) : Math.max(opts.maxWaitMs ?? 20, APART_WAIT_MS),
           // In a region (SLUICE_KAFKA_RACK), read the replica there: the brokers' rack-aware selector picks it.
           ...(rackOf(kafka) ? { rackId: rackOf(kafka)! } : {}),
           minBytes: opts.minBytes ?? 1,
@@ -159,7 +164,7 @@ export class StateConsumer {
           // loop ~5 ms, and the decoded batch outlived young collections while applied in slices.
           maxBytesPerPartition: 512 * 1024,
           sessionTimeout: 10_000,
-          heartbeatInterval: 1000,
+          heartbeatInterval: contact ? 1000 : 3000,
           retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 100, maxRetryTime: 2000 },
         },
         topics,

@@ -4,8 +4,8 @@
  * process on the node's Kafka and prefix) replays them, printing its progress.
  */
 import t from 'tap';
-import { Kafka, logLevel } from 'kafkajs';
-import { startTestNode, call, brokers, until } from '../helpers/sluice.ts';
+import { startTestNode, call, until } from '../helpers/sluice.ts';
+import { deadLetters, writeDeadLetters } from '../helpers/dead-letters.ts';
 import { cliEnv, runCli } from '../helpers/cli.ts';
 import { receiver, registerEndpoint, type TestReceiver } from './receiver.ts';
 import type { DlqEntry } from '../../core/webhooks/records.ts';
@@ -48,34 +48,8 @@ async function listAll(tok: string): Promise<DlqEntry[]> {
   return all;
 }
 
-function entries(tenant: string, endpointId: string, n: number, tag: string): DlqEntry[] {
-  const base = Date.now() - 3600_000;
-  return Array.from({ length: n }, (_, i) => {
-    const dead = base + i;
-    const eventId = `evt_${tag}_${String(i).padStart(5, '0')}`;
-    return {
-      id: `dlq_${tag}_${String(i).padStart(5, '0')}`,
-      event_id: eventId,
-      endpoint_id: endpointId,
-      tenant_id: tenant,
-      event_type: 'pipeline.failed',
-      attempts: 17,
-      last_status: 503,
-      last_error: null,
-      first_attempt_at: new Date(dead - 72 * 3600_000).toISOString(),
-      last_attempt_at: new Date(dead).toISOString(),
-      dead_lettered_at: new Date(dead).toISOString(),
-      expires_at: new Date(dead + 7 * 86400_000).toISOString(),
-      payload: {
-        id: eventId,
-        tenant_id: tenant,
-        type: 'pipeline.failed',
-        data: { n: i, tag },
-        created_at: dead - 72 * 3600_000,
-      },
-    };
-  });
-}
+const entries = (tenant: string, endpointId: string, n: number, tag: string): DlqEntry[] =>
+  deadLetters(tenant, endpointId, n, tag, { firstAt: Date.now() - 3600_000 });
 
 t.test('sluice dlq replay puts 2000 entries back into delivery, printing its progress', async (t) => {
   const target = await receiver(200);
@@ -88,22 +62,8 @@ t.test('sluice dlq replay puts 2000 entries back into delivery, printing its pro
   // The records the dispatcher would have dead-lettered, written with a plain producer.
   const mine = entries(TENANT, ep.id, N, 'cli');
   const theirs = entries(OTHER, otherEp.id, OTHER_N, 'other');
-  const producer = new Kafka({ clientId: 'dlq-cli-test', brokers: brokers(), logLevel: logLevel.NOTHING }).producer();
-  await producer.connect();
-  try {
-    for (let i = 0; i < mine.length; i += 250) {
-      await producer.send({
-        topic: node.ctx.topics.dlq,
-        messages: mine.slice(i, i + 250).map((e) => ({ key: e.tenant_id, value: JSON.stringify(e) })),
-      });
-    }
-    await producer.send({
-      topic: node.ctx.topics.dlq,
-      messages: theirs.map((e) => ({ key: e.tenant_id, value: JSON.stringify(e) })),
-    });
-  } finally {
-    await producer.disconnect();
-  }
+  await writeDeadLetters(node.ctx.topics.dlq, mine);
+  await writeDeadLetters(node.ctx.topics.dlq, theirs);
   const before = await until(
     () => listAll(token),
     (l) => l.length === N,

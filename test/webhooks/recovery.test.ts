@@ -6,10 +6,10 @@
  * window, of another endpoint or of another tenant is touched; bad windows are 400s.
  */
 import t from 'tap';
-import { Kafka, logLevel } from 'kafkajs';
-import { startTestNode, call, brokers, until, assertInvalid } from '../helpers/sluice.ts';
+import { startTestNode, call, until, assertInvalid } from '../helpers/sluice.ts';
 import { receiver, registerEndpoint, type Hit, type TestReceiver } from '../dispatcher/receiver.ts';
 import type { DlqEntry } from '../../core/webhooks/records.ts';
+import { deadLetters, writeDeadLetters } from '../helpers/dead-letters.ts';
 
 const TENANT = 'acme';
 const OTHER = 'globex';
@@ -38,48 +38,9 @@ const otherToken = await node.token(await node.client('admin', OTHER));
 const HOUR = 3600_000;
 
 /** `n` entries of one endpoint whose last attempts lie `agoMs` before now and later, 10 ms apart. */
-function entries(tenant: string, endpointId: string, n: number, tag: string, agoMs: number): DlqEntry[] {
-  const base = Date.now() - agoMs;
-  return Array.from({ length: n }, (_, i) => {
-    const last = base + i * 10;
-    const eventId = `evt_${tag}_${String(i).padStart(5, '0')}`;
-    return {
-      id: `dlq_${tag}_${String(i).padStart(5, '0')}`,
-      event_id: eventId,
-      endpoint_id: endpointId,
-      tenant_id: tenant,
-      event_type: 'pipeline.failed',
-      attempts: 17,
-      last_status: 503,
-      last_error: null,
-      first_attempt_at: new Date(last - 72 * HOUR).toISOString(),
-      last_attempt_at: new Date(last).toISOString(),
-      dead_lettered_at: new Date(last + 5).toISOString(),
-      expires_at: new Date(last + 7 * 24 * HOUR).toISOString(),
-      payload: {
-        id: eventId,
-        tenant_id: tenant,
-        type: 'pipeline.failed',
-        data: { n: i, tag },
-        created_at: last - HOUR,
-      },
-    };
-  });
-}
-
-async function writeDlq(list: DlqEntry[]): Promise<void> {
-  const producer = new Kafka({ clientId: 'recovery-test', brokers: brokers(), logLevel: logLevel.NOTHING }).producer();
-  await producer.connect();
-  try {
-    for (let i = 0; i < list.length; i += 250)
-      await producer.send({
-        topic: node.ctx.topics.dlq,
-        messages: list.slice(i, i + 250).map((e) => ({ key: e.tenant_id, value: JSON.stringify(e) })),
-      });
-  } finally {
-    await producer.disconnect();
-  }
-}
+const entries = (tenant: string, endpointId: string, n: number, tag: string, agoMs: number): DlqEntry[] =>
+  deadLetters(tenant, endpointId, n, tag, { firstAt: Date.now() - agoMs, spacingMs: 10 });
+const writeDlq = (list: DlqEntry[]) => writeDeadLetters(node.ctx.topics.dlq, list);
 
 const dlqCount = (tenant: string, endpointId: string) =>
   node.ctx.dlq.count(tenant, { endpoint_id: endpointId }, Date.now());

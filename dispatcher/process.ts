@@ -151,7 +151,7 @@ export function attemptReport(
     error: result.error,
     ok: result.ok,
     outcome: outcome.kind === 'delivered' ? 'delivered' : outcome.kind === 'dead-letter' ? 'dead-letter' : 'retry',
-    ...(rec.recovery !== undefined ? { recovery: rec.recovery } : {}),
+    recovery: rec.recovery, // undefined for all but recovered deliveries: JSON leaves it out
   };
 }
 

@@ -7,19 +7,23 @@
  *
  * Tenant `noisy` registers `--slow` endpoints (default 100) whose receivers answer the ping at
  * once and hold every other request for `--hold-ms` (15,000; Sluice gives up at 10 s), and floods
- * them with a batch of `--flood-batch` events (30) every `--flood-every` seconds (5). Tenant
- * `quiet` has one fast endpoint and publishes `--rate` events/s (20), one per request on a fixed
- * schedule. Two phases of one run: the quiet tenant alone (`--baseline-seconds`, 20), then the
- * same with the flood (`--seconds`, 60). Reported: the quiet tenant's publish-to-receipt p50, p99
- * and max in each phase, its lost and repeated deliveries, and the most attempts in flight.
+ * them with a batch of `--flood-batch` events (30) every `--flood-every` seconds (5). What its
+ * endpoints are (`--noisy`): `plain` (no delivery policy), `lanes` (`max_in_flight: 1000`, so
+ * every delivery is a lane delivery) or `paused-ordered` (`ordering: key`, then paused: all their
+ * deliveries wait, 36,000 with the defaults). Tenant `quiet` has four fast endpoints, one of each
+ * kind: plain, `rate_limit_per_second: 100`, `max_in_flight: 5` and `ordering: key`, and publishes
+ * `--rate` events/s (20), one per request on a fixed schedule, over 8 ordering keys. Two phases of
+ * one run: the quiet tenant alone (`--baseline-seconds`, 20), then the same with the flood
+ * (`--seconds`, 60). Reported per quiet endpoint: publish-to-receipt p50, p99 and max in each
+ * phase, lost and repeated deliveries, order inversions; and the most attempts in flight.
  *
- *   npm run bench:noisy -- [--quick] [--slow 100] [--hold-ms 15000] [--flood-batch 30]
- *       [--flood-every 5] [--rate 20] [--seconds 60] [--baseline-seconds 20] [--dispatchers 2]
- *       [--label current] [--results FILE] [--sluice-dir DIR]  (another checkout, e.g. the baseline)
+ *   npm run bench:noisy -- [--quick] [--noisy plain|lanes|paused-ordered] [--slow 100] [--hold-ms 15000]
+ *       [--flood-batch 30] [--flood-every 5] [--rate 20] [--seconds 60] [--baseline-seconds 20]
+ *       [--dispatchers 2] [--label current] [--results FILE] [--sluice-dir DIR]  (another checkout)
  *
  * Writes its section of bench/RESULTS.md (`<!-- noisy-neighbour:<label>:begin/end -->`), except
  * with --quick unless --results is given. Exits 1 when a quiet-tenant event was not received within
- * 30 s of its phase's end.
+ * 30 s of its phase's end, or arrived out of order at its ordered endpoint.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -59,6 +63,7 @@ const say = (line = '') => process.stdout.write(`${line}\n`);
 const { values: opt } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
+    noisy: { type: 'string', default: 'plain' },
     slow: { type: 'string' },
     'hold-ms': { type: 'string', default: '15000' },
     'flood-batch': { type: 'string', default: '30' },
@@ -86,6 +91,23 @@ const RATE = Number(opt.rate);
 const SECONDS = Number(opt.seconds ?? (quick ? 12 : 60));
 const BASELINE_SECONDS = Number(opt['baseline-seconds'] ?? (quick ? 5 : 20));
 const DISPATCHERS = Number(opt.dispatchers);
+const NOISY_KINDS = {
+  plain: {},
+  lanes: { max_in_flight: 1000 },
+  'paused-ordered': { ordering: 'key' },
+} as const;
+const NOISY = opt.noisy as keyof typeof NOISY_KINDS;
+if (!Object.hasOwn(NOISY_KINDS, NOISY)) throw new Error('--noisy must be plain, lanes or paused-ordered');
+/** The quiet tenant's endpoints, one of each kind, in the order of the fast ports. */
+const QUIET_KINDS: Array<{ name: string; body: Record<string, unknown> }> = [
+  { name: 'plain', body: {} },
+  { name: 'rate_limit_per_second: 100', body: { rate_limit_per_second: 100 } },
+  { name: 'max_in_flight: 5', body: { max_in_flight: 5 } },
+  { name: 'ordering: key', body: { ordering: 'key' } },
+];
+const QUIET_KEYS = 8;
+/** Whether the quiet endpoint at this index keeps order (its inversions are failures). */
+const ordered = (i: number) => QUIET_KINDS[i].body.ordering === 'key';
 const SLUICE = join(opt['sluice-dir'] ?? ROOT, 'bin/sluice.js');
 if (!/^[a-z0-9-]{1,32}$/.test(opt.label!)) throw new Error('--label must be letters, digits and dashes');
 for (const [name, v] of Object.entries({ SLOW, HOLD_MS, FLOOD_BATCH, FLOOD_EVERY_MS, RATE, SECONDS, BASELINE_SECONDS }))
@@ -175,24 +197,42 @@ async function main(): Promise<number> {
   const quiet = await createClient('quiet');
   const tokenOf = (c: Client) => bearerToken(base, c);
 
-  const register = async (token: string, url: string) => {
-    const res = await fetch(`${base}/v1/webhooks/endpoints`, {
-      method: 'POST',
+  const call = async (token: string, method: string, path: string, body: unknown, want: number) => {
+    const res = await fetch(`${base}${path}`, {
+      method,
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ url, events: ['inference.completed'] }),
+      body: JSON.stringify(body),
     });
-    const body = (await res.json()) as { state?: string };
-    if (res.status !== 201 || body.state !== 'ACTIVE')
-      throw new Error(`registering ${url} answered ${res.status}: ${JSON.stringify(body)}`);
+    const answer = (await res.json()) as { id?: string; state?: string; disabled?: boolean };
+    if (res.status !== want) throw new Error(`${method} ${path} answered ${res.status}: ${JSON.stringify(answer)}`);
+    return answer;
   };
-  const ports = (await receiver({ op: 'listen', slow: SLOW, holdMs: HOLD_MS })).ports!;
+  const register = async (token: string, url: string, extra: Record<string, unknown>) => {
+    const body = await call(
+      token,
+      'POST',
+      '/v1/webhooks/endpoints',
+      { url, events: ['inference.completed'], ...extra },
+      201,
+    );
+    if (body.state !== 'ACTIVE') throw new Error(`registering ${url}: state ${body.state}`);
+    return body.id!;
+  };
+  const ports = (await receiver({ op: 'listen', slow: SLOW, holdMs: HOLD_MS, fast: QUIET_KINDS.length })).ports!;
   const noisyToken = await tokenOf(noisy);
   const quietToken = await tokenOf(quiet);
   const slowPorts = ports.slice(0, SLOW);
   for (let i = 0; i < slowPorts.length; i += 10)
-    await Promise.all(slowPorts.slice(i, i + 10).map((p) => register(noisyToken, `http://127.0.0.1:${p}/hook`)));
-  await register(quietToken, `http://127.0.0.1:${ports[SLOW]}/hook`);
-  say(`registered ${SLOW} slow endpoints (tenant noisy) and 1 fast endpoint (tenant quiet)`);
+    await Promise.all(
+      slowPorts.slice(i, i + 10).map(async (p) => {
+        const id = await register(noisyToken, `http://127.0.0.1:${p}/hook`, NOISY_KINDS[NOISY]);
+        if (NOISY === 'paused-ordered')
+          await call(noisyToken, 'PATCH', `/v1/webhooks/endpoints/${id}`, { disabled: true }, 200);
+      }),
+    );
+  for (const [i, kind] of QUIET_KINDS.entries())
+    await register(quietToken, `http://127.0.0.1:${ports[SLOW + i]}/hook`, kind.body);
+  say(`registered ${SLOW} ${NOISY} endpoints (tenant noisy) and ${QUIET_KINDS.length} fast endpoints (tenant quiet)`);
 
   const notes: string[] = [];
   if (!(await settleGroups(brokers, prefix, 1 + DISPATCHERS)))
@@ -217,25 +257,35 @@ async function main(): Promise<number> {
     const timer = setInterval(() => void sampleInFlight(), 500);
     const spec: NoisyLoadSpec = {
       base,
-      probe: { clientId: quiet.client_id, clientSecret: quiet.client_secret, rate: RATE, seconds },
+      probe: { clientId: quiet.client_id, clientSecret: quiet.client_secret, rate: RATE, seconds, keys: QUIET_KEYS },
       flood: flood
-        ? { clientId: noisy.client_id, clientSecret: noisy.client_secret, batch: FLOOD_BATCH, everyMs: FLOOD_EVERY_MS }
+        ? {
+            clientId: noisy.client_id,
+            clientSecret: noisy.client_secret,
+            batch: FLOOD_BATCH,
+            everyMs: FLOOD_EVERY_MS,
+            keys: 10,
+          }
         : null,
     };
     say(`${name}: ${seconds} s...`);
     const result = (await load({ op: 'run', spec })).result;
     // The quiet tenant's last deliveries: wait for them (30 s at most).
     let stats = (await receiver({ op: 'stats' })).stats!;
-    for (const deadline = Date.now() + 30_000; stats.fastUnique < result.probeAccepted && Date.now() < deadline; ) {
+    const missing = () => stats.fast.some((f) => f.unique < result.probeAccepted);
+    for (const deadline = Date.now() + 30_000; missing() && Date.now() < deadline; ) {
       await sleep(250);
       stats = (await receiver({ op: 'stats' })).stats!;
     }
     clearInterval(timer);
-    const lost = result.probeAccepted - stats.fastUnique;
+    const lost = stats.fast.map((f) => result.probeAccepted - f.unique);
+    for (const [i, f] of stats.fast.entries())
+      say(
+        `${name}: quiet ${QUIET_KINDS[i].name}: ${fmt(f.unique)}/${fmt(result.probeAccepted)} delivered, ` +
+          `p50 ${fmt(f.p50)} ms, p99 ${fmt(f.p99)} ms, max ${fmt(f.max)} ms${ordered(i) ? `, ${fmt(f.inversions)} inversions` : ''}`,
+      );
     say(
-      `${name}: quiet tenant ${fmt(stats.fastUnique)}/${fmt(result.probeAccepted)} delivered, ` +
-        `p50 ${fmt(stats.p50)} ms, p99 ${fmt(stats.p99)} ms, max ${fmt(stats.max)} ms; ` +
-        `noisy tenant ${fmt(result.floodAccepted)} events → ${fmt(result.floodDeliveries)} deliveries, ` +
+      `${name}: noisy tenant ${fmt(result.floodAccepted)} events → ${fmt(result.floodDeliveries)} deliveries, ` +
         `${fmt(stats.slowReceived)} requests reached its receivers, ${fmt(stats.slowHeldMax)} held at once`,
     );
     return { name, flood, seconds, result, stats, lost, inFlight: [...inFlightMax.values()] };
@@ -253,12 +303,15 @@ async function main(): Promise<number> {
   } catch {
     /* not a git checkout */
   }
-  const rows = [alone, flooded].map(
-    (p) =>
-      `| ${p.name} | ${fmt(p.result.probeAccepted)} | ${fmt(p.stats.p50)} | ${fmt(p.stats.p99)} | ` +
-      `${fmt(p.stats.max)} | ${fmt(p.lost)} | ${fmt(p.stats.fastDuplicates)} | ` +
-      `${p.flood ? `${fmt(p.result.floodAccepted)} → ${fmt(p.result.floodDeliveries)}` : '—'} | ` +
-      `${p.flood ? fmt(p.stats.slowHeldMax) : '—'} | ${p.inFlight.map((n) => fmt(n)).join(' / ') || '—'} |`,
+  const rows = [alone, flooded].flatMap((p) =>
+    p.stats.fast.map(
+      (f, i) =>
+        `| ${p.name} | ${QUIET_KINDS[i].name} | ${fmt(p.result.probeAccepted)} | ${fmt(f.p50)} | ${fmt(f.p99)} | ` +
+        `${fmt(f.max)} | ${fmt(p.lost[i])} | ${fmt(f.duplicates)} | ${ordered(i) ? fmt(f.inversions) : '—'} | ` +
+        `${p.flood && i === 0 ? `${fmt(p.result.floodAccepted)} → ${fmt(p.result.floodDeliveries)}` : '—'} | ` +
+        `${p.flood && i === 0 ? fmt(p.stats.slowHeldMax) : '—'} | ` +
+        `${i === 0 ? p.inFlight.map((n) => fmt(n)).join(' / ') || '—' : '—'} |`,
+    ),
   );
   const section = [
     `### noisy neighbour: ${opt.label} (${startedAt.toISOString().slice(0, 10)}, Sluice at ${commit})`,
@@ -268,13 +321,15 @@ async function main(): Promise<number> {
       `machine: ${cpus().length} × ${cpu}, load average ${load1.toFixed(2)} at start. ` +
       `Processes: Kafka, \`sluice start\` (1 worker) + ${DISPATCHERS} \`sluice dispatcher\`, ` +
       'receivers, load generator. ' +
-      `Tenant noisy: ${SLOW} endpoints holding each event ${fmt(HOLD_MS)} ms (the ping answered at once), ` +
-      `a batch of ${FLOOD_BATCH} events every ${FLOOD_EVERY_MS / 1000} s. ` +
-      `Tenant quiet: 1 fast endpoint, ${RATE} events/s, one per request on a fixed schedule.`,
+      `Tenant noisy: ${SLOW} ${NOISY} endpoints (${JSON.stringify(NOISY_KINDS[NOISY])}` +
+      `${NOISY === 'paused-ordered' ? ', then paused' : ''}) holding each event ${fmt(HOLD_MS)} ms ` +
+      `(the ping answered at once), a batch of ${FLOOD_BATCH} events every ${FLOOD_EVERY_MS / 1000} s. ` +
+      `Tenant quiet: ${QUIET_KINDS.length} fast endpoints (one of each kind below), ${RATE} events/s, ` +
+      `one per request on a fixed schedule, ${QUIET_KEYS} ordering keys.`,
     '',
-    '| phase | quiet events | p50 ms | p99 ms | max ms | not received 30 s after | dup | noisy events → deliveries | ' +
-      'noisy requests held at once (max) | in flight per dispatcher (max) |',
-    '|---|---|---|---|---|---|---|---|---|---|',
+    '| phase | quiet endpoint | quiet events | p50 ms | p99 ms | max ms | not received 30 s after | dup | inversions | ' +
+      'noisy events → deliveries | noisy requests held at once (max) | in flight per dispatcher (max) |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
     ...(notes.length ? ['', ...notes.map((n) => `- ${n}`)] : []),
   ].join('\n');
@@ -285,7 +340,10 @@ async function main(): Promise<number> {
     writeMarkedSection(file, `noisy-neighbour:${opt.label}`, section);
     say(`\nwritten to ${file}`);
   }
-  return alone.lost > 0 || flooded.lost > 0 ? 1 : 0;
+  const failed = [alone, flooded].some(
+    (p) => p.lost.some((n) => n > 0) || p.stats.fast.some((f, i) => ordered(i) && f.inversions > 0),
+  );
+  return failed ? 1 : 0;
 }
 
 main().then(

@@ -181,7 +181,7 @@ async function main(): Promise<number> {
     });
     return { status: res.status, body: (await res.json().catch(() => null)) as any };
   };
-  const [fastPort] = (await receiver({ op: 'listen', slow: 0, holdMs: 1 })).ports!;
+  const [fastPort] = (await receiver({ op: 'listen', slow: 0, holdMs: 1, fast: 1 })).ports!;
   const ep = await api('POST', '/v1/webhooks/endpoints', {
     url: `http://127.0.0.1:${fastPort}/hook`,
     events: ['inference.completed'],
@@ -219,7 +219,7 @@ async function main(): Promise<number> {
     notes.push('the consumer groups were not Stable within 90 s; measured anyway.');
 
   // 5. live alone, then live beside the recovery
-  const probe = { clientId: client.client_id, clientSecret: client.client_secret, rate: RATE };
+  const probe = { clientId: client.client_id, clientSecret: client.client_secret, rate: RATE, keys: 1 };
   const live = async (seconds: number) => {
     await receiver({ op: 'window' });
     const result = (await load({ op: 'run', spec: { base, probe: { ...probe, seconds }, flood: null } })).result;
@@ -227,10 +227,10 @@ async function main(): Promise<number> {
   };
   /** Waits until the window's live events are in (30 s at most); the stats of the window. */
   const settle = async (liveAccepted: number, extra: () => number) => {
-    let stats = (await receiver({ op: 'stats' })).stats!;
+    let stats = (await receiver({ op: 'stats' })).stats!.fast[0];
     for (const deadline = Date.now() + 30_000; ; await sleep(250)) {
-      stats = (await receiver({ op: 'stats' })).stats!;
-      if (stats.fastUnique >= liveAccepted + extra() || Date.now() > deadline) return stats;
+      stats = (await receiver({ op: 'stats' })).stats!.fast[0];
+      if (stats.unique >= liveAccepted + extra() || Date.now() > deadline) return stats;
     }
   };
 
@@ -264,7 +264,7 @@ async function main(): Promise<number> {
   const during = Math.min(SECONDS, Math.max(2, Math.floor(started.body.found / ratePerSecond) - 1));
   const duringLoad = await live(during);
   await sleep(3000); // the last live events' receipts (their latency counts, whatever comes beside them)
-  const duringStats = (await receiver({ op: 'stats' })).stats!;
+  const duringStats = (await receiver({ op: 'stats' })).stats!.fast[0];
   // Then the job to its end.
   const expectedEnd = jobStarted + (started.body.found / ratePerSecond) * 1000 + 30_000;
   while (job.state === 'running' && Date.now() < expectedEnd) await sleep(500);
@@ -278,8 +278,8 @@ async function main(): Promise<number> {
       `delivered ${fmt(job.delivered)}, failed ${fmt(job.failed)} in ${jobSeconds.toFixed(1)} s ` +
       `(${(job.sent / Math.max(jobSeconds, 0.001)).toFixed(1)}/s, busiest second ${busiest})`,
   );
-  const after = (await receiver({ op: 'stats' })).stats!;
-  const liveLost = Math.max(0, aloneLoad.probeAccepted - alone.fastUnique);
+  const after = (await receiver({ op: 'stats' })).stats!.fast[0];
+  const liveLost = Math.max(0, aloneLoad.probeAccepted - alone.unique);
 
   // 6. report
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
@@ -317,7 +317,7 @@ async function main(): Promise<number> {
   }
   const incomplete = job.sent < job.found || job.found < BACKLOG;
   if (incomplete) say(`the recovery sent ${job.sent} of ${job.found} found (${BACKLOG} written)`);
-  if (after.fastDuplicates > 0) say(`note: ${after.fastDuplicates} repeated receipts in the last window`);
+  if (after.duplicates > 0) say(`note: ${after.duplicates} repeated receipts in the last window`);
   return liveLost > 0 || incomplete ? 1 : 0;
 }
 

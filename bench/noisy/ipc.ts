@@ -1,18 +1,25 @@
 /** Messages between bench/noisy-neighbour.ts and its receiver and load generator (over bench/dispatch/ipc.ts). */
 export type NoisyReceiverRequest =
-  /** Opens `slow` hold ports and one fast port; returns their ports (the fast one last). */
-  | { op: 'listen'; slow: number; holdMs: number }
-  /** Starts a new measuring window for the fast port (clears its latencies). */
+  /** Opens `slow` hold ports and `fast` fast ports; returns their ports (the fast ones last). */
+  | { op: 'listen'; slow: number; holdMs: number; fast: number }
+  /** Starts a new measuring window for the fast ports (clears their latencies). */
   | { op: 'window' }
   | { op: 'stats' };
 
-export interface NoisyReceiverStats {
-  /** The fast port: first receipts in this window, repeats, and publish-to-receipt latencies (ms). */
-  fastUnique: number;
-  fastDuplicates: number;
+/** One fast port: first receipts in this window, repeats, publish-to-receipt latencies (ms), order. */
+export interface FastPortStats {
+  unique: number;
+  duplicates: number;
   p50: number | null;
   p99: number | null;
   max: number | null;
+  /** Events of one ordering key received before an earlier one of the same key (first receipts). */
+  inversions: number;
+}
+
+export interface NoisyReceiverStats {
+  /** Per fast port, in the order of their ports. */
+  fast: FastPortStats[];
   /** The hold ports: events received (every attempt), and the most requests they held at once. */
   slowReceived: number;
   slowHeldMax: number;
@@ -21,10 +28,10 @@ export interface NoisyReceiverStats {
 
 export interface NoisyLoadSpec {
   base: string;
-  /** The probe: tenant B, one event per request on a fixed schedule. */
-  probe: { clientId: string; clientSecret: string; rate: number; seconds: number };
-  /** The flood: tenant A, a batch of `batch` events every `everyMs` (null: no flood). */
-  flood: { clientId: string; clientSecret: string; batch: number; everyMs: number } | null;
+  /** The probe: the quiet tenant, one event per request on a fixed schedule, keyed `k<seq % keys>`. */
+  probe: { clientId: string; clientSecret: string; rate: number; seconds: number; keys: number };
+  /** The flood: the noisy tenant, a batch of `batch` events every `everyMs` (null: no flood). */
+  flood: { clientId: string; clientSecret: string; batch: number; everyMs: number; keys: number } | null;
 }
 
 export interface NoisyLoadResult {

@@ -2,8 +2,10 @@
  * The load generator of the noisy-neighbour bench, its own process (forked with IPC by
  * bench/noisy-neighbour.ts). Two tenants at once, each with its own keep-alive pool:
  *   probe: tenant B, one `POST /v1/webhooks/events` per 1/rate s on a fixed schedule (open model),
- *          each event carrying `data.sent_at` for the receiver's publish-to-receipt latency;
- *   flood: tenant A, one `POST /v1/webhooks/events/batch` of `batch` events every `everyMs`.
+ *          each event carrying `data.sent_at` for the receiver's publish-to-receipt latency and
+ *          `data.seq` with an ordering key (`k<seq % keys>`) for its order check;
+ *   flood: tenant A, one `POST /v1/webhooks/events/batch` of `batch` events every `everyMs`, keyed
+ *          over `keys` keys (what its ordered endpoints hold back per key).
  */
 import { Pool } from 'undici';
 import { serve } from '../dispatch/ipc.ts';
@@ -46,7 +48,11 @@ async function run(spec: NoisyLoadSpec): Promise<NoisyLoadResult> {
         path: '/v1/webhooks/events',
         method: 'POST',
         headers: { authorization: `Bearer ${probeToken}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ type: 'inference.completed', data: { sent_at: sentAt, seq } }),
+        body: JSON.stringify({
+          type: 'inference.completed',
+          data: { sent_at: sentAt, seq, key: `k${seq % spec.probe.keys}` },
+          ordering_key: `k${seq % spec.probe.keys}`,
+        }),
       });
       await res.body.dump();
       bump(out.probeStatuses, res.statusCode);
@@ -55,10 +61,12 @@ async function run(spec: NoisyLoadSpec): Promise<NoisyLoadResult> {
       bump(out.probeStatuses, `error:${(err as { code?: string }).code ?? 'unknown'}`);
     }
   };
+  let floodSeq = 0;
   const floodOne = async () => {
     const events = Array.from({ length: spec.flood!.batch }, (_, i) => ({
       type: 'inference.completed',
       data: { flood: i, pad: 'x'.repeat(200) },
+      ordering_key: `f${floodSeq++ % spec.flood!.keys}`,
     }));
     try {
       const res = await floodPool.request({

@@ -1,17 +1,53 @@
 /**
  * The receivers of the noisy-neighbour bench, its own process (forked with IPC by
  * bench/noisy-neighbour.ts): `slow` node:http servers that answer the ping at once and hold every
- * other request for `holdMs` before a 200 (tenant A's endpoints), and one fast server that answers
- * 204 at once and records publish-to-receipt latency from `data.sent_at` (tenant B's endpoint).
+ * other request for `holdMs` before a 200 (tenant A's endpoints), and `fast` servers that answer
+ * 204 at once, each recording publish-to-receipt latency from `data.sent_at` and whether events of
+ * one ordering key arrived in publish order (`data.seq`; tenant B's endpoints).
  */
 import { createServer, type Server } from 'node:http';
 import { percentile, serve } from '../dispatch/ipc.ts';
-import type { NoisyReceiverRequest, NoisyReceiverStats } from './ipc.ts';
+import type { FastPortStats, NoisyReceiverRequest, NoisyReceiverStats } from './ipc.ts';
 
 let servers: Server[] = [];
-let latencies: number[] = [];
-let seen = new Set<string>();
-let fastDuplicates = 0;
+
+/** What one fast port saw in the current window. */
+class FastPort {
+  latencies: number[] = [];
+  seen = new Set<string>();
+  duplicates = 0;
+  inversions = 0;
+  /** Per ordering key, the highest `seq` first received. */
+  lastSeq = new Map<string, number>();
+
+  note(body: { id?: unknown; data?: any }, now: number, key: string | undefined): void {
+    const id = String(body.id);
+    if (this.seen.has(id)) {
+      this.duplicates++;
+      return;
+    }
+    this.seen.add(id);
+    if (typeof body.data?.sent_at === 'number') this.latencies.push(now - body.data.sent_at);
+    const seq = body.data?.seq;
+    if (key !== undefined && typeof seq === 'number') {
+      if ((this.lastSeq.get(key) ?? -1) > seq) this.inversions++;
+      else this.lastSeq.set(key, seq);
+    }
+  }
+
+  stats(): FastPortStats {
+    const sorted = Array.from(Float64Array.from(this.latencies).sort());
+    return {
+      unique: this.seen.size,
+      duplicates: this.duplicates,
+      p50: percentile(sorted, 50),
+      p99: percentile(sorted, 99),
+      max: sorted.length ? sorted[sorted.length - 1] : null,
+      inversions: this.inversions,
+    };
+  }
+}
+let fastPorts: FastPort[] = [];
 let slowReceived = 0;
 let held = 0;
 let heldMax = 0;
@@ -40,7 +76,7 @@ function open(handler: Parameters<typeof createServer>[1]): Promise<Server> {
   });
 }
 
-async function listen(slow: number, holdMs: number): Promise<number[]> {
+async function listen(slow: number, holdMs: number, fast: number): Promise<number[]> {
   for (const s of servers) {
     s.closeAllConnections();
     s.close();
@@ -67,31 +103,26 @@ async function listen(slow: number, holdMs: number): Promise<number[]> {
       }),
     ),
   );
-  const fast = await open(async (req, res) => {
-    const body = await readJson(req);
-    const now = Date.now();
-    if (body.type !== 'ping') {
-      const id = String(body.id);
-      if (seen.has(id)) fastDuplicates++;
-      else {
-        seen.add(id);
-        if (typeof body.data?.sent_at === 'number') latencies.push(now - body.data.sent_at);
-      }
-    }
-    res.writeHead(body.type === 'ping' ? 200 : 204).end();
-  });
-  servers = [...slowServers, fast];
+  fastPorts = Array.from({ length: fast }, () => new FastPort());
+  const fastServers = await Promise.all(
+    fastPorts.map((_, i) =>
+      open(async (req, res) => {
+        const body = await readJson(req);
+        const now = Date.now();
+        // The probe repeats its ordering key in `data.key`.
+        if (body.type !== 'ping')
+          fastPorts[i].note(body, now, typeof body.data?.key === 'string' ? body.data.key : undefined);
+        res.writeHead(body.type === 'ping' ? 200 : 204).end();
+      }),
+    ),
+  );
+  servers = [...slowServers, ...fastServers];
   return servers.map((s) => (s.address() as { port: number }).port);
 }
 
 function stats(): NoisyReceiverStats {
-  const sorted = Array.from(Float64Array.from(latencies).sort());
   return {
-    fastUnique: seen.size,
-    fastDuplicates,
-    p50: percentile(sorted, 50),
-    p99: percentile(sorted, 99),
-    max: sorted.length ? sorted[sorted.length - 1] : null,
+    fast: fastPorts.map((p) => p.stats()),
     slowReceived,
     slowHeldMax: heldMax,
     slowHeldNow: held,
@@ -99,11 +130,9 @@ function stats(): NoisyReceiverStats {
 }
 
 serve<NoisyReceiverRequest>(async (m) => {
-  if (m.op === 'listen') return { ports: await listen(m.slow, m.holdMs) };
+  if (m.op === 'listen') return { ports: await listen(m.slow, m.holdMs, m.fast) };
   if (m.op === 'window') {
-    latencies = [];
-    seen = new Set();
-    fastDuplicates = 0;
+    fastPorts = fastPorts.map(() => new FastPort());
     heldMax = held;
     return {};
   }

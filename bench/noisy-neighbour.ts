@@ -282,7 +282,8 @@ async function main(): Promise<number> {
     for (const [i, f] of stats.fast.entries())
       say(
         `${name}: quiet ${QUIET_KINDS[i].name}: ${fmt(f.unique)}/${fmt(result.probeAccepted)} delivered, ` +
-          `p50 ${fmt(f.p50)} ms, p99 ${fmt(f.p99)} ms, max ${fmt(f.max)} ms${ordered(i) ? `, ${fmt(f.inversions)} inversions` : ''}`,
+          `p50 ${fmt(f.p50)} ms, p99 ${fmt(f.p99)} ms, max ${fmt(f.max)} ms` +
+          (ordered(i) ? `, ${fmt(f.inversions)} inversions` : ''),
       );
     say(
       `${name}: noisy tenant ${fmt(result.floodAccepted)} events → ${fmt(result.floodDeliveries)} deliveries, ` +
@@ -327,7 +328,8 @@ async function main(): Promise<number> {
       `Tenant quiet: ${QUIET_KINDS.length} fast endpoints (one of each kind below), ${RATE} events/s, ` +
       `one per request on a fixed schedule, ${QUIET_KEYS} ordering keys.`,
     '',
-    '| phase | quiet endpoint | quiet events | p50 ms | p99 ms | max ms | not received 30 s after | dup | inversions | ' +
+    '| phase | quiet endpoint | quiet events | p50 ms | p99 ms | max ms | not received 30 s after | dup | ' +
+      'inversions | ' +
       'noisy events → deliveries | noisy requests held at once (max) | in flight per dispatcher (max) |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,

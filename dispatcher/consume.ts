@@ -8,7 +8,7 @@
  *   beside it goes the set of offsets finished beyond it (offset-map.ts), which the partition's
  *   next owner skips: a crash repeats what was in flight, not all that a slow delivery held back.
  */
-import type { EachBatchPayload, Kafka } from '../core/kafka/client.ts';
+import type { Admin, EachBatchPayload, Kafka } from '../core/kafka/client.ts';
 import { isTransientKafkaError } from '../core/kafka/client.ts';
 import { Member } from '../core/kafka/member.ts';
 import { type CommittedOffset, committedOffsets } from '../core/kafka/topic-admin.ts';
@@ -44,10 +44,12 @@ export interface GroupConsumerOptions {
 
 export class GroupConsumer {
   private readonly member: Member;
+  /** Kept connected for reading commits (committed): a partition's new owner waits for that answer. */
+  private admin: Promise<Admin> | null = null;
 
   constructor(
     private readonly kafka: Kafka,
-    private readonly log: Logger,
+    readonly log: Logger,
     readonly opts: GroupConsumerOptions,
   ) {
     const group = opts.groupId;
@@ -107,8 +109,20 @@ export class GroupConsumer {
   }
 
   /** What this group committed for the given partitions (offset and metadata), keyed `topic\0partition`. */
-  committed(partitions: Record<string, number[]>): Promise<Map<string, CommittedOffset>> {
-    return committedOffsets(this.kafka, this.opts.groupId, partitions);
+  async committed(partitions: Record<string, number[]>): Promise<Map<string, CommittedOffset>> {
+    if (this.admin === null) {
+      const admin = this.kafka.admin();
+      this.admin = admin.connect().then(() => admin);
+    }
+    const admin = this.admin;
+    try {
+      return await committedOffsets(await admin, this.opts.groupId, partitions);
+    } catch (err) {
+      // Connected again at the next call.
+      if (this.admin === admin) this.admin = null;
+      void admin.then((a) => a.disconnect()).catch(() => {});
+      throw err;
+    }
   }
 
   /**
@@ -139,11 +153,20 @@ export class GroupConsumer {
 
   async stop(): Promise<void> {
     await this.member.stop();
+    const admin = this.admin;
+    this.admin = null;
+    await admin?.then((a) => a.disconnect()).catch(() => {});
   }
 }
 
-/** How long a batch of a partition new here waits to learn which offsets its last owner finished. */
-const READ_COMMIT_WAIT_MS = 2000;
+/**
+ * How long a batch of a partition new here waits at most to learn which offsets its last owner
+ * finished: a third of the session timeout, so the wait never costs the member its place, and at
+ * most 10 s. Past it the partition starts without them (they are delivered again), which is logged.
+ */
+export function readCommitWaitMs(sessionTimeoutMs: number): number {
+  return Math.min(10_000, Math.max(1000, Math.floor(sessionTimeoutMs / 3)));
+}
 
 const RUNNING = 0;
 const DONE = 1;
@@ -309,16 +332,35 @@ export class OffsetTracker {
           }
         })
         // Unread, nothing is skipped: the records are only delivered again.
-        .catch(() => {})
+        .catch((err: Error) =>
+          this.member.log.warn('the last commit of new partitions could not be read; finished deliveries repeat', {
+            group: this.member.opts.groupId,
+            partitions: freshKeys.length,
+            error: err.message,
+          }),
+        )
         .finally(() => {
           for (const key of freshKeys) if (this.loading.get(key) === bounded) this.loading.delete(key);
         });
-      // A batch waits for it at most READ_COMMIT_WAIT_MS: a slow answer (a coordinator busy with a
+      // A batch waits for it at most readCommitWaitMs: a slow answer (a coordinator busy with a
       // rebalance) must not hold the partition towards the session timeout. What arrives later
       // still applies to the offsets not read by then (finishedEarlier keeps only those).
+      let answered = false;
+      void loading.then(() => (answered = true));
+      const waitMs = readCommitWaitMs(this.member.opts.sessionTimeoutMs);
       const bounded: Promise<void> = Promise.race([
         loading,
-        new Promise<void>((r) => setTimeout(r, READ_COMMIT_WAIT_MS).unref()),
+        new Promise<void>((r) =>
+          setTimeout(() => {
+            if (!answered)
+              this.member.log.warn('partitions start before their last commit was read; finished deliveries repeat', {
+                group: this.member.opts.groupId,
+                partitions: freshKeys.length,
+                waited_ms: waitMs,
+              });
+            r();
+          }, waitMs).unref(),
+        ),
       ]);
       for (const key of freshKeys) this.loading.set(key, bounded);
     }

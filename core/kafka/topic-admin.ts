@@ -2,7 +2,7 @@
  * Topic administration: creating Sluice's topics and raising (never lowering) the settings of
  * existing ones, and reading end offsets, each retried through a broker's start-up errors.
  */
-import type { Kafka } from 'kafkajs';
+import type { Admin, Kafka } from 'kafkajs';
 import type { TopicSpec } from '../topics.ts';
 import { SluiceBaseError, SluiceError, unavailable } from '../errors.ts';
 import { doubling, retry } from '../retry.ts';
@@ -173,28 +173,24 @@ export interface CommittedOffset {
 
 /**
  * The committed offsets (with their metadata) of `groupId` for the given partitions, keyed
- * `topic\0partition`; a partition with no commit is absent. One admin connection per call.
+ * `topic\0partition`; a partition with no commit is absent. Asked on `admin`, a connected client
+ * the caller keeps (a new connection per call costs round trips that a starved machine pays in
+ * seconds, while a partition's new owner waits for the answer).
  */
 export async function committedOffsets(
-  kafka: Kafka,
+  admin: Admin,
   groupId: string,
   partitions: Record<string, number[]>,
 ): Promise<Map<string, CommittedOffset>> {
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    const topics = Object.keys(partitions);
-    const out = new Map<string, CommittedOffset>();
-    for (const t of await admin.fetchOffsets({ groupId, topics })) {
-      const wanted = new Set(partitions[t.topic] ?? []);
-      for (const p of t.partitions) {
-        const offset = Number(p.offset);
-        if (!wanted.has(p.partition) || offset < 0) continue;
-        out.set(`${t.topic}\0${p.partition}`, { offset, metadata: p.metadata ?? null });
-      }
+  const topics = Object.keys(partitions);
+  const out = new Map<string, CommittedOffset>();
+  for (const t of await admin.fetchOffsets({ groupId, topics })) {
+    const wanted = new Set(partitions[t.topic] ?? []);
+    for (const p of t.partitions) {
+      const offset = Number(p.offset);
+      if (!wanted.has(p.partition) || offset < 0) continue;
+      out.set(`${t.topic}\0${p.partition}`, { offset, metadata: p.metadata ?? null });
     }
-    return out;
-  } finally {
-    await admin.disconnect();
   }
+  return out;
 }

@@ -2,7 +2,8 @@
  * Fetch waits decided fetch by fetch (core/kafka/fetch-wait.ts): an idle group asks the broker
  * rarely, a group with a partition paused for backpressure (or a re-read pending) asks often, one
  * whose paused partitions wait on timers asks when the next is due; and a record still ends an
- * idle wait at once. On a real broker, counting the fetches kafkajs makes.
+ * idle wait at once. On a real broker, counting the fetches kafkajs makes and reading on the wire
+ * the wait each asks of the broker (the group is made with 50 ms: without the fix every fetch asks that).
  */
 import t from 'tap';
 import kafkajs from 'kafkajs';
@@ -10,6 +11,7 @@ import { brokers, uniquePrefix, until } from '../helpers/sluice.ts';
 import { Member } from '../../core/kafka/member.ts';
 import { groupWait, registerFetchWait, waitOf, type FetchWait } from '../../core/kafka/fetch-wait.ts';
 import { ensureTopics } from '../../core/kafka/topic-admin.ts';
+import { KafkaWire } from '../helpers/kafka-wire.ts';
 
 t.test('the wait of one member', async (t) => {
   const w = (extra: Partial<FetchWait> = {}): FetchWait => ({ busyMs: 50, idleMs: 2000, ...extra });
@@ -40,7 +42,14 @@ t.test('a group id shared by members in one process waits as the most eager of t
 
 t.test('on a real broker: few fetches idle, many while a partition is paused, a record at once', async (t) => {
   const { Kafka, logLevel } = kafkajs;
-  const kafka = new Kafka({ clientId: 'fetch-wait-test', brokers: brokers(), logLevel: logLevel.NOTHING });
+  // The fetches' waits are read on the wire: what kafkajs asked the broker, fetch by fetch.
+  const wire = new KafkaWire();
+  const kafka = new Kafka({
+    clientId: 'fetch-wait-test',
+    brokers: brokers(),
+    logLevel: logLevel.NOTHING,
+    socketFactory: wire.socketFactory,
+  });
   const admin = kafka.admin();
   const producer = kafka.producer();
   await admin.connect();
@@ -78,13 +87,18 @@ t.test('on a real broker: few fetches idle, many while a partition is paused, a 
     20,
   );
 
+  let waits: number[] = [];
   const count = async (ms: number) => {
     const from = fetches;
+    const fromWire = wire.fetchWaits.length;
     await new Promise((r) => setTimeout(r, ms));
+    waits = wire.fetchWaits.slice(fromWire);
     return fetches - from;
   };
   const idle = await count(4000);
   t.ok(idle <= 4, `idle: ${idle} fetches in 4 s (at most 2 of 2 s each, and the one in flight)`);
+  t.ok(waits.length > 0, `a fetch began while idle (${waits.length})`);
+  t.same(new Set(waits), new Set([2000]), 'each asked the broker to wait the idle 2 s (the group was made with 50 ms)');
 
   // Sent just after a fetch began: without the record ending it, that fetch would wait its 2 s.
   const started = fetches;
@@ -105,10 +119,12 @@ t.test('on a real broker: few fetches idle, many while a partition is paused, a 
   await count(2100); // the idle fetch in flight returns
   const paused = await count(2000);
   t.ok(paused >= 8, `a partition paused for backpressure: ${paused} fetches in 2 s (50 ms waits)`);
+  t.same(new Set(waits), new Set([50]), 'each asked the broker to wait 50 ms');
   consumer!.resume([{ topic, partitions: [1] }]);
 
   busy = true;
   await count(2100);
   const reread = await count(2000);
   t.ok(reread >= 8, `busy (a re-read pending): ${reread} fetches in 2 s`);
+  t.same(new Set(waits), new Set([50]), 'each asked the broker to wait 50 ms');
 });

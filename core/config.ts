@@ -25,8 +25,8 @@ import {
   readFileEnv,
   trustedProxies,
   url,
-} from './config-readers.ts';
-import type { DeliveryClientCertificate, ListenerTls } from './config-readers.ts';
+} from './config/readers.ts';
+import type { DeliveryClientCertificate, ListenerTls } from './config/readers.ts';
 
 export type { DeliveryClientCertificate, ListenerTls };
 import { projectPath } from './paths.ts';

@@ -237,6 +237,10 @@ export function kafkaRack(env: Env): string | null {
   return rack;
 }
 
+/**
+ * The client certificate the dispatcher and the pings present to receivers (SLUICE_DELIVERY_CLIENT_CERT
+ * and SLUICE_DELIVERY_CLIENT_KEY), read and checked once at start-up.
+ */
 export interface DeliveryClientCertificate {
   /** The certificate blocks of the cert file, leaf first, as PEM (nothing else the file held). */
   chainPem: string;

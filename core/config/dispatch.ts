@@ -7,7 +7,11 @@ import { ConfigError } from '../errors.ts';
 import { intSetting, type Setting } from './schema.ts';
 
 export const DISPATCH_SETTINGS = {
-  /** Webhook deliveries in flight at once in one dispatcher process. */
+  /**
+   * Webhook deliveries in flight at once in one dispatcher process: the slots of its one
+   * DeliveryScheduler (dispatcher/scheduler.ts), which lane endpoints' deliveries take too, as
+   * tickets (dispatcher/lane-scheduler.ts); a tenant's share of them is this / (n + 1).
+   */
   dispatchConcurrency: intSetting(
     'webhooks',
     'SLUICE_DISPATCH_CONCURRENCY',
@@ -42,8 +46,11 @@ export const DISPATCH_SETTINGS = {
       'until an attempt is fast again',
   ),
   /**
-   * Deliveries one dispatcher process holds in memory (queued
-   * or in flight) before it pauses the partitions that feed it.
+   * Deliveries the process's one DeliveryScheduler holds in memory, queued or in flight (lane tickets
+   * included): full of one tenant's, the delivery consumers pause the partitions that feed it; with
+   * other tenants in it, a tenant over its share is diverted to the first rung. The lane endpoints'
+   * deliveries wait beside it in a second buffer of this size (dispatcher/lane-scheduler.ts), shared
+   * out by tenant: a record over a tenant's share stays in Kafka.
    */
   dispatchBuffer: intSetting(
     'webhooks',

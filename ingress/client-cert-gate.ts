@@ -17,7 +17,7 @@
 import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { createServer, type TLSSocket } from 'node:tls';
-import type { ListenerTls } from '../core/config.ts';
+import type { ListenerTls } from '../core/config/readers.ts';
 import { SluiceBaseError } from '../core/errors.ts';
 
 export interface ClientCertGate {

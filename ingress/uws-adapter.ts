@@ -10,7 +10,7 @@ import { tooLarge } from './problem.ts';
 import { invalidRequest, SluiceBaseError } from '../core/errors.ts';
 import type { IncomingRequest, Reply } from './types.ts';
 import { tracing, withContext } from '../core/tracing.ts';
-import type { ListenerTls } from '../core/config.ts';
+import type { ListenerTls } from '../core/config/readers.ts';
 import { type ClientCertGate, startClientCertGate } from './client-cert-gate.ts';
 
 const STATUS_TEXT: Record<number, string> = {

@@ -1,6 +1,6 @@
 /**
  * Writes the variables table of docs/configuration.md (between its settings markers) from the
- * settings schema in core/config.ts. Usage: npm run docs:config
+ * settings schema (core/config/, composed by core/config.ts). Usage: npm run docs:config
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { settingsTable } from '../core/config.ts';

@@ -8,7 +8,7 @@
  * it) or PROVISIONAL_TTL_MS passed (a POST that failed after the push: fail-safe, never fail-open).
  *
  * Pushes are signed with an HMAC keyed from SLUICE_MASTER_KEY (every node of a cluster shares it;
- * with the public development key no peer port opens: core/config.ts); the peer port
+ * with the public development key no peer port opens: core/config/tokens.ts); the peer port
  * (`SLUICE_PEER_PORT` on `SLUICE_PEER_HOST`) serves only `POST /revocations`. A push counts once
  * (a replay within its window is refused), revokes nothing issued after it was sent (`revoked_at`
  * is capped at `sent_at`), and is logged with the node that sent it.

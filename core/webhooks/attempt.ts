@@ -14,7 +14,8 @@
  */
 import type { LookupFunction } from 'node:net';
 import { createSecureContext, type SecureContext } from 'node:tls';
-import type { DeliveryClientCertificate, DeliveryProxy } from '../config.ts';
+import type { DeliveryClientCertificate } from '../config/readers.ts';
+import type { DeliveryProxy } from '../config/webhooks.ts';
 import { LruMap } from '../lru.ts';
 import { Http1Agent, type ExchangeHandler, type ResponseHead } from './http1-agent.ts';
 

@@ -8,7 +8,8 @@
  *   if (outcome.ok) ... // ACTIVE
  *   const test = await sendEvent(rec, secrets, event, { allowInsecure, nowMs, timeoutMs: 10_000, keepBody: 1024 });
  */
-import type { DeliveryClientCertificate, DeliveryProxy } from '../config.ts';
+import type { DeliveryClientCertificate } from '../config/readers.ts';
+import type { DeliveryProxy } from '../config/webhooks.ts';
 import { newId } from '../secrets.ts';
 import { attemptDelivery, createDeliveryAgent, type AttemptOutcome } from './attempt.ts';
 import type { EndpointRecord, EventRecord } from './records.ts';

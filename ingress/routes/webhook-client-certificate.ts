@@ -5,7 +5,7 @@
  * The answer is made once: the certificate is read at start-up and never changes in a process.
  */
 import { createHash } from 'node:crypto';
-import type { DeliveryClientCertificate } from '../../core/config.ts';
+import type { DeliveryClientCertificate } from '../../core/config/readers.ts';
 import { SluiceError } from '../../core/errors.ts';
 import { json, type Reply, type Route } from '../types.ts';
 

@@ -1,14 +1,14 @@
 /**
  * How a setting's value is read from the environment and checked: numbers in a range, booleans,
  * URLs, directories, roles, certificate files. Each throws a ConfigError naming the variable.
- * Which settings exist, and their defaults, is core/config.ts's schema.
+ * Which settings exist, and their defaults, is the schema of core/config/ (one file per section).
  */
 import { readFileSync, type Stats, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
-import { ConfigError } from './errors.ts';
-import { DEFAULT_ROLES, isScope } from './scopes.ts';
-import { CidrSet, formatCidr } from './net/cidr.ts';
+import { ConfigError } from '../errors.ts';
+import { DEFAULT_ROLES, isScope } from '../scopes.ts';
+import { CidrSet, formatCidr } from '../net/cidr.ts';
 
 export type Env = Record<string, string | undefined>;
 
@@ -237,6 +237,10 @@ export function kafkaRack(env: Env): string | null {
   return rack;
 }
 
+/**
+ * The client certificate the dispatcher and the pings present to receivers (SLUICE_DELIVERY_CLIENT_CERT
+ * and SLUICE_DELIVERY_CLIENT_KEY), read and checked once at start-up.
+ */
 export interface DeliveryClientCertificate {
   /** The certificate blocks of the cert file, leaf first, as PEM (nothing else the file held). */
   chainPem: string;

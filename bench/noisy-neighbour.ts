@@ -241,6 +241,7 @@ async function main(): Promise<number> {
 
   // 5. the two phases
   const inFlightMax = new Map<number, number>();
+  const lagMax = new Map<number, number>();
   const sampleInFlight = async () => {
     for (const p of adminPorts) {
       const text = await fetch(`http://127.0.0.1:${p}/metrics`).then(
@@ -249,11 +250,15 @@ async function main(): Promise<number> {
       );
       const m = /^sluice_deliveries_in_flight (\d+)/m.exec(text);
       if (m) inFlightMax.set(p, Math.max(inFlightMax.get(p) ?? 0, Number(m[1])));
+      // prom-client's event-loop delay: the longest since the last scrape.
+      const lag = /^nodejs_eventloop_lag_max_seconds (\S+)/m.exec(text);
+      if (lag) lagMax.set(p, Math.max(lagMax.get(p) ?? 0, Math.round(Number(lag[1]) * 1000)));
     }
   };
   const phase = async (name: string, flood: boolean, seconds: number) => {
     await receiver({ op: 'window' });
     inFlightMax.clear();
+    lagMax.clear();
     const timer = setInterval(() => void sampleInFlight(), 500);
     const spec: NoisyLoadSpec = {
       base,
@@ -286,10 +291,15 @@ async function main(): Promise<number> {
           (ordered(i) ? `, ${fmt(f.inversions)} inversions` : ''),
       );
     say(
+      `${name}: quiet publish answered in p50 ${fmt(result.probeAnswerP50)} ms, p99 ${fmt(result.probeAnswerP99)} ms`,
+    );
+    say(
       `${name}: noisy tenant ${fmt(result.floodAccepted)} events → ${fmt(result.floodDeliveries)} deliveries, ` +
         `${fmt(stats.slowReceived)} requests reached its receivers, ${fmt(stats.slowHeldMax)} held at once`,
     );
-    return { name, flood, seconds, result, stats, lost, inFlight: [...inFlightMax.values()] };
+    say(`${name}: longest event-loop delay per Sluice process: ${[...lagMax.values()].join(' / ')} ms`);
+    const lag = [...lagMax.values()];
+    return { name, flood, seconds, result, stats, lost, inFlight: [...inFlightMax.values()], lag };
   };
   const alone = await phase('quiet tenant alone', false, BASELINE_SECONDS);
   const flooded = await phase('with the flood', true, SECONDS);
@@ -311,7 +321,9 @@ async function main(): Promise<number> {
         `${fmt(f.max)} | ${fmt(p.lost[i])} | ${fmt(f.duplicates)} | ${ordered(i) ? fmt(f.inversions) : '—'} | ` +
         `${p.flood && i === 0 ? `${fmt(p.result.floodAccepted)} → ${fmt(p.result.floodDeliveries)}` : '—'} | ` +
         `${p.flood && i === 0 ? fmt(p.stats.slowHeldMax) : '—'} | ` +
-        `${i === 0 ? p.inFlight.map((n) => fmt(n)).join(' / ') || '—' : '—'} |`,
+        `${i === 0 ? p.inFlight.map((n) => fmt(n)).join(' / ') || '—' : '—'} | ` +
+        `${i === 0 ? p.lag.map((n) => fmt(n)).join(' / ') || '—' : '—'} | ` +
+        `${i === 0 ? `${fmt(p.result.probeAnswerP50)} / ${fmt(p.result.probeAnswerP99)}` : '—'} |`,
     ),
   );
   const section = [
@@ -330,8 +342,10 @@ async function main(): Promise<number> {
     '',
     '| phase | quiet endpoint | quiet events | p50 ms | p99 ms | max ms | not received 30 s after | dup | ' +
       'inversions | ' +
-      'noisy events → deliveries | noisy requests held at once (max) | in flight per dispatcher (max) |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|',
+      'noisy events → deliveries | noisy requests held at once (max) | in flight per dispatcher (max) | ' +
+      'longest event-loop delay per process (ms) | ' +
+      'quiet publish answered p50 / p99 ms |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
     ...(notes.length ? ['', ...notes.map((n) => `- ${n}`)] : []),
   ].join('\n');

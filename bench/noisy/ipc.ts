@@ -36,6 +36,9 @@ export interface NoisyLoadSpec {
 
 export interface NoisyLoadResult {
   probeAccepted: number;
+  /** The probe's publish answered (202), request sent to answer read: p50 and p99 in ms. */
+  probeAnswerP50: number | null;
+  probeAnswerP99: number | null;
   probeStatuses: Record<string, number>;
   floodAccepted: number;
   floodStatuses: Record<string, number>;

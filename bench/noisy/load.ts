@@ -8,7 +8,7 @@
  *          over `keys` keys (what its ordered endpoints hold back per key).
  */
 import { Pool } from 'undici';
-import { serve } from '../dispatch/ipc.ts';
+import { percentile, serve } from '../dispatch/ipc.ts';
 import type { NoisyLoadRequest, NoisyLoadResult, NoisyLoadSpec } from './ipc.ts';
 
 async function tokenFor(pool: Pool, clientId: string, clientSecret: string): Promise<string> {
@@ -28,6 +28,8 @@ const bump = (m: Record<string, number>, k: string | number) => (m[k] = (m[k] ??
 async function run(spec: NoisyLoadSpec): Promise<NoisyLoadResult> {
   const out: NoisyLoadResult = {
     probeAccepted: 0,
+    probeAnswerP50: null,
+    probeAnswerP99: null,
     probeStatuses: {},
     floodAccepted: 0,
     floodStatuses: {},
@@ -40,6 +42,8 @@ async function run(spec: NoisyLoadSpec): Promise<NoisyLoadResult> {
   const started = Date.now();
   const endAt = started + spec.probe.seconds * 1000;
   const pending: Promise<void>[] = [];
+  /** How long each accepted probe publish took to be answered (ms). */
+  const answered: number[] = [];
 
   const probeOne = async (seq: number) => {
     const sentAt = Date.now();
@@ -56,7 +60,10 @@ async function run(spec: NoisyLoadSpec): Promise<NoisyLoadResult> {
       });
       await res.body.dump();
       bump(out.probeStatuses, res.statusCode);
-      if (res.statusCode === 202) out.probeAccepted++;
+      if (res.statusCode === 202) {
+        out.probeAccepted++;
+        answered.push(Date.now() - sentAt);
+      }
     } catch (err) {
       bump(out.probeStatuses, `error:${(err as { code?: string }).code ?? 'unknown'}`);
     }
@@ -106,6 +113,9 @@ async function run(spec: NoisyLoadSpec): Promise<NoisyLoadResult> {
   if (floodTimer) clearInterval(floodTimer);
   await Promise.all(pending);
   await Promise.all([probePool.close(), floodPool.close()]);
+  const sorted = Array.from(Float64Array.from(answered).sort());
+  out.probeAnswerP50 = percentile(sorted, 50);
+  out.probeAnswerP99 = percentile(sorted, 99);
   return out;
 }
 

@@ -257,6 +257,8 @@ async function main(): Promise<number> {
   };
   const phase = async (name: string, flood: boolean, seconds: number) => {
     await receiver({ op: 'window' });
+    // One scrape first: prom-client's delay is the longest since the last scrape (or the start).
+    await sampleInFlight();
     inFlightMax.clear();
     lagMax.clear();
     const timer = setInterval(() => void sampleInFlight(), 500);

@@ -39,6 +39,7 @@ import { parseArgs, promisify } from 'node:util';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
 import { freePort, freePorts } from '../scripts/free-port.ts';
 import {
+  median,
   rpc,
   type HopKafkaResult,
   type HopKafkaSpec,
@@ -394,8 +395,6 @@ interface RunResult {
   /** Wall seconds of the run's CPU window (publish start to the last delivery). */
   wallSec: number;
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 
 async function main(): Promise<number> {
   const startedAt = new Date();

@@ -35,6 +35,7 @@ import { freePort, freePorts } from '../scripts/free-port.ts';
 import { makeCerts } from '../test/helpers/certs.ts';
 import { fetchToken } from '../test/helpers/sluice.ts';
 import { benchKafka, Children, dropBenchTopics, type Launched, Scratch, stop, tail } from './children.ts';
+import { median } from './dispatch/ipc.ts';
 import { ProcSampler, processTree } from './dispatch/proc-stats.ts';
 import { benchCommand, writeMarkedSection } from './results-section.ts';
 import { type CaseResult, runCase } from './suite/k6.ts';
@@ -317,12 +318,6 @@ if (RESULTS) {
   say(`\nwrote the front-door section of ${RESULTS}`);
 }
 await shutdown(failed ? 1 : 0);
-
-function median(xs: number[]): number {
-  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
-  if (s.length === 0) return Number.NaN;
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-}
 
 function render(): string {
   const f = (n: number | null, d = 0) =>

@@ -1,8 +1,8 @@
 /**
  * SIGTERM with deliveries in flight to slow receivers (each answers after ~2 s): the `sluice
  * dispatcher` process exits 0 by itself (how soon is printed, not judged), the attempts in flight
- * at the signal finish (their answers are read, not cut off) and their outcomes are recorded, and whatever it had not finished
- * stays uncommitted: a dispatcher started afterwards delivers every event at least once.
+ * at the signal finish (their answers are read, not cut off) and their outcomes are recorded, and
+ * whatever it had not finished stays uncommitted: a dispatcher started afterwards delivers every event at least once.
  */
 import t from 'tap';
 import type { ChildProcess } from 'node:child_process';

@@ -29,7 +29,7 @@
  * Writes its section of bench/RESULTS.md (between `<!-- dispatch:<label>:begin/end -->`), except
  * with --quick unless --results is given. Exits 1 if a healthy endpoint lost a delivery.
  */
-import { execFile, fork, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, release, totalmem, type } from 'node:os';
@@ -57,7 +57,7 @@ import { ProcSampler, childPid, listenerPid, processTree, type Usage } from './d
 import { writeSection } from './dispatch/results.ts';
 import { judgeCpu, recordedCpu } from './dispatch/cpu-check.ts';
 import { featureShares } from './dispatch/feature-cost.ts';
-import { benchCommand } from './results-section.ts';
+import { benchCommand, writeMarkedSection } from './results-section.ts';
 import { dropBenchTopics, Scratch, settleGroups, tail, waitForLine } from './children.ts';
 import { fmt } from './state/report.ts';
 
@@ -122,6 +122,14 @@ const PAD = 200;
  */
 const SLUICE_DIR = opt['sluice-dir'] ?? ROOT;
 const SLUICE = join(SLUICE_DIR, 'bin/sluice.js');
+/** The commit of the Sluice measured (`--sluice-dir` or this checkout). */
+function sluiceCommit(): string {
+  try {
+    return execFileSync('git', ['-C', SLUICE_DIR, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown commit';
+  }
+}
 if (!/^[a-z0-9-]{1,32}$/.test(opt.label!)) throw new Error('--label must be letters, digits and dashes');
 if (opt.check && INGRESSES > 0) throw new Error('--check measures `sluice start`: it does not take --ingresses');
 
@@ -909,17 +917,18 @@ async function main(): Promise<number> {
 
   // --check compares with the figure recorded in RESULTS.md and writes nothing there (unless --results).
   let checkFailed = false;
+  const verdicts: string[] = [];
   if (opt.check && curve) {
     for (const [name, measured] of curve.points) {
       const verdict = judgeCpu(recordedCpu(join(ROOT, 'bench/RESULTS.md'), opt['check-label']!, name), measured, name);
       say(verdict.line);
+      verdicts.push(verdict.line);
       checkFailed ||= !verdict.ok;
     }
   } else if (opt.check) {
     const f10 = results.filter((r) => r.sc.name === 'f10-single');
-    const name = procNames.find((n) => n.startsWith('sluice start'));
     const delivered = f10.reduce((n, r) => n + r.stats.unique, 0);
-    const cpu = f10.reduce((n, r) => n + (name ? (r.usage.get(name)?.cpuSec ?? 0) : 0), 0);
+    const cpu = f10.reduce((n, r) => n + sluiceCpuOf(r), 0);
     if (delivered === 0) {
       say('--check: f10-single did not run or delivered nothing');
       checkFailed = true;
@@ -930,9 +939,24 @@ async function main(): Promise<number> {
         'f10-single',
       );
       say(verdict.line);
+      verdicts.push(verdict.line);
       checkFailed = !verdict.ok;
     }
   }
+  // --check leaves the recorded figures alone and writes its own verdict beside them.
+  if (opt.check && !quick)
+    writeMarkedSection(
+      join(ROOT, 'bench/RESULTS.md'),
+      'dispatch-check:last',
+      [
+        `### The last \`--check\` (${startedAt.toISOString()}, Sluice at ${sluiceCommit()})`,
+        '',
+        `Command: \`${command}\`; machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ` +
+          `1-min load average at start ${fmt(load1, 2)}; against the \`${opt['check-label']}\` section.`,
+        '',
+        ...verdicts.map((v) => `- ${v.replace(/^--check: /, '')}`),
+      ].join('\n'),
+    );
   const resultsFile = opt.results ?? (quick || opt.check ? null : join(ROOT, 'bench/RESULTS.md'));
   if (resultsFile) {
     writeSection(resultsFile, opt.label!, section);

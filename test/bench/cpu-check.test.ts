@@ -30,6 +30,19 @@ t.test('the recorded figure is the sluice start cell of the scenario in the labe
   t.equal(recordedCpu(file, 'current', 'f10-single'), null, 'no figure in the cell');
 });
 
+t.test('with a column of all Sluice processes, that column is the recorded figure', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'cpu-check-'));
+  const file = join(dir, 'RESULTS.md');
+  const text = results('686 MB · 0.14 s')
+    .replace('| receiver | load |', '| receiver | load | all Sluice processes |')
+    .replace('|---:|---:|---:|---:|---:|---:|', '|---:|---:|---:|---:|---:|---:|---:|')
+    .replace('105 MB · 0.01 s |\n| f10', '105 MB · 0.01 s | 0.47 s |\n| f10')
+    .replace(/(\| f10-single .* 105 MB · 0\.01 s \|)/, '$1 0.19 s |');
+  writeFileSync(file, text);
+  t.equal(recordedCpu(file, 'current', 'f10-single'), 0.19, 'sluice start and the dispatchers beside it');
+  t.equal(recordedCpu(file, 'current', 'f1-single'), 0.47);
+});
+
 t.test('a run passes up to 125 % of the recorded figure and fails above it', async (t) => {
   t.ok(judgeCpu(0.14, 0.14).ok);
   t.ok(judgeCpu(0.14, 0.175).ok, 'exactly +25 %');

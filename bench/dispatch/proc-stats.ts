@@ -130,10 +130,16 @@ export interface Usage {
 
 interface Window {
   startTicks: Map<number, number>;
+  /** Each pid's CPU ticks at its latest sample: what a process that exits before the end used. */
+  lastTicks: Map<number, { group: string; ticks: number }>;
   peakKb: Map<string, number>;
 }
 
-/** Samples named groups of pids (a group's CPU and RSS are the sums over its pids). */
+/**
+ * Samples named groups of pids (a group's CPU and RSS are the sums over its pids). A window counts
+ * each process's CPU from the window's start, or from its birth when it was born inside the window;
+ * one that exits inside the window counts up to its last sample (every 500 ms).
+ */
 export class ProcSampler {
   private readonly windows = new Set<Window>();
   private readonly timer: NodeJS.Timeout;
@@ -146,10 +152,15 @@ export class ProcSampler {
     for (const [name, list] of this.groups()) {
       const kb = list.reduce((n, pid) => n + (rssKb(pid) ?? 0), 0);
       for (const w of this.windows) w.peakKb.set(name, Math.max(w.peakKb.get(name) ?? 0, kb));
+      if (this.windows.size === 0) continue;
+      for (const pid of list) {
+        const ticks = cpuTicks(pid);
+        if (ticks !== null) for (const w of this.windows) w.lastTicks.set(pid, { group: name, ticks });
+      }
     }
   }
   begin(): Window {
-    const w: Window = { startTicks: new Map(), peakKb: new Map() };
+    const w: Window = { startTicks: new Map(), lastTicks: new Map(), peakKb: new Map() };
     for (const list of this.groups().values()) {
       for (const pid of list) {
         const t = cpuTicks(pid);
@@ -163,15 +174,26 @@ export class ProcSampler {
   end(w: Window): Map<string, Usage> {
     this.sample();
     this.windows.delete(w);
-    const out = new Map<string, Usage>();
+    const ticksOf = new Map<string, number>();
+    const counted = new Set<number>();
     for (const [name, list] of this.groups()) {
       let ticks = 0;
       for (const pid of list) {
         const t = cpuTicks(pid);
-        if (t !== null) ticks += t - (w.startTicks.get(pid) ?? 0);
+        if (t === null) continue;
+        ticks += t - (w.startTicks.get(pid) ?? 0);
+        counted.add(pid);
       }
-      out.set(name, { cpuSec: ticks / CLK_TCK, peakRssMb: (w.peakKb.get(name) ?? 0) / 1024 });
+      ticksOf.set(name, ticks);
     }
+    // Processes of the window gone by its end (a worker that exited): up to their last sample.
+    for (const [pid, last] of w.lastTicks) {
+      if (counted.has(pid)) continue;
+      ticksOf.set(last.group, (ticksOf.get(last.group) ?? 0) + last.ticks - (w.startTicks.get(pid) ?? 0));
+    }
+    const out = new Map<string, Usage>();
+    for (const [name, ticks] of ticksOf)
+      out.set(name, { cpuSec: ticks / CLK_TCK, peakRssMb: (w.peakKb.get(name) ?? 0) / 1024 });
     return out;
   }
   stop(): void {

@@ -126,15 +126,21 @@ export class GroupConsumer {
   }
 
   /**
-   * Commits "next offset to read" per partition; a commit refused after a rebalance is harmless (the records repeat).
+   * Commits "next offset to read" per partition; true when it landed. A commit refused after a
+   * rebalance is harmless (the records repeat).
    */
-  async commit(offsets: Array<{ topic: string; partition: number; offset: string; metadata?: string }>): Promise<void> {
+  async commit(
+    offsets: Array<{ topic: string; partition: number; offset: string; metadata?: string }>,
+  ): Promise<boolean> {
     const c = this.member.consumer;
-    if (!c || offsets.length === 0) return;
+    if (!c) return false;
+    if (offsets.length === 0) return true;
     try {
       await c.commitOffsets(offsets);
+      return true;
     } catch (err) {
       this.log.debug('offset commit refused', { group: this.opts.groupId, error: (err as Error).message });
+      return false;
     }
   }
 
@@ -262,17 +268,43 @@ class PartitionWindow {
   }
 }
 
+/**
+ * How long finished deliveries may wait for a commit that lands before the tracker says the
+ * commits are stalled (`onStall`): ten commit intervals and a slow round trip.
+ */
+export const COMMIT_STALL_MS = 1000;
+
+export interface OffsetTrackerOptions {
+  commitEveryMs?: number;
+  /** COMMIT_STALL_MS unless a test says otherwise. */
+  stallAfterMs?: number;
+  /**
+   * Called with true when finished offsets have waited COMMIT_STALL_MS for a commit that lands (the
+   * group's coordinator unreachable or moving), and with false once one lands. The delivery
+   * consumers start no new attempt meanwhile: whatever a consumer finishes while its commits fail is
+   * repeated by the partition's next owner, so going on would turn a coordinator's failover into
+   * seconds of repeated deliveries (a region cut off: every event of ten seconds delivered twice).
+   */
+  onStall?(stalled: boolean): void;
+}
+
 export class OffsetTracker {
   private readonly windows = new Map<string, PartitionWindow>();
   /** Partitions new here whose last commit is being read. */
   private readonly loading = new Map<string, Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
+  private readonly commitEveryMs: number;
+  /** When the oldest finish not yet covered by a landed commit happened, or null. */
+  private uncommittedSince: number | null = null;
+  private stalled = false;
 
   constructor(
     private readonly member: GroupConsumer,
-    private readonly commitEveryMs = 100,
-  ) {}
+    private readonly opts: OffsetTrackerOptions = {},
+  ) {
+    this.commitEveryMs = opts.commitEveryMs ?? 100;
+  }
 
   private window(topic: string, partition: number): PartitionWindow {
     const key = `${topic}\0${partition}`;
@@ -295,6 +327,24 @@ export class OffsetTracker {
 
   finish(topic: string, partition: number, offset: string): void {
     this.window(topic, partition).finish(Number(offset));
+    const now = Date.now();
+    this.uncommittedSince ??= now;
+    if (
+      !this.stalled &&
+      this.opts.onStall &&
+      now - this.uncommittedSince >= (this.opts.stallAfterMs ?? COMMIT_STALL_MS)
+    ) {
+      this.stalled = true;
+      this.member.log.warn('offset commits are not landing; no new attempt starts until one does', {
+        group: this.member.opts.groupId,
+        waited_ms: now - this.uncommittedSince,
+      });
+      this.opts.onStall(true);
+    }
+    this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
     this.timer ??= setTimeout(() => {
       this.timer = null;
       void this.flush();
@@ -381,6 +431,8 @@ export class OffsetTracker {
   flush(): Promise<void> {
     this.flushing = this.flushing.then(async () => {
       const offsets: Array<{ topic: string; partition: number; offset: string; metadata: string }> = [];
+      const windows: PartitionWindow[] = [];
+      const since = this.uncommittedSince;
       for (const [key, w] of this.windows) {
         const point = w.commitPoint();
         if (point < 0 || point < w.committed) continue;
@@ -388,10 +440,24 @@ export class OffsetTracker {
         if (point === w.committed && metadata === w.committedMetadata) continue;
         const [topic, partition] = key.split('\0');
         offsets.push({ topic, partition: Number(partition), offset: point.toString(), metadata });
-        w.committed = point;
-        w.committedMetadata = metadata;
+        windows.push(w);
       }
-      await this.member.commit(offsets);
+      if (!(await this.member.commit(offsets))) {
+        // Tried again at the next interval, finished or not.
+        if (this.windows.size > 0) this.scheduleFlush();
+        return;
+      }
+      for (let i = 0; i < windows.length; i++) {
+        windows[i].committed = Number(offsets[i].offset);
+        windows[i].committedMetadata = offsets[i].metadata;
+      }
+      // What finished while the commit was under way waits for the next one.
+      if (this.uncommittedSince === since) this.uncommittedSince = null;
+      if (this.stalled) {
+        this.stalled = false;
+        this.member.log.info('offset commits land again', { group: this.member.opts.groupId });
+        this.opts.onStall?.(false);
+      }
     });
     return this.flushing;
   }

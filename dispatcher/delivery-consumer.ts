@@ -129,13 +129,17 @@ export function deliveryConsumer(
     onRebalancing,
     onAssignment,
   });
-  tracker = new OffsetTracker(member);
+  const stallKey = `${opts.groupId}:commits`;
+  tracker = new OffsetTracker(member, {
+    onStall: (stalled) => (stalled ? stage.scheduler.freeze(stallKey) : stage.scheduler.thaw(stallKey)),
+  });
   return {
     member,
     tracker,
     timers,
     async stop(drainMs) {
       stage.scheduler.thaw(opts.groupId);
+      stage.scheduler.thaw(stallKey);
       member.pauseAll();
       timers.clear();
       await tracker.drain(drainMs);

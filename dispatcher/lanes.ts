@@ -286,7 +286,10 @@ export function laneConsumer(stage: Stage, recorder: OutcomeRecorder, metrics: M
       metrics.rebalanceDropped.inc(dropped);
     },
   });
-  tracker = new OffsetTracker(member);
+  const stallKey = `${groupId}:commits`;
+  tracker = new OffsetTracker(member, {
+    onStall: (stalled) => (stalled ? stage.scheduler.freeze(stallKey) : stage.scheduler.thaw(stallKey)),
+  });
   const timers = new PauseTimers();
   return {
     member,
@@ -302,6 +305,7 @@ export function laneConsumer(stage: Stage, recorder: OutcomeRecorder, metrics: M
       if (checkTimer) clearTimeout(checkTimer);
       left.clear();
       stage.scheduler.thaw(groupId);
+      stage.scheduler.thaw(stallKey);
       await tracker.drain(drainMs);
       lanes.close();
       await member.stop();

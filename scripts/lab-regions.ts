@@ -211,6 +211,7 @@ try {
         `(events delivered more than once, per receiver: ${JSON.stringify(c.repeated)}); ` +
         `all delivered ${c.drainedAfterMs} ms after the cut ended`,
     );
+    out(`- the repeated events by when they were published (second from the cut): ${JSON.stringify(c.repeatedAt)}`);
     out('');
     if (c.lost > 0) {
       say(`lost, e.g.: ${c.lostSample.join(' ')}`);

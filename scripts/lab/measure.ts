@@ -247,6 +247,8 @@ export type LabReceiver = Awaited<ReturnType<typeof labReceiver>>;
 
 export interface Publisher {
   accepted: Set<string>;
+  /** When each accepted event's publish was answered (epoch ms). */
+  acceptedAt: Map<string, number>;
   refused: number;
   errors: number;
   /** Longest time without an accepted event (ms). */
@@ -265,6 +267,7 @@ export function publish(base: string, token: () => string, tag: string, perBatch
   const inFlight = new Set<Promise<void>>();
   const p: Publisher = {
     accepted: new Set(),
+    acceptedAt: new Map(),
     refused: 0,
     errors: 0,
     longestGapMs: 0,
@@ -280,8 +283,10 @@ export function publish(base: string, token: () => string, tag: string, perBatch
     const res = await call(base, 'POST', '/v1/webhooks/events/batch', token(), { events }).catch(() => null);
     if (res?.status === 202) {
       for (const r of res.json.results as { id?: string; error?: { status: number } }[]) {
-        if (r.id) p.accepted.add(r.id);
-        else p.refused++;
+        if (r.id) {
+          p.accepted.add(r.id);
+          p.acceptedAt.set(r.id, Date.now());
+        } else p.refused++;
       }
       p.longestGapMs = Math.max(p.longestGapMs, Date.now() - lastAccepted);
       lastAccepted = Date.now();
@@ -340,6 +345,8 @@ export async function registerReceivers(lab: Lab, adminToken: string, receivers:
 }
 
 export interface CutResult {
+  /** The repeated events by when their publish was answered: seconds before the cut, `cut+s`, `healed+s`. */
+  repeatedAt: Record<string, number>;
   cutMs: number;
   /** Probes (a token and a scope-checked request every 200 ms) that did not answer 200, per region. */
   failedProbes: Record<Region, number>;
@@ -479,7 +486,18 @@ export async function measureCut(
   const drainedAfterMs = Date.now() - healedAt;
   await sleep(3000); // late duplicates
   const t = tally(accepted, receivers);
+  // When the repeated events were published, by second from the cut (where to look for the cause).
+  const repeatedAt: Record<string, number> = {};
+  for (const id of accepted) {
+    if (!receivers.some((r) => (r.hits.get(id) ?? 0) > 1)) continue;
+    const at = pubs[0].acceptedAt.get(id) ?? pubs[1].acceptedAt.get(id) ?? 0;
+    const second = Math.floor((at - cutAt) / 1000);
+    const key =
+      at < cutAt ? `${second}` : at < healedAt ? `cut+${second}` : `healed+${Math.floor((at - healedAt) / 1000)}`;
+    repeatedAt[key] = (repeatedAt[key] ?? 0) + 1;
+  }
   return {
+    repeatedAt,
     cutMs: opts.cutMs,
     failedProbes,
     probes,

@@ -1,0 +1,69 @@
+/**
+ * OffsetTracker's commits: a refused commit is tried again (not forgotten until the point moves),
+ * and finished work waiting on commits that do not land stalls the consumer until one does.
+ * The member is a stand-in for GroupConsumer's commit (what the tracker decides is under test here;
+ * commits against a broker are covered by the crash and fault tests).
+ */
+import t from 'tap';
+import { OffsetTracker } from '../../dispatcher/consume.ts';
+import type { GroupConsumer } from '../../dispatcher/consume.ts';
+import { createLogger } from '../../core/log.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function member(land: () => boolean) {
+  const commits: Array<Array<{ partition: number; offset: string }>> = [];
+  const m = {
+    opts: { groupId: 'g', sessionTimeoutMs: 30_000 },
+    log: createLogger('error', 'test'),
+    async commit(offsets: Array<{ partition: number; offset: string }>) {
+      commits.push(offsets);
+      return land();
+    },
+    async committed() {
+      return new Map();
+    },
+  };
+  return { m: m as unknown as GroupConsumer, commits };
+}
+
+t.test('a refused commit is made again without new work', async (t) => {
+  let landing = false;
+  const { m, commits } = member(() => landing);
+  const tracker = new OffsetTracker(m, { commitEveryMs: 10 });
+  tracker.retain({ d: [0] });
+  t.ok(tracker.accept('d', 0, '5'), 'offset 5 handed out');
+  tracker.finish('d', 0, '5');
+  await sleep(60);
+  t.ok(commits.length >= 2, `the refused commit was tried again (${commits.length} tries)`);
+  landing = true;
+  await sleep(40);
+  const before = commits.length;
+  t.same(commits[before - 1], [{ topic: 'd', partition: 0, offset: '6', metadata: 'r1:' }], 'offset 6 committed');
+  await sleep(40);
+  t.equal(commits.length, before, 'once it landed, nothing more is sent');
+});
+
+t.test('commits that do not land stall the consumer until one does', async (t) => {
+  let landing = true;
+  const { m } = member(() => landing);
+  const calls: boolean[] = [];
+  const tracker = new OffsetTracker(m, { commitEveryMs: 10, stallAfterMs: 200, onStall: (s) => calls.push(s) });
+  tracker.retain({ d: [0] });
+  for (let o = 0; o < 10; o++) {
+    tracker.accept('d', 0, String(o));
+    tracker.finish('d', 0, String(o));
+    await sleep(15);
+  }
+  t.same(calls, [], 'no stall while commits land');
+  landing = false;
+  for (let o = 10; o < 40; o++) {
+    tracker.accept('d', 0, String(o));
+    tracker.finish('d', 0, String(o));
+    await sleep(15);
+  }
+  t.same(calls, [true], 'stalled once, finished work having waited past the limit');
+  landing = true;
+  await sleep(100);
+  t.same(calls, [true, false], 'a landed commit ends the stall');
+});

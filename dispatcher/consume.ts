@@ -8,8 +8,9 @@
  *   beside it goes the set of offsets finished beyond it (offset-map.ts), which the partition's
  *   next owner skips: a crash repeats what was in flight, not all that a slow delivery held back.
  */
-import type { Admin, EachBatchPayload, Kafka } from '../core/kafka/client.ts';
+import type { EachBatchPayload, Kafka } from '../core/kafka/client.ts';
 import { isTransientKafkaError } from '../core/kafka/client.ts';
+import { keptAdmin, type KeptAdmin } from '../core/kafka/kept-admin.ts';
 import { Member } from '../core/kafka/member.ts';
 import { type CommittedOffset, committedOffsets } from '../core/kafka/topic-admin.ts';
 import { decodeFinished, encodeFinished } from './offset-map.ts';
@@ -44,16 +45,17 @@ export interface GroupConsumerOptions {
 
 export class GroupConsumer {
   private readonly member: Member;
-  /** Kept connected for reading commits (committed): a partition's new owner waits for that answer. */
-  private admin: Promise<Admin> | null = null;
+  /** Reads the commits (committed): a partition's new owner waits for that answer. */
+  private readonly admin: KeptAdmin;
 
   constructor(
-    private readonly kafka: Kafka,
+    kafka: Kafka,
     readonly log: Logger,
     readonly opts: GroupConsumerOptions,
   ) {
     const group = opts.groupId;
     const busyMs = opts.maxWaitTimeInMs ?? 100;
+    this.admin = keptAdmin(kafka);
     this.member = new Member(kafka, {
       config: {
         groupId: group,
@@ -109,20 +111,8 @@ export class GroupConsumer {
   }
 
   /** What this group committed for the given partitions (offset and metadata), keyed `topic\0partition`. */
-  async committed(partitions: Record<string, number[]>): Promise<Map<string, CommittedOffset>> {
-    if (this.admin === null) {
-      const admin = this.kafka.admin();
-      this.admin = admin.connect().then(() => admin);
-    }
-    const admin = this.admin;
-    try {
-      return await committedOffsets(await admin, this.opts.groupId, partitions);
-    } catch (err) {
-      // Connected again at the next call.
-      if (this.admin === admin) this.admin = null;
-      void admin.then((a) => a.disconnect()).catch(() => {});
-      throw err;
-    }
+  committed(partitions: Record<string, number[]>): Promise<Map<string, CommittedOffset>> {
+    return this.admin.use((a) => committedOffsets(a, this.opts.groupId, partitions));
   }
 
   /**
@@ -159,9 +149,7 @@ export class GroupConsumer {
 
   async stop(): Promise<void> {
     await this.member.stop();
-    const admin = this.admin;
-    this.admin = null;
-    await admin?.then((a) => a.disconnect()).catch(() => {});
+    await this.admin.close();
   }
 }
 

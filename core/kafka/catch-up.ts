@@ -12,7 +12,8 @@
  * The cost: one ListOffsets request to the broker per read (an admin client kept connected), and
  * the wait for the consumer's next fetch when the topic moved since its last one.
  */
-import type { Admin, Kafka } from 'kafkajs';
+import type { Kafka } from 'kafkajs';
+import { keptAdmin } from './kept-admin.ts';
 import { unavailable } from '../errors.ts';
 
 /** How long a read waits for the end of the topic, and for the view to reach it. */
@@ -30,30 +31,16 @@ export interface CatchUp {
 }
 
 export function topicCatchUp(kafka: Kafka, reader: Reader, topic: string, timeoutMs = CATCH_UP_MS): CatchUp {
-  let admin: Promise<Admin> | null = null;
-  const connected = () => {
-    admin ??= (async () => {
-      const a = kafka.admin();
-      await a.connect();
-      return a;
-    })();
-    return admin;
-  };
-  const drop = async (failed: Promise<Admin>) => {
-    if (admin === failed) admin = null;
-    await failed.then((a) => a.disconnect()).catch(() => {});
-  };
+  const admin = keptAdmin(kafka);
 
   const endOf = async (): Promise<{ partition: number; high: string }[]> => {
-    const using = connected();
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
     });
     try {
-      return await Promise.race([using.then((a) => a.fetchTopicOffsets(topic)), late]);
+      return await admin.use((a) => Promise.race([a.fetchTopicOffsets(topic), late]));
     } catch (err) {
-      await drop(using);
       throw unavailable(`the end of ${topic} could not be read: ${(err as Error).message}`);
     } finally {
       clearTimeout(timer);
@@ -68,8 +55,6 @@ export function topicCatchUp(kafka: Kafka, reader: Reader, topic: string, timeou
         throw unavailable(`this process's view of ${topic} did not reach offset ${high} within ${timeoutMs} ms`);
     }
   }) as CatchUp;
-  caughtUp.close = async () => {
-    if (admin) await drop(admin);
-  };
+  caughtUp.close = () => admin.close();
   return caughtUp;
 }

@@ -257,23 +257,29 @@ class PartitionWindow {
 }
 
 /**
- * How long finished deliveries may wait for a commit that lands before the tracker says the
- * commits are stalled (`onStall`): ten commit intervals and a slow round trip.
+ * How long finished deliveries may wait for a commit that lands before the tracker freezes the
+ * scheduler (`freezes`): ten commit intervals and a slow round trip.
  */
 export const COMMIT_STALL_MS = 1000;
+
+/** What a stalled tracker holds back: the process's scheduler (freeze and thaw by a key). */
+export interface Freezable {
+  freeze(key: string): void;
+  thaw(key: string): void;
+}
 
 export interface OffsetTrackerOptions {
   commitEveryMs?: number;
   /** COMMIT_STALL_MS unless a test says otherwise. */
   stallAfterMs?: number;
   /**
-   * Called with true when finished offsets have waited COMMIT_STALL_MS for a commit that lands (the
-   * group's coordinator unreachable or moving), and with false once one lands. The delivery
-   * consumers start no new attempt meanwhile: whatever a consumer finishes while its commits fail is
-   * repeated by the partition's next owner, so going on would turn a coordinator's failover into
-   * seconds of repeated deliveries (a region cut off: every event of ten seconds delivered twice).
+   * Frozen (under `<group>:commits`) once finished offsets have waited the stall time for a commit
+   * that lands (the group's coordinator unreachable or moving), thawed once one lands: whatever a
+   * consumer finishes while its commits fail is repeated by the partition's next owner, so going on
+   * would turn a coordinator's failover into seconds of repeated deliveries (a region cut off:
+   * every event of ten seconds delivered twice).
    */
-  onStall?(stalled: boolean): void;
+  freezes?: Freezable;
 }
 
 export class OffsetTracker {
@@ -283,15 +289,17 @@ export class OffsetTracker {
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
   private readonly commitEveryMs: number;
-  /** When the oldest finish not yet covered by a landed commit happened, or null. */
+  /** Since when finished work has waited for a commit that lands (set per commit interval, not per finish). */
   private uncommittedSince: number | null = null;
   private stalled = false;
+  private readonly stallKey: string;
 
   constructor(
     private readonly member: GroupConsumer,
     private readonly opts: OffsetTrackerOptions = {},
   ) {
     this.commitEveryMs = opts.commitEveryMs ?? 100;
+    this.stallKey = `${member.opts.groupId}:commits`;
   }
 
   private window(topic: string, partition: number): PartitionWindow {
@@ -315,26 +323,24 @@ export class OffsetTracker {
 
   finish(topic: string, partition: number, offset: string): void {
     this.window(topic, partition).finish(Number(offset));
-    const now = Date.now();
-    this.uncommittedSince ??= now;
-    if (
-      !this.stalled &&
-      this.opts.onStall &&
-      now - this.uncommittedSince >= (this.opts.stallAfterMs ?? COMMIT_STALL_MS)
-    ) {
-      this.stalled = true;
-      this.member.log.warn('offset commits are not landing; no new attempt starts until one does', {
-        group: this.member.opts.groupId,
-        waited_ms: now - this.uncommittedSince,
-      });
-      this.opts.onStall(true);
-    }
     this.scheduleFlush();
   }
 
+  /** A commit within the interval; one that has waited the stall time for a landed commit freezes first. */
   private scheduleFlush(): void {
-    this.timer ??= setTimeout(() => {
+    if (this.timer !== null) return;
+    this.uncommittedSince ??= Date.now();
+    this.timer = setTimeout(() => {
       this.timer = null;
+      const waited = this.uncommittedSince === null ? 0 : Date.now() - this.uncommittedSince;
+      if (!this.stalled && this.opts.freezes && waited >= (this.opts.stallAfterMs ?? COMMIT_STALL_MS)) {
+        this.stalled = true;
+        this.member.log.warn('offset commits are not landing; no new attempt starts until one does', {
+          group: this.member.opts.groupId,
+          waited_ms: waited,
+        });
+        this.opts.freezes.freeze(this.stallKey);
+      }
       void this.flush();
     }, this.commitEveryMs);
   }
@@ -383,23 +389,21 @@ export class OffsetTracker {
       // A batch waits for it at most readCommitWaitMs: a slow answer (a coordinator busy with a
       // rebalance) must not hold the partition towards the session timeout. What arrives later
       // still applies to the offsets not read by then (finishedEarlier keeps only those).
-      let answered = false;
-      void loading.then(() => (answered = true));
       const waitMs = readCommitWaitMs(this.member.opts.sessionTimeoutMs);
-      const bounded: Promise<void> = Promise.race([
-        loading,
-        new Promise<void>((r) =>
-          setTimeout(() => {
-            if (!answered)
-              this.member.log.warn('partitions start before their last commit was read; finished deliveries repeat', {
-                group: this.member.opts.groupId,
-                partitions: freshKeys.length,
-                waited_ms: waitMs,
-              });
-            r();
-          }, waitMs).unref(),
-        ),
-      ]);
+      const bounded = new Promise<void>((resolve) => {
+        const late = setTimeout(() => {
+          this.member.log.warn('partitions start before their last commit was read; finished deliveries repeat', {
+            group: this.member.opts.groupId,
+            partitions: freshKeys.length,
+            waited_ms: waitMs,
+          });
+          resolve();
+        }, waitMs).unref();
+        void loading.then(() => {
+          clearTimeout(late);
+          resolve();
+        });
+      });
       for (const key of freshKeys) this.loading.set(key, bounded);
     }
     return gone;
@@ -420,7 +424,6 @@ export class OffsetTracker {
     this.flushing = this.flushing.then(async () => {
       const offsets: Array<{ topic: string; partition: number; offset: string; metadata: string }> = [];
       const windows: PartitionWindow[] = [];
-      const since = this.uncommittedSince;
       for (const [key, w] of this.windows) {
         const point = w.commitPoint();
         if (point < 0 || point < w.committed) continue;
@@ -439,15 +442,16 @@ export class OffsetTracker {
         windows[i].committed = Number(offsets[i].offset);
         windows[i].committedMetadata = offsets[i].metadata;
       }
-      // What finished while the commit was under way waits for the next one.
-      if (this.uncommittedSince === since) this.uncommittedSince = null;
-      if (this.stalled) {
-        this.stalled = false;
-        this.member.log.info('offset commits land again', { group: this.member.opts.groupId });
-        this.opts.onStall?.(false);
-      }
+      this.uncommittedSince = null;
+      if (this.stalled) this.unstall();
     });
     return this.flushing;
+  }
+
+  private unstall(): void {
+    this.stalled = false;
+    this.member.log.info('offset commits land again', { group: this.member.opts.groupId });
+    this.opts.freezes?.thaw(this.stallKey);
   }
 
   async drain(timeoutMs: number): Promise<void> {
@@ -456,5 +460,10 @@ export class OffsetTracker {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.flush();
+    // Stopping: nothing more starts here anyway, and the scheduler is not held for a group that left.
+    if (this.stalled) {
+      this.stalled = false;
+      this.opts.freezes?.thaw(this.stallKey);
+    }
   }
 }

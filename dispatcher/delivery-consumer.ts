@@ -129,17 +129,13 @@ export function deliveryConsumer(
     onRebalancing,
     onAssignment,
   });
-  const stallKey = `${opts.groupId}:commits`;
-  tracker = new OffsetTracker(member, {
-    onStall: (stalled) => (stalled ? stage.scheduler.freeze(stallKey) : stage.scheduler.thaw(stallKey)),
-  });
+  tracker = new OffsetTracker(member, { freezes: stage.scheduler });
   return {
     member,
     tracker,
     timers,
     async stop(drainMs) {
       stage.scheduler.thaw(opts.groupId);
-      stage.scheduler.thaw(stallKey);
       member.pauseAll();
       timers.clear();
       await tracker.drain(drainMs);

@@ -286,10 +286,7 @@ export function laneConsumer(stage: Stage, recorder: OutcomeRecorder, metrics: M
       metrics.rebalanceDropped.inc(dropped);
     },
   });
-  const stallKey = `${groupId}:commits`;
-  tracker = new OffsetTracker(member, {
-    onStall: (stalled) => (stalled ? stage.scheduler.freeze(stallKey) : stage.scheduler.thaw(stallKey)),
-  });
+  tracker = new OffsetTracker(member, { freezes: stage.scheduler });
   const timers = new PauseTimers();
   return {
     member,
@@ -305,7 +302,6 @@ export function laneConsumer(stage: Stage, recorder: OutcomeRecorder, metrics: M
       if (checkTimer) clearTimeout(checkTimer);
       left.clear();
       stage.scheduler.thaw(groupId);
-      stage.scheduler.thaw(stallKey);
       await tracker.drain(drainMs);
       lanes.close();
       await member.stop();

@@ -48,7 +48,11 @@ t.test('commits that do not land stall the consumer until one does', async (t) =
   let landing = true;
   const { m } = member(() => landing);
   const calls: boolean[] = [];
-  const tracker = new OffsetTracker(m, { commitEveryMs: 10, stallAfterMs: 200, onStall: (s) => calls.push(s) });
+  const tracker = new OffsetTracker(m, {
+    commitEveryMs: 10,
+    stallAfterMs: 200,
+    freezes: { freeze: () => calls.push(true), thaw: () => calls.push(false) },
+  });
   tracker.retain({ d: [0] });
   for (let o = 0; o < 10; o++) {
     tracker.accept('d', 0, String(o));

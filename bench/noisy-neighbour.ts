@@ -203,7 +203,7 @@ async function main(): Promise<number> {
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),
     });
-    const answer = (await res.json()) as { id?: string; state?: string; disabled?: boolean };
+    const answer = (await res.json()) as { id?: string; state?: string };
     if (res.status !== want) throw new Error(`${method} ${path} answered ${res.status}: ${JSON.stringify(answer)}`);
     return answer;
   };
@@ -299,8 +299,8 @@ async function main(): Promise<number> {
       `${name}: noisy tenant ${fmt(result.floodAccepted)} events → ${fmt(result.floodDeliveries)} deliveries, ` +
         `${fmt(stats.slowReceived)} requests reached its receivers, ${fmt(stats.slowHeldMax)} held at once`,
     );
-    say(`${name}: longest event-loop delay per Sluice process: ${[...lagMax.values()].join(' / ')} ms`);
     const lag = [...lagMax.values()];
+    say(`${name}: longest event-loop delay per Sluice process: ${lag.join(' / ')} ms`);
     return { name, flood, seconds, result, stats, lost, inFlight: [...inFlightMax.values()], lag };
   };
   const alone = await phase('quiet tenant alone', false, BASELINE_SECONDS);

@@ -20,7 +20,8 @@ class FastPort {
   /** Per ordering key, the highest `seq` first received. */
   lastSeq = new Map<string, number>();
 
-  note(body: { id?: unknown; data?: any }, now: number, key: string | undefined): void {
+  /** The probe repeats its ordering key in `data.key`. */
+  note(body: { id?: unknown; data?: any }, now: number): void {
     const id = String(body.id);
     if (this.seen.has(id)) {
       this.duplicates++;
@@ -28,8 +29,8 @@ class FastPort {
     }
     this.seen.add(id);
     if (typeof body.data?.sent_at === 'number') this.latencies.push(now - body.data.sent_at);
-    const seq = body.data?.seq;
-    if (key !== undefined && typeof seq === 'number') {
+    const { seq, key } = body.data ?? {};
+    if (typeof key === 'string' && typeof seq === 'number') {
       if ((this.lastSeq.get(key) ?? -1) > seq) this.inversions++;
       else this.lastSeq.set(key, seq);
     }
@@ -109,9 +110,7 @@ async function listen(slow: number, holdMs: number, fast: number): Promise<numbe
       open(async (req, res) => {
         const body = await readJson(req);
         const now = Date.now();
-        // The probe repeats its ordering key in `data.key`.
-        if (body.type !== 'ping')
-          fastPorts[i].note(body, now, typeof body.data?.key === 'string' ? body.data.key : undefined);
+        if (body.type !== 'ping') fastPorts[i].note(body, now);
         res.writeHead(body.type === 'ping' ? 200 : 204).end();
       }),
     ),

@@ -124,7 +124,7 @@ t.test('HTTP/2 clients are served too (as HTTP/1.1 to Sluice)', async (t) => {
   t.equal(status, 200);
 });
 
-t.test('bad framing gets 400 and a close within 1 s; what is smuggled behind it is never answered', async (t) => {
+t.test('bad framing gets 400 and a close; what is smuggled behind it is never answered', async (t) => {
   const smuggled = 'GET /v1/auth/jwks HTTP/1.1\r\nhost: localhost\r\n\r\n';
   const post = 'POST /v1/auth/token HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n';
   const headers = (n: number) => Array.from({ length: n }, (_, i) => `x-h${i}: v\r\n`).join('');

@@ -18,6 +18,7 @@ import {
 } from '../../core/kafka/coordinator-patch.ts';
 import { ensureTopics } from '../../core/kafka/topic-admin.ts';
 import { KafkaWire } from '../helpers/kafka-wire.ts';
+import { connectedClients } from '../helpers/kafka-clients.ts';
 import { brokers, uniquePrefix, until } from '../helpers/sluice.ts';
 
 const { Kafka, logLevel } = kafkajs;
@@ -70,14 +71,7 @@ t.test('concurrent heartbeats that lost the coordinator share one lookup', async
 /** A consumer on a topic of its own, its connections tapped; the admin and producer are not. */
 async function setUp(t: Test, name: string) {
   const plain = new Kafka({ clientId: `${name}-admin`, brokers: brokers(), logLevel: logLevel.NOTHING });
-  const admin = plain.admin();
-  const producer = plain.producer();
-  await admin.connect();
-  await producer.connect();
-  t.teardown(async () => {
-    await producer.disconnect();
-    await admin.disconnect();
-  });
+  const { admin, producer } = await connectedClients(t, plain);
   const topic = `${uniquePrefix(name)}.events`;
   await ensureTopics(plain, [{ name: topic, partitions: 1, config: {} }]);
   const wire = new KafkaWire();

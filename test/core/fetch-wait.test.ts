@@ -12,6 +12,7 @@ import { Member } from '../../core/kafka/member.ts';
 import { groupWait, registerFetchWait, waitOf, type FetchWait } from '../../core/kafka/fetch-wait.ts';
 import { ensureTopics } from '../../core/kafka/topic-admin.ts';
 import { KafkaWire } from '../helpers/kafka-wire.ts';
+import { connectedClients } from '../helpers/kafka-clients.ts';
 
 t.test('the wait of one member', async (t) => {
   const w = (extra: Partial<FetchWait> = {}): FetchWait => ({ busyMs: 50, idleMs: 2000, ...extra });
@@ -50,14 +51,7 @@ t.test('on a real broker: few fetches idle, many while a partition is paused, a 
     logLevel: logLevel.NOTHING,
     socketFactory: wire.socketFactory,
   });
-  const admin = kafka.admin();
-  const producer = kafka.producer();
-  await admin.connect();
-  await producer.connect();
-  t.teardown(async () => {
-    await producer.disconnect();
-    await admin.disconnect();
-  });
+  const { producer } = await connectedClients(t, kafka);
   const topic = `${uniquePrefix('fetchwait')}.events`;
   // ensureTopics retries what a busy broker answers while it creates them (unknown topic).
   await ensureTopics(kafka, [{ name: topic, partitions: 2, config: {} }]);

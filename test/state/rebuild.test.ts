@@ -13,17 +13,11 @@ import { Member } from '../../core/kafka/member.ts';
 import { StateConsumer, type StateRecord, type StateView, type StoredView } from '../../core/kafka/state-consumer.ts';
 import { ViewStore } from '../../core/store/view-store.ts';
 import { ensureTopics } from '../../core/kafka/topic-admin.ts';
+import { connectedClients } from '../helpers/kafka-clients.ts';
 
 const { Kafka, KafkaJSNonRetriableError, logLevel } = kafkajs;
 const kafka = new Kafka({ clientId: 'rebuild-test', brokers: brokers(), logLevel: logLevel.NOTHING });
-const admin = kafka.admin();
-const producer = kafka.producer();
-await admin.connect();
-await producer.connect();
-t.teardown(async () => {
-  await producer.disconnect();
-  await admin.disconnect();
-});
+const { producer } = await connectedClients(t, kafka);
 
 async function newTopic(name: string): Promise<string> {
   const topic = `${uniquePrefix(name)}.state`;

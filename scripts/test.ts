@@ -90,6 +90,7 @@ async function main(): Promise<number> {
   const totals = { pass: 0, fail: 0, skip: 0 };
   const skipped: Skipped[] = [];
   const empty: Skipped[] = [];
+  const failures: string[] = [];
   for (const [i, r] of results.entries()) {
     if (r.held) process.stdout.write(r.held);
     console.log(`# lane ${lanes[i].name}: ${r.pass} passed, ${r.fail} failed, in ${Math.round(r.ms / 1000)} s`);
@@ -99,11 +100,17 @@ async function main(): Promise<number> {
     totals.skip += r.skip;
     skipped.push(...r.skipped);
     empty.push(...r.empty);
+    failures.push(...r.failures);
   }
   console.log(
     `${totals.pass} passed, ${totals.fail} failed${totals.skip ? `, ${totals.skip} skipped` : ''} ` +
       `in ${Math.round((Date.now() - started) / 1000)} s`,
   );
+  // A log cut to its tail (as CI's is) still names what failed, and why.
+  if (failures.length > 0) {
+    console.log(`!!! ${failures.length} failing assertion(s):`);
+    for (const f of failures) console.log(f.replace(/^/gm, '!!! '));
+  }
   if (empty.length > 0) {
     console.log(`!!! ${empty.length} test(s) ended with no assertion (a test that asserts nothing cannot fail):`);
     for (const e of empty) console.log(`!!!   ${e.file}: ${e.name}`);
@@ -197,6 +204,7 @@ async function runTap(
   skip: number;
   skipped: Skipped[];
   empty: Skipped[];
+  failures: string[];
   held: string;
   ms: number;
 }> {
@@ -215,9 +223,30 @@ async function runTap(
   const empty: Skipped[] = [];
   /** The names of the subtests open at each indentation, to name a test that asserted nothing. */
   const open = new Map<number, string>();
+  /** Each failing assertion: its file, the tests it sits in, and the first lines of its diagnostic. */
+  const failures: string[] = [];
+  let diagnostic = 0;
   const line = (l: string) => {
     const named = /^(\s*)# Subtest: (.*)$/.exec(l);
-    if (named) open.set(named[1].length, named[2]);
+    if (named) {
+      for (const at of open.keys()) if (at >= named[1].length) open.delete(at);
+      open.set(named[1].length, named[2]);
+    }
+    if (diagnostic > 0) {
+      failures[failures.length - 1] += `\n${l}`;
+      diagnostic = /^\s*\.\.\.\s*$/.test(l) ? 0 : diagnostic - 1;
+    }
+    const failed = /^(\s+)not ok \d+ - (.*)$/.exec(l);
+    if (failed && !/# (TODO|SKIP)\b/i.test(l)) {
+      const depth = failed[1].length;
+      const path = [...open].filter(([at]) => at > 0 && at < depth).map(([, name]) => name);
+      const label = `${file} > ${[...path, failed[2].replace(/ # time=[\d.]+m?s$/, '')].join(' > ')}`;
+      // A failing subtest repeats as `not ok` at each level above it: keep only the innermost.
+      if (!failures.some((f) => f.startsWith(`${label} > `))) {
+        failures.push(label);
+        diagnostic = 24;
+      }
+    }
     const none = /^(\s*)1\.\.0\s*$/.exec(l);
     if (none && none[1].length > 0)
       empty.push({ file, name: open.get(none[1].length - 4) ?? '(unnamed)', reason: 'no assertion' });
@@ -251,6 +280,7 @@ async function runTap(
     skip: n(4),
     skipped,
     empty,
+    failures,
     held,
     ms,
   };

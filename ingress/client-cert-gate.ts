@@ -6,16 +6,19 @@
  *
  * So node:tls terminates TLS here with `requestCert` and `rejectUnauthorized`: a handshake without a
  * valid certificate of the CA fails and nothing is read from it. A verified connection is then
- * passed, byte for byte, to the plain uWS app listening on loopback, from a loopback address of its
- * own (127.x.y.z: all of 127/8 is this host's), so that the uWS side can tell whose it is:
- * `clientOf` maps that address back to the client's, and answers undefined for a connection the
- * gate did not make (someone on this host reaching the loopback port), which is then not served.
+ * passed to the plain uWS app over a private Unix socket (a directory only this user can enter), led
+ * by a PROXY protocol v2 header naming the client's address and port, then byte for byte. The uWS
+ * side reads the client from that header; a connection without one (someone on this host with this
+ * user's rights) is not served. Nothing listens on a TCP port but the public one, so no other local
+ * user can reach the routes around the gate, whatever source address it binds.
  *
- *   const gate = await startClientCertGate({ host, port, tls, upstreamPort });
- *   gate.clientOf('127.1.0.7') // '203.0.113.9'
+ *   const path = privateSocketPath();            // the uWS app listens here (listen_unix)
+ *   const gate = await startClientCertGate({ host, port, tls, upstreamPath: path });
  */
-import { readFileSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { isIPv4, isIPv6, connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer, type TLSSocket } from 'node:tls';
 import type { ListenerTls } from '../core/config/readers.ts';
 import { SluiceBaseError } from '../core/errors.ts';
@@ -23,52 +26,73 @@ import { SluiceBaseError } from '../core/errors.ts';
 export interface ClientCertGate {
   /** The public port (the one asked for, or the one picked for 0). */
   port: number;
-  /** The client's address for the loopback address a passed connection comes from; undefined: not the gate's. */
-  clientOf(loopback: string): string | undefined;
   close(): void;
 }
 
 /** A TLS handshake not done within this is dropped (node's default is 120 s); idle after it, uWS's 10 s apply. */
 const HANDSHAKE_TIMEOUT_MS = 10_000;
 
+/** A socket path in a new directory of mode 0700 (mkdtemp's): only this user (and root) can connect. */
+export function privateSocketPath(): { path: string; remove(): void } {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-gate-'));
+  return { path: join(dir, 'uws.sock'), remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+const PROXY_V2_SIGNATURE = Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a]);
+
 /**
- * Loopback source addresses, one per live passed connection: 127.1.0.1 to 127.254.255.254, in turn
- * (so an address is reused only after some 16 million connections, and never while its connection lives).
+ * The PROXY protocol v2 header (version 2, PROXY command, TCP) for a connection from `address`:`port`;
+ * an IPv4-mapped IPv6 address is written as IPv4, so the uWS side sees the form a plain listener shows.
  */
-class LoopbackAddresses {
-  private next = 0;
-  private readonly clients = new Map<string, string>();
+export function proxyHeader(address: string, port: number, localPort: number): Buffer {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  const client = mapped ? mapped[1] : address;
+  const v4 = isIPv4(client);
+  if (!v4 && !isIPv6(client)) throw new SluiceBaseError('INTERNAL', `not an IP address: ${address}`);
+  const size = v4 ? 12 : 36;
+  const header = Buffer.alloc(16 + size);
+  PROXY_V2_SIGNATURE.copy(header, 0);
+  header[12] = 0x21;
+  header[13] = v4 ? 0x11 : 0x21;
+  header.writeUInt16BE(size, 14);
+  const bytes = v4 ? Buffer.from(client.split('.').map(Number)) : ipv6Bytes(client);
+  bytes.copy(header, 16);
+  // The destination: loopback of the same family (the uWS side reads only the source).
+  if (v4) header.set([127, 0, 0, 1], 20);
+  else header[16 + 31] = 1;
+  header.writeUInt16BE(port, 16 + 2 * bytes.length);
+  header.writeUInt16BE(localPort, 18 + 2 * bytes.length);
+  return header;
+}
 
-  take(client: string): string {
-    for (;;) {
-      const n = this.next;
-      this.next = (n + 1) % (254 * 65536);
-      const last = n & 255;
-      if (last === 0 || last === 255) continue;
-      const address = `127.${1 + (n >>> 16)}.${(n >>> 8) & 255}.${last}`;
-      if (this.clients.has(address)) continue;
-      this.clients.set(address, client);
-      return address;
-    }
-  }
-
-  clientOf(address: string): string | undefined {
-    return this.clients.get(address);
-  }
-
-  release(address: string): void {
-    this.clients.delete(address);
-  }
+function ipv6Bytes(address: string): Buffer {
+  const [head, tail = ''] = address.includes('::') ? address.split('::') : [address, undefined];
+  const groups = (part: string | undefined) => (part ? part.split(':') : []);
+  let left = groups(head);
+  let right = tail === undefined ? [] : groups(tail);
+  // An embedded IPv4 tail (::a.b.c.d forms) is two groups.
+  const fix = (g: string[]) => {
+    const last = g.at(-1);
+    if (!last || !isIPv4(last)) return g;
+    const o = last.split('.').map(Number);
+    return [...g.slice(0, -1), ((o[0] << 8) | o[1]).toString(16), ((o[2] << 8) | o[3]).toString(16)];
+  };
+  left = fix(left);
+  right = fix(right);
+  const fill = address.includes('::') ? Array(8 - left.length - right.length).fill('0') : [];
+  const all = [...left, ...fill, ...right];
+  const out = Buffer.alloc(16);
+  for (const [i, g] of all.entries()) out.writeUInt16BE(Number.parseInt(g, 16), i * 2);
+  return out;
 }
 
 export function startClientCertGate(opts: {
   host: string;
   port: number;
   tls: ListenerTls & { clientCaFile: string };
-  /** The uWS app's port on 127.0.0.1. */
-  upstreamPort: number;
+  /** The uWS app's private Unix socket (privateSocketPath). */
+  upstreamPath: string;
 }): Promise<ClientCertGate> {
-  const addresses = new LoopbackAddresses();
   const live = new Set<Socket>();
   const server = createServer(
     {
@@ -86,9 +110,8 @@ export function startClientCertGate(opts: {
   server.on('tlsClientError', () => {});
 
   function pass(client: TLSSocket): void {
-    const source = addresses.take(client.remoteAddress ?? '');
-    // Released only once the uWS side closed too: a request already sent is still read from this address.
-    const upstream = connect({ host: '127.0.0.1', port: opts.upstreamPort, localAddress: source, noDelay: true });
+    const upstream = connect({ path: opts.upstreamPath });
+    upstream.write(proxyHeader(client.remoteAddress ?? '::', client.remotePort ?? 0, client.localPort ?? 0));
     client.setNoDelay(true);
     live.add(client);
     live.add(upstream);
@@ -104,7 +127,6 @@ export function startClientCertGate(opts: {
     });
     upstream.once('close', () => {
       live.delete(upstream);
-      addresses.release(source);
       client.destroy();
     });
     client.pipe(upstream);
@@ -119,7 +141,6 @@ export function startClientCertGate(opts: {
       const address = server.address();
       resolve({
         port: typeof address === 'object' && address ? address.port : opts.port,
-        clientOf: (loopback) => addresses.clientOf(loopback),
         close() {
           server.close();
           for (const socket of live) socket.destroy();

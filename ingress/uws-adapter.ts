@@ -11,7 +11,7 @@ import { invalidRequest, SluiceBaseError } from '../core/errors.ts';
 import type { IncomingRequest, Reply } from './types.ts';
 import { tracing, withContext } from '../core/tracing.ts';
 import type { ListenerTls } from '../core/config/readers.ts';
-import { type ClientCertGate, startClientCertGate } from './client-cert-gate.ts';
+import { privateSocketPath, startClientCertGate } from './client-cert-gate.ts';
 
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK',
@@ -69,7 +69,7 @@ export function framingFault(contentLengths: string[], transferEncodings: string
 
 /**
  * The public listener: plain HTTP, HTTPS through uWS's TLS app, or (a client certificate required)
- * the plain app on loopback behind the client-certificate gate (ingress/client-cert-gate.ts).
+ * the plain app on a private Unix socket behind the client-certificate gate (ingress/client-cert-gate.ts).
  */
 export function listen(
   pipeline: Pipeline,
@@ -80,13 +80,14 @@ export function listen(
 ): Promise<HttpServer> {
   const gated = tls?.clientCaFile ? { ...tls, clientCaFile: tls.clientCaFile } : null;
   const app = tls && !gated ? uWS.SSLApp({ cert_file_name: tls.certFile, key_file_name: tls.keyFile }) : uWS.App();
-  let gate: ClientCertGate | null = null;
   app.any('/*', (res, req) => {
     const startedAt = performance.now();
-    const seenFrom = Buffer.from(res.getRemoteAddressAsText()).toString();
-    const remoteAddress = gate ? gate.clientOf(seenFrom) : seenFrom;
-    // Behind the gate, a connection it did not pass (made on this host, to the loopback port) is not served.
-    if (remoteAddress === undefined) return void res.close();
+    // Behind the gate, the client is named by the PROXY header the gate leads each connection with; a
+    // connection without one (made on this host, to the private socket) is not served.
+    const remoteAddress = Buffer.from(
+      gated ? res.getProxiedRemoteAddressAsText() : res.getRemoteAddressAsText(),
+    ).toString();
+    if (gated && remoteAddress === '') return void res.close();
     let aborted = false;
     let onAbort: (() => void) | null = null;
     res.onAborted(() => {
@@ -171,29 +172,36 @@ export function listen(
     (app as unknown as { close(): void }).close();
   };
   return new Promise((resolve, reject) => {
-    // Behind the gate, the app listens on loopback only, on a port of its own.
-    app.listen(gated ? '127.0.0.1' : host, gated ? 0 : port, (token) => {
-      const refused = `cannot listen on ${host}:${port}: the port is in use or not allowed`;
-      if (!token) return reject(new SluiceBaseError('LISTEN_FAILED', refused));
-      const bound = uWS.us_socket_local_port(token);
-      if (!gated) return resolve({ port: bound, close: () => close(token) });
-      startClientCertGate({ host, port, tls: gated, upstreamPort: bound }).then(
-        (started) => {
-          gate = started;
+    const refused = `cannot listen on ${host}:${port}: the port is in use or not allowed`;
+    if (!gated)
+      return void app.listen(host, port, (token) => {
+        if (!token) return reject(new SluiceBaseError('LISTEN_FAILED', refused));
+        resolve({ port: uWS.us_socket_local_port(token), close: () => close(token) });
+      });
+    // Behind the gate, the app listens on a private Unix socket only.
+    const socket = privateSocketPath();
+    app.listen_unix((token) => {
+      if (!token) {
+        socket.remove();
+        return reject(new SluiceBaseError('LISTEN_FAILED', `cannot listen on ${socket.path}`));
+      }
+      startClientCertGate({ host, port, tls: gated, upstreamPath: socket.path }).then(
+        (gate) =>
           resolve({
-            port: started.port,
+            port: gate.port,
             close: () => {
-              started.close();
+              gate.close();
               close(token);
+              socket.remove();
             },
-          });
-        },
+          }),
         (err) => {
           close(token);
+          socket.remove();
           reject(err);
         },
       );
-    });
+    }, socket.path);
   });
 }
 

@@ -13,9 +13,14 @@ export interface RawResponse {
   statuses: number[];
 }
 
-export function rawHttp(port: number, request: string | Buffer, idleMs = 1500): Promise<RawResponse> {
+/** To a port on 127.0.0.1, or to a Unix socket (`{ path }`). */
+export function rawHttp(
+  port: number | { path: string },
+  request: string | Buffer,
+  idleMs = 1500,
+): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
+    const socket = connect(typeof port === 'number' ? { port, host: '127.0.0.1' } : port);
     let text = '';
     let timer: NodeJS.Timeout | undefined;
     const done = (closed: boolean) => {

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -139,6 +139,8 @@ t.test('SLUICE_TLS_CLIENT_CA: no route is reached without a valid client certifi
   });
   const upstreamPort = await freePort();
   await new Promise<void>((r) => upstream.listen(upstreamPort, '127.0.0.1', r));
+  const listeningBefore = listeningTcpPorts();
+  const gatesBefore = new Set(gateDirectories());
   const node = await startTestNode({
     SLUICE_TLS_CERT: certs.server.cert,
     SLUICE_TLS_KEY: certs.server.key,
@@ -194,4 +196,49 @@ t.test('SLUICE_TLS_CLIENT_CA: no route is reached without a valid client certifi
   );
   t.same(proxied.statuses, [200], 'a scope-checked request through the gate');
   t.equal(seen.at(-1)?.['x-forwarded-for'], '127.0.0.1', "the upstream is told the client's address");
+
+  // Around the gate: the routes listen on no TCP port but the public one, and the private socket
+  // serves no connection the gate did not lead with the client's address.
+  const opened = listeningTcpPorts().filter((p) => !listeningBefore.includes(p));
+  t.same(
+    opened.sort((a, b) => a - b),
+    [port, new URL(node.admin).port].map(Number).sort((a, b) => a - b),
+    'this node opened TCP listeners on the public and the admin port only',
+  );
+  const gates = gateDirectories().filter((d) => !gatesBefore.has(d));
+  t.ok(gates.length > 0, 'the gate passes connections over a private Unix socket');
+  for (const dir of gates) {
+    t.equal(statSync(dir).mode & 0o777, 0o700, `${dir}: only its owner may enter`);
+    const around = await rawHttp({ path: join(dir, 'uws.sock') }, get, 1000);
+    t.same(around.statuses, [], 'a connection made to it without the gate is not served');
+  }
+  t.equal(await answered(), before + 4, 'and reached no route (the four counted are the ones through the gate)');
 });
+
+/** TCP ports this process listens on (from /proc: the sockets among its descriptors in state LISTEN). */
+function listeningTcpPorts(): number[] {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync('/proc/self/fd')) {
+    try {
+      const target = readlinkSync(`/proc/self/fd/${fd}`);
+      const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
+      if (inode) inodes.add(inode);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  const ports: number[] = [];
+  for (const table of ['/proc/self/net/tcp', '/proc/self/net/tcp6']) {
+    for (const row of readFileSync(table, 'utf8').trim().split('\n').slice(1)) {
+      const cols = row.trim().split(/\s+/);
+      if (cols[3] === '0A' && inodes.has(cols[9])) ports.push(Number.parseInt(cols[1].split(':')[1], 16));
+    }
+  }
+  return [...new Set(ports)];
+}
+
+function gateDirectories(): string[] {
+  return readdirSync(tmpdir())
+    .filter((d) => d.startsWith('sluice-gate-'))
+    .map((d) => join(tmpdir(), d));
+}

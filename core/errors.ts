@@ -45,6 +45,7 @@ export const ERRORS = {
   UNPROCESSABLE_TARGET: { status: 422, title: 'Target URL refused' },
   RATE_LIMITED: { status: 429, title: 'Rate limited', retriable: true },
   INTERNAL: { status: 500, title: 'Internal error' },
+  NOT_IMPLEMENTED: { status: 501, title: 'Not implemented' },
   UPSTREAM_UNAVAILABLE: { status: 502, title: 'Upstream unavailable', retriable: true },
   UNAVAILABLE: { status: 503, title: 'Service unavailable', retriable: true },
   UPSTREAM_TIMEOUT: { status: 504, title: 'Upstream timeout', retriable: true },

@@ -1509,7 +1509,7 @@ export interface components {
             };
         } & components["schemas"]["WebhookBody"];
         /** @enum {unknown} */
-        ErrorCode: "INVALID_REQUEST" | "TOKEN_MISSING" | "TOKEN_INVALID" | "TOKEN_EXPIRED" | "TOKEN_REVOKED" | "TOKEN_CERT_REQUIRED" | "TOKEN_CERT_MISMATCH" | "SCOPE_VIOLATION" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "ENDPOINT_LIMIT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "UNPROCESSABLE_TARGET" | "RATE_LIMITED" | "INTERNAL" | "UPSTREAM_UNAVAILABLE" | "UNAVAILABLE" | "UPSTREAM_TIMEOUT";
+        ErrorCode: "INVALID_REQUEST" | "TOKEN_MISSING" | "TOKEN_INVALID" | "TOKEN_EXPIRED" | "TOKEN_REVOKED" | "TOKEN_CERT_REQUIRED" | "TOKEN_CERT_MISMATCH" | "SCOPE_VIOLATION" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "ENDPOINT_LIMIT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "UNPROCESSABLE_TARGET" | "RATE_LIMITED" | "INTERNAL" | "NOT_IMPLEMENTED" | "UPSTREAM_UNAVAILABLE" | "UNAVAILABLE" | "UPSTREAM_TIMEOUT";
         /** @description RFC 9457 problem details; extension members may follow */
         Problem: {
             /** Format: uri */
@@ -1566,6 +1566,12 @@ export interface components {
             /** @constant */
             code?: "METHOD_NOT_ALLOWED";
             allow: string[];
+        } & components["schemas"]["Problem"];
+        NotImplementedProblem: {
+            /** @constant */
+            status?: 501;
+            /** @constant */
+            code?: "NOT_IMPLEMENTED";
         } & components["schemas"]["Problem"];
         PayloadTooLargeProblem: {
             /** @constant */
@@ -1637,6 +1643,15 @@ export interface components {
             };
             content: {
                 "application/problem+json": components["schemas"]["MethodProblem"];
+            };
+        };
+        /** @description NOT_IMPLEMENTED: a method no route of Sluice knows (QUERY, PROPFIND, FOO), on any path. Answered by the front door (`sluice front-door`); the bare uWebSockets.js 20.30 listener closes the connection unanswered instead (docs/operations.md, "Front door"). */
+        NotImplemented: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["NotImplementedProblem"];
             };
         };
         /** @description PAYLOAD_TOO_LARGE */

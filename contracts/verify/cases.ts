@@ -6,7 +6,7 @@
  * (413) and a wrong Content-Type (415).
  */
 import { deref, methodsOf, responseComponent, type Json, type Operation } from '../contract.ts';
-import { bearer, send } from './http.ts';
+import { bearer, closedByPeer, send } from './http.ts';
 import type { Exchange } from './http.ts';
 import { concretePath, type Session } from './session.ts';
 
@@ -126,6 +126,30 @@ export async function methodCase(s: Session, op: Operation, donePaths: Set<strin
       },
     },
   );
+}
+
+/**
+ * Once per run, on the first path: a method no route knows (QUERY) → 501 NOT_IMPLEMENTED. The bare
+ * uWebSockets.js 20.30 listener closes such a connection unanswered (only the front door answers
+ * it): that is a skip naming why, not a pass.
+ */
+export async function unknownMethodCase(s: Session, op: Operation, donePaths: Set<string>): Promise<void> {
+  if (donePaths.size !== 1 || !donePaths.has(op.path)) return;
+  const check = 'QUERY (a method no route knows) → 501';
+  const req = { method: 'QUERY', path: concretePath(op, s) };
+  try {
+    await send(s.opts.baseUrl, req, 5000);
+  } catch (err) {
+    if (!closedByPeer(err)) throw err;
+    const why =
+      'closed unanswered: a bare uWS 20.30 listener answers no method beyond its nine; the front door answers 501';
+    return s.record(op, check, 'skip', why);
+  }
+  await s.probe(op, check, req, {
+    status: [501],
+    documented: { '501': responseComponent(s.doc, 'NotImplemented') },
+    then: problemCode('NOT_IMPLEMENTED'),
+  });
 }
 
 /** A value that breaks `schema`'s type (or const/enum). */

@@ -22,7 +22,8 @@ export interface Exchange {
 /** How a connection fails when the server closed it, idle, just as a request went out on it. */
 const CLOSED_BY_PEER = new Set(['UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'ECONNRESET', 'EPIPE']);
 
-function closedByPeer(err: unknown): boolean {
+/** The server closed the connection before any answer. */
+export function closedByPeer(err: unknown): boolean {
   const code = ((err as { cause?: { code?: unknown } }).cause?.code ?? '') as string;
   return err instanceof TypeError && CLOSED_BY_PEER.has(code);
 }

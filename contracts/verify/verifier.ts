@@ -7,7 +7,7 @@
 import { SluiceBaseError } from '../../core/errors.ts';
 import { listOperations, loadContract, type Json, type Operation } from '../contract.ts';
 import { ContractSchemas } from '../schemas.ts';
-import { authCases, bodyCases, isImplemented, methodCase, publicCases } from './cases.ts';
+import { authCases, bodyCases, isImplemented, methodCase, publicCases, unknownMethodCase } from './cases.ts';
 import { ORDER, SCENARIOS, validBody } from './scenarios/index.ts';
 import { Session, TokenError, type VerifyOptions } from './session.ts';
 import type { Report } from './report.ts';
@@ -50,6 +50,7 @@ export async function verifyProvider(opts: VerifyOptions, doc: Json = loadContra
         await authCases(s, op);
         await publicCases(s, op);
         await methodCase(s, op, donePaths);
+        await unknownMethodCase(s, op, donePaths);
         await bodyCases(s, op, validBody(s, op.operationId));
         await scenario(s, op);
       }

@@ -53,7 +53,8 @@ const proxy = createServer((req, res) => {
       });
     },
   );
-  up.on('error', () => res.writeHead(502).end());
+  // Sluice closing a connection unanswered (a method uWS does not route) is passed on as such.
+  up.on('error', () => res.socket?.destroy());
   req.pipe(up);
 });
 await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));

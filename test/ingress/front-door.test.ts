@@ -189,6 +189,32 @@ t.test('framing with one reading is made plain before Sluice sees it, and answer
   }
 });
 
+t.test("a method no route knows gets 501 problem+json from the front door; a known one Sluice's 405", async (t) => {
+  const before = await answered();
+  for (const method of ['QUERY', 'FOO', 'PROPFIND', 'M-SEARCH', 'get']) {
+    for (const path of ['/v1/auth/jwks', '/v1/webhooks/dlq', '/nowhere']) {
+      const r = await rawHttps(
+        doorPort,
+        `${method} ${path} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n`,
+        withCert(certs.client),
+      );
+      t.same(r.statuses, [501], `${method} ${path}: 501`);
+      const body = JSON.parse(r.text.split('\r\n\r\n')[1] ?? '{}');
+      t.match(r.text, /content-type: application\/problem\+json/i, `${method} ${path}: problem+json`);
+      t.match(body, { status: 501, code: 'NOT_IMPLEMENTED', title: 'Not implemented' }, `${method} ${path}: its code`);
+    }
+  }
+  t.equal(await answered(), before, 'none of them reached Sluice');
+  const known = await rawHttps(
+    doorPort,
+    'PUT /v1/auth/jwks HTTP/1.1\r\nhost: localhost\r\ncontent-length: 0\r\nconnection: close\r\n\r\n',
+    withCert(certs.client),
+  );
+  t.same(known.statuses, [405], "a method uWS routes reaches Sluice's 405");
+  t.match(known.text, /allow: GET, HEAD/i, 'with Allow');
+  t.equal(await answered(), before + 1, "that one was Sluice's");
+});
+
 t.test('headers that take longer than 5 s get 408 and a close', async (t) => {
   const r = await rawHttps(doorPort, 'GET /v1/auth/jwks HTTP/1.1\r\nhost: localhost\r\n', withCert(certs.client), 8000);
   t.same(r.statuses, [408]);

@@ -139,6 +139,10 @@ const NOT_IMPLEMENTED_BODY = JSON.stringify(
   new SluiceError('NOT_IMPLEMENTED', 'no route of Sluice takes this method').toProblem(),
 );
 
+const notImplemented =
+  '    http-request return status 501 content-type application/problem+json ' +
+  `string ${quoted(NOT_IMPLEMENTED_BODY)} if !known_method`;
+
 /** Refused with 400 (and a close: txn.refused below). */
 const refuse = (why: string, condition: string) =>
   `    http-request deny deny_status 400 content-type text/plain string ${quoted(why)} if ${condition}`;
@@ -201,7 +205,7 @@ ${refuse('HTTP/1.0 is not served: use HTTP/1.1 or HTTP/2', 'http10')}
 ${refuse('a request needs one Host header', '!one_host')}
     # uWebSockets.js 20.30 routes nine methods and closes the connection on any other: 501 here (RFC 9110 15.6.2).
     acl known_method method GET HEAD POST PUT DELETE PATCH OPTIONS TRACE CONNECT
-    http-request return status 501 content-type application/problem+json string ${quoted(NOT_IMPLEMENTED_BODY)} if !known_method
+${notImplemented}
     # The certificate verified above (ingress/client-cert.ts), never what the client wrote itself: its thumbprint
     # (certificate-bound tokens, RFC 8705) and its subject DN (tls_client_auth).
     http-request del-header X-Client-Cert-Sha256

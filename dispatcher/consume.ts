@@ -292,6 +292,8 @@ export class OffsetTracker {
   /** Since when finished work has waited for a commit that lands (set per commit interval, not per finish). */
   private uncommittedSince: number | null = null;
   private stalled = false;
+  /** Drained for a stop: no further commit is scheduled. */
+  private stopped = false;
   private readonly stallKey: string;
 
   constructor(
@@ -328,7 +330,7 @@ export class OffsetTracker {
 
   /** A commit within the interval; one that has waited the stall time for a landed commit freezes first. */
   private scheduleFlush(): void {
-    if (this.timer !== null) return;
+    if (this.timer !== null || this.stopped) return;
     this.uncommittedSince ??= Date.now();
     this.timer = setTimeout(() => {
       this.timer = null;
@@ -357,6 +359,8 @@ export class OffsetTracker {
       gone.add(key);
       this.windows.delete(key);
     }
+    // A stall over work of partitions now gone ends at the next interval, with nothing left to wait on.
+    if (gone.size > 0 && this.stalled) this.scheduleFlush();
     const fresh: Record<string, number[]> = {};
     const freshKeys: string[] = [];
     for (const key of keep) {
@@ -433,9 +437,15 @@ export class OffsetTracker {
         offsets.push({ topic, partition: Number(partition), offset: point.toString(), metadata });
         windows.push(w);
       }
+      // Nothing finished waits for a commit (all of it landed, or its partitions moved away).
+      if (offsets.length === 0) {
+        this.uncommittedSince = null;
+        if (this.stalled) this.unstall();
+        return;
+      }
       if (!(await this.member.commit(offsets))) {
         // Tried again at the next interval, finished or not.
-        if (this.windows.size > 0) this.scheduleFlush();
+        this.scheduleFlush();
         return;
       }
       for (let i = 0; i < windows.length; i++) {
@@ -457,6 +467,7 @@ export class OffsetTracker {
   async drain(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (this.pending > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.flush();

@@ -71,3 +71,36 @@ t.test('commits that do not land stall the consumer until one does', async (t) =
   await sleep(100);
   t.same(calls, [true, false], 'a landed commit ends the stall');
 });
+
+t.test('a stall ends when the work it waited on moved away, though commits still do not land', async (t) => {
+  const { m, commits } = member(() => false);
+  const calls: boolean[] = [];
+  const tracker = new OffsetTracker(m, {
+    commitEveryMs: 10,
+    stallAfterMs: 100,
+    freezes: { freeze: () => calls.push(true), thaw: () => calls.push(false) },
+  });
+  tracker.retain({ d: [0, 1] });
+  for (let o = 0; o < 20; o++) {
+    tracker.accept('d', o % 2, String(o));
+    tracker.finish('d', o % 2, String(o));
+    await sleep(10);
+  }
+  t.same(calls, [true], 'stalled: nothing lands');
+  // A rebalance takes every partition away, then hands one back: nothing finished is waiting now.
+  tracker.retain({});
+  tracker.retain({ d: [1] });
+  await sleep(60);
+  t.same(calls, [true, false], 'thawed: no finished work waits for a commit');
+  const tries = commits.length;
+  await sleep(60);
+  t.equal(commits.length, tries, 'and nothing is sent while nothing is finished');
+  tracker.accept('d', 1, '100');
+  tracker.finish('d', 1, '100');
+  await sleep(200);
+  t.same(calls, [true, false, true], 'new finished work that cannot be committed stalls again');
+  await tracker.drain(0);
+  const stopped = commits.length;
+  await sleep(60);
+  t.equal(commits.length, stopped, 'drained for a stop, it tries no more');
+});

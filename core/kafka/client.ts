@@ -28,6 +28,19 @@ const {
 
 export type { Kafka, Consumer, Producer, Admin, IHeaders, EachBatchPayload };
 
+const keyPartitioner = kafkajs.Partitioners.DefaultPartitioner();
+/** The partition kafkajs's default partitioner (Java's murmur2) writes a keyed record to, of `count`. */
+export function partitionOfKey(topic: string, key: string, count: number): number {
+  const partitionMetadata = Array.from({ length: count }, (_, partitionId) => ({
+    partitionId,
+    leader: 0,
+    replicas: [],
+    isr: [],
+    partitionErrorCode: 0,
+  }));
+  return keyPartitioner({ topic, partitionMetadata, message: { key, value: null } });
+}
+
 /** The rack (`client.rack`) a client was made for: its consumers fetch from the replica there. */
 const racks = new WeakMap<Kafka, string>();
 

@@ -6,7 +6,8 @@
 import type { Kafka, Producer } from 'kafkajs';
 import { SluiceError, unavailable } from '../errors.ts';
 import { doubling, retry } from '../retry.ts';
-import { isPermanentWriteError, isTransientKafkaError } from './client.ts';
+import { isPermanentWriteError, isTransientKafkaError, partitionOfKey } from './client.ts';
+import { type KeptAdmin, keptAdmin } from './kept-admin.ts';
 
 export interface OutRecord {
   key: string;
@@ -25,6 +26,14 @@ interface PendingSend extends Queued {
   resolve: () => void;
   reject: (err: Error) => void;
 }
+
+/** One topic's records of a produce request; a record naming its partition goes there. */
+interface TopicMessages {
+  topic: string;
+  messages: (OutRecord & { partition?: number })[];
+}
+
+const isRetriableWrite = (err: unknown) => !isPermanentWriteError(err) && isTransientKafkaError(err);
 
 /** Most records one produce request carries; the rest wait for the next. */
 const MAX_BATCH_RECORDS = 2000;
@@ -83,7 +92,11 @@ function takeRequest<T extends Queued>(
  * had answered are acknowledged unsent; its idempotent producer rewinds its sequence numbers when
  * it gives up on a request the broker did write, and the next request of the same size is then
  * acknowledged as that one's duplicate, unwritten (or, of another size, refused as out of order
- * for good). Sending again whole writes some records twice, which at-least-once allows.
+ * for good). Sending again writes some records twice, which at-least-once allows; but only once:
+ * after a failure the request goes again one partition per request, and each later try carries only
+ * the partitions not yet acknowledged. Sent whole, every try wrote again the partitions that had
+ * succeeded, so one leaderless partition (a region cut off) wrote the rest of its request once per
+ * try for as long as it lasted.
  */
 export class DurableProducer {
   private readonly producer: Producer;
@@ -91,9 +104,13 @@ export class DurableProducer {
   private readonly queue: PendingSend[] = [];
   private flushing = false;
   private readonly retryForMs: number;
+  /** Partition counts by topic, read when a request first fails (what the per-partition resend needs). */
+  private readonly partitionCounts = new Map<string, number>();
+  private readonly admin: KeptAdmin;
   /** `retryForMs`: how long a failed request is sent again (with doubling waits) before its callers fail. */
   constructor(kafka: Kafka, options: { retryForMs?: number } = {}) {
     this.retryForMs = options.retryForMs ?? 25_000;
+    this.admin = keptAdmin(kafka);
     this.producer = kafka.producer({
       maxInFlightRequests: 1,
       allowAutoTopicCreation: false,
@@ -165,12 +182,7 @@ export class DurableProducer {
       while (this.queue.length > 0) {
         const { taken: batch, topicMessages } = takeRequest(this.queue);
         try {
-          await retry(() => this.producer.sendBatch({ acks: -1, topicMessages }), {
-            timeoutMs: this.retryForMs,
-            backoff: doubling(100, 1000),
-            isRetriable: (err) => !isPermanentWriteError(err) && isTransientKafkaError(err),
-            stopped: () => !this.connected,
-          });
+          await this.sendRequest(topicMessages);
           for (const b of batch) b.resolve();
         } catch (err) {
           const message = (err as Error).message;
@@ -186,6 +198,61 @@ export class DurableProducer {
       this.flushing = false;
     }
   }
+  /**
+   * One request, then (failed) its partitions' requests, each try with only those not yet
+   * acknowledged, until all are or the time is up. Without partition counts (the admin request
+   * failed too) a try sends the request again whole.
+   */
+  private async sendRequest(topicMessages: TopicMessages[]): Promise<void> {
+    let first = true;
+    let parts: TopicMessages[] | null = null;
+    await retry(
+      async () => {
+        if (!first) parts ??= await this.byPartition(topicMessages).catch(() => null);
+        first = false;
+        if (parts === null) {
+          await this.producer.sendBatch({ acks: -1, topicMessages });
+          return;
+        }
+        const trying = parts;
+        const sent = await Promise.allSettled(
+          trying.map((p) => this.producer.sendBatch({ acks: -1, topicMessages: [p] })),
+        );
+        const failed = sent.flatMap((r, i) => (r.status === 'rejected' ? [{ part: trying[i], err: r.reason }] : []));
+        parts = failed.map((f) => f.part);
+        if (failed.length > 0) throw failed.find((f) => !isRetriableWrite(f.err))?.err ?? failed[0].err;
+      },
+      {
+        timeoutMs: this.retryForMs,
+        backoff: doubling(100, 1000),
+        isRetriable: isRetriableWrite,
+        stopped: () => !this.connected,
+      },
+    );
+  }
+
+  /** The request's records, one list per partition (in order), each naming its partition. */
+  private async byPartition(topicMessages: TopicMessages[]): Promise<TopicMessages[]> {
+    const unknown = topicMessages.map((t) => t.topic).filter((t) => !this.partitionCounts.has(t));
+    if (unknown.length > 0) {
+      const meta = await this.admin.use((a) => a.fetchTopicMetadata({ topics: unknown }));
+      for (const t of meta.topics) this.partitionCounts.set(t.name, t.partitions.length);
+    }
+    const parts = new Map<string, TopicMessages>();
+    for (const { topic, messages } of topicMessages) {
+      const count = this.partitionCounts.get(topic) ?? 0;
+      if (count === 0) throw new Error(`no partitions known for ${topic}`);
+      for (const m of messages) {
+        const partition = partitionOfKey(topic, m.key, count);
+        const id = `${topic}\0${partition}`;
+        const part = parts.get(id) ?? { topic, messages: [] };
+        parts.set(id, part);
+        part.messages.push({ ...m, partition });
+      }
+    }
+    return [...parts.values()];
+  }
+
   async sendJson(
     topic: string,
     key: string,
@@ -198,6 +265,7 @@ export class DurableProducer {
   async disconnect(): Promise<void> {
     this.connected = false;
     await this.producer.disconnect();
+    await this.admin.close();
   }
 }
 

@@ -104,8 +104,12 @@ export class DurableProducer {
   private readonly queue: PendingSend[] = [];
   private flushing = false;
   private readonly retryForMs: number;
-  /** Partition counts by topic, read when a request first fails (what the per-partition resend needs). */
+  /**
+   * Partition counts by topic (what the per-partition resend needs), read in the background when a
+   * topic is first sent to, so a failure never waits for them.
+   */
   private readonly partitionCounts = new Map<string, number>();
+  private readonly counting = new Set<string>();
   private readonly admin: KeptAdmin;
   /** `retryForMs`: how long a failed request is sent again (with doubling waits) before its callers fail. */
   constructor(kafka: Kafka, options: { retryForMs?: number } = {}) {
@@ -128,6 +132,7 @@ export class DurableProducer {
    */
   async send(topic: string, records: OutRecord[], opts: { timeoutMs?: number } = {}): Promise<void> {
     if (!this.connected) throw unavailable('Kafka producer is not connected');
+    this.learnPartitions(topic);
     let chunk: OutRecord[] = [];
     let bytes = 0;
     const chunks: { records: OutRecord[]; bytes: number }[] = [];
@@ -200,15 +205,15 @@ export class DurableProducer {
   }
   /**
    * One request, then (failed) its partitions' requests, each try with only those not yet
-   * acknowledged, until all are or the time is up. Without partition counts (the admin request
-   * failed too) a try sends the request again whole.
+   * acknowledged, until all are or the time is up. Without partition counts (not read yet, or the
+   * admin request failed) a try sends the request again whole.
    */
   private async sendRequest(topicMessages: TopicMessages[]): Promise<void> {
     let first = true;
     let parts: TopicMessages[] | null = null;
     await retry(
       async () => {
-        if (!first) parts ??= await this.byPartition(topicMessages).catch(() => null);
+        if (!first) parts ??= this.byPartition(topicMessages);
         first = false;
         if (parts === null) {
           await this.producer.sendBatch({ acks: -1, topicMessages });
@@ -231,17 +236,25 @@ export class DurableProducer {
     );
   }
 
-  /** The request's records, one list per partition (in order), each naming its partition. */
-  private async byPartition(topicMessages: TopicMessages[]): Promise<TopicMessages[]> {
-    const unknown = topicMessages.map((t) => t.topic).filter((t) => !this.partitionCounts.has(t));
-    if (unknown.length > 0) {
-      const meta = await this.admin.use((a) => a.fetchTopicMetadata({ topics: unknown }));
-      for (const t of meta.topics) this.partitionCounts.set(t.name, t.partitions.length);
-    }
+  private learnPartitions(topic: string): void {
+    if (this.partitionCounts.has(topic) || this.counting.has(topic)) return;
+    this.counting.add(topic);
+    void this.admin
+      .use((a) => a.fetchTopicMetadata({ topics: [topic] }))
+      .then((meta) => {
+        for (const t of meta.topics) if (t.partitions.length > 0) this.partitionCounts.set(t.name, t.partitions.length);
+      })
+      // Unknown, a failed request goes again whole; the next send to the topic asks again.
+      .catch(() => {})
+      .finally(() => this.counting.delete(topic));
+  }
+
+  /** The request's records, one list per partition (in order), each naming its partition; null: a count is unknown. */
+  private byPartition(topicMessages: TopicMessages[]): TopicMessages[] | null {
     const parts = new Map<string, TopicMessages>();
     for (const { topic, messages } of topicMessages) {
-      const count = this.partitionCounts.get(topic) ?? 0;
-      if (count === 0) throw new Error(`no partitions known for ${topic}`);
+      const count = this.partitionCounts.get(topic);
+      if (count === undefined) return null;
       for (const m of messages) {
         const partition = partitionOfKey(topic, m.key, count);
         const id = `${topic}\0${partition}`;

@@ -5,7 +5,9 @@
  * then by their CEL filter: core/webhooks/filters), so the event
  * crosses Kafka once, not once per endpoint; an endpoint with limits or order gets its delivery on
  * `sluice.lanes` instead (key endpoint id: dispatcher/lanes.ts). A batch's offsets are committed only after its
- * deliveries were acknowledged, so a crash repeats a fan-out (same delivery ids), never skips one.
+ * deliveries were acknowledged, so a crash repeats a fan-out (same delivery ids), never skips one;
+ * and the next batch waits until that commit lands, so a partition that moves repeats one batch,
+ * not every batch fanned out while the group's coordinator was out of reach (a region cut).
  */
 import type { Context } from '../core/context.ts';
 import type { OutRecord } from '../core/kafka/producers.ts';
@@ -29,6 +31,9 @@ import { endSpans, relaying, type Span } from '../core/tracing.ts';
  * less when the session timeout is short (the wait must end well within it).
  */
 const viewWaitMs = (sessionTimeoutMs: number) => Math.min(10_000, Math.floor(sessionTimeoutMs / 2));
+
+/** The first wait before a refused fan-out commit is made again (doubling to 1 s). */
+const COMMIT_RETRY_FIRST_MS = 100;
 
 export function fanOutConsumer(
   ctx: Context,
@@ -119,7 +124,13 @@ export function fanOutConsumer(
       endSpans(spans);
       const last = batch.messages[batch.messages.length - 1].offset;
       resolveOffset(last);
-      await member.commit([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() }]);
+      const offsets = [{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() }];
+      // Tried again (a heartbeat between: a rebalance ends the wait) until it lands or the partition moves.
+      for (let wait = COMMIT_RETRY_FIRST_MS; !(await member.commit(offsets)); wait = Math.min(2 * wait, 1000)) {
+        if (!isRunning() || isStale()) return;
+        await heartbeat();
+        await new Promise((r) => setTimeout(r, wait));
+      }
     },
   });
 }

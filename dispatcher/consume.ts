@@ -11,6 +11,7 @@
 import type { EachBatchPayload, Kafka } from '../core/kafka/client.ts';
 import { isTransientKafkaError } from '../core/kafka/client.ts';
 import { keptAdmin, type KeptAdmin } from '../core/kafka/kept-admin.ts';
+import { beforeRejoin } from '../core/kafka/rejoin-patch.ts';
 import { Member } from '../core/kafka/member.ts';
 import { type CommittedOffset, committedOffsets } from '../core/kafka/topic-admin.ts';
 import { decodeFinished, encodeFinished } from './offset-map.ts';
@@ -38,6 +39,11 @@ export interface GroupConsumerOptions {
   partitionsConsumedConcurrently?: number;
   /** Called when the group starts rebalancing (this member's partitions may be about to move). */
   onRebalancing?(): void;
+  /**
+   * Awaited before this member rejoins a rebalancing group (core/kafka/rejoin-patch.ts), while the
+   * coordinator still takes its commits: finish and commit what is in flight, within its own bound.
+   */
+  beforeRejoin?(): Promise<void>;
   /** Called after every (re)join with the partitions this member now owns. */
   onAssignment?(assigned: Record<string, number[]>): void;
   eachBatch(payload: EachBatchPayload, member: GroupConsumer): Promise<void>;
@@ -45,6 +51,7 @@ export interface GroupConsumerOptions {
 
 export class GroupConsumer {
   private readonly member: Member;
+  private unregisterRejoin: () => void = () => {};
   /** Reads the commits (committed): a partition's new owner waits for that answer. */
   private readonly admin: KeptAdmin;
 
@@ -78,7 +85,14 @@ export class GroupConsumer {
       fromBeginning: true,
       listen: (c) => {
         c.on(c.events.REBALANCING, () => opts.onRebalancing?.());
-        c.on(c.events.GROUP_JOIN, (e) => opts.onAssignment?.(e.payload.memberAssignment));
+        c.on(c.events.GROUP_JOIN, (e) => {
+          const hook = opts.beforeRejoin;
+          if (hook) {
+            this.unregisterRejoin();
+            this.unregisterRejoin = beforeRejoin(e.payload.memberId, hook);
+          }
+          opts.onAssignment?.(e.payload.memberAssignment);
+        });
       },
       run: {
         autoCommit: false,
@@ -148,6 +162,7 @@ export class GroupConsumer {
   }
 
   async stop(): Promise<void> {
+    this.unregisterRejoin();
     await this.member.stop();
     await this.admin.close();
   }
@@ -160,6 +175,14 @@ export class GroupConsumer {
  */
 export function readCommitWaitMs(sessionTimeoutMs: number): number {
   return Math.min(10_000, Math.max(1000, Math.floor(sessionTimeoutMs / 3)));
+}
+
+/**
+ * How long a member holds its rejoin for its attempts in flight to finish and be committed: every
+ * other member waits meanwhile, and it sends no heartbeat, so a third of the session at most.
+ */
+export function rejoinSettleMs(sessionTimeoutMs: number): number {
+  return Math.min(5000, Math.floor(sessionTimeoutMs / 3));
 }
 
 const RUNNING = 0;
@@ -456,6 +479,16 @@ export class OffsetTracker {
       if (this.stalled) this.unstall();
     });
     return this.flushing;
+  }
+
+  /**
+   * Before a rejoin: waits until `idle` (nothing in flight) or `timeoutMs`, then commits what
+   * finished, while the coordinator still takes this generation's commits.
+   */
+  async settle(timeoutMs: number, idle: () => boolean): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!idle() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await this.flush();
   }
 
   private unstall(): void {

@@ -12,7 +12,7 @@ import { headerString } from '../core/kafka/client.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { parseDeliveries, parseDeliveryRecord } from '../core/webhooks/deliveries.ts';
 import type { DeliveryRecord } from '../core/webhooks/records.ts';
-import { GroupConsumer, OffsetTracker } from './consume.ts';
+import { GroupConsumer, OffsetTracker, rejoinSettleMs } from './consume.ts';
 import { isWaiting } from '../core/webhooks/delivery-policy.ts';
 import type { Outcome } from './ladder.ts';
 import { processDelivery, type Stage } from './process.ts';
@@ -127,6 +127,9 @@ export function deliveryConsumer(
     partitionsConsumedConcurrently: opts.concurrency,
     eachBatch,
     onRebalancing,
+    // Its attempts in flight finish and are committed before it rejoins (their commits would be refused after).
+    beforeRejoin: () =>
+      tracker.settle(rejoinSettleMs(ctx.config.dispatchSessionTimeoutMs), () => stage.scheduler.active === 0),
     onAssignment,
   });
   tracker = new OffsetTracker(member, { freezes: stage.scheduler });

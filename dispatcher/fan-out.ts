@@ -22,7 +22,8 @@ import {
 import { needsLane } from '../core/webhooks/delivery-policy.ts';
 import type { TypeCountReports } from '../core/webhooks/event-type-counts.ts';
 import { selectByFilter } from '../core/webhooks/filters/filter-cache.ts';
-import { GroupConsumer } from './consume.ts';
+import { GroupConsumer, rejoinSettleMs } from './consume.ts';
+import type { EachBatchPayload } from '../core/kafka/client.ts';
 import type { FilterErrorReports } from './filter-errors.ts';
 import { endSpans, relaying, type Span } from '../core/tracing.ts';
 
@@ -42,6 +43,8 @@ export function fanOutConsumer(
   filterErrors?: FilterErrorReports,
 ): GroupConsumer {
   const viewWait = viewWaitMs(ctx.config.dispatchSessionTimeoutMs);
+  /** Batches being fanned out now: a rejoin waits for them to commit (rejoin-patch.ts). */
+  let inBatch = 0;
   return new GroupConsumer(ctx.kafka, ctx.log, {
     groupId: `${ctx.config.topicPrefix}.fan-out`,
     topics: [ctx.topics.events],
@@ -49,88 +52,108 @@ export function fanOutConsumer(
     idleWaitMs: ctx.config.idleFetchWaitMs,
     sessionTimeoutMs: ctx.config.dispatchSessionTimeoutMs,
     partitionsConsumedConcurrently: ctx.config.topicPartitions,
-    async eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }, member) {
-      if (batch.messages.length === 0) return;
-      const out: OutRecord[] = [];
-      const toLanes: OutRecord[] = [];
-      const events = batch.messages.map((m) => parseEventRecord(m.value));
-      // Read-your-writes across processes: match only once this view of the endpoints has read
-      // as far as the publishing node's had (an endpoint registered just before is not missed).
-      const needed = events.reduce((n, e) => Math.max(n, e?.endpoints_at ?? 0), 0);
-      await ctx.state.reached(ctx.topics.endpoints, 0, needed, viewWait);
-      const now = ctx.clock.now();
-      const spans: Span[] = []; // traced: each event's consume and produce spans, ended with the batch
-      for (let k = 0; k < events.length; k++) {
-        const parsed = events[k];
-        if (!parsed) {
-          metrics.fannedOut('malformed');
-          continue;
-        }
-        const { endpoints_at: _seen, ...event } = parsed; // a matching detail, not part of the event
-        // Matched by type, then by filter (each with the event's budget); a failed filter is no match.
-        const endpoints = selectByFilter(ctx.endpoints.matching(event.tenant_id, event.type), event, (ep, v) => {
-          metrics.filterEvaluated(event.tenant_id, v.error !== null ? 'error' : v.matched ? 'matched' : 'unmatched');
-          if (v.error !== null) filterErrors?.note(ep, v.error, now);
-        });
-        metrics.fannedOut(endpoints.length > 0 ? 'matched' : 'unmatched');
-        typeCounts?.note(event.tenant_id, event.type, now);
-        // Keyed by event id: a tenant's events spread over every partition, so every dispatcher
-        // process shares them (delivery order was never promised; receivers dedupe on the event id).
-        const eventJson = endpoints.length > 0 ? JSON.stringify(event) : '';
-        // Traced, the deliveries carry the trace on; undefined otherwise.
-        const headers = relaying(
-          spans,
-          batch.topic,
-          batch.messages[k].headers,
-          ctx.topics.deliveries,
-          event.id,
-          endpoints.length,
-        );
-        const endpointsAt = Number(ctx.state.position(ctx.topics.endpoints, 0));
-        // A lane endpoint's delivery goes alone to its lane (keyed by endpoint: one owner, in
-        // order); the others share DeliverySets, spread over every dispatcher.
-        const spread: string[] = [];
-        for (const ep of endpoints) {
-          if (!needsLane(ep)) {
-            spread.push(ep.id);
-            continue;
-          }
-          const value = deliveryJson({ ...newDelivery(event, ep.id, now), endpoints_at: endpointsAt }, eventJson);
-          toLanes.push(headers ? { key: ep.id, value, headers } : { key: ep.id, value });
-        }
-        for (let i = 0; i < spread.length; i += DELIVERY_SET_MAX) {
-          const value = deliverySetJson(eventJson, spread.slice(i, i + DELIVERY_SET_MAX), now, endpointsAt);
-          out.push(headers ? { key: event.id, value, headers } : { key: event.id, value });
-        }
-      }
-      if (!isRunning() || isStale()) {
-        endSpans(spans, 'abandoned: the partition moved');
-        return;
-      }
+    // A batch under way when the group rebalances commits before this member rejoins (after, its
+    // commit would be refused and the partition's next owner would fan it out again).
+    async beforeRejoin() {
+      const deadline = Date.now() + rejoinSettleMs(ctx.config.dispatchSessionTimeoutMs);
+      while (inBatch > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    },
+    async eachBatch(payload, member) {
+      inBatch++;
       try {
-        for (let i = 0; i < out.length; i += 500) {
-          await ctx.producer.send(ctx.topics.deliveries, out.slice(i, i + 500));
-          await heartbeat();
-        }
-        // In the events' order: a lane keeps a key's order as the tenant's partition had it.
-        for (let i = 0; i < toLanes.length; i += 500) {
-          await ctx.producer.send(ctx.topics.lanes, toLanes.slice(i, i + 500));
-          await heartbeat();
-        }
-      } catch (err) {
-        endSpans(spans, (err as Error).message);
-        throw err;
-      }
-      endSpans(spans);
-      const last = batch.messages[batch.messages.length - 1].offset;
-      resolveOffset(last);
-      const offsets = [{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() }];
-      // Tried again (a heartbeat between: a rebalance ends the wait) until it lands or the partition moves.
-      for (let wait = COMMIT_RETRY_FIRST_MS; !(await member.commit(offsets)); wait = Math.min(2 * wait, 1000)) {
-        if (!isRunning() || isStale()) return;
-        await heartbeat();
-        await new Promise((r) => setTimeout(r, wait));
+        await fanOutBatch(payload, member);
+      } finally {
+        inBatch--;
       }
     },
   });
+
+  async function fanOutBatch(
+    { batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload,
+    member: GroupConsumer,
+  ): Promise<void> {
+    if (batch.messages.length === 0) return;
+    const out: OutRecord[] = [];
+    const toLanes: OutRecord[] = [];
+    const events = batch.messages.map((m) => parseEventRecord(m.value));
+    // Read-your-writes across processes: match only once this view of the endpoints has read
+    // as far as the publishing node's had (an endpoint registered just before is not missed).
+    const needed = events.reduce((n, e) => Math.max(n, e?.endpoints_at ?? 0), 0);
+    await ctx.state.reached(ctx.topics.endpoints, 0, needed, viewWait);
+    const now = ctx.clock.now();
+    const spans: Span[] = []; // traced: each event's consume and produce spans, ended with the batch
+    for (let k = 0; k < events.length; k++) {
+      const parsed = events[k];
+      if (!parsed) {
+        metrics.fannedOut('malformed');
+        continue;
+      }
+      const { endpoints_at: _seen, ...event } = parsed; // a matching detail, not part of the event
+      // Matched by type, then by filter (each with the event's budget); a failed filter is no match.
+      const endpoints = selectByFilter(ctx.endpoints.matching(event.tenant_id, event.type), event, (ep, v) => {
+        metrics.filterEvaluated(event.tenant_id, v.error !== null ? 'error' : v.matched ? 'matched' : 'unmatched');
+        if (v.error !== null) filterErrors?.note(ep, v.error, now);
+      });
+      metrics.fannedOut(endpoints.length > 0 ? 'matched' : 'unmatched');
+      typeCounts?.note(event.tenant_id, event.type, now);
+      // Keyed by event id: a tenant's events spread over every partition, so every dispatcher
+      // process shares them (delivery order was never promised; receivers dedupe on the event id).
+      const eventJson = endpoints.length > 0 ? JSON.stringify(event) : '';
+      // Traced, the deliveries carry the trace on; undefined otherwise.
+      const headers = relaying(
+        spans,
+        batch.topic,
+        batch.messages[k].headers,
+        ctx.topics.deliveries,
+        event.id,
+        endpoints.length,
+      );
+      const endpointsAt = Number(ctx.state.position(ctx.topics.endpoints, 0));
+      // A lane endpoint's delivery goes alone to its lane (keyed by endpoint: one owner, in
+      // order); the others share DeliverySets, spread over every dispatcher.
+      const spread: string[] = [];
+      for (const ep of endpoints) {
+        if (!needsLane(ep)) {
+          spread.push(ep.id);
+          continue;
+        }
+        const value = deliveryJson({ ...newDelivery(event, ep.id, now), endpoints_at: endpointsAt }, eventJson);
+        toLanes.push(headers ? { key: ep.id, value, headers } : { key: ep.id, value });
+      }
+      for (let i = 0; i < spread.length; i += DELIVERY_SET_MAX) {
+        const value = deliverySetJson(eventJson, spread.slice(i, i + DELIVERY_SET_MAX), now, endpointsAt);
+        out.push(headers ? { key: event.id, value, headers } : { key: event.id, value });
+      }
+    }
+    if (!isRunning() || isStale()) {
+      endSpans(spans, 'abandoned: the partition moved');
+      return;
+    }
+    try {
+      // A heartbeat between chunks, none after the last: a rebalance it reports must not come
+      // between the last write and the commit.
+      for (let i = 0; i < out.length; i += 500) {
+        if (i > 0) await heartbeat();
+        await ctx.producer.send(ctx.topics.deliveries, out.slice(i, i + 500));
+      }
+      // In the events' order: a lane keeps a key's order as the tenant's partition had it.
+      for (let i = 0; i < toLanes.length; i += 500) {
+        if (i > 0 || out.length > 0) await heartbeat();
+        await ctx.producer.send(ctx.topics.lanes, toLanes.slice(i, i + 500));
+      }
+    } catch (err) {
+      endSpans(spans, (err as Error).message);
+      throw err;
+    }
+    endSpans(spans);
+    const last = batch.messages[batch.messages.length - 1].offset;
+    resolveOffset(last);
+    const offsets = [{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() }];
+    // Tried again (a heartbeat between: a rebalance ends the wait) until it lands or the partition moves.
+    for (let wait = COMMIT_RETRY_FIRST_MS; !(await member.commit(offsets)); wait = Math.min(2 * wait, 1000)) {
+      if (!isRunning() || isStale()) return;
+      await heartbeat();
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
 }

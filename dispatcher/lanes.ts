@@ -27,7 +27,7 @@ import type { Metrics } from '../core/metrics.ts';
 import { parseDeliveryRecord } from '../core/webhooks/deliveries.ts';
 import { isOrdered, isWaiting, spacingMs } from '../core/webhooks/delivery-policy.ts';
 import type { DeliveryRecord } from '../core/webhooks/records.ts';
-import { GroupConsumer, OffsetTracker } from './consume.ts';
+import { GroupConsumer, OffsetTracker, rejoinSettleMs } from './consume.ts';
 import type { DeliveryConsumer } from './delivery-consumer.ts';
 import { hold, type Outcome } from './ladder.ts';
 import { LaneScheduler, type LaneJob, type LaneStep } from './lane-scheduler.ts';
@@ -275,6 +275,8 @@ export function laneConsumer(stage: Stage, recorder: OutcomeRecorder, metrics: M
       lanes.freeze();
       stage.scheduler.freeze(groupId);
     },
+    beforeRejoin: () =>
+      tracker.settle(rejoinSettleMs(config.dispatchSessionTimeoutMs), () => stage.scheduler.active === 0),
     onAssignment: (assigned) => {
       const gone = tracker.retain(assigned);
       // Their tickets in the process scheduler go too (counted once, as lane deliveries).

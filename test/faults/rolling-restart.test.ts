@@ -2,11 +2,10 @@
  * A rolling restart under load: three `sluice dispatcher` processes, each in turn sent SIGTERM,
  * waited for, and replaced, while events are published at a steady rate. A stopping member
  * finishes and commits what it started before it leaves its group (test/receivers/sigterm.test.ts
- * checks that alone: 0 repeats), so nothing is lost. What is still repeated comes from the
- * rebalances: each leave and join moves partitions, and a member rejoins (kafkajs, at once) before
- * the attempts it had in flight are committed, so their commits are refused and the partition's
- * next owner sends them again. Bounded here by the attempts in flight at each rebalance; the
- * figure is printed (issue 32 asks for 0: holding the rejoin until they are committed is the fix).
+ * checks that alone), and every member that rebalances because of it, or of its replacement,
+ * finishes and commits its attempts and fan-out batches under way before it rejoins
+ * (core/kafka/rejoin-patch.ts): nothing is lost and nothing is delivered twice (issue 32). Before
+ * the rejoin hold, a run repeated 157 of 15,220.
  */
 import t from 'tap';
 import type { ChildProcess } from 'node:child_process';
@@ -70,7 +69,5 @@ t.test('SIGTERM one dispatcher at a time under load, each replaced: nothing lost
   const receipts = r.events().length;
   const repeats = receipts - received().size;
   t.comment(`accepted ${pub.stats.accepted.size}, receipts ${receipts}, repeats ${repeats}`);
-  // Three leaves and three joins, each with at most SLUICE_DISPATCH_CONCURRENCY (256) attempts open.
-  const bound = 6 * 256;
-  t.ok(repeats <= bound, `repeats bounded by the attempts open at the six rebalances: ${repeats} ≤ ${bound}`);
+  t.equal(repeats, 0, 'no event delivered twice');
 });

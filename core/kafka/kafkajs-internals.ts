@@ -1,6 +1,6 @@
 /**
  * The kafkajs internals Sluice's fixes replace (request-queue-patch.ts, coordinator-patch.ts,
- * fetch-wait.ts), loaded only after checking that kafkajs is the version they were written for and
+ * rejoin-patch.ts, fetch-wait.ts), loaded only after checking that kafkajs is the version they were written for and
  * that what they replace is still there: a renamed method would otherwise leave a fix installed
  * and never called. Either failure stops start-up with a message saying what to look at.
  */

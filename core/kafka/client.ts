@@ -30,15 +30,24 @@ const {
 export type { Kafka, Consumer, Producer, Admin, IHeaders, EachBatchPayload };
 
 const keyPartitioner = kafkajs.Partitioners.DefaultPartitioner();
+/** The partition list the partitioner reads, by partition count (it reads only its length for a keyed record). */
+const partitionLists = new Map<
+  number,
+  { partitionId: number; leader: number; replicas: []; isr: []; partitionErrorCode: 0 }[]
+>();
 /** The partition kafkajs's default partitioner (Java's murmur2) writes a keyed record to, of `count`. */
 export function partitionOfKey(topic: string, key: string, count: number): number {
-  const partitionMetadata = Array.from({ length: count }, (_, partitionId) => ({
-    partitionId,
-    leader: 0,
-    replicas: [],
-    isr: [],
-    partitionErrorCode: 0,
-  }));
+  let partitionMetadata = partitionLists.get(count);
+  if (!partitionMetadata) {
+    partitionMetadata = Array.from({ length: count }, (_, partitionId) => ({
+      partitionId,
+      leader: 0,
+      replicas: [] as [],
+      isr: [] as [],
+      partitionErrorCode: 0 as const,
+    }));
+    partitionLists.set(count, partitionMetadata);
+  }
   return keyPartitioner({ topic, partitionMetadata, message: { key, value: null } });
 }
 

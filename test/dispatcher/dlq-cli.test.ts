@@ -67,7 +67,7 @@ t.test('sluice dlq replay puts 2000 entries back into delivery, printing its pro
   const before = await until(
     () => listAll(token),
     (l) => l.length === N,
-    30_000,
+    90_000,
     `${N} entries listed`,
   );
   t.same(

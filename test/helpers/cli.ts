@@ -1,4 +1,6 @@
 /** Runs the real CLI (`node bin/sluice.js ...`) as a child process against a test node's Kafka and prefix. */
+import { createWriteStream } from 'node:fs';
+import { join } from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../../core/config.ts';
@@ -100,20 +102,23 @@ export function spawnDispatcher(
   env: Record<string, string>,
   track: (child: ChildProcess) => void = () => {},
 ): Promise<DispatcherProcess> {
+  const logDir = process.env.TEST_CHILD_LOG_DIR;
   const child = spawn(process.execPath, [SLUICE_BIN, 'dispatcher'], {
     env: {
       ...process.env,
       ...env,
       KAFKA_BROKERS: process.env.KAFKA_BROKERS,
       SLUICE_TOPIC_PREFIX: prefix,
-      SLUICE_LOG_LEVEL: 'error',
+      // TEST_CHILD_LOG_LEVEL=info (with TEST_CHILD_LOG_DIR) keeps a dispatcher's log for a failure's diagnosis.
+      SLUICE_LOG_LEVEL: process.env.TEST_CHILD_LOG_LEVEL ?? 'error',
       SLUICE_HOST: '127.0.0.1',
       SLUICE_PORT: '0',
       SLUICE_ADMIN_PORT: '0',
     },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', logDir ? 'pipe' : 'inherit'],
   });
   track(child);
+  child.stderr?.pipe(createWriteStream(join(logDir ?? '', `dispatcher-${prefix}-${child.pid}.log`)));
   let out = '';
   return new Promise((resolve, reject) => {
     child.stdout.on('data', (d: Buffer) => {

@@ -83,7 +83,9 @@ export async function until<T>(
     const v = await read();
     if (ok(v)) return v;
     if (Date.now() > deadline)
-      throw new Error(`${what}: not within ${timeoutMs} ms (last: ${JSON.stringify(v)?.slice(0, 400)})`);
+      throw new Error(
+        `${what}: not within ${timeoutMs} ms (last: ${Array.isArray(v) ? `${v.length} items, ` : ''}${JSON.stringify(v)?.slice(0, 400)})`,
+      );
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }

@@ -121,7 +121,7 @@ export function spawnDispatcher(
   child.stderr?.pipe(createWriteStream(join(logDir ?? '', `dispatcher-${prefix}-${child.pid}.log`)));
   let out = '';
   return new Promise((resolve, reject) => {
-    child.stdout.on('data', (d: Buffer) => {
+    child.stdout?.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /dispatcher running \(admin: (\S+)\)/.exec(out);
       if (m) resolve({ child, metrics: m[1], output: () => out });

@@ -82,10 +82,10 @@ export async function until<T>(
   for (;;) {
     const v = await read();
     if (ok(v)) return v;
-    if (Date.now() > deadline)
-      throw new Error(
-        `${what}: not within ${timeoutMs} ms (last: ${Array.isArray(v) ? `${v.length} items, ` : ''}${JSON.stringify(v)?.slice(0, 400)})`,
-      );
+    if (Date.now() > deadline) {
+      const size = Array.isArray(v) ? `${v.length} items, ` : '';
+      throw new Error(`${what}: not within ${timeoutMs} ms (last: ${size}${JSON.stringify(v)?.slice(0, 400)})`);
+    }
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }

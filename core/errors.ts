@@ -3,7 +3,7 @@
  * `SluiceBaseError`: a `code` callers switch on (never the message text) and `retriable`, whether
  * the same operation may succeed if tried again (what `retry()` in core/retry.ts goes by, like
  * kafkajs's `KafkaJSError.retriable`). This file imports nothing: the receiver package
- * (core/webhooks/verify.ts with its schemes/, built to dist/ with no dependencies) derives its error from it too.
+ * (receiver-sdk/, built to dist/ with no dependencies) derives its error from it too.
  *
  * `SluiceError` is the API's error: each code maps to an HTTP status and to the `code` member of
  * an RFC 9457 problem+json body. It carries facts, not headers: ingress/problem.ts turns

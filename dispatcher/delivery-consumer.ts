@@ -13,7 +13,7 @@ import type { Metrics } from '../core/metrics.ts';
 import { parseDeliveries, parseDeliveryRecord } from '../core/webhooks/deliveries.ts';
 import type { DeliveryRecord } from '../core/webhooks/records.ts';
 import { GroupConsumer, OffsetTracker, rejoinSettleMs } from './consume.ts';
-import { isWaiting } from '../core/webhooks/delivery-policy.ts';
+import { isWaiting } from './delivery-policy.ts';
 import type { Outcome } from './ladder.ts';
 import { processDelivery, type Stage } from './process.ts';
 import { HEADER_HELD_SINCE, type OutcomeRecorder } from './record.ts';

@@ -19,7 +19,7 @@ import {
   newDelivery,
   parseEventRecord,
 } from '../core/webhooks/deliveries.ts';
-import { needsLane } from '../core/webhooks/delivery-policy.ts';
+import { needsLane } from './delivery-policy.ts';
 import type { TypeCountReports } from '../core/webhooks/event-type-counts.ts';
 import { selectByFilter } from '../core/webhooks/filters/filter-cache.ts';
 import { GroupConsumer, rejoinSettleMs } from './consume.ts';

@@ -16,7 +16,7 @@ import { fanOutConsumer } from './fan-out.ts';
 import { startTypeCountReports } from '../core/webhooks/event-type-counts.ts';
 import { FilterErrorReports } from './filter-errors.ts';
 import { laneConsumer } from './lanes.ts';
-import { isWaiting } from '../core/webhooks/delivery-policy.ts';
+import { isWaiting } from './delivery-policy.ts';
 import type { EndpointRecord } from '../core/webhooks/records.ts';
 import { EndpointHealth } from './health.ts';
 import { DeliveryScheduler, type EndpointSignal } from './scheduler.ts';

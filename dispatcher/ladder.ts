@@ -10,7 +10,7 @@ import { retryLadder as policy } from '../core/webhooks/retry-policy.ts';
 import type { AttemptOutcome } from '../core/webhooks/attempt.ts';
 import type { DeliveryRecord, DlqEntry } from '../core/webhooks/records.ts';
 import { deadLetterEntry } from './dlq.ts';
-import { PAUSE_MAX_MS } from '../core/webhooks/delivery-policy.ts';
+import { PAUSE_MAX_MS } from './delivery-policy.ts';
 
 export type Outcome =
   | { kind: 'delivered'; rec: DeliveryRecord; status: number }

@@ -2,7 +2,7 @@
  * The lane consumer: one group over `sluice.lanes`, where the deliveries of endpoints with a rate
  * limit, an in-flight limit or `ordering: key` travel keyed by endpoint id. Each partition has one
  * owner in the cluster, so the owner's LaneScheduler (lane-scheduler.ts) enforces the endpoint's
- * limits and order for every dispatcher at once (core/webhooks/delivery-policy.ts).
+ * limits and order for every dispatcher at once (dispatcher/delivery-policy.ts).
  *
  * A delivery that fails:
  * - without order, goes up the retry ladder as any other (its rung forwards it back here when due);
@@ -25,7 +25,7 @@ import type { EachBatchPayload, IHeaders } from '../core/kafka/client.ts';
 import { LruMap } from '../core/lru.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { parseDeliveryRecord } from '../core/webhooks/deliveries.ts';
-import { isOrdered, isWaiting, spacingMs } from '../core/webhooks/delivery-policy.ts';
+import { isOrdered, isWaiting, spacingMs } from './delivery-policy.ts';
 import type { DeliveryRecord } from '../core/webhooks/records.ts';
 import { GroupConsumer, OffsetTracker, rejoinSettleMs } from './consume.ts';
 import type { DeliveryConsumer } from './delivery-consumer.ts';

@@ -27,7 +27,7 @@ import {
   type LadderClock,
   type Outcome,
 } from './ladder.ts';
-import { isWaiting, needsLane } from '../core/webhooks/delivery-policy.ts';
+import { isWaiting, needsLane } from './delivery-policy.ts';
 import type { DeliveryScheduler, EndpointSignal } from './scheduler.ts';
 import type { TraceContext } from '../core/tracing.ts';
 

@@ -1,8 +1,8 @@
 /**
- * `npm run build`: compiles the package's public surface (core/index.ts, core/webhooks/verify.ts
- * and what they import: node built-ins only) to JavaScript with type declarations in dist/, and
- * writes dist/package.json: the package receivers install (`npm run pack` packs it). It has no
- * dependencies; the server itself runs from the repository (bin/sluice.js, through tsx).
+ * `npm run build`: compiles the receiver SDK (receiver-sdk/index.ts and verify.ts, with what they
+ * import: node built-ins and a few core modules) to JavaScript with type declarations in dist/,
+ * and writes dist/package.json: the package receivers install (`npm run pack` packs it). It has
+ * no dependencies. The server is built apart (`npm run build:server`, into build/).
  * `node bin/run-ts.js scripts/build.ts <dir>` builds into another directory (the pack test does,
  * so it never pulls dist/ from under test files that import it).
  */
@@ -40,16 +40,16 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
   version: string;
   engines: unknown;
 };
-const entry = (path: string) => ({ types: `./core/${path}.d.ts`, default: `./core/${path}.js` });
+const entry = (path: string) => ({ types: `./receiver-sdk/${path}.d.ts`, default: `./receiver-sdk/${path}.js` });
 const manifest = {
   name: pkg.name,
   version: pkg.version,
   description: 'Verify Sluice webhooks (Sluice signatures and Standard Webhooks) in plain Node',
   type: 'module',
   engines: pkg.engines,
-  exports: { '.': entry('index'), './webhooks': entry('webhooks/verify') },
-  types: './core/index.d.ts',
-  files: ['core'],
+  exports: { '.': entry('index'), './webhooks': entry('verify') },
+  types: './receiver-sdk/index.d.ts',
+  files: ['receiver-sdk', 'core'],
   sideEffects: false,
 };
 writeFileSync(join(dist, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);

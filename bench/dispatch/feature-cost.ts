@@ -38,11 +38,11 @@ export const FEATURES: Feature[] = [
   },
   {
     name: 'signing, both schemes (HMAC-SHA256 ×2, headers)',
-    owns: inFiles('/core/webhooks/signing.ts', '/core/webhooks/schemes/'),
+    owns: inFiles('/core/webhooks/signing.ts', '/receiver-sdk/schemes/'),
   },
   {
     name: 'of which the standard-webhooks signature',
-    owns: inFiles('/core/webhooks/schemes/standard.ts'),
+    owns: inFiles('/receiver-sdk/schemes/standard.ts'),
   },
   {
     name: 'attempt history (digests, their Kafka writes; the view on each ingress)',
@@ -64,7 +64,7 @@ export const FEATURES: Feature[] = [
   },
   {
     name: 'delivery policy (which endpoints need a lane; the lane consumer)',
-    owns: inFiles('/core/webhooks/delivery-policy.ts', '/dispatcher/lanes.ts', '/dispatcher/lane-scheduler.ts'),
+    owns: inFiles('/dispatcher/delivery-policy.ts', '/dispatcher/lanes.ts', '/dispatcher/lane-scheduler.ts'),
   },
   { name: 'Kafka client (kafkajs)', owns: inFiles('/kafkajs/') },
   { name: 'garbage collection', owns: (_url, fn) => fn === '(garbage collector)' },

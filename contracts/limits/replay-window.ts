@@ -7,7 +7,7 @@
  * accepted, and to 301 s after it, where they must be refused as TIMESTAMP_OUT_OF_WINDOW.
  */
 import { ManualClock } from '../../core/clock.ts';
-import { verifyWebhook, WebhookVerificationError } from '../../core/webhooks/verify.ts';
+import { verifyWebhook, WebhookVerificationError } from '../../receiver-sdk/verify.ts';
 import { api, register, startTarget } from './webhook-target.ts';
 import { result, type LimitCheck } from './types.ts';
 

@@ -6,7 +6,7 @@
  *   const v = checkDelivery(rawBody, headers, secret, { schemas, now: Date.now() }); // [] when conformant
  */
 import { timingSafeEqual } from 'node:crypto';
-import { webhookHmac } from '../../core/webhooks/schemes/sluice.ts';
+import { webhookHmac } from '../../receiver-sdk/schemes/sluice.ts';
 import type { Json } from '../contract.ts';
 import type { ContractSchemas } from '../schemas.ts';
 

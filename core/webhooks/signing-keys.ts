@@ -5,7 +5,12 @@
  * `kid` is its RFC 7638 thumbprint, so two keys of one endpoint never share a kid.
  */
 import { createHash, generateKeyPairSync } from 'node:crypto';
-import { PRIVATE_KEY_PREFIX, PUBLIC_KEY_PREFIX, publicKeyOf, rawPublicKey } from './schemes/ed25519.ts';
+import {
+  PRIVATE_KEY_PREFIX,
+  PUBLIC_KEY_PREFIX,
+  publicKeyOf,
+  rawPublicKey,
+} from '../../receiver-sdk/schemes/ed25519.ts';
 
 import type { SigningMode } from './records.ts';
 

@@ -8,9 +8,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { EventRecord, SigningMode, WebhookBody } from './records.ts';
-import { signV1a } from './schemes/ed25519.ts';
-import { SIGNATURE_SCHEMES } from './schemes/index.ts';
-import { SECRET_PREFIX } from './schemes/scheme.ts';
+import { signV1a } from '../../receiver-sdk/schemes/ed25519.ts';
+import { SIGNATURE_SCHEMES } from '../../receiver-sdk/schemes/index.ts';
+import { SECRET_PREFIX } from '../../receiver-sdk/schemes/scheme.ts';
 
 export const EVENT_ID_HEADER = 'x-service-event-id';
 export const EVENT_TYPE_HEADER = 'x-service-event-type';

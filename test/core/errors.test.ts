@@ -10,7 +10,7 @@ import { ConfigError, OAuthError, SluiceBaseError, SluiceError, unavailable } fr
 import { isPermanentWriteError, isTransientKafkaError } from '../../core/kafka/client.ts';
 import { TopicSettingsError } from '../../core/kafka/topic-admin.ts';
 import { LocalKafkaError } from '../../core/kafka/local-broker.ts';
-import { WebhookVerificationError } from '../../core/webhooks/verify.ts';
+import { WebhookVerificationError } from '../../receiver-sdk/verify.ts';
 import { UsageError } from '../../cli/args.ts';
 import { TokenError } from '../../contracts/verify/session.ts';
 import { errorHeaders } from '../../ingress/problem.ts';

@@ -62,8 +62,8 @@ t.test(
   },
 );
 
-t.test('no import circles in core, ingress, dispatcher or cli (type imports count too)', async (t) => {
-  const files = ['core', 'ingress', 'dispatcher', 'cli'].flatMap((layer) => tsFiles(join(root, layer)));
+t.test('no import circles in core, ingress, dispatcher, cli or receiver-sdk (type imports count too)', async (t) => {
+  const files = ['core', 'ingress', 'dispatcher', 'cli', 'receiver-sdk'].flatMap((layer) => tsFiles(join(root, layer)));
   const known = new Set(files);
   const edges = new Map(
     files.map((f) => [
@@ -93,4 +93,34 @@ t.test('no import circles in core, ingress, dispatcher or cli (type imports coun
   for (const f of files) visit(f);
   t.ok(files.length > 100, `${files.length} files read`);
   t.same(circles, []);
+});
+
+// The receiver SDK is the package receivers install (scripts/build.ts): it may reach into the
+// server's code only for these few files, which themselves import node built-ins and each other.
+const SDK_REACHES = [
+  'core/errors.ts',
+  'core/lru.ts',
+  'core/webhooks/records.ts',
+  'core/webhooks/signing.ts',
+  'core/webhooks/target-guard.ts',
+];
+
+t.test('receiver-sdk/ imports node built-ins, itself and a short list of core files only', async (t) => {
+  const files = tsFiles(join(root, 'receiver-sdk'));
+  t.ok(
+    files.some((f) => f.endsWith('verify.ts')),
+    'receiver-sdk/verify.ts is there',
+  );
+  const offences = files.flatMap((f) =>
+    importsOf(f)
+      .filter((s) => {
+        // The package's own name appears in the usage examples of doc comments.
+        if (s.startsWith('node:') || s === 'sluice' || s.startsWith('sluice/')) return false;
+        if (!s.startsWith('.')) return true;
+        const to = relative(root, join(f, '..', s));
+        return !to.startsWith('receiver-sdk/') && !SDK_REACHES.includes(to);
+      })
+      .map((s) => `${relative(root, f)} imports ${s}`),
+  );
+  t.same(offences, []);
 });

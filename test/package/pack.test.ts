@@ -40,10 +40,10 @@ t.test(
     const files = packed[0].files.map((f) => f.path);
     for (const f of [
       'package.json',
-      'core/webhooks/verify.js',
-      'core/webhooks/verify.d.ts',
-      'core/index.js',
-      'core/index.d.ts',
+      'receiver-sdk/verify.js',
+      'receiver-sdk/verify.d.ts',
+      'receiver-sdk/index.js',
+      'receiver-sdk/index.d.ts',
     ])
       t.ok(files.includes(f), `the tarball has ${f}`);
     t.notOk(

@@ -8,7 +8,7 @@ import t, { type Test } from 'tap';
 import { randomUUID } from 'node:crypto';
 import { call, nodePair, type TestNode } from '../helpers/sluice.ts';
 import { publish, receiver, type TestReceiver } from '../dispatcher/receiver.ts';
-import { verifyWebhook } from '../../core/webhooks/verify.ts';
+import { verifyWebhook } from '../../receiver-sdk/verify.ts';
 import { unseal } from '../../core/secrets.ts';
 import { recordFailingSince } from '../../core/webhooks/endpoint-service.ts';
 import { follows } from '../../core/webhooks/endpoint-registry.ts';

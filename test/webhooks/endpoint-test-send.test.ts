@@ -8,7 +8,7 @@
 import t from 'tap';
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import { call, startTestNode } from '../helpers/sluice.ts';
-import { verifyWebhook } from '../../core/webhooks/verify.ts';
+import { verifyWebhook } from '../../receiver-sdk/verify.ts';
 
 const node = await startTestNode({ SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true' });
 const EP = '/v1/webhooks/endpoints';

@@ -8,7 +8,7 @@
 import t from 'tap';
 import { assertInvalid, call, nodePair, until, type TestNode } from '../helpers/sluice.ts';
 import { publish, receiver, signatureValid, type TestReceiver } from '../dispatcher/receiver.ts';
-import { verifyWebhook } from '../../core/webhooks/verify.ts';
+import { verifyWebhook } from '../../receiver-sdk/verify.ts';
 
 const env = { SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true' };
 const { node, other } = await nodePair(env);

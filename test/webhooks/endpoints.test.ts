@@ -2,7 +2,7 @@ import t from 'tap';
 import { createHmac } from 'node:crypto';
 import { assertInvalid, startTestNode, call } from '../helpers/sluice.ts';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.ts';
-import { verifyWebhook } from '../../core/webhooks/verify.ts';
+import { verifyWebhook } from '../../receiver-sdk/verify.ts';
 
 // Receivers listen on 127.0.0.1, which only the development flag lets through.
 const node = await startTestNode({ SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true' });

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { createHmac, randomBytes } from 'node:crypto';
-import { verifyWebhook, WebhookVerificationError, type WebhookVerificationCode } from '../../core/index.ts';
+import { verifyWebhook, WebhookVerificationError, type WebhookVerificationCode } from '../../receiver-sdk/index.ts';
 import { verifyWebhook as fromSubpath } from 'sluice/webhooks';
 import { newEndpointSecret, signDelivery } from '../../core/webhooks/signing.ts';
 import type { EventRecord } from '../../core/webhooks/records.ts';

@@ -12,7 +12,7 @@
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { checkedBody, checkTolerance } from './checked-body.ts';
-import type { WebhookBody } from './records.ts';
+import type { WebhookBody } from '../core/webhooks/records.ts';
 import { verifyV1a } from './schemes/ed25519.ts';
 import { type WebhookHeaders, WebhookVerificationError } from './schemes/scheme.ts';
 import { STANDARD_TIMESTAMP_HEADER } from './schemes/standard.ts';

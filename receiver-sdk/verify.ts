@@ -20,7 +20,7 @@
  * Pass the body exactly as received (a Buffer or the undecoded string): re-serialized JSON fails.
  * While switching secrets, pass both: `verifyWebhook(body, headers, [newSecret, oldSecret])`.
  */
-import type { WebhookBody } from './records.ts';
+import type { WebhookBody } from '../core/webhooks/records.ts';
 import { checkedBody, checkTolerance } from './checked-body.ts';
 import { SIGNATURE_SCHEMES, type SchemeName } from './schemes/index.ts';
 import type { WebhookHeaders } from './schemes/scheme.ts';

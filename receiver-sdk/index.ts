@@ -9,20 +9,20 @@ export {
   type VerifyWebhookOptions,
   type WebhookHeaders,
   type SchemeName,
-} from './webhooks/verify.ts';
-export type { WebhookBody, EndpointState } from './webhooks/records.ts';
-export { KNOWN_EVENT_KINDS } from './webhooks/records.ts';
-export { EVENT_ID_HEADER, EVENT_TYPE_HEADER, ATTEMPT_HEADER } from './webhooks/signing.ts';
-export { SIGNATURE_HEADER, PREVIOUS_SIGNATURE_HEADER, TIMESTAMP_HEADER } from './webhooks/schemes/sluice.ts';
+} from './verify.ts';
+export type { WebhookBody, EndpointState } from '../core/webhooks/records.ts';
+export { KNOWN_EVENT_KINDS } from '../core/webhooks/records.ts';
+export { EVENT_ID_HEADER, EVENT_TYPE_HEADER, ATTEMPT_HEADER } from '../core/webhooks/signing.ts';
+export { SIGNATURE_HEADER, PREVIOUS_SIGNATURE_HEADER, TIMESTAMP_HEADER } from './schemes/sluice.ts';
 export {
   STANDARD_ID_HEADER,
   STANDARD_TIMESTAMP_HEADER,
   STANDARD_SIGNATURE_HEADER,
-} from './webhooks/schemes/standard.ts';
+} from './schemes/standard.ts';
 export {
   checkTargetUrl,
   assertPublicAddress,
   type TargetGuardOptions,
   type TargetLookup,
-} from './webhooks/target-guard.ts';
-export { SluiceBaseError, SluiceError, ERRORS, type ErrorCode } from './errors.ts';
+} from '../core/webhooks/target-guard.ts';
+export { SluiceBaseError, SluiceError, ERRORS, type ErrorCode } from '../core/errors.ts';

@@ -8,8 +8,8 @@
  * (the owner of that partition) sends to it, and its limits and order hold cluster-wide without a
  * coordinator. Every other endpoint keeps today's spread over every dispatcher.
  */
-import { retryLadder } from './retry-policy.ts';
-import type { EndpointRecord } from './records.ts';
+import { retryLadder } from '../core/webhooks/retry-policy.ts';
+import type { EndpointRecord } from '../core/webhooks/records.ts';
 
 export const RATE_LIMIT_MAX = 10_000;
 export const MAX_IN_FLIGHT_MAX = 1000;

@@ -6,8 +6,8 @@
  * there. Node built-ins only: the receiver package ships these files.
  */
 import { createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
-import { SluiceBaseError } from '../../errors.ts';
-import { LruMap } from '../../lru.ts';
+import { SluiceBaseError } from '../../core/errors.ts';
+import { LruMap } from '../../core/lru.ts';
 
 export const SECRET_PREFIX = 'whsec_';
 

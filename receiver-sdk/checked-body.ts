@@ -2,7 +2,7 @@
  * What every verification checks after the signature (verify.ts, jwks-verifier.ts): the signed
  * timestamp within the window, the body a Sluice webhook, and its `timestamp` equal to the header's.
  */
-import type { WebhookBody } from './records.ts';
+import type { WebhookBody } from '../core/webhooks/records.ts';
 import { WebhookVerificationError } from './schemes/scheme.ts';
 
 function isWebhookBody(v: unknown): v is WebhookBody {

@@ -8,7 +8,7 @@
  * Node built-ins only: the receiver package ships this file.
  */
 import { createPrivateKey, createPublicKey, type KeyObject, sign, verify } from 'node:crypto';
-import { LruMap } from '../../lru.ts';
+import { LruMap } from '../../core/lru.ts';
 import { headerValues, mustCarry, WebhookVerificationError, unixSeconds, type SignedParts } from './scheme.ts';
 import { STANDARD_ID_HEADER, STANDARD_SIGNATURE_HEADER, STANDARD_TIMESTAMP_HEADER } from './standard.ts';
 

@@ -4,6 +4,7 @@ import { createServer } from 'node:http';
 import { spawnDispatcher } from '../helpers/cli.ts';
 import { startTestNode, uniquePrefix, call } from '../helpers/sluice.ts';
 import { receiver, registerEndpoint, type TestReceiver } from './receiver.ts';
+import { groupsBehind, whereAre } from '../faults/harness.ts';
 
 const EVENTS = 800;
 const ENDPOINTS = 4; // 3200 deliveries
@@ -161,6 +162,17 @@ t.test('a SIGKILL behind a slow endpoint repeats what was in flight, not all its
   const deadline = Date.now() + 120_000;
   while (distinct() < total && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
   t.equal(distinct(), total, `every fast delivery arrived (${total})`);
+  if (distinct() < total) {
+    // Where the missing ones are, and which group holds them: what a failure under load needs.
+    const got = new Set(fast.flatMap((r, i) => r.receipts().map((h) => `${h.body.id}@${i}`)));
+    const lost: string[] = [];
+    for (let e = 0; e < n; e++)
+      for (let i = 0; i < fast.length; i++) if (!got.has(`slow-${e}@${i}`)) lost.push(`slow-${e}@${i}`);
+    const events = [...new Set(lost.map((l) => l.split('@')[0]))];
+    t.comment(`missing ${lost.length}: ${lost.slice(0, 12).join(' ')}`);
+    t.comment(`where: ${await whereAre(node.ctx.kafka, prefix, events.slice(0, 6))}`);
+    t.comment(`groups behind: ${(await groupsBehind(node.ctx.kafka, prefix)).join('; ') || 'none'}`);
+  }
   await new Promise((r) => setTimeout(r, 1000));
   const repeats = fastReceipts() - distinct();
   t.comment(`${n} events, ${total} fast deliveries, ${atKill} before the kill, ${repeats} repeated`);

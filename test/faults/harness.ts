@@ -220,3 +220,33 @@ export async function groupCoordinator(admin: Admin, prefix: string): Promise<nu
   const partition = javaHash(group) % offsets.partitions.length;
   return offsets.partitions.find((p) => p.partitionId === partition)?.leader;
 }
+
+/**
+ * Each consumer group of the prefix, where it stands against the end of its topics: the partitions
+ * whose committed offset is behind their end, as `group topic[partition] committed/end` (printed
+ * when a test finds deliveries missing: which stage holds them).
+ */
+export async function groupsBehind(kafka: import('kafkajs').Kafka, prefix: string): Promise<string[]> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const groups = (await admin.listGroups()).groups.map((g) => g.groupId).filter((g) => g.startsWith(`${prefix}.`));
+    const topics = (await admin.listTopics()).filter((name) => name.startsWith(`${prefix}.`));
+    const ends = new Map<string, string>();
+    for (const topic of topics)
+      for (const o of await admin.fetchTopicOffsets(topic)) ends.set(`${topic}[${o.partition}]`, o.high);
+    const out: string[] = [];
+    for (const groupId of groups)
+      for (const { topic, partitions } of await admin.fetchOffsets({ groupId, topics }))
+        for (const p of partitions) {
+          const end = ends.get(`${topic}[${p.partition}]`) ?? '?';
+          const committed = p.offset === '-1' ? '0' : p.offset;
+          const [g, tp] = [groupId.slice(prefix.length + 1), topic.slice(prefix.length + 1)];
+          if (end !== '?' && BigInt(committed) < BigInt(end))
+            out.push(`${g} ${tp}[${p.partition}] ${committed}/${end}`);
+        }
+    return out;
+  } finally {
+    await admin.disconnect();
+  }
+}

@@ -17,7 +17,7 @@ import { loadConfig } from '../core/config.ts';
 import { createClient } from '../core/clients/provisioning.ts';
 import { startNode } from '../cli/assemble.ts';
 import { Scratch } from './children.ts';
-import { signDelivery } from '../core/webhooks/signing.ts';
+import { signDelivery } from '../outbound/signing.ts';
 import { fetchToken } from '../test/helpers/sluice.ts';
 
 const arg = (name: string, def: number) => {

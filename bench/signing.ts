@@ -8,7 +8,7 @@
  */
 import { cpus } from 'node:os';
 import type { EventRecord } from '../core/webhooks/records.ts';
-import { newEndpointSecret, signDelivery, type SigningSecrets } from '../core/webhooks/signing.ts';
+import { newEndpointSecret, signDelivery, type SigningSecrets } from '../outbound/signing.ts';
 import { newSigningKeyPair } from '../core/webhooks/signing-keys.ts';
 
 const n = Number(process.argv[2] ?? 20_000);

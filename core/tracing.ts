@@ -27,7 +27,7 @@ import {
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { IHeaders } from './kafka/client.ts';
 import type { Config } from './config.ts';
-import type { AttemptOutcome } from './webhooks/attempt.ts';
+import type { AttemptOutcome } from '../outbound/attempt.ts';
 import type { DeliveryRecord, EndpointRecord } from './webhooks/records.ts';
 
 export type { Span, TraceContext };

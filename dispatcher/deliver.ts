@@ -4,12 +4,12 @@
  * through the shared keep-alive agent.
  * The network timeout is 10 s of real time, never divided by SLUICE_TIME_SCALE.
  */
-import type { Http1Agent } from '../core/webhooks/http1-agent.ts';
+import type { Http1Agent } from '../outbound/http1-agent.ts';
 import { LruMap } from '../core/lru.ts';
 import type { Context } from '../core/context.ts';
-import { attemptDelivery, createDeliveryAgent, type AttemptOutcome } from '../core/webhooks/attempt.ts';
-import { signDelivery } from '../core/webhooks/signing.ts';
-import { guardedLookup, targetGuard } from '../core/webhooks/target-guard.ts';
+import { attemptDelivery, createDeliveryAgent, type AttemptOutcome } from '../outbound/attempt.ts';
+import { signDelivery } from '../outbound/signing.ts';
+import { guardedLookup, targetGuard } from '../outbound/target-guard.ts';
 import type { DeliveryRecord, EndpointRecord } from '../core/webhooks/records.ts';
 import { attempting, type TraceContext } from '../core/tracing.ts';
 

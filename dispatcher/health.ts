@@ -9,7 +9,7 @@
  * At most one write per endpoint is in flight from a process at a time.
  */
 import type { Context } from '../core/context.ts';
-import type { AttemptOutcome } from '../core/webhooks/attempt.ts';
+import type { AttemptOutcome } from '../outbound/attempt.ts';
 import { disableEndpoint, recordFailingSince } from '../core/webhooks/endpoint-service.ts';
 
 export const CHECKPOINT_AFTER_MS = 3600_000;

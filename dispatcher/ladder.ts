@@ -7,7 +7,7 @@
  * or `forwarded` (its endpoint is a lane endpoint: to `sluice.lanes`, dispatcher/lanes.ts). Nothing here touches Kafka.
  */
 import { retryLadder as policy } from '../core/webhooks/retry-policy.ts';
-import type { AttemptOutcome } from '../core/webhooks/attempt.ts';
+import type { AttemptOutcome } from '../outbound/attempt.ts';
 import type { DeliveryRecord, DlqEntry } from '../core/webhooks/records.ts';
 import { deadLetterEntry } from './dlq.ts';
 import { PAUSE_MAX_MS } from './delivery-policy.ts';

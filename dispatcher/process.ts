@@ -14,7 +14,7 @@
 import type { Context } from '../core/context.ts';
 import type { DeliveryRecord, EndpointRecord } from '../core/webhooks/records.ts';
 import type { AttemptRecord } from '../core/webhooks/attempt-history.ts';
-import type { AttemptOutcome } from '../core/webhooks/attempt.ts';
+import type { AttemptOutcome } from '../outbound/attempt.ts';
 import type { Deliverer } from './deliver.ts';
 import type { EndpointHealth } from './health.ts';
 import {

@@ -12,7 +12,7 @@ export {
 } from './verify.ts';
 export type { WebhookBody, EndpointState } from '../core/webhooks/records.ts';
 export { KNOWN_EVENT_KINDS } from '../core/webhooks/records.ts';
-export { EVENT_ID_HEADER, EVENT_TYPE_HEADER, ATTEMPT_HEADER } from '../core/webhooks/signing.ts';
+export { EVENT_ID_HEADER, EVENT_TYPE_HEADER, ATTEMPT_HEADER } from '../outbound/signing.ts';
 export { SIGNATURE_HEADER, PREVIOUS_SIGNATURE_HEADER, TIMESTAMP_HEADER } from './schemes/sluice.ts';
 export {
   STANDARD_ID_HEADER,
@@ -24,5 +24,5 @@ export {
   assertPublicAddress,
   type TargetGuardOptions,
   type TargetLookup,
-} from '../core/webhooks/target-guard.ts';
+} from '../outbound/target-guard.ts';
 export { SluiceBaseError, SluiceError, ERRORS, type ErrorCode } from '../core/errors.ts';

@@ -38,7 +38,7 @@ export const FEATURES: Feature[] = [
   },
   {
     name: 'signing, both schemes (HMAC-SHA256 ×2, headers)',
-    owns: inFiles('/core/webhooks/signing.ts', '/receiver-sdk/schemes/'),
+    owns: inFiles('/outbound/signing.ts', '/receiver-sdk/schemes/'),
   },
   {
     name: 'of which the standard-webhooks signature',
@@ -56,7 +56,7 @@ export const FEATURES: Feature[] = [
   },
   {
     name: 'HTTP to receivers (http1-agent.ts, attempt.ts: socket writes and reads included)',
-    owns: inFiles('/core/webhooks/http1-agent.ts', '/core/webhooks/attempt.ts'),
+    owns: inFiles('/outbound/http1-agent.ts', '/outbound/attempt.ts'),
   },
   {
     name: 'event-type counts (the fan-out tally, its reports, the view on each ingress)',

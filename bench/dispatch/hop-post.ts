@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Pool } from 'undici';
-import { signDelivery } from '../../core/webhooks/signing.ts';
+import { signDelivery } from '../../outbound/signing.ts';
 import type { HopPostResult, HopPostSpec } from './ipc.ts';
 
 const spec = JSON.parse(process.argv[2]) as HopPostSpec;

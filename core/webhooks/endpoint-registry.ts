@@ -17,7 +17,7 @@ import type { Position } from '../paging.ts';
 import { LruMap } from '../lru.ts';
 import { unseal } from '../secrets.ts';
 import type { EndpointRecord } from './records.ts';
-import type { SigningSecrets } from './signing.ts';
+import type { SigningSecrets } from '../../outbound/signing.ts';
 
 /** Parsed records (and their secrets) kept in the heap: the endpoints deliveries are going to now. */
 const CACHED = 4096;

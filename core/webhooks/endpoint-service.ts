@@ -22,15 +22,20 @@ import { appendAudit } from '../audit/audit-log.ts';
 import { waitFor, writeState, type Context } from '../context.ts';
 import { invalidRequest, SluiceError, unavailable } from '../errors.ts';
 import { newId, seal } from '../secrets.ts';
-import type { AttemptOutcome } from './attempt.ts';
+import type { AttemptOutcome } from '../../outbound/attempt.ts';
 import { isPublishableType } from './deliveries.ts';
-import { failureClass, type PingOptions, sendEvent, sendPing } from './ping.ts';
+import { failureClass, type PingOptions, sendEvent, sendPing } from '../../outbound/ping.ts';
 import { publishEvent } from './publish.ts';
 import type { EndpointRecord, EventRecord, Ordering, SigningMode } from './records.ts';
-import { newEndpointSecret } from './signing.ts';
+import { newEndpointSecret } from '../../outbound/signing.ts';
 import { newSigningKeyPair } from './signing-keys.ts';
 import { checkFilter } from './filters/endpoint-filter.ts';
-import { assertPublicAddress, checkTargetUrl, normalTargetUrl, type TargetGuardOptions } from './target-guard.ts';
+import {
+  assertPublicAddress,
+  checkTargetUrl,
+  normalTargetUrl,
+  type TargetGuardOptions,
+} from '../../outbound/target-guard.ts';
 
 export interface NewEndpoint {
   tenant_id: string;

@@ -10,7 +10,7 @@
 import type { Context } from '../../core/context.ts';
 import { SluiceError } from '../../core/errors.ts';
 import type { EndpointRecord } from '../../core/webhooks/records.ts';
-import type { AttemptOutcome } from '../../core/webhooks/attempt.ts';
+import type { AttemptOutcome } from '../../outbound/attempt.ts';
 import {
   createEndpoint,
   deleteEndpoint,
@@ -25,8 +25,8 @@ import {
 } from '../../core/webhooks/endpoint-service.ts';
 import { json, type AppRequest, type Reply, type Route } from '../types.ts';
 import { pageOf, readCursor } from '../../core/paging.ts';
-import { failureClass } from '../../core/webhooks/ping.ts';
-import { normalTargetUrl } from '../../core/webhooks/target-guard.ts';
+import { failureClass } from '../../outbound/ping.ts';
+import { normalTargetUrl } from '../../outbound/target-guard.ts';
 import { TargetBudget } from './target-budget.ts';
 import { checkFilter } from '../../core/webhooks/filters/endpoint-filter.ts';
 

@@ -7,7 +7,7 @@
 import t from 'tap';
 import { startTestNode, call } from '../helpers/sluice.ts';
 import { loadContract, pointer } from '../../contracts/contract.ts';
-import { MAX_TARGET_URL_LENGTH } from '../../core/webhooks/target-guard.ts';
+import { MAX_TARGET_URL_LENGTH } from '../../outbound/target-guard.ts';
 import { MAX_SECRET_OVERLAP_MS } from '../../core/webhooks/endpoint-service.ts';
 import { EVENT_ID_PATTERN, EVENT_TYPE_PATTERN } from '../../core/webhooks/deliveries.ts';
 import { KNOWN_EVENT_KINDS } from '../../core/webhooks/records.ts';

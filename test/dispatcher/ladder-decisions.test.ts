@@ -8,7 +8,7 @@
 import t from 'tap';
 import { afterAttempt, remainingSpanMs } from '../../dispatcher/ladder.ts';
 import { newDelivery } from '../../core/webhooks/deliveries.ts';
-import type { AttemptOutcome } from '../../core/webhooks/attempt.ts';
+import type { AttemptOutcome } from '../../outbound/attempt.ts';
 import type { DeliveryRecord } from '../../core/webhooks/records.ts';
 
 const H = 3600_000;

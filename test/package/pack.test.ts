@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { newEndpointSecret, signDelivery } from '../../core/webhooks/signing.ts';
+import { newEndpointSecret, signDelivery } from '../../outbound/signing.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const work = mkdtempSync(join(tmpdir(), 'sluice-pack-'));

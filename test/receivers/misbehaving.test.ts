@@ -13,7 +13,7 @@ import t from 'tap';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { startTestNode, until } from '../helpers/sluice.ts';
 import { publish, registerEndpoint } from '../dispatcher/receiver.ts';
-import { attemptDelivery } from '../../core/webhooks/attempt.ts';
+import { attemptDelivery } from '../../outbound/attempt.ts';
 import { rawReceiver, send, type RawConn, type RawReceiver } from './raw-receiver.ts';
 
 const MARKER = `marker-${randomUUID()}`;

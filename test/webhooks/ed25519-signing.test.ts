@@ -7,7 +7,7 @@ import { createPublicKey, verify } from 'node:crypto';
 import t from 'tap';
 import { createJwksVerifier, verifyWebhook, WebhookVerificationError } from 'sluice/webhooks';
 import type { EventRecord } from '../../core/webhooks/records.ts';
-import { newEndpointSecret, signDelivery, type SignedDelivery } from '../../core/webhooks/signing.ts';
+import { newEndpointSecret, signDelivery, type SignedDelivery } from '../../outbound/signing.ts';
 import { jwkOf, newSigningKeyPair } from '../../core/webhooks/signing-keys.ts';
 import { endpointJwks } from '../../core/webhooks/endpoint-jwks.ts';
 

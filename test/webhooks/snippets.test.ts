@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { call, startTestNode } from '../helpers/sluice.ts';
 import { publish, receiver, registerEndpoint, type Hit, type TestReceiver } from '../dispatcher/receiver.ts';
-import { newEndpointSecret } from '../../core/webhooks/signing.ts';
+import { newEndpointSecret } from '../../outbound/signing.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const doc = readFileSync(join(root, 'docs/webhooks.md'), 'utf8');

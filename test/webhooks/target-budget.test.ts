@@ -7,7 +7,7 @@
 import { createServer as createTcpServer, type Socket } from 'node:net';
 import t, { type Test } from 'tap';
 import { ENDPOINT_BURST } from '../../ingress/routes/target-budget.ts';
-import { failureClass } from '../../core/webhooks/ping.ts';
+import { failureClass } from '../../outbound/ping.ts';
 import { call, freePort, startTestNode } from '../helpers/sluice.ts';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.ts';
 

@@ -9,9 +9,9 @@ import { createInterface } from 'node:readline';
 import t from 'tap';
 import { loadConfig } from '../../core/config.ts';
 import { ConfigError } from '../../core/errors.ts';
-import { attemptDelivery, createDeliveryAgent } from '../../core/webhooks/attempt.ts';
-import { failureClass } from '../../core/webhooks/ping.ts';
-import { guardedLookup } from '../../core/webhooks/target-guard.ts';
+import { attemptDelivery, createDeliveryAgent } from '../../outbound/attempt.ts';
+import { failureClass } from '../../outbound/ping.ts';
+import { guardedLookup } from '../../outbound/target-guard.ts';
 import { call, startTestNode } from '../helpers/sluice.ts';
 import { publish, receiver, registerEndpoint } from '../dispatcher/receiver.ts';
 

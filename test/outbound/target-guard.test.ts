@@ -6,10 +6,10 @@ import {
   guardedLookup,
   targetGuard,
   type TargetLookup,
-} from '../../core/webhooks/target-guard.ts';
-import { classifyAddress } from '../../core/webhooks/ip-ranges.ts';
-import { attemptDelivery, createDeliveryAgent } from '../../core/webhooks/attempt.ts';
-import { sendPing } from '../../core/webhooks/ping.ts';
+} from '../../outbound/target-guard.ts';
+import { classifyAddress } from '../../outbound/ip-ranges.ts';
+import { attemptDelivery, createDeliveryAgent } from '../../outbound/attempt.ts';
+import { sendPing } from '../../outbound/ping.ts';
 import type { EndpointRecord } from '../../core/webhooks/records.ts';
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { hostname } from 'node:os';

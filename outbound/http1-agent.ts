@@ -28,7 +28,7 @@
  */
 import { connect as netConnect, isIP, type LookupFunction, type Socket } from 'node:net';
 import { type SecureContext, connect as tlsConnect } from 'node:tls';
-import type { DeliveryProxy } from '../config/webhooks.ts';
+import type { DeliveryProxy } from '../core/config/webhooks.ts';
 
 /** The answer's head as an attempt reads it. */
 export interface ResponseHead {

@@ -14,9 +14,9 @@
  */
 import type { LookupFunction } from 'node:net';
 import { createSecureContext, type SecureContext } from 'node:tls';
-import type { DeliveryClientCertificate } from '../config/readers.ts';
-import type { DeliveryProxy } from '../config/webhooks.ts';
-import { LruMap } from '../lru.ts';
+import type { DeliveryClientCertificate } from '../core/config/readers.ts';
+import type { DeliveryProxy } from '../core/config/webhooks.ts';
+import { LruMap } from '../core/lru.ts';
 import { Http1Agent, type ExchangeHandler, type ResponseHead } from './http1-agent.ts';
 
 export interface AttemptOutcome {

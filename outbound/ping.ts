@@ -8,11 +8,11 @@
  *   if (outcome.ok) ... // ACTIVE
  *   const test = await sendEvent(rec, secrets, event, { allowInsecure, nowMs, timeoutMs: 10_000, keepBody: 1024 });
  */
-import type { DeliveryClientCertificate } from '../config/readers.ts';
-import type { DeliveryProxy } from '../config/webhooks.ts';
-import { newId } from '../secrets.ts';
+import type { DeliveryClientCertificate } from '../core/config/readers.ts';
+import type { DeliveryProxy } from '../core/config/webhooks.ts';
+import { newId } from '../core/secrets.ts';
 import { attemptDelivery, createDeliveryAgent, type AttemptOutcome } from './attempt.ts';
-import type { EndpointRecord, EventRecord } from './records.ts';
+import type { EndpointRecord, EventRecord } from '../core/webhooks/records.ts';
 import { signDelivery, type SigningSecrets } from './signing.ts';
 import { guardedLookup, targetGuard, type TargetGuardOptions } from './target-guard.ts';
 

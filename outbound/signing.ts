@@ -7,10 +7,10 @@
  * sign. A new timestamp every attempt, so a retry hours later still passes a 300-second replay window.
  */
 import { randomBytes } from 'node:crypto';
-import type { EventRecord, SigningMode, WebhookBody } from './records.ts';
-import { signV1a } from '../../receiver-sdk/schemes/ed25519.ts';
-import { SIGNATURE_SCHEMES } from '../../receiver-sdk/schemes/index.ts';
-import { SECRET_PREFIX } from '../../receiver-sdk/schemes/scheme.ts';
+import type { EventRecord, SigningMode, WebhookBody } from '../core/webhooks/records.ts';
+import { signV1a } from '../receiver-sdk/schemes/ed25519.ts';
+import { SIGNATURE_SCHEMES } from '../receiver-sdk/schemes/index.ts';
+import { SECRET_PREFIX } from '../receiver-sdk/schemes/scheme.ts';
 
 export const EVENT_ID_HEADER = 'x-service-event-id';
 export const EVENT_TYPE_HEADER = 'x-service-event-type';

@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { createHmac, randomBytes } from 'node:crypto';
 import { verifyWebhook, WebhookVerificationError, type WebhookVerificationCode } from '../../receiver-sdk/index.ts';
 import { verifyWebhook as fromSubpath } from 'sluice/webhooks';
-import { newEndpointSecret, signDelivery } from '../../core/webhooks/signing.ts';
+import { newEndpointSecret, signDelivery } from '../../outbound/signing.ts';
 import type { EventRecord } from '../../core/webhooks/records.ts';
 
 const secret = 'whsec_test-secret-0123456789abcdefghijklmnopqrstuv';

@@ -1,10 +1,10 @@
 /**
- * The webhook HTTP/1.1 client (core/webhooks/http1-agent.ts) against raw TCP servers on 127.0.0.1
+ * The webhook HTTP/1.1 client (outbound/http1-agent.ts) against raw TCP servers on 127.0.0.1
  * that answer byte for byte as each case needs: framing, keep-alive and the connection bound.
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import t from 'tap';
-import { Http1Agent, type ResponseHead } from '../../core/webhooks/http1-agent.ts';
+import { Http1Agent, type ResponseHead } from '../../outbound/http1-agent.ts';
 
 interface Raw {
   url: URL;

@@ -4,7 +4,7 @@
  * stored and shown in WHATWG's form, the one every later check and request uses.
  */
 import t from 'tap';
-import { checkTargetUrl, normalTargetUrl } from '../../core/webhooks/target-guard.ts';
+import { checkTargetUrl, normalTargetUrl } from '../../outbound/target-guard.ts';
 import { SluiceError } from '../../core/errors.ts';
 import { call, startTestNode } from '../helpers/sluice.ts';
 import { startReceiver } from '../helpers/webhook-receiver.ts';

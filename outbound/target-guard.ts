@@ -13,7 +13,7 @@
  */
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
-import { SluiceError } from '../errors.ts';
+import { SluiceError } from '../core/errors.ts';
 import { type Blocked, type BlockedKind, classifyAddress } from './ip-ranges.ts';
 
 export const MAX_TARGET_URL_LENGTH = 2048;

@@ -1,5 +1,5 @@
 /**
- * Receivers that try to abuse or confuse the webhook HTTP client (core/webhooks/http1-agent.ts),
+ * Receivers that try to abuse or confuse the webhook HTTP client (outbound/http1-agent.ts),
  * each a raw TCP server on 127.0.0.1 writing exactly the bytes of its case (issue 32 item 2):
  * - a corpus of hostile answers: for each, the verdict (delivered or failed, and why), whether the
  *   connection is reused (never after anything ambiguous), bounded CPU, and no answer ever given
@@ -13,8 +13,8 @@ import { request } from 'node:http';
 import { createServer, type Socket } from 'node:net';
 import fc from 'fast-check';
 import t, { type Test } from 'tap';
-import { attemptDelivery } from '../../core/webhooks/attempt.ts';
-import { Http1Agent, MAX_HEAD_BYTES, MAX_INTERIM } from '../../core/webhooks/http1-agent.ts';
+import { attemptDelivery } from '../../outbound/attempt.ts';
+import { Http1Agent, MAX_HEAD_BYTES, MAX_INTERIM } from '../../outbound/http1-agent.ts';
 
 type Script = (socket: Socket, n: number) => void;
 

@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { createSecureContext, type TLSSocket } from 'node:tls';
 import { loadConfig } from '../../core/config.ts';
 import { ConfigError } from '../../core/errors.ts';
-import { Http1Agent } from '../../core/webhooks/http1-agent.ts';
+import { Http1Agent } from '../../outbound/http1-agent.ts';
 import { makeCerts } from '../helpers/certs.ts';
 import { runCli, SLUICE_BIN } from '../helpers/cli.ts';
 import { call, fetchToken, freePort, uniquePrefix, until } from '../helpers/sluice.ts';

@@ -481,8 +481,17 @@ export async function measureCut(
   await Promise.all([probeLoop, watchC]);
   const accepted = new Set([...pubs[0].accepted, ...pubs[1].accepted]);
   log(`  waiting for ${accepted.size} events × ${receivers.length} endpoints`);
+  // Waited for while deliveries still arrive (a loaded machine drains slowly), up to drainMs in all;
+  // 30 s without one ends the wait.
   const deadline = Date.now() + (opts.drainMs ?? 180_000);
-  while (tally(accepted, receivers).lost > 0 && Date.now() < deadline) await sleep(500);
+  let left = tally(accepted, receivers).lost;
+  let arrivedAt = Date.now();
+  while (left > 0 && Date.now() < deadline && Date.now() - arrivedAt < 30_000) {
+    await sleep(500);
+    const now = tally(accepted, receivers).lost;
+    if (now < left) arrivedAt = Date.now();
+    left = now;
+  }
   const drainedAfterMs = Date.now() - healedAt;
   await sleep(3000); // late duplicates
   const t = tally(accepted, receivers);

@@ -115,6 +115,8 @@ t.test(
     await r.until((e) => e.some((h) => h.body.id === e1.id), 30_000, 'event 1');
     r.answerFor = (hit) => (hit.body.id === e1.id ? 500 : 410);
     const e2 = (await publish(node, token, { type: 'pipeline.failed', data: { n: 2 } })).json;
+    // Two waits, so a failure says which step did not come: the 410 answered, then the state.
+    await r.until((e) => e.some((h) => h.body.id === e2.id), 120_000, 'event 2 answered with 410');
 
     const disabled = await until(
       () => endpoint(token, ep.id),

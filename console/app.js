@@ -10,7 +10,6 @@
 //   endpoints.js       endpoint management: register, edit, pause, rotate, delete, test send
 //   endpoint-form.js   the register/edit form   filter-field.js  its CEL filter, compile error, try it
 //   forms.js           problem answers beside a form, busy buttons, a secret shown once
-//   recovery.js        recovery of an endpoint's time window, with its progress bar
 //   recovery.js        recovery of a window of failed deliveries, with its progress
 
 import { $ } from './dom.js';

@@ -38,27 +38,29 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
 import { freePort, freePorts } from '../scripts/free-port.ts';
-import {
-  median,
-  rpc,
-  type HopKafkaResult,
-  type HopKafkaSpec,
-  type HopPostResult,
-  type HopPostSpec,
-  type LoadRequest,
-  type LoadResult,
-  type LoadSpec,
-  type PortMode,
-  type PortStats,
-  type ReceiverRequest,
-  type ReceiverStats,
+import type {
+  HopKafkaResult,
+  HopKafkaSpec,
+  HopPostResult,
+  HopPostSpec,
+  LoadRequest,
+  LoadResult,
+  LoadSpec,
+  PortMode,
+  PortStats,
+  ReceiverRequest,
+  ReceiverStats,
 } from './dispatch/ipc.ts';
-import { ProcSampler, childPid, listenerPid, processTree, type Usage } from './dispatch/proc-stats.ts';
+import { rpc } from './harness/ipc.ts';
+import { ProcSampler, childPid, listenerPid, processTree, type Usage } from './harness/proc-cpu.ts';
+import { median } from './harness/stats.ts';
 import { writeSection } from './dispatch/results.ts';
 import { judgeCpu, recordedCpu } from './dispatch/cpu-check.ts';
 import { featureShares } from './dispatch/feature-cost.ts';
 import { benchCommand, writeMarkedSection } from './results-section.ts';
-import { dropBenchTopics, Scratch, settleGroups, tail, waitForLine } from './children.ts';
+import { tail, waitForLine } from './harness/children.ts';
+import { dropBenchTopics, settleGroups } from './harness/kafka.ts';
+import { Scratch } from './harness/scratch.ts';
 import { fmt } from './state/report.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

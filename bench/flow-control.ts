@@ -51,20 +51,11 @@ import { parseArgs } from 'node:util';
 import kafkajs from 'kafkajs';
 import { type Admin, createKafka } from '../core/kafka/client.ts';
 import { freePort } from '../scripts/free-port.ts';
-import {
-  benchKafka,
-  Children,
-  dropBenchTopics,
-  type Launched,
-  Scratch,
-  settleGroups,
-  tail,
-  waitForLine,
-  adminClient,
-  bearerToken,
-  type BenchClient,
-} from './children.ts';
-import { rpc } from './dispatch/ipc.ts';
+import { Children, type Launched, tail, waitForLine } from './harness/children.ts';
+import { rpc } from './harness/ipc.ts';
+import { benchKafka, dropBenchTopics, settleGroups } from './harness/kafka.ts';
+import { Scratch } from './harness/scratch.ts';
+import { adminClient, bearerToken, type BenchClient } from './harness/sluice-api.ts';
 import type {
   FlowLoadRequest,
   FlowPortSpec,

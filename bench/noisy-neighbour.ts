@@ -33,19 +33,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { freePort } from '../scripts/free-port.ts';
-import {
-  benchKafka,
-  Children,
-  dropBenchTopics,
-  Scratch,
-  settleGroups,
-  tail,
-  waitForLine,
-  adminClient,
-  bearerToken,
-  type BenchClient,
-} from './children.ts';
-import { rpc } from './dispatch/ipc.ts';
+import { Children, tail, waitForLine } from './harness/children.ts';
+import { rpc } from './harness/ipc.ts';
+import { benchKafka, dropBenchTopics, settleGroups } from './harness/kafka.ts';
+import { Scratch } from './harness/scratch.ts';
+import { adminClient, bearerToken, type BenchClient } from './harness/sluice-api.ts';
 import type {
   NoisyLoadRequest,
   NoisyLoadResult,

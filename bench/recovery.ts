@@ -32,17 +32,11 @@ import { parseArgs } from 'node:util';
 import { createKafka } from '../core/kafka/client.ts';
 import type { DlqEntry } from '../core/webhooks/records.ts';
 import { freePort } from '../scripts/free-port.ts';
-import {
-  adminClient,
-  bearerToken,
-  benchKafka,
-  Children,
-  dropBenchTopics,
-  Scratch,
-  settleGroups,
-  tail,
-} from './children.ts';
-import { rpc } from './dispatch/ipc.ts';
+import { Children, tail } from './harness/children.ts';
+import { rpc } from './harness/ipc.ts';
+import { benchKafka, dropBenchTopics, settleGroups } from './harness/kafka.ts';
+import { Scratch } from './harness/scratch.ts';
+import { adminClient, bearerToken } from './harness/sluice-api.ts';
 import type { NoisyLoadRequest, NoisyLoadResult, NoisyReceiverRequest, NoisyReceiverStats } from './noisy/ipc.ts';
 import { benchCommand, writeMarkedSection } from './results-section.ts';
 import { fmt } from './state/report.ts';

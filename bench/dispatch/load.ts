@@ -8,7 +8,8 @@
  * Every event carries `data.sent_at` (epoch ms, when its request left) for the receiver.
  */
 import { Pool } from 'undici';
-import { serve, type LoadRequest, type LoadResult, type LoadSpec } from './ipc.ts';
+import { serve } from '../harness/ipc.ts';
+import type { LoadRequest, LoadResult, LoadSpec } from './ipc.ts';
 
 const TOKEN_TTL_MS = 10 * 60_000; // tokens last 900 s; take a new one well before
 

@@ -8,7 +8,9 @@
  * `data.sent_at` the load generator put into each event.
  */
 import { createServer, type Server } from 'node:http';
-import { percentile, serve, type PortMode, type PortStats, type ReceiverRequest, type ReceiverStats } from './ipc.ts';
+import { serve } from '../harness/ipc.ts';
+import { percentile } from '../harness/stats.ts';
+import type { PortMode, PortStats, ReceiverRequest, ReceiverStats } from './ipc.ts';
 
 interface PortState extends PortStats {
   seen: Set<string>;

@@ -10,7 +10,8 @@
  */
 import { performance } from 'node:perf_hooks';
 import { Client, Pool, type Dispatcher } from 'undici';
-import { percentile, serve } from '../dispatch/ipc.ts';
+import { serve } from '../harness/ipc.ts';
+import { percentile } from '../harness/stats.ts';
 import type {
   Credentials,
   LoadReply,

@@ -8,7 +8,7 @@
  *            batch acknowledged before the next is sent), paced at `rate` events/s or as fast as accepted.
  */
 import { Pool } from 'undici';
-import { serve } from '../dispatch/ipc.ts';
+import { serve } from '../harness/ipc.ts';
 import type { FloodSpec, FlowLoadRequest, OrderedResult, OrderedSpec, StreamResult } from './ipc.ts';
 
 const bump = (m: Record<string, number>, k: string | number) => (m[k] = (m[k] ?? 0) + 1);

@@ -7,7 +7,8 @@
  * repeats, publish-to-first-2xx latency, and for an ordered port each key's order of first sightings.
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import { percentile, serve } from '../dispatch/ipc.ts';
+import { serve } from '../harness/ipc.ts';
+import { percentile } from '../harness/stats.ts';
 import type { FlowPortSpec, FlowPortStats, FlowReceiverRequest, Latency, OrderedStats } from './ipc.ts';
 
 interface OrderedEvent {

@@ -8,7 +8,8 @@
  *          over `keys` keys (what its ordered endpoints hold back per key).
  */
 import { Pool } from 'undici';
-import { percentile, serve } from '../dispatch/ipc.ts';
+import { serve } from '../harness/ipc.ts';
+import { percentile } from '../harness/stats.ts';
 import type { NoisyLoadRequest, NoisyLoadResult, NoisyLoadSpec } from './ipc.ts';
 
 async function tokenFor(pool: Pool, clientId: string, clientSecret: string): Promise<string> {

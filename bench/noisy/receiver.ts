@@ -6,7 +6,8 @@
  * one ordering key arrived in publish order (`data.seq`; tenant B's endpoints).
  */
 import { createServer, type Server } from 'node:http';
-import { percentile, serve } from '../dispatch/ipc.ts';
+import { serve } from '../harness/ipc.ts';
+import { percentile } from '../harness/stats.ts';
 import type { FastPortStats, NoisyReceiverRequest, NoisyReceiverStats } from './ipc.ts';
 
 let servers: Server[] = [];

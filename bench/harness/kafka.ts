@@ -83,7 +83,7 @@ export async function settleGroups(
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The broker's java process, when it runs on this machine (started by the bench, or found by its port). */
-export function kafkaPid(kafka: BenchKafka): number | null {
+export function kafkaPid(kafka: { brokers: string[]; launched: Pick<Launched, 'proc'> | null }): number | null {
   const launcher = kafka.launched?.proc.pid;
   if (launcher) return childPid(launcher, 'java');
   const [host, port] = kafka.brokers[0].split(':');

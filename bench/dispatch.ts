@@ -29,36 +29,40 @@
  * Writes its section of bench/RESULTS.md (between `<!-- dispatch:<label>:begin/end -->`), except
  * with --quick unless --results is given. Exits 1 if a healthy endpoint lost a delivery.
  */
-import { execFile, execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, existsSync, readdirSync, readFileSync } from 'node:fs';
+import { createWriteStream, existsSync, readdirSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, release, totalmem, type } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
 import { freePort, freePorts } from '../scripts/free-port.ts';
-import {
-  median,
-  rpc,
-  type HopKafkaResult,
-  type HopKafkaSpec,
-  type HopPostResult,
-  type HopPostSpec,
-  type LoadRequest,
-  type LoadResult,
-  type LoadSpec,
-  type PortMode,
-  type PortStats,
-  type ReceiverRequest,
-  type ReceiverStats,
+import type {
+  HopKafkaResult,
+  HopKafkaSpec,
+  HopPostResult,
+  HopPostSpec,
+  LoadRequest,
+  LoadResult,
+  LoadSpec,
+  PortMode,
+  PortStats,
+  ReceiverRequest,
+  ReceiverStats,
 } from './dispatch/ipc.ts';
-import { ProcSampler, childPid, listenerPid, processTree, type Usage } from './dispatch/proc-stats.ts';
+import { rpc } from './harness/ipc.ts';
+import { ProcSampler, processTree, type Usage } from './harness/proc-cpu.ts';
+import { median } from './harness/stats.ts';
 import { writeSection } from './dispatch/results.ts';
 import { judgeCpu, recordedCpu } from './dispatch/cpu-check.ts';
 import { featureShares } from './dispatch/feature-cost.ts';
 import { benchCommand, writeMarkedSection } from './results-section.ts';
-import { dropBenchTopics, Scratch, settleGroups, tail, waitForLine } from './children.ts';
+import { waitForLine } from './harness/children.ts';
+import { checkLabel, gitCommit, printHelp } from './harness/cli.ts';
+import { dropBenchTopics, kafkaPid as kafkaJavaPid, settleGroups } from './harness/kafka.ts';
+import { Scratch } from './harness/scratch.ts';
+import { RECEIVER_ENV, sluiceEnv, waitReady } from './harness/sluice.ts';
 import { fmt } from './state/report.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -91,10 +95,7 @@ const { values: opt } = parseArgs({
     help: { type: 'boolean', short: 'h' },
   },
 });
-if (opt.help) {
-  say(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('*/')[0]);
-  process.exit(0);
-}
+if (opt.help) printHelp(import.meta.url);
 const quick = opt.quick === true;
 const CURVE = opt.curve === true;
 if (CURVE) {
@@ -122,15 +123,7 @@ const PAD = 200;
  */
 const SLUICE_DIR = opt['sluice-dir'] ?? ROOT;
 const SLUICE = join(SLUICE_DIR, 'bin/sluice.js');
-/** The commit of the Sluice measured (`--sluice-dir` or this checkout). */
-function sluiceCommit(): string {
-  try {
-    return execFileSync('git', ['-C', SLUICE_DIR, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
-  } catch {
-    return 'unknown commit';
-  }
-}
-if (!/^[a-z0-9-]{1,32}$/.test(opt.label!)) throw new Error('--label must be letters, digits and dashes');
+checkLabel(opt.label);
 if (opt.check && INGRESSES > 0) throw new Error('--check measures `sluice start`: it does not take --ingresses');
 
 interface Scenario {
@@ -424,13 +417,8 @@ async function main(): Promise<number> {
     await waitForLine(k, /Kafka broker ready/, 240_000, 'sluice kafka');
     brokers = [`127.0.0.1:${port}`];
   }
-  const kafkaLauncher = children.find((c) => c.name === 'kafka')?.proc.pid;
-  const [kafkaHost, kafkaPort] = brokers[0].split(':');
-  const kafkaPid = kafkaLauncher
-    ? childPid(kafkaLauncher, 'java')
-    : /^(127\.0\.0\.1|localhost)$/.test(kafkaHost)
-      ? listenerPid(Number(kafkaPort))
-      : null;
+  const kafkaLauncher = children.find((c) => c.name === 'kafka');
+  const kafkaPid = kafkaJavaPid({ brokers, launched: kafkaLauncher ?? null });
 
   // 2. receiver and load generator
   const receiverProc = forkTs('receiver', 'receiver.ts');
@@ -444,16 +432,8 @@ async function main(): Promise<number> {
   prefix = `bench-${randomBytes(4).toString('hex')}`;
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    KAFKA_BROKERS: brokers.join(','),
-    SLUICE_TOPIC_PREFIX: prefix,
-    SLUICE_HOST: '127.0.0.1',
-    SLUICE_ISSUER: `http://127.0.0.1:${port}`,
-    SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
-    // A bench registers endpoints by the hundred: no budget for their pings.
-    SLUICE_TENANT_TARGET_REQUESTS_PER_MINUTE: '1000000',
-    SLUICE_LOG_LEVEL: 'error',
-    SLUICE_DATA_DIR: scratch.dataDir(),
+    ...sluiceEnv({ brokers, prefix, port, dataDir: scratch.dataDir() }),
+    ...RECEIVER_ENV,
     ...(opt.workers ? { SLUICE_WORKERS: opt.workers } : {}),
   };
   // `sluice start` may run several worker processes (SLUICE_WORKERS, default the core count);
@@ -489,23 +469,7 @@ async function main(): Promise<number> {
     dispatchers.push(d.proc);
     await waitForLine(d, /dispatcher running/, 120_000, `dispatcher ${i}`);
   }
-  const readyz = async (node: (typeof front)[number], port: number) => {
-    for (const deadline = Date.now() + 120_000; ; ) {
-      if (node.proc.exitCode !== null)
-        throw new Error(`${node.name} exited (${node.proc.exitCode}):\n${tail(node.log)}`);
-      if (
-        await fetch(`http://127.0.0.1:${port}/readyz`).then(
-          (r) => r.status === 200,
-          () => false,
-        )
-      )
-        return;
-      if (Date.now() > deadline)
-        throw new Error(`${node.name}: ${port}/readyz not 200 within 120 s:\n${tail(node.log)}`);
-      await sleep(250);
-    }
-  };
-  for (const node of front) await readyz(node, node.adminPort);
+  for (const node of front) await waitReady(node, node.name, node.adminPort);
   // Cluster workers of `sluice start`, if any, are the node children of the primary; all forked by now.
   const sluiceWorkers = INGRESSES > 0 ? 0 : processTree(front[0].proc.pid!).length - 1;
   // `sluice start`'s admin port serves the sum of its workers (its /readyz: all of them ready).
@@ -949,7 +913,7 @@ async function main(): Promise<number> {
       join(ROOT, 'bench/RESULTS.md'),
       'dispatch-check:last',
       [
-        `### The last \`--check\` (${startedAt.toISOString()}, Sluice at ${sluiceCommit()})`,
+        `### The last \`--check\` (${startedAt.toISOString()}, Sluice at ${gitCommit(SLUICE_DIR)})`,
         '',
         `Command: \`${command}\`; machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ` +
           `1-min load average at start ${fmt(load1, 2)}; against the \`${opt['check-label']}\` section.`,

@@ -16,7 +16,7 @@ import { cpus, totalmem } from 'node:os';
 import { loadConfig } from '../core/config.ts';
 import { createClient } from '../core/clients/provisioning.ts';
 import { startNode } from '../cli/assemble.ts';
-import { Scratch } from './children.ts';
+import { Scratch } from './harness/scratch.ts';
 import { signDelivery } from '../outbound/signing.ts';
 import { fetchToken } from '../test/helpers/sluice.ts';
 

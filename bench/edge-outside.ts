@@ -30,22 +30,21 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { freePort, freePorts } from '../scripts/free-port.ts';
-import { benchKafka, Children, dropBenchTopics, Scratch, stop, tail, waitForLine, type Launched } from './children.ts';
-import { rpc } from './dispatch/ipc.ts';
-import { ProcSampler, processTree } from './dispatch/proc-stats.ts';
-import { machineCpu } from './state/report.ts';
+import { Children, stop, tail, waitForLine, type Launched } from './harness/children.ts';
+import { printHelp, ROOT, resultsFile, say, sleep } from './harness/cli.ts';
+import { rpc } from './harness/ipc.ts';
+import { benchKafka, dropBenchTopics } from './harness/kafka.ts';
+import { machineCpu, ProcSampler, processTree } from './harness/proc-cpu.ts';
+import { Scratch } from './harness/scratch.ts';
+import { sluiceEnv, waitReady } from './harness/sluice.ts';
 import type { Credentials, LoadReply, LoadRequest, TokenResult } from './edge-outside/ipc.ts';
 import type { ProvisionSpec } from './edge-outside/provision.ts';
 import { report, unexpectedOf, type Figures, type TokenCase } from './edge-outside/report.ts';
 import { writeMarkedSection } from './results-section.ts';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SLUICE = join(ROOT, 'bin/sluice.js');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const say = (line = '') => process.stdout.write(`${line}\n`);
 
 const { values: opt } = parseArgs({
   options: {
@@ -57,10 +56,7 @@ const { values: opt } = parseArgs({
     help: { type: 'boolean', short: 'h' },
   },
 });
-if (opt.help) {
-  say(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('*/')[0]);
-  process.exit(0);
-}
+if (opt.help) printHelp(import.meta.url);
 const quick = opt.quick === true;
 const num = (raw: string | undefined, full: number, small: number) => (raw ? Number(raw) : quick ? small : full);
 const SECONDS = num(opt.seconds, 10, 3);
@@ -141,20 +137,6 @@ function provision(env: NodeJS.ProcessEnv, role: string, count: number): Promise
   });
 }
 
-/** The JSON of an admin port's /readyz once it answers 200 (the node's process must stay up). */
-async function readyz(node: Launched, name: string, port: number, until = (_: any) => true): Promise<any> {
-  for (const deadline = Date.now() + 120_000; ; await sleep(250)) {
-    if (node.proc.exitCode !== null) throw new Error(`${name} exited (${node.proc.exitCode}):\n${tail(node.log)}`);
-    const body = await fetch(`http://127.0.0.1:${port}/readyz`).then(
-      (r) => (r.status === 200 ? r.json() : null),
-      () => null,
-    );
-    if (body && until(body)) return body;
-    if (Date.now() > deadline)
-      throw new Error(`${name}: ${port}/readyz not as awaited within 120 s:\n${tail(node.log)}`);
-  }
-}
-
 /** Distinct free ports: node 1's, its admin ports (one per worker), node 2's and its admin port. */
 async function pickPorts(workers: number) {
   for (;;) {
@@ -205,13 +187,7 @@ async function main(): Promise<number> {
   const workers = availableParallelism();
   const ports = await pickPorts(workers);
   const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    KAFKA_BROKERS: brokers.join(','),
-    SLUICE_TOPIC_PREFIX: prefix,
-    SLUICE_HOST: '127.0.0.1',
-    SLUICE_ISSUER: `http://127.0.0.1:${ports.node1}`,
-    SLUICE_LOG_LEVEL: 'error',
-    SLUICE_DATA_DIR: scratch.dataDir(),
+    ...sluiceEnv({ brokers, prefix, port: ports.node1, dataDir: scratch.dataDir() }),
     SLUICE_TOKEN_RATE_PER_MINUTE: '0',
   };
   for (const name of ['SLUICE_WORKERS', 'SLUICE_PORT', 'SLUICE_ADMIN_PORT']) delete env[name];
@@ -231,9 +207,9 @@ async function main(): Promise<number> {
     ...Array.from({ length: workers }, (_, i): [Launched, string, number] => [node1, 'sluice start', ports.admin1 + i]),
     [node2, 'sluice ingress', ports.admin2],
   ];
-  for (const [node, name, port] of admins) await readyz(node, name, port);
+  for (const [node, name, port] of admins) await waitReady(node, name, port);
   await decided;
-  const bootstrap = (await readyz(node1, 'sluice start', ports.admin1)).clients as number;
+  const bootstrap = (await waitReady(node1, 'sluice start', ports.admin1)).clients as number;
   const workerPids = processTree(node1.proc.pid!).slice(1);
   const byIndex = workerPids
     .map((pid, i) => ({ pid, index: workerIndexOf(pid) ?? i }))
@@ -250,7 +226,7 @@ async function main(): Promise<number> {
   const [warmUp, ...victims] = await provision(env, 'security-officer', REVOCATIONS + 1);
   const created = TOKEN_CLIENTS + 1 + REVOCATIONS + 1;
   // Every process has read them all (and the bootstrap admin).
-  for (const [node, name, port] of admins) await readyz(node, name, port, (b) => b.clients >= created + bootstrap);
+  for (const [node, name, port] of admins) await waitReady(node, name, port, (b) => b.clients >= created + bootstrap);
   const createSeconds = (Date.now() - t0) / 1000;
   say(`  ${created} clients in ${createSeconds.toFixed(1)} s (CLI ${cliSeconds.toFixed(1)} s), seen everywhere`);
 
@@ -348,10 +324,10 @@ async function main(): Promise<number> {
   const section = report(figures);
   say('');
   say(section);
-  const resultsFile = opt.results ?? (quick ? null : join(ROOT, 'bench/RESULTS.md'));
-  if (resultsFile) {
-    writeMarkedSection(resultsFile, 'edge-outside', section);
-    say(`\nwritten to ${resultsFile}`);
+  const file = resultsFile(opt.results, quick);
+  if (file) {
+    writeMarkedSection(file, 'edge-outside', section);
+    say(`\nwritten to ${file}`);
   } else say('\n(--quick: bench/RESULTS.md left alone; pass --results FILE to write the section)');
 
   const unexpected = unexpectedOf(figures);

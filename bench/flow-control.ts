@@ -41,30 +41,30 @@
  * the windows, M4's requests open, R's gaps, every event received, no failed attempt at L50 and
  * M4, no DLQ entry and nothing deferred in A, no inversion and nothing lost in B); 2 on an error.
  */
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import kafkajs from 'kafkajs';
 import { type Admin, createKafka } from '../core/kafka/client.ts';
 import { freePort } from '../scripts/free-port.ts';
+import { Children, type Launched } from './harness/children.ts';
 import {
-  benchKafka,
-  Children,
-  dropBenchTopics,
-  type Launched,
-  Scratch,
-  settleGroups,
-  tail,
-  waitForLine,
-  adminClient,
-  bearerToken,
-  type BenchClient,
-} from './children.ts';
-import { rpc } from './dispatch/ipc.ts';
+  checkLabel,
+  gitCommit,
+  printHelp,
+  ROOT,
+  resultsFile,
+  runBench,
+  say,
+  sleep,
+  writeResults,
+} from './harness/cli.ts';
+import { rpc } from './harness/ipc.ts';
+import { benchKafka, dropBenchTopics, settleGroups } from './harness/kafka.ts';
+import { Scratch } from './harness/scratch.ts';
+import { RECEIVER_ENV, sluiceEnv, startDispatchers, waitReady } from './harness/sluice.ts';
+import { adminClient, bearerToken, type BenchClient } from './harness/sluice-api.ts';
 import type {
   FlowLoadRequest,
   FlowPortSpec,
@@ -76,13 +76,10 @@ import type {
   OrderedResult,
   StreamResult,
 } from './flow/ipc.ts';
-import { benchCommand, writeMarkedSection } from './results-section.ts';
+import { benchCommand } from './results-section.ts';
 import { fmt } from './state/report.ts';
 
 const { AssignerProtocol, Partitioners } = kafkajs;
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const say = (line = '') => process.stdout.write(`${line}\n`);
 
 const { values: opt } = parseArgs({
   options: {
@@ -105,10 +102,7 @@ const { values: opt } = parseArgs({
     help: { type: 'boolean', short: 'h' },
   },
 });
-if (opt.help) {
-  say(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('*/')[0]);
-  process.exit(0);
-}
+if (opt.help) printHelp(import.meta.url);
 const quick = opt.quick === true;
 const DISPATCHERS = Number(opt.dispatchers);
 const TIME_SCALE = Number(opt['time-scale']);
@@ -123,7 +117,7 @@ const ORDERED_RATE = Number(opt['ordered-rate']);
 const FAIL_RATE = Number(opt['fail-rate']);
 const ORDERED_IN_FLIGHT = opt['ordered-in-flight'] === undefined ? null : Number(opt['ordered-in-flight']);
 const SLUICE = join(opt['sluice-dir'] ?? ROOT, 'bin/sluice.js');
-if (!/^[a-z0-9-]{1,32}$/.test(opt.label!)) throw new Error('--label must be letters, digits and dashes');
+checkLabel(opt.label);
 for (const [name, v] of Object.entries({
   DISPATCHERS,
   TIME_SCALE,
@@ -228,16 +222,8 @@ async function main(): Promise<number> {
   prefix = `bench-${randomBytes(4).toString('hex')}`;
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    KAFKA_BROKERS: brokers.join(','),
-    SLUICE_TOPIC_PREFIX: prefix,
-    SLUICE_HOST: '127.0.0.1',
-    SLUICE_ISSUER: `http://127.0.0.1:${port}`,
-    SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
-    // A bench registers endpoints by the hundred: no budget for their pings.
-    SLUICE_TENANT_TARGET_REQUESTS_PER_MINUTE: '1000000',
-    SLUICE_LOG_LEVEL: 'error',
-    SLUICE_DATA_DIR: scratch.dataDir(),
+    ...sluiceEnv({ brokers, prefix, port, dataDir: scratch.dataDir() }),
+    ...RECEIVER_ENV,
     SLUICE_WORKERS: '1',
     SLUICE_TIME_SCALE: String(TIME_SCALE),
   };
@@ -257,28 +243,9 @@ async function main(): Promise<number> {
     'sluice',
   );
   nodes.push({ name: 'sluice start', clientId: `${prefix}-start`, adminPort: startPort, launched: sluice });
-  for (const deadline = Date.now() + 120_000; ; await sleep(250)) {
-    if (sluice.proc.exitCode !== null) throw new Error(`sluice start exited:\n${tail(sluice.log)}`);
-    const ready = await fetch(`http://127.0.0.1:${startPort}/readyz`).then(
-      (r) => r.status === 200,
-      () => false,
-    );
-    if (ready) break;
-    if (Date.now() > deadline) throw new Error(`sluice start not ready within 120 s:\n${tail(sluice.log)}`);
-  }
-  for (let i = 1; i <= DISPATCHERS; i++) {
-    const ap = await freePort();
-    const clientId = `${prefix}-dispatcher-${i}`;
-    const d = children.spawn(
-      `dispatcher-${i}`,
-      SLUICE,
-      ['dispatcher'],
-      { ...env, SLUICE_ADMIN_PORT: String(ap), SLUICE_KAFKA_CLIENT_ID: clientId },
-      'sluice',
-    );
-    await waitForLine(d, /dispatcher running/, 120_000, `dispatcher ${i}`);
-    nodes.push({ name: `dispatcher-${i}`, clientId, adminPort: ap, launched: d });
-  }
+  await waitReady(sluice, 'sluice start', startPort);
+  for (const d of await startDispatchers(children, SLUICE, env, DISPATCHERS, prefix))
+    nodes.push({ ...d, clientId: d.clientId! });
   const base = `http://127.0.0.1:${port}`;
   admin = createKafka(brokers, `${prefix}-bench`).admin();
   await admin.connect();
@@ -580,14 +547,7 @@ async function main(): Promise<number> {
 
   // 8. report
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
-  let commit = 'unknown commit';
-  try {
-    commit = execFileSync('git', ['-C', opt['sluice-dir'] ?? ROOT, 'rev-parse', '--short', 'HEAD'], {
-      encoding: 'utf8',
-    }).trim();
-  } catch {
-    /* not a git checkout */
-  }
+  const commit = gitCommit(opt['sluice-dir'] ?? ROOT);
   const checks: { what: string; ok: boolean }[] = [
     {
       what: `L50: at most ${WINDOW_MAX} requests in any 1 s window (${fmt(s2.L50.maxInWindow)})`,
@@ -755,23 +715,8 @@ async function main(): Promise<number> {
   ].join('\n');
   say();
   say(section);
-  const file = opt.results ?? (quick ? null : join(ROOT, 'bench/RESULTS.md'));
-  if (file) {
-    writeMarkedSection(file, `flow-control:${opt.label}`, section);
-    say(`\nwritten to ${file}`);
-  }
+  writeResults(resultsFile(opt.results, quick), `flow-control:${opt.label}`, section);
   return failedChecks.length > 0 ? 1 : 0;
 }
 
-main().then(
-  async (code) => {
-    await shutdown();
-    process.exit(code);
-  },
-  async (err) => {
-    process.stderr.write(`${(err as Error).stack ?? err}\n`);
-    scratch.keepLogs = true;
-    await shutdown();
-    process.exit(2);
-  },
-);
+runBench(main, shutdown, scratch);

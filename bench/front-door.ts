@@ -34,9 +34,12 @@ import { openContext } from '../core/context.ts';
 import { freePort, freePorts } from '../scripts/free-port.ts';
 import { makeCerts } from '../test/helpers/certs.ts';
 import { fetchToken } from '../test/helpers/sluice.ts';
-import { benchKafka, Children, dropBenchTopics, type Launched, Scratch, stop, tail } from './children.ts';
-import { median } from './dispatch/ipc.ts';
-import { ProcSampler, processTree } from './dispatch/proc-stats.ts';
+import { Children, stop } from './harness/children.ts';
+import { benchKafka, dropBenchTopics } from './harness/kafka.ts';
+import { ProcSampler, processTree } from './harness/proc-cpu.ts';
+import { Scratch } from './harness/scratch.ts';
+import { waitReady } from './harness/sluice.ts';
+import { median } from './harness/stats.ts';
 import { benchCommand, writeMarkedSection } from './results-section.ts';
 import { type CaseResult, runCase } from './suite/k6.ts';
 import { ROUTE } from './suite/route.ts';
@@ -105,18 +108,6 @@ for (const [signal, code] of [
 ] as const)
   process.on(signal, () => void shutdown(code));
 
-async function readyz(port: number, proc: Launched): Promise<void> {
-  for (const deadline = Date.now() + 120_000; ; await new Promise((r) => setTimeout(r, 200))) {
-    if (proc.proc.exitCode !== null) throw new Error(`sluice ingress exited:\n${tail(proc.log)}`);
-    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then(
-      (r) => r.status === 200,
-      () => false,
-    );
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`not ready on admin port ${port}:\n${tail(proc.log)}`);
-  }
-}
-
 /** `sluice ingress --workers N` on the bench's topics, with `env` added; resolves once every worker is ready. */
 async function startSluice(name: string, env: Record<string, string>) {
   const port = await freePort();
@@ -137,7 +128,7 @@ async function startSluice(name: string, env: Record<string, string>) {
     },
     'sluice',
   );
-  for (let i = 0; i < WORKERS; i++) await readyz(adminPort + i, proc);
+  for (let i = 0; i < WORKERS; i++) await waitReady(proc, 'sluice ingress', adminPort + i, undefined, 200);
   return { port, proc, pids: () => processTree(proc.proc.pid!) };
 }
 

@@ -25,27 +25,28 @@
  * with --quick unless --results is given. Exits 1 when a quiet-tenant event was not received within
  * 30 s of its phase's end, or arrived out of order at its ordered endpoint.
  */
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { freePort } from '../scripts/free-port.ts';
+import { Children } from './harness/children.ts';
 import {
-  benchKafka,
-  Children,
-  dropBenchTopics,
-  Scratch,
-  settleGroups,
-  tail,
-  waitForLine,
-  adminClient,
-  bearerToken,
-  type BenchClient,
-} from './children.ts';
-import { rpc } from './dispatch/ipc.ts';
+  checkLabel,
+  gitCommit,
+  printHelp,
+  ROOT,
+  resultsFile,
+  runBench,
+  say,
+  sleep,
+  writeResults,
+} from './harness/cli.ts';
+import { rpc } from './harness/ipc.ts';
+import { benchKafka, dropBenchTopics, settleGroups } from './harness/kafka.ts';
+import { Scratch } from './harness/scratch.ts';
+import { RECEIVER_ENV, sluiceEnv, startDispatchers, waitReady } from './harness/sluice.ts';
+import { adminClient, bearerToken, type BenchClient } from './harness/sluice-api.ts';
 import type {
   NoisyLoadRequest,
   NoisyLoadResult,
@@ -53,12 +54,8 @@ import type {
   NoisyReceiverRequest,
   NoisyReceiverStats,
 } from './noisy/ipc.ts';
-import { benchCommand, writeMarkedSection } from './results-section.ts';
+import { benchCommand } from './results-section.ts';
 import { fmt } from './state/report.ts';
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const say = (line = '') => process.stdout.write(`${line}\n`);
 
 const { values: opt } = parseArgs({
   options: {
@@ -78,10 +75,7 @@ const { values: opt } = parseArgs({
     help: { type: 'boolean', short: 'h' },
   },
 });
-if (opt.help) {
-  say(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('*/')[0]);
-  process.exit(0);
-}
+if (opt.help) printHelp(import.meta.url);
 const quick = opt.quick === true;
 const SLOW = Number(opt.slow ?? (quick ? 10 : 100));
 const HOLD_MS = Number(opt['hold-ms']);
@@ -109,7 +103,7 @@ const QUIET_KEYS = 8;
 /** Whether the quiet endpoint at this index keeps order (its inversions are failures). */
 const ordered = (i: number) => QUIET_KINDS[i].body.ordering === 'key';
 const SLUICE = join(opt['sluice-dir'] ?? ROOT, 'bin/sluice.js');
-if (!/^[a-z0-9-]{1,32}$/.test(opt.label!)) throw new Error('--label must be letters, digits and dashes');
+checkLabel(opt.label);
 for (const [name, v] of Object.entries({ SLOW, HOLD_MS, FLOOD_BATCH, FLOOD_EVERY_MS, RATE, SECONDS, BASELINE_SECONDS }))
   if (!Number.isFinite(v) || v <= 0) throw new Error(`${name} must be a positive number`);
 
@@ -146,16 +140,8 @@ async function main(): Promise<number> {
   prefix = `bench-${randomBytes(4).toString('hex')}`;
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    KAFKA_BROKERS: brokers.join(','),
-    SLUICE_TOPIC_PREFIX: prefix,
-    SLUICE_HOST: '127.0.0.1',
-    SLUICE_ISSUER: `http://127.0.0.1:${port}`,
-    SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
-    // A bench registers endpoints by the hundred: no budget for their pings.
-    SLUICE_TENANT_TARGET_REQUESTS_PER_MINUTE: '1000000',
-    SLUICE_LOG_LEVEL: 'error',
-    SLUICE_DATA_DIR: scratch.dataDir(),
+    ...sluiceEnv({ brokers, prefix, port, dataDir: scratch.dataDir() }),
+    ...RECEIVER_ENV,
     SLUICE_WORKERS: '1',
   };
   const adminPorts = [await freePort()];
@@ -167,27 +153,8 @@ async function main(): Promise<number> {
     { ...env, SLUICE_PORT: String(port), SLUICE_ADMIN_PORT: String(adminPorts[0]) },
     'sluice',
   );
-  for (const deadline = Date.now() + 120_000; ; await sleep(250)) {
-    if (sluice.proc.exitCode !== null) throw new Error(`sluice start exited:\n${tail(sluice.log)}`);
-    const ready = await fetch(`http://127.0.0.1:${adminPorts[0]}/readyz`).then(
-      (r) => r.status === 200,
-      () => false,
-    );
-    if (ready) break;
-    if (Date.now() > deadline) throw new Error(`sluice start not ready within 120 s:\n${tail(sluice.log)}`);
-  }
-  for (let i = 1; i <= DISPATCHERS; i++) {
-    const ap = await freePort();
-    adminPorts.push(ap);
-    const d = children.spawn(
-      `dispatcher-${i}`,
-      SLUICE,
-      ['dispatcher'],
-      { ...env, SLUICE_ADMIN_PORT: String(ap) },
-      'sluice',
-    );
-    await waitForLine(d, /dispatcher running/, 120_000, `dispatcher ${i}`);
-  }
+  await waitReady(sluice, 'sluice start', adminPorts[0]);
+  for (const d of await startDispatchers(children, SLUICE, env, DISPATCHERS)) adminPorts.push(d.adminPort);
   const base = `http://127.0.0.1:${port}`;
 
   // 4. two tenants, their endpoints
@@ -308,14 +275,7 @@ async function main(): Promise<number> {
 
   // 6. report
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
-  let commit = 'unknown commit';
-  try {
-    commit = execFileSync('git', ['-C', opt['sluice-dir'] ?? ROOT, 'rev-parse', '--short', 'HEAD'], {
-      encoding: 'utf8',
-    }).trim();
-  } catch {
-    /* not a git checkout */
-  }
+  const commit = gitCommit(opt['sluice-dir'] ?? ROOT);
   const rows = [alone, flooded].flatMap((p) =>
     p.stats.fast.map(
       (f, i) =>
@@ -353,26 +313,11 @@ async function main(): Promise<number> {
   ].join('\n');
   say();
   say(section);
-  const file = opt.results ?? (quick ? null : join(ROOT, 'bench/RESULTS.md'));
-  if (file) {
-    writeMarkedSection(file, `noisy-neighbour:${opt.label}`, section);
-    say(`\nwritten to ${file}`);
-  }
+  writeResults(resultsFile(opt.results, quick), `noisy-neighbour:${opt.label}`, section);
   const failed = [alone, flooded].some(
     (p) => p.lost.some((n) => n > 0) || p.stats.fast.some((f, i) => ordered(i) && f.inversions > 0),
   );
   return failed ? 1 : 0;
 }
 
-main().then(
-  async (code) => {
-    await shutdown();
-    process.exit(code);
-  },
-  async (err) => {
-    process.stderr.write(`${(err as Error).stack ?? err}\n`);
-    scratch.keepLogs = true;
-    await shutdown();
-    process.exit(2);
-  },
-);
+runBench(main, shutdown, scratch);

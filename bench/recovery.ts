@@ -22,34 +22,33 @@
  * --quick unless --results is given. Exits 1 when a live event was lost or the recovery did not send
  * every delivery it found within 30 s of its expected end.
  */
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createKafka } from '../core/kafka/client.ts';
 import type { DlqEntry } from '../core/webhooks/records.ts';
 import { freePort } from '../scripts/free-port.ts';
+import { Children } from './harness/children.ts';
 import {
-  adminClient,
-  bearerToken,
-  benchKafka,
-  Children,
-  dropBenchTopics,
-  Scratch,
-  settleGroups,
-  tail,
-} from './children.ts';
-import { rpc } from './dispatch/ipc.ts';
+  checkLabel,
+  gitCommit,
+  printHelp,
+  ROOT,
+  resultsFile,
+  runBench,
+  say,
+  sleep,
+  writeResults,
+} from './harness/cli.ts';
+import { rpc } from './harness/ipc.ts';
+import { benchKafka, dropBenchTopics, settleGroups } from './harness/kafka.ts';
+import { Scratch } from './harness/scratch.ts';
+import { sluiceEnv, waitReady } from './harness/sluice.ts';
+import { adminClient, bearerToken } from './harness/sluice-api.ts';
 import type { NoisyLoadRequest, NoisyLoadResult, NoisyReceiverRequest, NoisyReceiverStats } from './noisy/ipc.ts';
-import { benchCommand, writeMarkedSection } from './results-section.ts';
+import { benchCommand } from './results-section.ts';
 import { fmt } from './state/report.ts';
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const say = (line = '') => process.stdout.write(`${line}\n`);
 
 const { values: opt } = parseArgs({
   options: {
@@ -66,10 +65,7 @@ const { values: opt } = parseArgs({
     help: { type: 'boolean', short: 'h' },
   },
 });
-if (opt.help) {
-  say(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('*/')[0]);
-  process.exit(0);
-}
+if (opt.help) printHelp(import.meta.url);
 const quick = opt.quick === true;
 const BACKLOG = Number(opt.backlog ?? (quick ? 2000 : 20_000));
 const RATE = Number(opt.rate);
@@ -79,7 +75,7 @@ const SHARE = Number(opt.share);
 const CAPACITY = Number(opt.capacity);
 const WORKERS = Number(opt.workers);
 const TENANT = 'acme';
-if (!/^[a-z0-9-]{1,32}$/.test(opt.label!)) throw new Error('--label must be letters, digits and dashes');
+checkLabel(opt.label);
 for (const [name, v] of Object.entries({ BACKLOG, RATE, SECONDS, BASELINE_SECONDS, SHARE, CAPACITY, WORKERS }))
   if (!Number.isFinite(v) || v <= 0) throw new Error(`${name} must be a positive number`);
 
@@ -139,14 +135,8 @@ async function main(): Promise<number> {
   const port = await freePort();
   const adminPort = await freePort();
   const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    KAFKA_BROKERS: brokers.join(','),
-    SLUICE_TOPIC_PREFIX: prefix,
-    SLUICE_HOST: '127.0.0.1',
-    SLUICE_ISSUER: `http://127.0.0.1:${port}`,
+    ...sluiceEnv({ brokers, prefix, port, dataDir: scratch.dataDir() }),
     SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
-    SLUICE_LOG_LEVEL: 'error',
-    SLUICE_DATA_DIR: scratch.dataDir(),
     SLUICE_WORKERS: String(WORKERS),
     SLUICE_RECOVERY_SHARE: String(SHARE),
     SLUICE_RECOVERY_CAPACITY_PER_SECOND: String(CAPACITY),
@@ -159,15 +149,7 @@ async function main(): Promise<number> {
     { ...env, SLUICE_PORT: String(port), SLUICE_ADMIN_PORT: String(adminPort) },
     'sluice',
   );
-  for (const deadline = Date.now() + 120_000; ; await sleep(250)) {
-    if (sluice.proc.exitCode !== null) throw new Error(`sluice start exited:\n${tail(sluice.log)}`);
-    const ready = await fetch(`http://127.0.0.1:${adminPort}/readyz`).then(
-      (r) => r.status === 200,
-      () => false,
-    );
-    if (ready) break;
-    if (Date.now() > deadline) throw new Error(`sluice start not ready within 120 s:\n${tail(sluice.log)}`);
-  }
+  await waitReady(sluice, 'sluice start', adminPort);
   const base = `http://127.0.0.1:${port}`;
 
   // 4. the tenant, its endpoint, its backlog
@@ -283,12 +265,7 @@ async function main(): Promise<number> {
 
   // 6. report
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
-  let commit = 'unknown commit';
-  try {
-    commit = execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
-  } catch {
-    /* not a git checkout */
-  }
+  const commit = gitCommit(ROOT);
   const section = [
     `### recovery: ${opt.label} (${startedAt.toISOString().slice(0, 10)}, Sluice at ${commit})`,
     '',
@@ -310,26 +287,11 @@ async function main(): Promise<number> {
   ].join('\n');
   say();
   say(section);
-  const file = opt.results ?? (quick ? null : join(ROOT, 'bench/RESULTS.md'));
-  if (file) {
-    writeMarkedSection(file, `recovery:${opt.label}`, section);
-    say(`\nwritten to ${file}`);
-  }
+  writeResults(resultsFile(opt.results, quick), `recovery:${opt.label}`, section);
   const incomplete = job.sent < job.found || job.found < BACKLOG;
   if (incomplete) say(`the recovery sent ${job.sent} of ${job.found} found (${BACKLOG} written)`);
   if (after.duplicates > 0) say(`note: ${after.duplicates} repeated receipts in the last window`);
   return liveLost > 0 || incomplete ? 1 : 0;
 }
 
-main().then(
-  async (code) => {
-    await shutdown();
-    process.exit(code);
-  },
-  async (err) => {
-    process.stderr.write(`${(err as Error).stack ?? err}\n`);
-    scratch.keepLogs = true;
-    await shutdown();
-    process.exit(2);
-  },
-);
+runBench(main, shutdown, scratch);

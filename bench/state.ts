@@ -19,7 +19,7 @@
  *
  * --quick divides every count by 20 and writes nothing unless --results FILE is given; otherwise
  * the section between `<!-- state:begin -->` and `<!-- state:end -->` of bench/RESULTS.md is
- * replaced. Peak RSS and CPU per process and phase come from /proc (bench/dispatch/proc-stats.ts).
+ * replaced. Peak RSS and CPU per process and phase come from /proc (bench/harness/proc-cpu.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -34,9 +34,12 @@ import { ensureTopics } from '../core/kafka/topic-admin.ts';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
 import { topicNames, topicSpecs } from '../core/topics.ts';
 import { freePort } from '../scripts/free-port.ts';
-import { rpc, type ReceiverRequest } from './dispatch/ipc.ts';
-import { ProcSampler, childPid, listenerPid, processTree, type Usage } from './dispatch/proc-stats.ts';
-import { benchKafka, Children, dropBenchTopics, Scratch, stop, tail, type Launched } from './children.ts';
+import type { ReceiverRequest } from './dispatch/ipc.ts';
+import { Children, stop, tail, type Launched } from './harness/children.ts';
+import { rpc } from './harness/ipc.ts';
+import { benchKafka, dropBenchTopics, kafkaPid as kafkaJavaPid } from './harness/kafka.ts';
+import { machineCpu, ProcSampler, processTree, type Usage } from './harness/proc-cpu.ts';
+import { Scratch } from './harness/scratch.ts';
 import { benchCommand } from './results-section.ts';
 import {
   BIG,
@@ -58,7 +61,7 @@ import {
 import { fill, type FillProgress } from './state/fill.ts';
 import { Caller, repeat, stats, type Stats } from './state/http.ts';
 import type { BurstRequest } from './state/burst.ts';
-import { fmt, heapParts, machineCpu, rssParts, verdict, writeStateSection, type HeapParts } from './state/report.ts';
+import { fmt, heapParts, rssParts, verdict, writeStateSection, type HeapParts } from './state/report.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SLUICE = join(ROOT, 'bin/sluice.js');
@@ -176,14 +179,7 @@ async function main(): Promise<number> {
   const broker = await benchKafka(children, scratch, SLUICE, say);
   brokers = broker.brokers;
   externalKafka = broker.external;
-  const kafkaLauncher = broker.launched;
-  const launcher = kafkaLauncher?.proc.pid;
-  const [kafkaHost, kafkaPort] = brokers[0].split(':');
-  const kafkaPid = launcher
-    ? childPid(launcher, 'java')
-    : /^(127\.0\.0\.1|localhost)$/.test(kafkaHost)
-      ? listenerPid(Number(kafkaPort))
-      : null;
+  const kafkaPid = kafkaJavaPid(broker);
 
   // Topics, producers, the receiver the endpoints point at
   const config = loadConfig({});
@@ -885,7 +881,7 @@ function report(r: ReportInput): string {
       `sequential requests over one keep-alive connection, ` +
       `from sending to the last byte of the body; ${N} per row after ${WARM_UP} untimed ` +
       `warm-up requests unless n says otherwise. RSS: ` +
-      `VmRSS from /proc every 500 ms (bench/dispatch/proc-stats.ts); ` +
+      `VmRSS from /proc every 500 ms (bench/harness/proc-cpu.ts); ` +
       `for Sluice it includes its file-backed pages (code: the view store is read with pread, ` +
       `not mapped), shown apart in the resources table.`,
     '',

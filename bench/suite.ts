@@ -32,7 +32,10 @@ import { openContext } from '../core/context.ts';
 import { createClient } from '../core/clients/provisioning.ts';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
 import { freePort, freePorts } from '../scripts/free-port.ts';
-import { Children, dropBenchTopics, Scratch, tail, waitForLine, type Launched } from './children.ts';
+import { Children, waitForLine } from './harness/children.ts';
+import { dropBenchTopics } from './harness/kafka.ts';
+import { Scratch } from './harness/scratch.ts';
+import { waitReady } from './harness/sluice.ts';
 import { ROUTE } from './suite/route.ts';
 import { runCase, type CaseResult, type CaseSpec } from './suite/k6.ts';
 import { DEFAULT_FETCH_WAIT_MS, judge, type Verdict } from './suite/targets.ts';
@@ -138,22 +141,6 @@ interface EdgeReport {
   clients: number;
 }
 
-async function readyz(port: number, timeoutMs: number, proc: Launched): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (proc.proc.exitCode !== null) throw new Error(`the server exited:\n${tail(proc.log)}`);
-    if (
-      await fetch(`http://127.0.0.1:${port}/readyz`).then(
-        (r) => r.status === 200,
-        () => false,
-      )
-    )
-      return;
-    if (Date.now() > deadline) throw new Error(`not ready on admin port ${port}:\n${tail(proc.log)}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
 /** A baseline server (bench/suite/*.ts) for the duration of one case. */
 async function withServer<T>(
   name: string,
@@ -199,7 +186,7 @@ async function edge(): Promise<EdgeReport> {
     env,
     'sluice',
   );
-  for (let i = 0; i < WORKERS; i++) await readyz(adminPort + i, 120_000, sluice);
+  for (let i = 0; i < WORKERS; i++) await waitReady(sluice, 'the server', adminPort + i, undefined, 200);
   const base = `http://127.0.0.1:${port}`;
   const issuer = ((await (await fetch(`${base}/.well-known/oauth-authorization-server`)).json()) as { issuer: string })
     .issuer;

@@ -19,7 +19,7 @@ import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { loadConfig } from '../core/config.ts';
 import { startLocalKafka } from '../core/kafka/local-broker.ts';
-import { Scratch } from '../bench/children.ts';
+import { Scratch } from '../bench/harness/scratch.ts';
 import { freePort, freePorts } from './free-port.ts';
 
 const { values } = parseArgs({

@@ -1,10 +1,7 @@
 /**
- * Messages between the dispatch bench's orchestrator (bench/dispatch.ts) and its child processes,
- * and a tiny request/reply layer over Node's IPC channel (each request carries an id; the child
- * answers with the same id, or with `error`).
+ * Messages between the dispatch bench's orchestrator (bench/dispatch.ts) and its child processes
+ * (over bench/harness/ipc.ts).
  */
-import type { ChildProcess } from 'node:child_process';
-
 export type PortMode = 'ok' | '503' | 'hang';
 
 /** Receiver (bench/dispatch/receiver.ts): long-lived, one node:http server per endpoint port. */
@@ -101,56 +98,4 @@ export interface HopKafkaResult {
   consumePerSec: number;
   /** From consumer.run() to the first batch: group join and first fetch. */
   consumerJoinMs: number;
-}
-
-type Reply = { id: number; error?: string; [k: string]: unknown };
-
-/** Parent side: `call(msg)` resolves with the child's reply to that message. */
-export function rpc<Req extends object, Rep>(child: ChildProcess): (msg: Req) => Promise<Rep> {
-  let next = 0;
-  const pending = new Map<number, { resolve: (r: Rep) => void; reject: (e: Error) => void }>();
-  child.on('message', (m: Reply) => {
-    const p = pending.get(m.id);
-    if (!p) return;
-    pending.delete(m.id);
-    if (m.error) p.reject(new Error(m.error));
-    else p.resolve(m as unknown as Rep);
-  });
-  child.once('exit', (code, signal) => {
-    for (const p of pending.values()) p.reject(new Error(`child exited (${signal ?? code}) before answering`));
-    pending.clear();
-  });
-  return (msg) =>
-    new Promise<Rep>((resolve, reject) => {
-      const id = ++next;
-      if (!child.connected) return reject(new Error('child process is gone'));
-      pending.set(id, { resolve, reject });
-      child.send({ ...msg, id }, (err) => {
-        if (err && pending.delete(id)) reject(err);
-      });
-    });
-}
-
-/** Child side: answers every request with `handle`'s result; exits when the parent goes away. */
-export function serve<Req>(handle: (msg: Req) => Promise<object>): void {
-  process.on('disconnect', () => process.exit(0));
-  process.on('message', (m: Req & { id: number }) => {
-    handle(m).then(
-      (out) => process.send!({ ...out, id: m.id }),
-      (err: Error) => process.send!({ id: m.id, error: err.stack ?? String(err) }),
-    );
-  });
-}
-
-export function percentile(sorted: number[], p: number): number | null {
-  if (sorted.length === 0) return null;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
-}
-
-/** The middle of the finite values; of an even count, the mean of the two middle ones (NaN: none). */
-export function median(xs: number[]): number {
-  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
-  if (s.length === 0) return Number.NaN;
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
 }

@@ -8,32 +8,19 @@
  * Every event carries `data.sent_at` (epoch ms, when its request left) for the receiver.
  */
 import { Pool } from 'undici';
-import { serve, type LoadRequest, type LoadResult, type LoadSpec } from './ipc.ts';
+import { serve } from '../harness/ipc.ts';
+import { bump, tokenFor } from '../harness/load-http.ts';
+import type { LoadRequest, LoadResult, LoadSpec } from './ipc.ts';
 
 const TOKEN_TTL_MS = 10 * 60_000; // tokens last 900 s; take a new one well before
 
 function tokens(pool: Pool, spec: LoadSpec) {
   let token: Promise<string> | null = null;
   let at = 0;
-  const fetchToken = async () => {
-    const res = await pool.request({
-      path: '/v1/auth/token',
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        grant_type: 'client_credentials',
-        client_id: spec.clientId,
-        client_secret: spec.clientSecret,
-      }),
-    });
-    const body = (await res.body.json()) as { access_token?: string };
-    if (res.statusCode !== 200 || !body.access_token) throw new Error(`token request answered ${res.statusCode}`);
-    return body.access_token;
-  };
   return () => {
     if (!token || Date.now() - at > TOKEN_TTL_MS) {
       at = Date.now();
-      token = fetchToken();
+      token = tokenFor(pool, spec.clientId, spec.clientSecret);
     }
     return token;
   };
@@ -58,7 +45,6 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
     acceptedPerSec: 0,
     batchUnavailable: false,
   };
-  const bump = (m: Record<string, number>, k: string | number) => (m[k] = (m[k] ?? 0) + 1);
   let seq = 0;
 
   async function one(r: number): Promise<void> {

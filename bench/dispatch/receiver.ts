@@ -7,8 +7,11 @@
  * Counts first receipts per (port, event id), repeats, and publish→receipt latency from the
  * `data.sent_at` the load generator put into each event.
  */
-import { createServer, type Server } from 'node:http';
-import { percentile, serve, type PortMode, type PortStats, type ReceiverRequest, type ReceiverStats } from './ipc.ts';
+import type { Server } from 'node:http';
+import { serve } from '../harness/ipc.ts';
+import { closeAll, listenLocal, portOf, readJson } from '../harness/receiver-http.ts';
+import { percentile } from '../harness/stats.ts';
+import type { PortMode, PortStats, ReceiverRequest, ReceiverStats } from './ipc.ts';
 
 interface PortState extends PortStats {
   seen: Set<string>;
@@ -36,47 +39,23 @@ function record(st: PortState, body: { id?: unknown; data?: { sent_at?: unknown 
   last = now;
 }
 
-function open(st: PortState): Promise<Server> {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const now = Date.now();
-      let body: { id?: unknown; type?: unknown; data?: { sent_at?: unknown } };
-      try {
-        body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-      } catch {
-        res.writeHead(400).end();
-        return;
-      }
-      if (body.type === 'ping') {
-        res.writeHead(200).end();
-        return;
-      }
-      record(st, body, now);
-      if (st.mode === 'ok') res.writeHead(204).end();
-      else if (st.mode === '503') res.writeHead(503, { 'retry-after': '1' }).end();
-      // hang: no answer; the dispatcher's own timeout ends the attempt.
-    });
+async function open(st: PortState): Promise<Server> {
+  const server = await listenLocal(async (req, res) => {
+    const body = await readJson(req);
+    const now = Date.now();
+    if (body === null) return void res.writeHead(400).end();
+    if (body.type === 'ping') return void res.writeHead(200).end();
+    record(st, body, now);
+    if (st.mode === 'ok') res.writeHead(204).end();
+    else if (st.mode === '503') res.writeHead(503, { 'retry-after': '1' }).end();
+    // hang: no answer; the dispatcher's own timeout ends the attempt.
   });
-  // Longer than the dispatcher's 30 s keep-alive, so the client always closes an idle socket first
-  // (a server-side close racing a new request would show up as a spurious failed attempt).
-  server.keepAliveTimeout = 65_000;
-  server.requestTimeout = 0;
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      st.port = (server.address() as { port: number }).port;
-      resolve(server);
-    });
-  });
+  st.port = portOf(server);
+  return server;
 }
 
 async function listen(modes: PortMode[]): Promise<number[]> {
-  for (const s of servers) {
-    s.closeAllConnections();
-    s.close();
-  }
+  closeAll(servers);
   states = modes.map((mode) => ({ port: 0, mode, received: 0, unique: 0, duplicates: 0, seen: new Set<string>() }));
   latencies = [];
   first = last = null;

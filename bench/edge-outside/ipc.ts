@@ -1,6 +1,6 @@
 /**
  * Messages between the edge-from-outside bench (bench/edge-outside.ts) and its load generator
- * (bench/edge-outside/load.ts). The request/reply layer is the dispatch bench's (bench/dispatch/ipc.ts).
+ * (bench/edge-outside/load.ts). The request/reply layer is bench/harness/ipc.ts.
  */
 
 export interface Credentials {

@@ -10,7 +10,9 @@
  */
 import { performance } from 'node:perf_hooks';
 import { Client, Pool, type Dispatcher } from 'undici';
-import { percentile, serve } from '../dispatch/ipc.ts';
+import { serve } from '../harness/ipc.ts';
+import { bump } from '../harness/load-http.ts';
+import { percentile } from '../harness/stats.ts';
 import type {
   Credentials,
   LoadReply,
@@ -24,9 +26,6 @@ import type {
 const TIMEOUTS = { headersTimeout: 30_000, bodyTimeout: 30_000, keepAliveTimeout: 60_000 };
 const TOKEN_TTL_MS = 10 * 60_000; // tokens last 900 s; take a new one well before
 const JSON_HEADERS = { 'content-type': 'application/json' };
-const bump = (m: Record<string, number>, k: string | number) => {
-  m[k] = (m[k] ?? 0) + 1;
-};
 const failure = (err: unknown) => {
   const e = err as { code?: string; cause?: { code?: string } };
   return `error:${e.cause?.code ?? e.code ?? 'unknown'}`;

@@ -4,7 +4,7 @@
  */
 import { cpus, release, totalmem, type } from 'node:os';
 import { KAFKA_VERSION } from '../../core/kafka/local-broker.ts';
-import type { Usage } from '../dispatch/proc-stats.ts';
+import type { Usage } from '../harness/proc-cpu.ts';
 import { benchCommand } from '../results-section.ts';
 import type { RevocationResult, TokenResult } from './ipc.ts';
 import { fmt } from '../state/report.ts';

@@ -1,4 +1,4 @@
-/** Messages between bench/flow-control.ts and its receivers and load generator (over bench/dispatch/ipc.ts). */
+/** Messages between bench/flow-control.ts and its receivers and load generator (over bench/harness/ipc.ts). */
 
 /** How one receiver port answers a delivery (a `ping` is always answered 200 at once). */
 export interface FlowPortSpec {

@@ -8,23 +8,11 @@
  *            batch acknowledged before the next is sent), paced at `rate` events/s or as fast as accepted.
  */
 import { Pool } from 'undici';
-import { serve } from '../dispatch/ipc.ts';
+import { serve } from '../harness/ipc.ts';
+import { bump, tokenFor } from '../harness/load-http.ts';
 import type { FloodSpec, FlowLoadRequest, OrderedResult, OrderedSpec, StreamResult } from './ipc.ts';
 
-const bump = (m: Record<string, number>, k: string | number) => (m[k] = (m[k] ?? 0) + 1);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function tokenFor(pool: Pool, clientId: string, clientSecret: string): Promise<string> {
-  const res = await pool.request({
-    path: '/v1/auth/token',
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
-  });
-  const body = (await res.body.json()) as { access_token?: string };
-  if (res.statusCode !== 200 || !body.access_token) throw new Error(`token request answered ${res.statusCode}`);
-  return body.access_token;
-}
 
 interface Item {
   type: string;

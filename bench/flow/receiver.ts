@@ -6,8 +6,10 @@
  * 1 s window), requests open at once, the time from a 429 to the next request, first receipts and
  * repeats, publish-to-first-2xx latency, and for an ordered port each key's order of first sightings.
  */
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import { percentile, serve } from '../dispatch/ipc.ts';
+import type { RequestListener, Server } from 'node:http';
+import { serve } from '../harness/ipc.ts';
+import { closeAll, listenLocal, portOf, readJson } from '../harness/receiver-http.ts';
+import { percentile } from '../harness/stats.ts';
 import type { FlowPortSpec, FlowPortStats, FlowReceiverRequest, Latency, OrderedStats } from './ipc.ts';
 
 interface OrderedEvent {
@@ -53,25 +55,11 @@ interface Port {
 
 let ports: Port[] = [];
 
-function readJson(req: IncomingMessage): Promise<{ id?: unknown; type?: unknown; data?: any }> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      try {
-        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
-      } catch {
-        resolve({});
-      }
-    });
-  });
-}
-
-function handler(port: Port): Parameters<typeof createServer>[1] {
+function handler(port: Port): RequestListener {
   const { spec } = port;
   return async (req, res) => {
     const arrived = performance.now();
-    const body = await readJson(req);
+    const body = (await readJson(req)) ?? {};
     if (body.type === 'ping') return void res.writeHead(200).end();
     const r = port.rec; // the record of the window this request arrived in
     r.requests++;
@@ -155,15 +143,10 @@ function handler(port: Port): Parameters<typeof createServer>[1] {
   };
 }
 
-function open(port: Omit<Port, 'server'>): Promise<Port> {
+async function open(port: Omit<Port, 'server'>): Promise<Port> {
   const p = port as Port;
-  p.server = createServer(handler(p));
-  p.server.keepAliveTimeout = 65_000;
-  p.server.requestTimeout = 0;
-  return new Promise((resolve, reject) => {
-    p.server.once('error', reject);
-    p.server.listen(0, '127.0.0.1', () => resolve(p));
-  });
+  p.server = await listenLocal(handler(p));
+  return p;
 }
 
 function latency(values: number[]): Latency {
@@ -259,12 +242,9 @@ function stats(p: Port, splitAt: number): FlowPortStats {
 
 serve<FlowReceiverRequest>(async (m) => {
   if (m.op === 'listen') {
-    for (const p of ports) {
-      p.server.closeAllConnections();
-      p.server.close();
-    }
+    closeAll(ports.map((p) => p.server));
     ports = await Promise.all(m.ports.map((spec) => open({ spec, rec: new Tally() })));
-    return { ports: ports.map((p) => (p.server.address() as { port: number }).port) };
+    return { ports: ports.map((p) => portOf(p.server)) };
   }
   if (m.op === 'reset') {
     for (const p of ports) if (!m.names || m.names.includes(p.spec.name)) p.rec = new Tally();

@@ -1,4 +1,4 @@
-/** Messages between bench/noisy-neighbour.ts and its receiver and load generator (over bench/dispatch/ipc.ts). */
+/** Messages between bench/noisy-neighbour.ts and its receiver and load generator (over bench/harness/ipc.ts). */
 export type NoisyReceiverRequest =
   /** Opens `slow` hold ports and `fast` fast ports; returns their ports (the fast ones last). */
   | { op: 'listen'; slow: number; holdMs: number; fast: number }

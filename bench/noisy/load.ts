@@ -8,22 +8,10 @@
  *          over `keys` keys (what its ordered endpoints hold back per key).
  */
 import { Pool } from 'undici';
-import { percentile, serve } from '../dispatch/ipc.ts';
+import { serve } from '../harness/ipc.ts';
+import { bump, tokenFor } from '../harness/load-http.ts';
+import { percentile } from '../harness/stats.ts';
 import type { NoisyLoadRequest, NoisyLoadResult, NoisyLoadSpec } from './ipc.ts';
-
-async function tokenFor(pool: Pool, clientId: string, clientSecret: string): Promise<string> {
-  const res = await pool.request({
-    path: '/v1/auth/token',
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
-  });
-  const body = (await res.body.json()) as { access_token?: string };
-  if (res.statusCode !== 200 || !body.access_token) throw new Error(`token request answered ${res.statusCode}`);
-  return body.access_token;
-}
-
-const bump = (m: Record<string, number>, k: string | number) => (m[k] = (m[k] ?? 0) + 1);
 
 async function run(spec: NoisyLoadSpec): Promise<NoisyLoadResult> {
   const out: NoisyLoadResult = {

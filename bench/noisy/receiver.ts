@@ -5,8 +5,10 @@
  * 204 at once, each recording publish-to-receipt latency from `data.sent_at` and whether events of
  * one ordering key arrived in publish order (`data.seq`; tenant B's endpoints).
  */
-import { createServer, type Server } from 'node:http';
-import { percentile, serve } from '../dispatch/ipc.ts';
+import type { Server } from 'node:http';
+import { serve } from '../harness/ipc.ts';
+import { closeAll, listenLocal, portOf, readJson } from '../harness/receiver-http.ts';
+import { percentile } from '../harness/stats.ts';
 import type { FastPortStats, NoisyReceiverRequest, NoisyReceiverStats } from './ipc.ts';
 
 let servers: Server[] = [];
@@ -53,39 +55,12 @@ let slowReceived = 0;
 let held = 0;
 let heldMax = 0;
 
-function readJson(req: import('node:http').IncomingMessage): Promise<{ id?: unknown; type?: unknown; data?: any }> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      try {
-        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
-      } catch {
-        resolve({});
-      }
-    });
-  });
-}
-
-function open(handler: Parameters<typeof createServer>[1]): Promise<Server> {
-  const server = createServer(handler!);
-  server.keepAliveTimeout = 65_000;
-  server.requestTimeout = 0;
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve(server));
-  });
-}
-
 async function listen(slow: number, holdMs: number, fast: number): Promise<number[]> {
-  for (const s of servers) {
-    s.closeAllConnections();
-    s.close();
-  }
+  closeAll(servers);
   const slowServers = await Promise.all(
     Array.from({ length: slow }, () =>
-      open(async (req, res) => {
-        const body = await readJson(req);
+      listenLocal(async (req, res) => {
+        const body = (await readJson(req)) ?? {};
         if (body.type === 'ping') return void res.writeHead(200).end();
         slowReceived++;
         held++;
@@ -107,8 +82,8 @@ async function listen(slow: number, holdMs: number, fast: number): Promise<numbe
   fastPorts = Array.from({ length: fast }, () => new FastPort());
   const fastServers = await Promise.all(
     fastPorts.map((_, i) =>
-      open(async (req, res) => {
-        const body = await readJson(req);
+      listenLocal(async (req, res) => {
+        const body = (await readJson(req)) ?? {};
         const now = Date.now();
         if (body.type !== 'ping') fastPorts[i].note(body, now);
         res.writeHead(body.type === 'ping' ? 200 : 204).end();
@@ -116,7 +91,7 @@ async function listen(slow: number, holdMs: number, fast: number): Promise<numbe
     ),
   );
   servers = [...slowServers, ...fastServers];
-  return servers.map((s) => (s.address() as { port: number }).port);
+  return servers.map(portOf);
 }
 
 function stats(): NoisyReceiverStats {

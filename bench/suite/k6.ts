@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { treeCpuSec } from '../dispatch/proc-stats.ts';
+import { treeCpuSec } from '../harness/proc-cpu.ts';
 
 const SCRIPT = fileURLToPath(new URL('../k6/case.js', import.meta.url));
 

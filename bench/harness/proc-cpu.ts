@@ -200,3 +200,15 @@ export class ProcSampler {
     clearInterval(this.timer);
   }
 }
+
+/** The machine's CPU counters (/proc/stat): busy and total, in ticks over all cores. */
+export function machineCpu(): { busy: number; total: number } {
+  try {
+    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    const idle = (f[3] ?? 0) + (f[4] ?? 0); // idle + iowait
+    const total = f.slice(0, 8).reduce((a, b) => a + b, 0); // without guest time, counted in user already
+    return { busy: total - idle, total };
+  } catch {
+    return { busy: 0, total: 0 };
+  }
+}

@@ -49,7 +49,8 @@ const manifest = {
   engines: pkg.engines,
   exports: { '.': entry('index'), './webhooks': entry('verify') },
   types: './receiver-sdk/index.d.ts',
-  files: ['receiver-sdk', 'core'],
+  // Every folder tsc wrote: the SDK and the few server files it reaches (test/core/layering.test.ts).
+  files: readdirSync(dist, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? [e.name] : [])),
   sideEffects: false,
 };
 writeFileSync(join(dist, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);

@@ -185,6 +185,19 @@ export function rejoinSettleMs(sessionTimeoutMs: number): number {
   return Math.min(5000, Math.floor(sessionTimeoutMs / 3));
 }
 
+/**
+ * Polls `done` every 20 ms until it holds or `timeoutMs` passed; true when it held. For waits on
+ * work that ends without an event to await (attempts in flight, batches under way).
+ */
+export async function waitUntil(done: () => boolean, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() >= deadline) return false;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return true;
+}
+
 const RUNNING = 0;
 const DONE = 1;
 /** Handed out, then left in Kafka (lanes.ts: its tenant had no room); accepted again when re-read. */
@@ -486,8 +499,7 @@ export class OffsetTracker {
    * finished, while the coordinator still takes this generation's commits.
    */
   async settle(timeoutMs: number, idle: () => boolean): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!idle() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await waitUntil(idle, timeoutMs);
     await this.flush();
   }
 
@@ -498,8 +510,7 @@ export class OffsetTracker {
   }
 
   async drain(timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (this.pending > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await waitUntil(() => this.pending === 0, timeoutMs);
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;

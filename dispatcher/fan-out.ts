@@ -22,7 +22,7 @@ import {
 import { needsLane } from './delivery-policy.ts';
 import type { TypeCountReports } from '../core/webhooks/event-type-counts.ts';
 import { selectByFilter } from '../core/webhooks/filters/filter-cache.ts';
-import { GroupConsumer, rejoinSettleMs } from './consume.ts';
+import { GroupConsumer, rejoinSettleMs, waitUntil } from './consume.ts';
 import type { EachBatchPayload } from '../core/kafka/client.ts';
 import type { FilterErrorReports } from './filter-errors.ts';
 import { endSpans, relaying, type Span } from '../core/tracing.ts';
@@ -55,8 +55,7 @@ export function fanOutConsumer(
     // A batch under way when the group rebalances commits before this member rejoins (after, its
     // commit would be refused and the partition's next owner would fan it out again).
     async beforeRejoin() {
-      const deadline = Date.now() + rejoinSettleMs(ctx.config.dispatchSessionTimeoutMs);
-      while (inBatch > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await waitUntil(() => inBatch === 0, rejoinSettleMs(ctx.config.dispatchSessionTimeoutMs));
     },
     async eachBatch(payload, member) {
       inBatch++;

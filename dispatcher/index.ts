@@ -23,7 +23,7 @@ import { DeliveryScheduler, type EndpointSignal } from './scheduler.ts';
 import type { Stage } from './process.ts';
 import { OutcomeRecorder } from './record.ts';
 import type { Outcome } from './ladder.ts';
-import type { GroupConsumer } from './consume.ts';
+import { type GroupConsumer, waitUntil } from './consume.ts';
 import type { TraceContext } from '../core/tracing.ts';
 
 export type { Outcome } from './ladder.ts';
@@ -137,10 +137,8 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
         c.timers.clear();
       }
       const settled = async () => {
-        const deadline = Date.now() + DELIVERY_TIMEOUT_MS + 2000;
-        while ((stage.attempting! > 0 || recorder.pending > 0) && Date.now() < deadline)
-          await new Promise((r) => setTimeout(r, 20));
-        if (stage.attempting! > 0 || recorder.pending > 0)
+        const idle = () => (stage.attempting ?? 0) === 0 && recorder.pending === 0;
+        if (!(await waitUntil(idle, DELIVERY_TIMEOUT_MS + 2000)))
           ctx.log.error('stopping with attempts or outcomes still under way; they stay uncommitted', {
             attempting: stage.attempting,
             recording: recorder.pending,

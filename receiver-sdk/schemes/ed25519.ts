@@ -9,8 +9,13 @@
  */
 import { createPrivateKey, createPublicKey, type KeyObject, sign, verify } from 'node:crypto';
 import { LruMap } from '../../core/lru.ts';
-import { headerValues, mustCarry, WebhookVerificationError, unixSeconds, type SignedParts } from './scheme.ts';
-import { STANDARD_ID_HEADER, STANDARD_SIGNATURE_HEADER, STANDARD_TIMESTAMP_HEADER } from './standard.ts';
+import { headerValues, WebhookVerificationError, type SignedParts } from './scheme.ts';
+import {
+  STANDARD_ID_HEADER,
+  STANDARD_SIGNATURE_HEADER,
+  STANDARD_TIMESTAMP_HEADER,
+  standardHeaders,
+} from './standard.ts';
 
 export const PUBLIC_KEY_PREFIX = 'whpk_';
 export const PRIVATE_KEY_PREFIX = 'whsk_';
@@ -89,20 +94,14 @@ export function verifyV1a(
   headers: Parameters<typeof headerValues>[0],
   keys: readonly KeyObject[],
 ): number {
-  const sigValues = headerValues(headers, STANDARD_SIGNATURE_HEADER);
-  const ids = headerValues(headers, STANDARD_ID_HEADER);
-  mustCarry(
-    sigValues.length > 0 && ids.length === 1,
-    `the ${STANDARD_SIGNATURE_HEADER} or ${STANDARD_ID_HEADER} header is missing`,
-  );
-  const timestamp = unixSeconds(headers, STANDARD_TIMESTAMP_HEADER);
-  const sigs = candidates(sigValues);
+  const { signatures, id, timestamp } = standardHeaders(headers);
+  const sigs = candidates(signatures);
   if (sigs.length === 0)
     throw new WebhookVerificationError(
       'SIGNATURE_MISSING',
       `the ${STANDARD_SIGNATURE_HEADER} header has no "v1a,<base64>" entry`,
     );
-  const content = signedContent(ids[0], timestamp, body);
+  const content = signedContent(id, timestamp, body);
   // Every pair is checked, so the time does not tell which key or entry matched.
   let matched = false;
   for (const key of keys) for (const sig of sigs) matched = verify(null, content, key, sig) || matched;

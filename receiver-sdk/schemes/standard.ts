@@ -37,6 +37,25 @@ export function standardSignature(
   return createHmac('sha256', keyOf(secret)).update(`${id}.${timestamp}.`).update(rawBody).digest();
 }
 
+/**
+ * The three Standard Webhooks headers every scheme on them reads (`v1` here, `v1a` in ed25519.ts):
+ * the signature header's values, the one webhook-id and the timestamp; SIGNATURE_MISSING or
+ * TIMESTAMP_MISSING when they are not there.
+ */
+export function standardHeaders(headers: Parameters<typeof headerValues>[0]): {
+  signatures: string[];
+  id: string;
+  timestamp: number;
+} {
+  const signatures = headerValues(headers, STANDARD_SIGNATURE_HEADER);
+  const ids = headerValues(headers, STANDARD_ID_HEADER);
+  mustCarry(
+    signatures.length > 0 && ids.length === 1,
+    `the ${STANDARD_SIGNATURE_HEADER} or ${STANDARD_ID_HEADER} header is missing`,
+  );
+  return { signatures, id: ids[0], timestamp: unixSeconds(headers, STANDARD_TIMESTAMP_HEADER) };
+}
+
 /** Every `v1,<base64>` entry of the webhook-signature header(s) (space-separated). */
 function candidates(values: string[]): Buffer[] {
   const out: Buffer[] = [];
@@ -61,15 +80,9 @@ export const standardScheme: SignatureScheme<'standard'> = {
   },
   carries: (headers) => headerValues(headers, STANDARD_SIGNATURE_HEADER).length > 0,
   verify(body, headers, secrets) {
-    const sigValues = headerValues(headers, STANDARD_SIGNATURE_HEADER);
-    const ids = headerValues(headers, STANDARD_ID_HEADER);
-    mustCarry(
-      sigValues.length > 0 && ids.length === 1,
-      `the ${STANDARD_SIGNATURE_HEADER} or ${STANDARD_ID_HEADER} header is missing`,
-    );
-    const timestamp = unixSeconds(headers, STANDARD_TIMESTAMP_HEADER);
-    const expected = secrets.map((s) => standardSignature(s, ids[0], timestamp, body));
-    mustMatch(candidates(sigValues), expected, `the ${STANDARD_SIGNATURE_HEADER} header has no "v1,<base64>" entry`);
+    const { signatures, id, timestamp } = standardHeaders(headers);
+    const expected = secrets.map((s) => standardSignature(s, id, timestamp, body));
+    mustMatch(candidates(signatures), expected, `the ${STANDARD_SIGNATURE_HEADER} header has no "v1,<base64>" entry`);
     return timestamp;
   },
 };

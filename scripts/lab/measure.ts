@@ -10,6 +10,7 @@ import { performance } from 'node:perf_hooks';
 import type { Context } from '../../core/context.ts';
 import { createClient, type CreatedClient } from '../../core/clients/provisioning.ts';
 import { REGIONS, type Lab, type Region } from './regions.ts';
+import { untilStalled } from '../../bench/harness/wait.ts';
 
 export interface Stats {
   n: number;
@@ -483,15 +484,9 @@ export async function measureCut(
   log(`  waiting for ${accepted.size} events × ${receivers.length} endpoints`);
   // Waited for while deliveries still arrive (a loaded machine drains slowly), up to drainMs in all;
   // 30 s without one ends the wait.
-  const deadline = Date.now() + (opts.drainMs ?? 180_000);
-  let left = tally(accepted, receivers).lost;
-  let arrivedAt = Date.now();
-  while (left > 0 && Date.now() < deadline && Date.now() - arrivedAt < 30_000) {
-    await sleep(500);
-    const now = tally(accepted, receivers).lost;
-    if (now < left) arrivedAt = Date.now();
-    left = now;
-  }
+  const expected = accepted.size * receivers.length;
+  const arrived = () => expected - tally(accepted, receivers).lost;
+  await untilStalled(arrived, expected, { maxMs: opts.drainMs ?? 180_000, everyMs: 500 });
   const drainedAfterMs = Date.now() - healedAt;
   await sleep(3000); // late duplicates
   const t = tally(accepted, receivers);

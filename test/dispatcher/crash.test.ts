@@ -2,7 +2,8 @@ import t from 'tap';
 import type { ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
 import { spawnDispatcher } from '../helpers/cli.ts';
-import { startTestNode, uniquePrefix, call, untilStalled } from '../helpers/sluice.ts';
+import { startTestNode, uniquePrefix, call } from '../helpers/sluice.ts';
+import { untilStalled } from '../../bench/harness/wait.ts';
 import { receiver, registerEndpoint, type TestReceiver } from './receiver.ts';
 import { groupsBehind, whereAre } from '../faults/harness.ts';
 

@@ -118,7 +118,7 @@ export function spawnDispatcher(
     stdio: ['ignore', 'pipe', logDir ? 'pipe' : 'inherit'],
   });
   track(child);
-  child.stderr?.pipe(createWriteStream(join(logDir ?? '', `dispatcher-${prefix}-${child.pid}.log`)));
+  if (logDir) child.stderr?.pipe(createWriteStream(join(logDir, `dispatcher-${prefix}-${child.pid}.log`)));
   let out = '';
   return new Promise((resolve, reject) => {
     child.stdout?.on('data', (d: Buffer) => {

@@ -10,7 +10,9 @@
  * `tenantLabel: false` (SLUICE_METRICS_TENANT_LABEL=false) records every tenant as "" for a
  * bounded number of series.
  */
+import { createRequire } from 'node:module';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { workDrivenDelay } from './event-loop-delay.ts';
 
 export interface MetricsOptions {
   /** Label requests and events by tenant (default true). */
@@ -325,7 +327,7 @@ export class Metrics {
     );
 
     this.scopeChildren = new Children(([scope]) => this.scopeViolations.labels(scope));
-    if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });
+    if (opts.processMetrics) withWorkDrivenDelay(() => collectDefaultMetrics({ register: this.registry }));
   }
 
   tenant(id: string | undefined): string {
@@ -433,4 +435,20 @@ function statusText(status: number): string {
 const ATTEMPTS = Array.from({ length: 32 }, (_, i) => String(i));
 function attemptText(n: number): string {
   return ATTEMPTS[n] ?? String(n);
+}
+
+/**
+ * Runs `fn` (prom-client's default metrics) with `monitorEventLoopDelay` giving a histogram that
+ * samples only while the process works (core/event-loop-delay.ts); prom-client asks perf_hooks
+ * for it once, there.
+ */
+function withWorkDrivenDelay(fn: () => void): void {
+  const perfHooks = createRequire(import.meta.url)('node:perf_hooks') as { monitorEventLoopDelay: unknown };
+  const real = perfHooks.monitorEventLoopDelay;
+  perfHooks.monitorEventLoopDelay = (o?: { resolution?: number }) => workDrivenDelay(o?.resolution ?? 10);
+  try {
+    fn();
+  } finally {
+    perfHooks.monitorEventLoopDelay = real;
+  }
 }

@@ -1,6 +1,7 @@
 /**
- * A fix for kafkajs 2.2.4's request queue, applied once when core/kafka/client.ts loads.
+ * Two fixes for kafkajs 2.2.4's request queue, applied once when core/kafka/client.ts loads.
  *
+ * 1. Pending checks.
  * After any response, every broker connection's queue schedules its next check of pending
  * requests with `setTimeout(check, throttledUntil - Date.now())`. Unthrottled, that delay is
  * negative (throttledUntil is -1), so the check runs again 1 ms later, and again, for as long as
@@ -9,6 +10,13 @@
  * fix #1667). Here the check is scheduled only when requests wait: after the throttle if there is
  * one, else in 10 ms as kafkajs does; with none waiting, nothing is scheduled, and the next push
  * or response checks again.
+ *
+ * 2. Request timeouts. Each connection's queue runs its own `setInterval` every 100 ms to find
+ * requests past their timeout, for as long as the connection is open. A node holds about 25
+ * connections (every consumer group, producer and admin), so an idle worker woke about 150 times a
+ * second for them, most of its idle CPU (issue 33). Here one ticker serves every queue of the
+ * process, every TIMEOUT_CHECK_MS, and stops when no queue has a request in flight: a request
+ * times out at most that much later than its timeout (10 s or more), as before within 100 ms.
  */
 import { kafkajsClass } from './kafkajs-internals.ts';
 
@@ -38,3 +46,75 @@ const RequestQueue = kafkajsClass<{ scheduleCheckPendingRequests: () => void }>(
   'checkPendingRequests',
 ]);
 RequestQueue.prototype.scheduleCheckPendingRequests = scheduleCheckPendingRequests;
+
+/** How often the one ticker looks for requests past their timeout. */
+export const TIMEOUT_CHECK_MS = 250;
+
+export interface TimedQueueState {
+  enforceRequestTimeout: boolean;
+  inflight: Map<unknown, { sentAt: number; requestTimeout: number; timeoutRequest(): void }>;
+  isConnected(): boolean;
+  destroy(): void;
+}
+
+/** The request queues whose in-flight requests the ticker watches. */
+const watched = new Set<TimedQueueState>();
+let ticker: NodeJS.Timeout | null = null;
+
+/** kafkajs's interval body, for every watched queue; the ticker stops when nothing is in flight. */
+export function checkRequestTimeouts(now = Date.now()): void {
+  let inflight = 0;
+  for (const q of watched) {
+    for (const request of q.inflight.values())
+      if (now - request.sentAt > request.requestTimeout) request.timeoutRequest();
+    if (!q.isConnected()) q.destroy();
+    else inflight += q.inflight.size;
+  }
+  if (inflight === 0 && ticker) {
+    clearInterval(ticker);
+    ticker = null;
+  }
+}
+
+/** Replaces kafkajs's per-queue interval (called when a connection opens): the queue joins the ticker. */
+export function scheduleRequestTimeoutCheck(this: TimedQueueState): void {
+  if (!this.enforceRequestTimeout) return;
+  watched.add(this);
+  watchInflight(this);
+}
+
+/** Starts the ticker if it is stopped: called as a request goes in flight. */
+function wake(): void {
+  ticker ??= setInterval(checkRequestTimeouts, TIMEOUT_CHECK_MS).unref();
+}
+
+/** The queue's in-flight map wakes the ticker when a request is added to it. */
+function watchInflight(q: TimedQueueState): void {
+  const map = q.inflight as Map<unknown, unknown> & { [WATCHED]?: true };
+  if (map[WATCHED]) return;
+  map[WATCHED] = true;
+  const set = map.set;
+  map.set = function (k, v) {
+    wake();
+    return set.call(this, k, v);
+  };
+  if (map.size > 0) wake();
+}
+const WATCHED = Symbol('sluice.watchedInflight');
+
+/** How many queues the ticker watches, and whether it runs (for tests). */
+export function timeoutTicker(): { queues: number; running: boolean } {
+  return { queues: watched.size, running: ticker !== null };
+}
+
+const TimedQueue = kafkajsClass<{ scheduleRequestTimeoutCheck: () => void; destroy: () => void }>(
+  'network/requestQueue/index.js',
+  ['scheduleRequestTimeoutCheck', 'destroy'],
+  { scheduleRequestTimeoutCheck: 'this.inflight.forEach', destroy: 'clearInterval(this.requestTimeoutIntervalId)' },
+);
+TimedQueue.prototype.scheduleRequestTimeoutCheck = scheduleRequestTimeoutCheck;
+const destroy = TimedQueue.prototype.destroy;
+TimedQueue.prototype.destroy = function (this: TimedQueueState) {
+  watched.delete(this);
+  destroy.call(this);
+};

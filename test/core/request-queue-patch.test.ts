@@ -1,4 +1,7 @@
 /**
+ * Request timeouts (fix 2 of the same file): one ticker for every queue instead of an interval per
+ * connection, running only while requests are in flight.
+ *
  * kafkajs 2.2.4's request queues re-check for pending requests every millisecond forever once a
  * connection has answered anything (core/kafka/request-queue-patch.ts); with the fix in place an
  * idle connection schedules nothing. On a real broker: the fix is the method kafkajs's queues have,
@@ -9,7 +12,14 @@ import t from 'tap';
 import { createKafka } from '../../core/kafka/client.ts';
 import { DurableProducer } from '../../core/kafka/producers.ts';
 import { ensureTopics } from '../../core/kafka/topic-admin.ts';
-import { scheduleCheckPendingRequests, type RequestQueueState } from '../../core/kafka/request-queue-patch.ts';
+import {
+  checkRequestTimeouts,
+  scheduleCheckPendingRequests,
+  scheduleRequestTimeoutCheck,
+  TIMEOUT_CHECK_MS,
+  timeoutTicker,
+  type RequestQueueState,
+} from '../../core/kafka/request-queue-patch.ts';
 import { brokers, uniquePrefix } from '../helpers/sluice.ts';
 
 const queue = (pending: unknown[], throttledUntil: number) => {
@@ -80,4 +90,63 @@ t.test('an idle producer connection to a real broker runs no checks', async (t) 
   await new Promise((r) => setTimeout(r, 1000));
   // Unpatched: one check a millisecond per connection (~1,000 here).
   t.ok(checks < 20, `${checks} checks of the request queues in 1 s idle`);
+});
+
+t.test('request timeouts: one ticker for every queue, only while requests are in flight', async (t) => {
+  const fake = (sentAt: number) => {
+    let timedOut = 0;
+    const q = {
+      enforceRequestTimeout: true,
+      inflight: new Map<number, { sentAt: number; requestTimeout: number; timeoutRequest(): void }>(),
+      isConnected: () => true,
+      destroy() {},
+      timedOut: () => timedOut,
+    };
+    // As kafkajs's: a timed-out request leaves the in-flight map.
+    q.inflight.set(1, {
+      sentAt,
+      requestTimeout: 1000,
+      timeoutRequest: () => {
+        timedOut++;
+        q.inflight.delete(1);
+      },
+    });
+    return q;
+  };
+  const late = fake(Date.now() - 5000);
+  const fresh = fake(Date.now());
+  scheduleRequestTimeoutCheck.call(late);
+  scheduleRequestTimeoutCheck.call(fresh);
+  t.equal(timeoutTicker().running, true, 'requests in flight: the ticker runs');
+  await new Promise((r) => setTimeout(r, TIMEOUT_CHECK_MS * 2 + 50));
+  t.equal(late.timedOut(), 1, 'a request past its timeout is timed out');
+  t.equal(fresh.timedOut(), 0, 'one within it is not');
+  late.inflight.clear();
+  fresh.inflight.clear();
+  await new Promise((r) => setTimeout(r, TIMEOUT_CHECK_MS * 2 + 50));
+  t.equal(timeoutTicker().running, false, 'nothing in flight: the ticker stops');
+  fresh.inflight.set(2, { sentAt: Date.now(), requestTimeout: 1000, timeoutRequest() {} });
+  t.equal(timeoutTicker().running, true, 'a request going in flight starts it again');
+  fresh.inflight.clear();
+  late.isConnected = () => false;
+  fresh.isConnected = () => false;
+  checkRequestTimeouts();
+});
+
+t.test('real connections: no interval per connection, and the ticker rests once they are idle', async (t) => {
+  const RequestQueue = createRequire(import.meta.url)('kafkajs/src/network/requestQueue/index.js');
+  t.equal(RequestQueue.prototype.scheduleRequestTimeoutCheck, scheduleRequestTimeoutCheck, 'the fix is installed');
+  const kafka = createKafka(brokers(), 'request-timeout-test');
+  const topic = `${uniquePrefix('rt')}.events`;
+  await ensureTopics(kafka, [{ name: topic, partitions: 1, config: {} }]);
+  const producer = new DurableProducer(kafka);
+  await producer.connect();
+  t.teardown(() => producer.disconnect());
+  await producer.sendJson(topic, 'k', { hello: 'world' });
+  t.ok(timeoutTicker().queues > 0, `the ticker watches ${timeoutTicker().queues} request queues`);
+  // Unpatched, each open connection holds a 100 ms setInterval.
+  const timers = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+  t.ok(timers < timeoutTicker().queues, `${timers} timers for ${timeoutTicker().queues} open connections`);
+  await new Promise((r) => setTimeout(r, TIMEOUT_CHECK_MS * 2 + 50));
+  t.equal(timeoutTicker().running, false, 'an idle producer: the ticker rests');
 });

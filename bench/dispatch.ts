@@ -21,8 +21,9 @@
  *                            f10-single at saturation; prints CPU-s per 1,000 deliveries at each and their
  *                            ratios. With --check: each point against the `curve` section (+25 %)
  *
- * Scenarios (--only takes their names): f1-single, half-sat, f10-single, f1-batch, f10-batch,
- * unhealthy (the default run, in this order; the four f* repeated --repeat times, default 2) and
+ * Scenarios (--only takes their names): f1-single, f1-single-id (each event with its own publish id:
+ * the idempotent path), half-sat, f10-single, f1-batch, f10-batch, unhealthy (the default run, in
+ * this order; the five f* repeated --repeat times, default 2) and
  * big (100,000 events, fan-out 10; only with --big or --only big). --events N sets every count,
  * --quick makes them tiny. Batch scenarios are skipped with a note while the batch route is 404.
  *
@@ -136,6 +137,8 @@ interface Scenario {
   runs: number;
   /** Open model: events/s (else --rate, or half of f1-single's saturation). */
   rate?: number;
+  /** Every event published with its own id (the idempotent path: claim, event, published marker). */
+  ids?: boolean;
 }
 const ok = (n: number): PortMode[] => Array(n).fill('ok');
 const SCENARIOS: Scenario[] = [
@@ -147,6 +150,16 @@ const SCENARIOS: Scenario[] = [
     model: 'closed',
     events: size(20_000, 200),
     runs: REPEAT,
+  },
+  {
+    name: 'f1-single-id',
+    title: 'fan-out 1, single publish, each with its own id (claim + event + published marker)',
+    modes: ok(1),
+    publish: 'single',
+    model: 'closed',
+    events: size(20_000, 200),
+    runs: REPEAT,
+    ids: true,
   },
   // events and rate are set from the f1-single runs just before (or --rate / --events).
   {
@@ -674,6 +687,7 @@ async function main(): Promise<number> {
       rate,
       events: sc.events,
       padBytes: PAD,
+      ...(sc.ids ? { ids: true } : {}),
     };
     const lr = (await load({ op: 'run', spec })).result;
     if (lr.batchUnavailable) {

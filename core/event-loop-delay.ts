@@ -5,8 +5,9 @@
  * prom-client measures it with `monitorEventLoopDelay` at 10 ms: a native timer that wakes the
  * process a hundred times a second for as long as it runs. On an idle worker that was most of its
  * wake-ups and CPU (issue 33). Here a probe looks once a second at the event loop's utilisation:
- * above BUSY_SHARE (an idle worker is at 1-2 %, one delivering 500 a second at 30-40 %) the 10 ms sampling runs, below it stops. An idle process has no delay to
- * measure; a busy one is sampled as before, from its first busy second on. An empty window reads 0.
+ * above BUSY_SHARE (an idle worker is at 1-2 %, one delivering 500 a second at 30-40 %) the 10 ms
+ * sampling runs, below it stops. An idle process has no delay to measure; a busy one is sampled as
+ * before, from its first busy second on. An empty window reads 0.
  */
 import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
 

@@ -45,6 +45,8 @@ export interface LoadSpec {
   rate: number;
   events: number;
   padBytes: number;
+  /** Each event carries its own publish id (the idempotent path: a claim, the event, a published marker). */
+  ids?: boolean;
 }
 
 export interface LoadResult {

@@ -5,7 +5,8 @@
  *   closed model: `connections` requests in flight, each sent as soon as the previous answered
  *   open model:   requests leave on a fixed schedule (`rate` events/s) whether or not earlier
  *                 ones answered, so a slow server shows up as latency, not as a lower rate
- * Every event carries `data.sent_at` (epoch ms, when its request left) for the receiver.
+ * Every event carries `data.sent_at` (epoch ms, when its request left) for the receiver; with
+ * `ids`, its own publish id too (the idempotent path).
  */
 import { Pool } from 'undici';
 import { serve } from '../harness/ipc.ts';
@@ -46,6 +47,8 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
     batchUnavailable: false,
   };
   let seq = 0;
+  /** Publish ids unique to this run (--ids scenarios): a repeated id would be a duplicate publish. */
+  const runTag = `bench-${process.pid}-${Date.now().toString(36)}`;
 
   async function one(r: number): Promise<void> {
     const n = Math.min(perRequest, spec.events - r * perRequest);
@@ -53,6 +56,7 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
     const sentAt = Date.now();
     out.firstSentAt ||= sentAt;
     const events = Array.from({ length: n }, () => ({
+      ...(spec.ids ? { id: `${runTag}-${seq}` } : {}),
       type: 'inference.completed',
       data: { sent_at: sentAt, seq: seq++, pad },
     }));

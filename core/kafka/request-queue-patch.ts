@@ -60,6 +60,8 @@ export interface TimedQueueState {
 /** The request queues whose in-flight requests the ticker watches. */
 const watched = new Set<TimedQueueState>();
 let ticker: NodeJS.Timeout | null = null;
+/** Marks an in-flight map whose `set` already wakes the ticker. */
+const WATCHED = Symbol('sluice.watchedInflight');
 
 /** kafkajs's interval body, for every watched queue; the ticker stops when nothing is in flight. */
 export function checkRequestTimeouts(now = Date.now()): void {
@@ -100,7 +102,6 @@ function watchInflight(q: TimedQueueState): void {
   };
   if (map.size > 0) wake();
 }
-const WATCHED = Symbol('sluice.watchedInflight');
 
 /** How many queues the ticker watches, and whether it runs (for tests). */
 export function timeoutTicker(): { queues: number; running: boolean } {

@@ -161,7 +161,7 @@ const SCENARIOS: Scenario[] = [
     runs: REPEAT,
     ids: true,
   },
-  // events and rate are set from the f1-single runs just before (or --rate / --events).
+  // events and rate are set from this run's f1-single runs (or --rate / --events).
   {
     name: 'half-sat',
     title: 'fan-out 1, single, open model at 50 % of saturation',

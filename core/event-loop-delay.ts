@@ -6,8 +6,10 @@
  * process a hundred times a second for as long as it runs. On an idle worker that was most of its
  * wake-ups and CPU (issue 33). Here a probe looks once a second at the event loop's utilisation:
  * above BUSY_SHARE (an idle worker is at 1-2 %, one delivering 500 a second at 30-40 %) the 10 ms
- * sampling runs, below it stops. An idle process has no delay to measure; a busy one is sampled as
- * before, from its first busy second on. An empty window reads 0.
+ * sampling runs, below it stops. While it is stopped the probe's own lateness stands in: a stall
+ * of a quiet process (a long GC, a blocking call) still shows in the maximum, to within the probe's
+ * period, though not in the percentiles. A busy process is sampled as before, from its first busy
+ * second on. A window with neither reads 0.
  */
 import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
 
@@ -25,14 +27,21 @@ export function workDrivenDelay(
   resolution: number,
   busy: (last: ReturnType<typeof performance.eventLoopUtilization>) => boolean = (u) => u.utilization > BUSY_SHARE,
   probeMs = PROBE_MS,
+  make: typeof monitorEventLoopDelay = monitorEventLoopDelay,
 ): Pick<IntervalHistogram, 'enable' | 'disable' | 'reset' | 'min' | 'max' | 'mean' | 'stddev' | 'percentile'> & {
   readonly sampling: boolean;
 } {
-  const real = monitorEventLoopDelay({ resolution });
+  const real = make({ resolution });
   let sampling = false;
   let probe: NodeJS.Timeout | null = null;
   let mark = performance.eventLoopUtilization();
+  /** When the probe last looked, and the most it was late since the last reset while not sampling (ns). */
+  let lookedAt = performance.now();
+  let lateMaxNs = 0;
   const look = () => {
+    const at = performance.now();
+    if (!sampling) lateMaxNs = Math.max(lateMaxNs, (at - lookedAt - probeMs) * 1e6);
+    lookedAt = at;
     const now = performance.eventLoopUtilization();
     const wanted = busy(performance.eventLoopUtilization(now, mark));
     mark = now;
@@ -47,6 +56,7 @@ export function workDrivenDelay(
   const some = () => real.count > 0;
   return {
     enable() {
+      lookedAt = performance.now();
       probe ??= setInterval(look, probeMs).unref();
       return true;
     },
@@ -56,12 +66,15 @@ export function workDrivenDelay(
       sampling = false;
       return real.disable();
     },
-    reset: () => real.reset(),
+    reset: () => {
+      real.reset();
+      lateMaxNs = 0;
+    },
     get min() {
       return some() ? real.min : 0;
     },
     get max() {
-      return some() ? real.max : 0;
+      return Math.max(some() ? real.max : 0, lateMaxNs);
     },
     get mean() {
       return some() ? real.mean : 0;

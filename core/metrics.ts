@@ -11,6 +11,7 @@
  * bounded number of series.
  */
 import { createRequire } from 'node:module';
+import type { monitorEventLoopDelay } from 'node:perf_hooks';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { workDrivenDelay } from './event-loop-delay.ts';
 
@@ -444,8 +445,10 @@ function attemptText(n: number): string {
  */
 function withWorkDrivenDelay(fn: () => void): void {
   const perfHooks = createRequire(import.meta.url)('node:perf_hooks') as { monitorEventLoopDelay: unknown };
-  const real = perfHooks.monitorEventLoopDelay;
-  perfHooks.monitorEventLoopDelay = (o?: { resolution?: number }) => workDrivenDelay(o?.resolution ?? 10);
+  const real = perfHooks.monitorEventLoopDelay as typeof monitorEventLoopDelay;
+  // prom-client calls it once, here; its histogram is then this one (its only uses: eventLoopLag.js).
+  perfHooks.monitorEventLoopDelay = (o?: { resolution?: number }) =>
+    workDrivenDelay(o?.resolution ?? 10, undefined, undefined, real);
   try {
     fn();
   } finally {

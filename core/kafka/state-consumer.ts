@@ -163,11 +163,8 @@ export class StateConsumer {
           // kafkajs decodes a whole fetch at once: 1 MB (its default) of DLQ records held the event
           // loop ~5 ms, and the decoded batch outlived young collections while applied in slices.
           maxBytesPerPartition: 512 * 1024,
-          // A group of one member (the id is this node's): the heartbeat only keeps the session, so a
-          // third of it, as Kafka advises; at 1 s the two contact members of a worker (views,
-          // history) were a tenth of its idle wake-ups (issue 33).
           sessionTimeout: 10_000,
-          heartbeatInterval: 3000,
+          heartbeatInterval: contact ? 1000 : 3000,
           retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 100, maxRetryTime: 2000 },
         },
         topics,

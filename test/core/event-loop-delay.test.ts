@@ -1,7 +1,7 @@
 /**
  * The event-loop delay of the process metrics is sampled only while the process works
- * (core/event-loop-delay.ts): idle, no 10 ms timer runs and the gauges read 0; busy, delays are
- * sampled, and the first sample after a pause does not span the pause.
+ * (core/event-loop-delay.ts): idle, no 10 ms timer runs and the gauges read 0, yet a stall shows in
+ * the maximum; busy, delays are sampled, and the first sample after a pause does not span the pause.
  */
 import t from 'tap';
 import { workDrivenDelay } from '../../core/event-loop-delay.ts';
@@ -12,13 +12,28 @@ const block = (ms: number) => {
   for (const end = Date.now() + ms; Date.now() < end; );
 };
 
-t.test('idle: nothing is sampled and every reading is 0', async (t) => {
+t.test('idle: nothing is sampled and the sampled readings are 0', async (t) => {
   const h = workDrivenDelay(10, () => false, 20);
   h.enable();
   t.teardown(() => void h.disable());
   await sleep(100);
   t.equal(h.sampling, false, 'not sampling');
-  t.same([h.min, h.max, h.mean, h.stddev, h.percentile(99)], [0, 0, 0, 0, 0], 'an empty window reads 0');
+  // The maximum is the probe's lateness here (the test below); the rest come from samples only.
+  t.same([h.min, h.mean, h.stddev, h.percentile(99)], [0, 0, 0, 0], 'an empty window reads 0');
+});
+
+t.test('quiet: a stall still shows in the maximum, through the probe', async (t) => {
+  const h = workDrivenDelay(10, () => false, 50);
+  h.enable();
+  t.teardown(() => void h.disable());
+  await sleep(120);
+  h.reset();
+  block(300);
+  await sleep(120);
+  t.equal(h.sampling, false, 'still not sampling');
+  t.ok(h.max / 1e6 >= 200, `a 300 ms stall read as ${(h.max / 1e6).toFixed(0)} ms`);
+  h.reset();
+  t.equal(h.max, 0, 'a reset clears it');
 });
 
 t.test('busy: delays are sampled, and a block shows in the maximum', async (t) => {

@@ -93,7 +93,7 @@ t.test('an idle producer connection to a real broker runs no checks', async (t) 
 });
 
 t.test('request timeouts: one ticker for every queue, only while requests are in flight', async (t) => {
-  const fake = (sentAt: number) => {
+  const fake = (sentAt: number, requestTimeout: number) => {
     let timedOut = 0;
     const q = {
       enforceRequestTimeout: true,
@@ -105,7 +105,7 @@ t.test('request timeouts: one ticker for every queue, only while requests are in
     // As kafkajs's: a timed-out request leaves the in-flight map.
     q.inflight.set(1, {
       sentAt,
-      requestTimeout: 1000,
+      requestTimeout,
       timeoutRequest: () => {
         timedOut++;
         q.inflight.delete(1);
@@ -113,8 +113,9 @@ t.test('request timeouts: one ticker for every queue, only while requests are in
     });
     return q;
   };
-  const late = fake(Date.now() - 5000);
-  const fresh = fake(Date.now());
+  const late = fake(Date.now() - 5000, 1000);
+  // A minute: a stalled test process must not make it late.
+  const fresh = fake(Date.now(), 60_000);
   scheduleRequestTimeoutCheck.call(late);
   scheduleRequestTimeoutCheck.call(fresh);
   t.equal(timeoutTicker().running, true, 'requests in flight: the ticker runs');
@@ -131,6 +132,7 @@ t.test('request timeouts: one ticker for every queue, only while requests are in
   late.isConnected = () => false;
   fresh.isConnected = () => false;
   checkRequestTimeouts();
+  t.equal(timeoutTicker().queues, 0, 'closed connections leave the ticker');
 });
 
 t.test('real connections: no interval per connection, and the ticker rests once they are idle', async (t) => {

@@ -58,7 +58,7 @@ import { median } from './harness/stats.ts';
 import { writeSection } from './dispatch/results.ts';
 import { judgeCpu, recordedCpu } from './dispatch/cpu-check.ts';
 import { featureShares } from './dispatch/feature-cost.ts';
-import { benchCommand, writeMarkedSection } from './results-section.ts';
+import { benchCommand, measuredCommit, writeMarkedSection } from './results-section.ts';
 import { waitForLine } from './harness/children.ts';
 import { checkLabel, gitCommit, printHelp } from './harness/cli.ts';
 import { dropBenchTopics, kafkaPid as kafkaJavaPid, settleGroups } from './harness/kafka.ts';
@@ -830,6 +830,8 @@ async function main(): Promise<number> {
     `### Run "${opt.label}": ${startedAt.toISOString().slice(0, 10)}`,
     '',
     `Command: \`${command}\``,
+    '',
+    `Sluice measured: commit ${measuredCommit(SLUICE_DIR)}${SLUICE_DIR === ROOT ? '' : ' (--sluice-dir)'}.`,
     '',
     `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ` +
       `${fmt(totalmem() / 2 ** 30, 1)} GiB, ${type()} ${release()}, Node ${process.version}; ` +

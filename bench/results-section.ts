@@ -4,6 +4,7 @@
  * file is left alone. The state bench and the suite write theirs with it; the dispatch bench keeps
  * labelled blocks inside its own markers (bench/dispatch/results.ts).
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { isAbsolute, relative } from 'node:path';
 
@@ -44,4 +45,22 @@ function portableArg(arg: string, root: string): string {
   const inside = relative(root, value);
   const portable = inside.startsWith('..') || isAbsolute(inside) ? '<path>' : inside || '.';
   return eq >= 0 ? `${arg.slice(0, eq + 1)}${portable}` : portable;
+}
+
+/**
+ * The commit a bench measured, for its section: the short hash of `dir`'s HEAD, with "+ changes"
+ * when its tracked files differ from it (RESULTS.md aside, which the bench itself writes).
+ */
+export function measuredCommit(dir: string): string {
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-C', dir, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  try {
+    const head = git('rev-parse', '--short', 'HEAD');
+    const changed = git('status', '--porcelain', '--untracked-files=no')
+      .split('\n')
+      .filter((l) => l.trim() !== '' && !l.endsWith('bench/RESULTS.md'));
+    return changed.length > 0 ? `${head} + changes` : head;
+  } catch {
+    return 'unknown (not a git checkout)';
+  }
 }

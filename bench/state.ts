@@ -40,7 +40,7 @@ import { rpc } from './harness/ipc.ts';
 import { benchKafka, dropBenchTopics, kafkaPid as kafkaJavaPid } from './harness/kafka.ts';
 import { machineCpu, ProcSampler, processTree, type Usage } from './harness/proc-cpu.ts';
 import { Scratch } from './harness/scratch.ts';
-import { benchCommand } from './results-section.ts';
+import { benchCommand, measuredCommit } from './results-section.ts';
 import {
   BIG,
   EVENT_TYPES,
@@ -860,6 +860,8 @@ function report(r: ReportInput): string {
     `### State at scale: ${r.startedAt.toISOString().slice(0, 10)}`,
     '',
     `Command: \`${command}\``,
+    '',
+    `Sluice measured: commit ${measuredCommit(ROOT)}.`,
     '',
     `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ` +
       `${fmt(totalmem() / 2 ** 30, 1)} GiB, ${type()} ${release()}, Node ${process.version}; ` +

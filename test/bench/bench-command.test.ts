@@ -1,6 +1,10 @@
 /** A bench's recorded command names no path of the machine it ran on. */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import t from 'tap';
-import { benchCommand } from '../../bench/results-section.ts';
+import { benchCommand, measuredCommit } from '../../bench/results-section.ts';
 
 const ROOT = '/home/ci/sluice';
 
@@ -46,4 +50,27 @@ t.test('no tracked file names where this checkout lives', async (t) => {
   });
   t.ok(files.length > 100, `${files.length} tracked files read`);
   t.same(naming, [], `no tracked file contains ${root}`);
+});
+
+t.test('a section names the commit it measured, and says when the checkout differs from it', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-measured-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  t.equal(measuredCommit(dir), 'unknown (not a git checkout)', 'no checkout');
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], {
+      encoding: 'utf8',
+    }).trim();
+  git('init', '-q');
+  mkdirSync(join(dir, 'bench'));
+  writeFileSync(join(dir, 'code.ts'), 'one');
+  writeFileSync(join(dir, 'bench/RESULTS.md'), 'results');
+  git('add', '.');
+  git('commit', '-q', '-m', 'first');
+  const head = git('rev-parse', '--short', 'HEAD');
+  t.equal(measuredCommit(dir), head, 'a clean checkout: its commit');
+  writeFileSync(join(dir, 'bench/RESULTS.md'), 'results, rewritten by a bench');
+  t.equal(measuredCommit(dir), head, 'RESULTS.md, which the bench writes, does not count');
+  writeFileSync(join(dir, 'code.ts'), 'two');
+  t.equal(measuredCommit(dir), `${head} + changes`, 'a changed file: said');
+  t.end();
 });

@@ -18,6 +18,9 @@ const env = {
   SLUICE_DISPATCH_CONCURRENCY: String(CONCURRENCY),
 };
 const node = await startTestNode(env, { prefix });
+// Two kills, each waited out while deliveries still arrive (untilStalled, up to 600 s): beside the
+// suite's other files they took 94 s and over 200 s, past the suite's 300 s for a file.
+t.setTimeout(900_000);
 const receivers: TestReceiver[] = [];
 const children: ChildProcess[] = [];
 t.teardown(async () => {

@@ -8,6 +8,7 @@
  *   beside it goes the set of offsets finished beyond it (offset-map.ts), which the partition's
  *   next owner skips: a crash repeats what was in flight, not all that a slow delivery held back.
  */
+import { waitUntil } from '../core/poll.ts';
 import type { EachBatchPayload, Kafka } from '../core/kafka/client.ts';
 import { isTransientKafkaError } from '../core/kafka/client.ts';
 import { keptAdmin, type KeptAdmin } from '../core/kafka/kept-admin.ts';
@@ -183,19 +184,6 @@ export function readCommitWaitMs(sessionTimeoutMs: number): number {
  */
 export function rejoinSettleMs(sessionTimeoutMs: number): number {
   return Math.min(5000, Math.floor(sessionTimeoutMs / 3));
-}
-
-/**
- * Polls `done` every 20 ms until it holds or `timeoutMs` passed; true when it held. For waits on
- * work that ends without an event to await (attempts in flight, batches under way).
- */
-export async function waitUntil(done: () => boolean, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (!done()) {
-    if (Date.now() >= deadline) return false;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return true;
 }
 
 const RUNNING = 0;

@@ -22,7 +22,8 @@ import {
 import { needsLane } from './delivery-policy.ts';
 import type { TypeCountReports } from '../core/webhooks/event-type-counts.ts';
 import { selectByFilter } from '../core/webhooks/filters/filter-cache.ts';
-import { GroupConsumer, rejoinSettleMs, waitUntil } from './consume.ts';
+import { GroupConsumer, rejoinSettleMs } from './consume.ts';
+import { waitUntil } from '../core/poll.ts';
 import type { EachBatchPayload } from '../core/kafka/client.ts';
 import type { FilterErrorReports } from './filter-errors.ts';
 import { endSpans, relaying, type Span } from '../core/tracing.ts';

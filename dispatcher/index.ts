@@ -23,7 +23,8 @@ import { DeliveryScheduler, type EndpointSignal } from './scheduler.ts';
 import type { Stage } from './process.ts';
 import { OutcomeRecorder } from './record.ts';
 import type { Outcome } from './ladder.ts';
-import { type GroupConsumer, waitUntil } from './consume.ts';
+import type { GroupConsumer } from './consume.ts';
+import { waitUntil } from '../core/poll.ts';
 import type { TraceContext } from '../core/tracing.ts';
 
 export type { Outcome } from './ladder.ts';

@@ -3,6 +3,7 @@
  * of their own (its own event type, so no other guard's target receives them), and a bounded wait
  * for their deliveries.
  */
+import { waitUntil } from '../../core/poll.ts';
 import { api, register } from './webhook-target.ts';
 import type { LimitContext } from './types.ts';
 
@@ -22,16 +23,6 @@ export async function publishBurst(
   const ids: string[] = (r.body.results ?? []).filter((x: { id?: string }) => x.id).map((x: { id: string }) => x.id);
   if (ids.length !== count) return { fail: `${ids.length} of the ${count} events published were accepted` };
   return { ids };
-}
-
-/** Waits until `done()` holds or `timeoutMs` passed (checked every 50 ms); whether it holds. */
-export async function within(done: () => boolean, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (!done()) {
-    if (Date.now() >= deadline) return false;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return true;
 }
 
 /** The most of `times` (ms, any order) that fall in one window of `windowMs` (sliding: [t, t + windowMs)). */
@@ -69,7 +60,7 @@ export async function policyBurst(
     const started = performance.now();
     const burst = await publishBurst(ctx, o.type, o.count, o.guard);
     if ('fail' in burst) return burst;
-    const all = await within(() => burst.ids.every((id) => seen.has(id)), o.waitMs);
+    const all = await waitUntil(() => burst.ids.every((id) => seen.has(id)), o.waitMs, 50);
     const arrived = burst.ids.filter((id) => seen.has(id)).length;
     const undelivered = all
       ? []

@@ -3,9 +3,17 @@
  * (core/event-loop-delay.ts): idle, no 10 ms timer runs and the gauges read 0, yet a stall shows in
  * the maximum; busy, delays are sampled, and the first sample after a pause does not span the pause.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { workDrivenDelay } from '../../core/event-loop-delay.ts';
 import { Metrics } from '../../core/metrics.ts';
+
+/** The histogram at a 10 ms resolution, its probe every `probeMs`, disabled when the test ends. */
+function running(t: Pick<Test, 'teardown'>, busy: () => boolean, probeMs: number) {
+  const h = workDrivenDelay(10, busy, probeMs);
+  h.enable();
+  t.teardown(() => void h.disable());
+  return h;
+}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const block = (ms: number) => {
@@ -13,9 +21,7 @@ const block = (ms: number) => {
 };
 
 t.test('idle: nothing is sampled and the sampled readings are 0', async (t) => {
-  const h = workDrivenDelay(10, () => false, 20);
-  h.enable();
-  t.teardown(() => void h.disable());
+  const h = running(t, () => false, 20);
   await sleep(100);
   t.equal(h.sampling, false, 'not sampling');
   // The maximum is the probe's lateness here (the test below); the rest come from samples only.
@@ -23,9 +29,7 @@ t.test('idle: nothing is sampled and the sampled readings are 0', async (t) => {
 });
 
 t.test('quiet: a stall still shows in the maximum, through the probe', async (t) => {
-  const h = workDrivenDelay(10, () => false, 50);
-  h.enable();
-  t.teardown(() => void h.disable());
+  const h = running(t, () => false, 50);
   await sleep(120);
   h.reset();
   block(300);
@@ -37,9 +41,7 @@ t.test('quiet: a stall still shows in the maximum, through the probe', async (t)
 });
 
 t.test('busy: delays are sampled, and a block shows in the maximum', async (t) => {
-  const h = workDrivenDelay(10, () => true, 20);
-  h.enable();
-  t.teardown(() => void h.disable());
+  const h = running(t, () => true, 20);
   await sleep(60);
   t.equal(h.sampling, true, 'sampling once the probe found the loop busy');
   h.reset();
@@ -52,9 +54,7 @@ t.test('busy: delays are sampled, and a block shows in the maximum', async (t) =
 
 t.test('the first sample after a pause does not span the pause', async (t) => {
   let busy = true;
-  const h = workDrivenDelay(10, () => busy, 20);
-  h.enable();
-  t.teardown(() => void h.disable());
+  const h = running(t, () => busy, 20);
   await sleep(60);
   t.equal(h.sampling, true);
   busy = false;

@@ -8,7 +8,7 @@
  * kafkajs calls it, and once the producer is idle no queue has a check scheduled.
  */
 import { createRequire } from 'node:module';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { createKafka } from '../../core/kafka/client.ts';
 import { DurableProducer } from '../../core/kafka/producers.ts';
 import { ensureTopics } from '../../core/kafka/topic-admin.ts';
@@ -21,6 +21,17 @@ import {
   type RequestQueueState,
 } from '../../core/kafka/request-queue-patch.ts';
 import { brokers, uniquePrefix } from '../helpers/sluice.ts';
+
+/** A producer on the real broker that has written one record, disconnected when the test ends. */
+async function producerAfterOneWrite(t: Pick<Test, 'teardown'>, name: string): Promise<void> {
+  const kafka = createKafka(brokers(), `${name}-test`);
+  const topic = `${uniquePrefix(name)}.events`;
+  await ensureTopics(kafka, [{ name: topic, partitions: 1, config: {} }]);
+  const producer = new DurableProducer(kafka);
+  await producer.connect();
+  t.teardown(() => producer.disconnect());
+  await producer.sendJson(topic, 'k', { hello: 'world' });
+}
 
 const queue = (pending: unknown[], throttledUntil: number) => {
   const q = {
@@ -71,13 +82,7 @@ t.test('an idle producer connection to a real broker runs no checks', async (t) 
     RequestQueue.prototype.checkPendingRequests = original;
     RequestQueue.prototype.scheduleCheckPendingRequests = installed;
   });
-  const kafka = createKafka(brokers(), 'request-queue-test');
-  const topic = `${uniquePrefix('rq')}.events`;
-  await ensureTopics(kafka, [{ name: topic, partitions: 1, config: {} }]);
-  const producer = new DurableProducer(kafka);
-  await producer.connect();
-  t.teardown(() => producer.disconnect());
-  await producer.sendJson(topic, 'k', { hello: 'world' });
+  await producerAfterOneWrite(t, 'rq');
   t.ok(schedules > 0, `kafkajs called the fix (${schedules} times, on ${queues.size} request queues)`);
   await new Promise((r) => setTimeout(r, 100));
   // Unpatched, each check schedules the next 1 ms later: at any moment every queue has a timer set.
@@ -138,13 +143,7 @@ t.test('request timeouts: one ticker for every queue, only while requests are in
 t.test('real connections: no interval per connection, and the ticker rests once they are idle', async (t) => {
   const RequestQueue = createRequire(import.meta.url)('kafkajs/src/network/requestQueue/index.js');
   t.equal(RequestQueue.prototype.scheduleRequestTimeoutCheck, scheduleRequestTimeoutCheck, 'the fix is installed');
-  const kafka = createKafka(brokers(), 'request-timeout-test');
-  const topic = `${uniquePrefix('rt')}.events`;
-  await ensureTopics(kafka, [{ name: topic, partitions: 1, config: {} }]);
-  const producer = new DurableProducer(kafka);
-  await producer.connect();
-  t.teardown(() => producer.disconnect());
-  await producer.sendJson(topic, 'k', { hello: 'world' });
+  await producerAfterOneWrite(t, 'rt');
   t.ok(timeoutTicker().queues > 0, `the ticker watches ${timeoutTicker().queues} request queues`);
   // Unpatched, each open connection holds a 100 ms setInterval.
   const timers = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;

@@ -1,12 +1,23 @@
 /**
- * `npm start` runs the compiled server (`npm run build:server` into build/, then build/cli/main.js):
- * no TypeScript loader in any process. Here the compiled `sluice ingress` starts against the test
- * broker and serves what it reads from the project's files (the console, the contract), which it
- * finds from build/ as the sources do from core/ (core/paths.ts).
+ * `npm start` and the `sluice` command (bin/sluice.js) run the compiled server (`npm run
+ * build:server` into build/): no TypeScript loader in any process. Here `sluice ingress` starts
+ * against the test broker and serves what it reads from the project's files (the console, the
+ * contract), which it finds from build/ as the sources do from core/ (core/paths.ts). A build
+ * older than its sources is never run: bin/sluice.js says so and runs the sources.
  */
 import t from 'tap';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,7 +25,7 @@ import { freePort } from '../../scripts/free-port.ts';
 import { brokers, uniquePrefix } from '../helpers/sluice.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const main = join(root, 'build/cli/main.js');
+const bin = join(root, 'bin/sluice.js');
 
 /** The commands of a process's children, from /proc. */
 function childrenOf(pid: number): string[] {
@@ -35,20 +46,13 @@ function childrenOf(pid: number): string[] {
 
 t.test('the compiled server starts and serves the console and the contract', async (t) => {
   // npm test builds it first; a run of this file alone builds it here.
-  if (!existsSync(main)) {
-    const tsc = spawnSync(
-      process.execPath,
-      [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.server.json'],
-      {
-        cwd: root,
-        stdio: 'inherit',
-      },
-    );
-    t.equal(tsc.status, 0, 'npm run build:server compiled the server');
+  if (!existsSync(join(root, 'build/.built'))) {
+    const build = spawnSync('npm', ['run', '--silent', 'build:server'], { cwd: root, stdio: 'inherit' });
+    t.equal(build.status, 0, 'npm run build:server compiled the server');
   }
   const [port, adminPort] = [await freePort(), await freePort()];
   const dataDir = mkdtempSync(join(tmpdir(), 'sluice-compiled-'));
-  const child = spawn(process.execPath, [main, 'ingress'], {
+  const child = spawn(process.execPath, [bin, 'ingress'], {
     cwd: root,
     env: {
       ...process.env,
@@ -83,8 +87,7 @@ t.test('the compiled server starts and serves the console and the contract', asy
     await new Promise((r) => setTimeout(r, 250));
   }
   t.equal(ready, 200, `the compiled ingress is ready\n${ready === 200 ? '' : out.slice(-2000)}`);
-  const cmdline = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0');
-  t.same(cmdline.slice(0, 3), [process.execPath, main, 'ingress'], 'it runs build/cli/main.js itself');
+  t.notMatch(out, /running the sources/, 'the build was current: bin/sluice.js ran build/cli/main.js');
   t.same(childrenOf(child.pid!), [], "no TypeScript loader's helper (tsx runs an esbuild service per process)");
   const console = await fetch(`http://127.0.0.1:${port}/console`);
   t.equal(console.status, 200, 'the console, from console/');
@@ -92,4 +95,28 @@ t.test('the compiled server starts and serves the console and the contract', asy
   const contract = await fetch(`http://127.0.0.1:${port}/v1/openapi.json`);
   t.equal(contract.status, 200, 'the contract, from contracts/openapi.yaml');
   t.match((await contract.json()) as object, { openapi: /^3\./ });
+});
+
+t.test('bin/sluice.js runs build/ while it is current, and the sources once one is newer', async (t) => {
+  // A copy of the command beside a stand-in build and sources, each saying which one ran.
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-bin-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  for (const sub of ['bin', 'build/cli', 'cli', 'core']) mkdirSync(join(dir, sub), { recursive: true });
+  symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
+  writeFileSync(join(dir, 'package.json'), '{"type":"module"}');
+  writeFileSync(join(dir, 'bin/sluice.js'), readFileSync(bin));
+  writeFileSync(join(dir, 'build/cli/main.js'), "console.log('compiled');");
+  writeFileSync(join(dir, 'cli/main.ts'), "const from: string = 'sources';\nconsole.log(from);");
+  writeFileSync(join(dir, 'core/a.ts'), 'export const a = 1;');
+  const run = () => spawnSync(process.execPath, [join(dir, 'bin/sluice.js')], { encoding: 'utf8' });
+  const past = new Date(Date.now() - 60_000);
+  for (const f of ['cli/main.ts', 'core/a.ts']) utimesSync(join(dir, f), past, past);
+
+  t.match(run(), { status: 0, stdout: 'sources\n' }, 'no build/.built: the sources run');
+  writeFileSync(join(dir, 'build/.built'), '');
+  t.match(run(), { status: 0, stdout: 'compiled\n', stderr: '' }, 'a current build runs, quietly');
+  utimesSync(join(dir, 'core/a.ts'), new Date(), new Date(Date.now() + 1000));
+  const stale = run();
+  t.match(stale, { status: 0, stdout: 'sources\n' }, 'an edit since the build: the sources run');
+  t.match(stale.stderr, /older than core\/a\.ts/, 'and it names the newer source');
 });

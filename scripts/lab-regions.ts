@@ -212,6 +212,10 @@ try {
         `all delivered ${c.drainedAfterMs} ms after the cut ended`,
     );
     out(`- the repeated events by when they were published (second from the cut): ${JSON.stringify(c.repeatedAt)}`);
+    out(
+      '- the repeats by first copy → repeat, each as the sending region @ the second it arrived: ' +
+        JSON.stringify(c.repeatedBy),
+    );
     out('');
     if (c.lost > 0) {
       say(`lost, e.g.: ${c.lostSample.join(' ')}`);

@@ -213,6 +213,9 @@ export async function measureHotPath(
 /** A webhook receiver in the root namespace (every region reaches it directly): counts each event id. */
 export async function labReceiver(host: string, name: string) {
   const hits = new Map<string, number>();
+  /** Each event's copies after the first: when each arrived and from which address (a region's dispatcher). */
+  const repeats = new Map<string, { at: number; from: string }[]>();
+  const first = new Map<string, { at: number; from: string }>();
   let pings = 0;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -221,7 +224,13 @@ export async function labReceiver(host: string, name: string) {
       try {
         const body = JSON.parse(Buffer.concat(chunks).toString()) as { id?: string; type?: string };
         if (body.type === 'ping') pings++;
-        else if (body.id) hits.set(body.id, (hits.get(body.id) ?? 0) + 1);
+        else if (body.id) {
+          const n = (hits.get(body.id) ?? 0) + 1;
+          hits.set(body.id, n);
+          const copy = { at: Date.now(), from: req.socket.remoteAddress ?? '?' };
+          if (n === 1) first.set(body.id, copy);
+          else repeats.set(body.id, [...(repeats.get(body.id) ?? []), copy]);
+        }
       } catch {
         /* counted as nothing */
       }
@@ -234,6 +243,8 @@ export async function labReceiver(host: string, name: string) {
     name,
     url: `http://${host}:${port}/hook/${name}`,
     hits,
+    first,
+    repeats,
     get pings() {
       return pings;
     },
@@ -348,6 +359,8 @@ export async function registerReceivers(lab: Lab, adminToken: string, receivers:
 export interface CutResult {
   /** The repeated events by when their publish was answered: seconds before the cut, `cut+s`, `healed+s`. */
   repeatedAt: Record<string, number>;
+  /** Repeats by who sent the first copy and when → who sent the repeat and when. */
+  repeatedBy: Record<string, number>;
   cutMs: number;
   /** Probes (a token and a scope-checked request every 200 ms) that did not answer 200, per region. */
   failedProbes: Record<Region, number>;
@@ -500,8 +513,27 @@ export async function measureCut(
       at < cutAt ? `${second}` : at < healedAt ? `cut+${second}` : `healed+${Math.floor((at - healedAt) / 1000)}`;
     repeatedAt[key] = (repeatedAt[key] ?? 0) + 1;
   }
+  // Who sent each repeat and when: the first copy's region → the repeat's region, by second of the
+  // repeat's arrival from the cut (a rebalance, a takeover after a crash, a lost commit differ here).
+  const regionOf = (ip: string) => lab.regions.find((r) => ip.endsWith(r.ip))?.name ?? ip.replace(/^::ffff:/, '');
+  const phase = (at: number) =>
+    at < cutAt
+      ? `${Math.floor((at - cutAt) / 1000)}`
+      : at < healedAt
+        ? `cut+${Math.floor((at - cutAt) / 1000)}`
+        : `healed+${Math.floor((at - healedAt) / 1000)}`;
+  const repeatedBy: Record<string, number> = {};
+  for (const r of receivers)
+    for (const [id, copies] of r.repeats) {
+      const one = r.first.get(id);
+      for (const copy of copies) {
+        const key = `${regionOf(one?.from ?? '?')}@${phase(one?.at ?? 0)}→${regionOf(copy.from)}@${phase(copy.at)}`;
+        repeatedBy[key] = (repeatedBy[key] ?? 0) + 1;
+      }
+    }
   return {
     repeatedAt,
+    repeatedBy,
     cutMs: opts.cutMs,
     failedProbes,
     probes,

@@ -87,6 +87,16 @@ export class GroupConsumer {
       listen: (c) => {
         c.on(c.events.REBALANCING, () => opts.onRebalancing?.());
         c.on(c.events.GROUP_JOIN, (e) => {
+          // Who owns which partition, and since when: what a repeat after a rebalance is read against.
+          log.info('joined the group', {
+            group,
+            member_id: e.payload.memberId,
+            leader: e.payload.isLeader,
+            took_ms: e.payload.duration,
+            partitions: Object.entries(e.payload.memberAssignment)
+              .map(([topic, ps]) => `${topic}:${ps.join(',')}`)
+              .join(' '),
+          });
           const hook = opts.beforeRejoin;
           if (hook) {
             this.unregisterRejoin();

@@ -31,14 +31,11 @@ import { GroupConsumer, OffsetTracker, rejoinSettleMs } from './consume.ts';
 import type { DeliveryConsumer } from './delivery-consumer.ts';
 import { hold, type Outcome } from './ladder.ts';
 import { LaneScheduler, type LaneJob, type LaneStep } from './lane-scheduler.ts';
-import { attemptAt, clockOf, isOutcome, never, precheck, type Stage } from './process.ts';
+import { attemptAt, clockOf, isOutcome, never, precheck, RECENT_DELIVERED, type Stage } from './process.ts';
 import type { OutcomeRecorder } from './record.ts';
 import { PauseTimers } from './rungs.ts';
 import { consumed, consuming } from '../core/tracing.ts';
 import type { EndpointRecord } from '../core/webhooks/records.ts';
-
-/** How many deliveries delivered here are remembered, so a repeated fan-out is not sent twice. */
-const RECENT_DELIVERED = 100_000;
 
 /** Deliveries one tenant may hold in memory only to wait (paused or PENDING ordered endpoints). */
 export function waitAllowance(buffer: number): number {
@@ -66,7 +63,8 @@ export function laneConsumer(stage: Stage, recorder: OutcomeRecorder, metrics: M
   const config = ctx.config;
   const topic = ctx.topics.lanes;
   const groupId = `${config.topicPrefix}.dispatch-lanes`;
-  const recent = new LruMap<string, true>(RECENT_DELIVERED);
+  // Deliveries delivered here lately, on this path and the plain one (Stage.delivered).
+  const recent = stage.delivered ?? new LruMap<string, true>(RECENT_DELIVERED);
   const left = new Map<number, LeftBehind>();
   let checkTimer: NodeJS.Timeout | null = null;
   /** Soon (coalesced): reads again each partition where someone whose records were left has room. */

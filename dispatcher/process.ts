@@ -12,6 +12,7 @@
  * `stage.attempting` until their outcome is known, so the dispatcher can wait for them.
  */
 import type { Context } from '../core/context.ts';
+import type { LruMap } from '../core/lru.ts';
 import type { DeliveryRecord, EndpointRecord } from '../core/webhooks/records.ts';
 import type { AttemptRecord } from '../core/webhooks/attempt-history.ts';
 import type { AttemptOutcome } from '../outbound/attempt.ts';
@@ -49,7 +50,17 @@ export interface Stage {
   attempting?: number;
   /** Told of every attempt made (its report for the attempt history; never waited for). */
   onAttempt?: (a: AttemptRecord) => void;
+  /**
+   * Deliveries this process delivered lately (delivery ids; lanes and the plain path alike). A copy
+   * of one read again is dropped as a duplicate: a fan-out or an event written twice (a produce
+   * retried after an answer it never got) yields the same delivery id, keyed to the same partition,
+   * so the same owner reads both. Replays and recoveries take fresh ids.
+   */
+  delivered?: LruMap<string, true>;
 }
+
+/** How many delivered deliveries a process remembers, so a repeated record is not sent twice. */
+export const RECENT_DELIVERED = 100_000;
 
 /** The answer for a delivery that must not start: never settles, so its offset stays uncommitted. */
 export const never = <T>(): Promise<T> => new Promise<T>(() => {});
@@ -165,6 +176,7 @@ export async function processDelivery(
 ): Promise<Outcome> {
   if (s.stopping) return never();
   if (rec === null) return { kind: 'dropped', rec: null, reason: 'malformed' };
+  if (s.delivered?.get(rec.delivery_id)) return { kind: 'dropped', rec, reason: 'duplicate' };
   let first = precheck(s.ctx, rec, heldSince);
   // An endpoint this process does not know may be one its view has not read yet (registered on
   // another node a moment ago): wait until it has read as far as the fan-out had, then look again.

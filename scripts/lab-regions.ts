@@ -8,7 +8,8 @@
  *   sudo npm run lab:regions -- [--one-way-ms 40] [--revocations 200] [--cut-seconds 60]
  *       [--rate 200] [--hot 200] [--kill-seconds 20] [--only revocation,hot,cut,kill]
  *       [--no-push] (revocations travel through Kafka only) [--broker-prop key=value ...]
- *       [--no-results] [--keep-logs]
+ *       [--no-results] [--keep-logs] [--log-level info] (every Sluice process's; info names each
+ *       group join and its partitions)
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -47,6 +48,7 @@ const { values } = parseArgs({
     only: { type: 'string' },
     'no-results': { type: 'boolean', default: false },
     'keep-logs': { type: 'boolean', default: false },
+    'log-level': { type: 'string', default: 'warn' },
     'no-push': { type: 'boolean', default: false },
     'broker-prop': { type: 'string', multiple: true },
   },
@@ -115,6 +117,7 @@ try {
     topicPrefix: prefix,
     env,
     push: !values['no-push'],
+    logLevel: values['log-level'],
     brokerProps: values['broker-prop'] ?? [],
     log: (l) => say(`# ${l}`),
   });

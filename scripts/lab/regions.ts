@@ -57,6 +57,8 @@ export interface LabOptions {
   brokerProps?: string[];
   /** Ingress nodes push revocations to the other regions' (SLUICE_PEERS); default true. */
   push?: boolean;
+  /** SLUICE_LOG_LEVEL of every Sluice process (default warn; info names each group join and its partitions). */
+  logLevel?: string;
 }
 
 export interface LabRegion {
@@ -209,7 +211,7 @@ export async function startLab(opts: LabOptions): Promise<Lab> {
       SLUICE_REGION: r,
       SLUICE_TOPIC_PREFIX: opts.topicPrefix,
       SLUICE_ISSUER: issuer,
-      SLUICE_LOG_LEVEL: 'warn',
+      SLUICE_LOG_LEVEL: opts.logLevel ?? 'warn',
       SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
       SLUICE_TOPIC_PARTITIONS: '3',
       // Listeners on the namespaces' addresses and the peer port need a key of the lab's own.

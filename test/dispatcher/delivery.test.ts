@@ -1,5 +1,6 @@
 import t from 'tap';
 import { startTestNode, call } from '../helpers/sluice.ts';
+import { newDelivery } from '../../core/webhooks/deliveries.ts';
 import {
   awaitMarker,
   receiver,
@@ -216,4 +217,28 @@ t.test('a PENDING endpoint holds its deliveries unattempted until verified; a de
   await registerEndpoint(node, acme, gone.url, ['test.marker']);
   const before = await awaitMarker(node, acme, gone, 'test.marker');
   t.equal(before.length, attempts, 'no more attempts after the delete');
+});
+
+t.test('a delivery record read again after it was delivered is not sent twice (an event written twice)', async (t) => {
+  const r = await rcv(200);
+  const ep = await registerEndpoint(node, acme, r.url, ['twice.sent']);
+  const event = (id: string) => ({
+    id,
+    tenant_id: 'acme',
+    type: 'twice.sent',
+    data: { id },
+    created_at: Date.now(),
+  });
+  // As the fan-out writes them: keyed by event, so a copy lands in the same partition as the first.
+  const write = (id: string, key = id) =>
+    node.ctx.producer.send(node.ctx.topics.deliveries, [
+      { key, value: JSON.stringify(newDelivery(event(id), ep.id, Date.now())) },
+    ]);
+  await write('evt_twice_1');
+  await r.until((e) => e.length === 1, 30_000, 'the first copy');
+  // The copy, then a marker behind it in the same partition: once the marker is in, the copy was read.
+  await write('evt_twice_1');
+  await write('evt_twice_1-marker', 'evt_twice_1');
+  await r.until((e) => e.some((h) => h.body.id === 'evt_twice_1-marker'), 30_000, 'the marker');
+  t.equal(r.events().filter((h) => h.body.id === 'evt_twice_1').length, 1, 'the copy was dropped, not sent');
 });

@@ -160,7 +160,6 @@ async function handle(
   // Traced: the record's span, parent of its attempt and of its outcome's write.
   const span = consuming(topic, headers, rec);
   const outcome = await processDelivery(stage, rec, heldSince, origin, span?.ctx);
-  if (outcome.kind === 'delivered') stage.delivered?.set(outcome.rec.delivery_id, true);
   within(span, logOutcome, ctx.log, outcome);
   consumed(span, outcome.kind);
   await recorder.record(outcome, span?.ctx);

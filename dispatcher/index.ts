@@ -20,8 +20,8 @@ import { isWaiting } from './delivery-policy.ts';
 import type { EndpointRecord } from '../core/webhooks/records.ts';
 import { EndpointHealth } from './health.ts';
 import { DeliveryScheduler, type EndpointSignal } from './scheduler.ts';
-import { RECENT_DELIVERED, type Stage } from './process.ts';
-import { LruMap } from '../core/lru.ts';
+import type { Stage } from './process.ts';
+import { RecentAttempts } from './recent-attempts.ts';
 import { OutcomeRecorder } from './record.ts';
 import type { Outcome } from './ladder.ts';
 import type { GroupConsumer } from './consume.ts';
@@ -84,7 +84,7 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
     stopping: false,
     attempting: 0,
     onAttempt: (a) => recorder.noteAttempt(a),
-    delivered: new LruMap<string, true>(RECENT_DELIVERED),
+    recent: new RecentAttempts(),
   };
   const holdTopic = t.hold;
   const deliveries = deliveryConsumer(stage, recorder, metrics, {

@@ -22,7 +22,6 @@
  * endpoints on it keep flowing.
  */
 import type { EachBatchPayload, IHeaders } from '../core/kafka/client.ts';
-import { LruMap } from '../core/lru.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { parseDeliveryRecord } from '../core/webhooks/deliveries.ts';
 import { isOrdered, isWaiting, spacingMs } from './delivery-policy.ts';
@@ -31,7 +30,7 @@ import { GroupConsumer, OffsetTracker, rejoinSettleMs } from './consume.ts';
 import type { DeliveryConsumer } from './delivery-consumer.ts';
 import { hold, type Outcome } from './ladder.ts';
 import { LaneScheduler, type LaneJob, type LaneStep } from './lane-scheduler.ts';
-import { attemptAt, clockOf, isOutcome, never, precheck, RECENT_DELIVERED, type Stage } from './process.ts';
+import { attemptAt, clockOf, isOutcome, never, precheck, type Stage } from './process.ts';
 import type { OutcomeRecorder } from './record.ts';
 import { PauseTimers } from './rungs.ts';
 import { consumed, consuming } from '../core/tracing.ts';
@@ -63,8 +62,6 @@ export function laneConsumer(stage: Stage, recorder: OutcomeRecorder, metrics: M
   const config = ctx.config;
   const topic = ctx.topics.lanes;
   const groupId = `${config.topicPrefix}.dispatch-lanes`;
-  // Deliveries delivered here lately, on this path and the plain one (Stage.delivered).
-  const recent = stage.delivered ?? new LruMap<string, true>(RECENT_DELIVERED);
   const left = new Map<number, LeftBehind>();
   let checkTimer: NodeJS.Timeout | null = null;
   /** Soon (coalesced): reads again each partition where someone whose records were left has room. */
@@ -96,7 +93,6 @@ export function laneConsumer(stage: Stage, recorder: OutcomeRecorder, metrics: M
   let tracker!: OffsetTracker;
 
   const finish = async (o: Outcome): Promise<void> => {
-    if (o.kind === 'delivered') recent.set(o.rec.delivery_id, true);
     await recorder.record(o);
   };
 
@@ -166,7 +162,8 @@ export function laneConsumer(stage: Stage, recorder: OutcomeRecorder, metrics: M
   /** Hands one lane record over; resolves once it has a durable outcome. */
   const handle = async (rec: DeliveryRecord | null, origin: string, headers: IHeaders | undefined): Promise<void> => {
     if (rec === null) return finish({ kind: 'dropped', rec: null, reason: 'malformed' });
-    if (recent.get(rec.delivery_id)) return finish({ kind: 'dropped', rec, reason: 'duplicate' });
+    // A copy of an attempt made here (recent-attempts.ts) is not sent again.
+    if (stage.recent.repeats(rec)) return finish({ kind: 'dropped', rec, reason: 'duplicate' });
     let first = precheck(ctx, rec, null, true);
     // An endpoint this view does not know yet: wait until it has read as far as the fan-out had.
     if (

@@ -12,7 +12,7 @@
  * `stage.attempting` until their outcome is known, so the dispatcher can wait for them.
  */
 import type { Context } from '../core/context.ts';
-import type { LruMap } from '../core/lru.ts';
+import type { AttemptEnd, RecentAttempts } from './recent-attempts.ts';
 import type { DeliveryRecord, EndpointRecord } from '../core/webhooks/records.ts';
 import type { AttemptRecord } from '../core/webhooks/attempt-history.ts';
 import type { AttemptOutcome } from '../outbound/attempt.ts';
@@ -50,17 +50,9 @@ export interface Stage {
   attempting?: number;
   /** Told of every attempt made (its report for the attempt history; never waited for). */
   onAttempt?: (a: AttemptRecord) => void;
-  /**
-   * Deliveries this process delivered lately (delivery ids; lanes and the plain path alike). A copy
-   * of one read again is dropped as a duplicate: a fan-out or an event written twice (a produce
-   * retried after an answer it never got) yields the same delivery id, keyed to the same partition,
-   * so the same owner reads both. Replays and recoveries take fresh ids.
-   */
-  delivered?: LruMap<string, true>;
+  /** What this process attempted lately: a record read again is not sent again (recent-attempts.ts). */
+  recent: RecentAttempts;
 }
-
-/** How many delivered deliveries a process remembers, so a repeated record is not sent twice. */
-export const RECENT_DELIVERED = 100_000;
 
 /** The answer for a delivery that must not start: never settles, so its offset stays uncommitted. */
 export const never = <T>(): Promise<T> => new Promise<T>(() => {});
@@ -115,9 +107,14 @@ export async function attemptAt(
   trace: TraceContext | undefined,
 ): Promise<Attempted> {
   const { ctx } = s;
+  // A copy read while the first waited its turn or was under way: the first's outcome stands.
+  const end = await s.recent.claim(rec);
+  if (end === null) return { outcome: { kind: 'dropped', rec, reason: 'duplicate' }, ...HEALTHY };
   s.attempting = (s.attempting ?? 0) + 1;
+  let made: AttemptEnd = 'not-made';
   try {
     const { result, startedAt } = await s.deliverer.attempt(rec, ep, trace);
+    made = result.ok ? 'delivered' : 'failed';
     ctx.metrics.attempt(rec.attempt, result.ok, result.durationMs);
     const slow = result.durationMs >= ctx.config.dispatchSlowMs;
     const c = clockOf(ctx);
@@ -133,6 +130,8 @@ export async function attemptAt(
     s.onAttempt?.(attemptReport(rec, result, startedAt, outcome));
     return { outcome, slow, notBefore };
   } catch (err) {
+    // Re-queued with the same attempt number: it must not read as a copy when it comes back.
+    made = 'not-made';
     ctx.log.error('delivery processing failed; re-queued', {
       delivery_id: rec.delivery_id,
       error: (err as Error).stack,
@@ -140,6 +139,7 @@ export async function attemptAt(
     return { outcome: defer(rec, clockOf(ctx)), ...HEALTHY };
   } finally {
     s.attempting!--;
+    end(made);
   }
 }
 
@@ -176,7 +176,7 @@ export async function processDelivery(
 ): Promise<Outcome> {
   if (s.stopping) return never();
   if (rec === null) return { kind: 'dropped', rec: null, reason: 'malformed' };
-  if (s.delivered?.get(rec.delivery_id)) return { kind: 'dropped', rec, reason: 'duplicate' };
+  if (s.recent.repeats(rec)) return { kind: 'dropped', rec, reason: 'duplicate' };
   let first = precheck(s.ctx, rec, heldSince);
   // An endpoint this process does not know may be one its view has not read yet (registered on
   // another node a moment ago): wait until it has read as far as the fan-out had, then look again.

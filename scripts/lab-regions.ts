@@ -216,7 +216,7 @@ try {
     );
     out(`- the repeated events by when they were published (second from the cut): ${JSON.stringify(c.repeatedAt)}`);
     out(
-      '- the repeats by first copy → repeat, each as the sending region @ the second it arrived: ' +
+      '- the repeats by first copy → repeat, each as the sending region @ the second it arrived # attempt: ' +
         JSON.stringify(c.repeatedBy),
     );
     out('');

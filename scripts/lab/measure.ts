@@ -214,8 +214,8 @@ export async function measureHotPath(
 export async function labReceiver(host: string, name: string) {
   const hits = new Map<string, number>();
   /** Each event's copies after the first: when each arrived and from which address (a region's dispatcher). */
-  const repeats = new Map<string, { at: number; from: string }[]>();
-  const first = new Map<string, { at: number; from: string }>();
+  const repeats = new Map<string, { at: number; from: string; attempt: string }[]>();
+  const first = new Map<string, { at: number; from: string; attempt: string }>();
   let pings = 0;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -227,7 +227,8 @@ export async function labReceiver(host: string, name: string) {
         else if (body.id) {
           const n = (hits.get(body.id) ?? 0) + 1;
           hits.set(body.id, n);
-          const copy = { at: Date.now(), from: req.socket.remoteAddress ?? '?' };
+          const attempt = String(req.headers['x-service-delivery-attempt'] ?? '?');
+          const copy = { at: Date.now(), from: req.socket.remoteAddress ?? '?', attempt };
           if (n === 1) first.set(body.id, copy);
           else repeats.set(body.id, [...(repeats.get(body.id) ?? []), copy]);
         }
@@ -527,7 +528,9 @@ export async function measureCut(
     for (const [id, copies] of r.repeats) {
       const one = r.first.get(id);
       for (const copy of copies) {
-        const key = `${regionOf(one?.from ?? '?')}@${phase(one?.at ?? 0)}→${regionOf(copy.from)}@${phase(copy.at)}`;
+        const key =
+          `${regionOf(one?.from ?? '?')}@${phase(one?.at ?? 0)}#${one?.attempt ?? '?'}` +
+          `→${regionOf(copy.from)}@${phase(copy.at)}#${copy.attempt}`;
         repeatedBy[key] = (repeatedBy[key] ?? 0) + 1;
       }
     }

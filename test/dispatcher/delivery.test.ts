@@ -219,7 +219,7 @@ t.test('a PENDING endpoint holds its deliveries unattempted until verified; a de
   t.equal(before.length, attempts, 'no more attempts after the delete');
 });
 
-t.test('a delivery record read again after it was delivered is not sent twice (an event written twice)', async (t) => {
+t.test('a delivery record read twice is sent once (an event written twice), apart or together', async (t) => {
   const r = await rcv(200);
   const ep = await registerEndpoint(node, acme, r.url, ['twice.sent']);
   const event = (id: string) => ({
@@ -241,4 +241,16 @@ t.test('a delivery record read again after it was delivered is not sent twice (a
   await write('evt_twice_1-marker', 'evt_twice_1');
   await r.until((e) => e.some((h) => h.body.id === 'evt_twice_1-marker'), 30_000, 'the marker');
   t.equal(r.events().filter((h) => h.body.id === 'evt_twice_1').length, 1, 'the copy was dropped, not sent');
+
+  // Two copies written together (one request): the second is read while the first waits or is under way.
+  await node.ctx.producer.send(
+    node.ctx.topics.deliveries,
+    [0, 1].map(() => ({
+      key: 'evt_twice_2',
+      value: JSON.stringify(newDelivery(event('evt_twice_2'), ep.id, Date.now())),
+    })),
+  );
+  await write('evt_twice_2-marker', 'evt_twice_2');
+  await r.until((e) => e.some((h) => h.body.id === 'evt_twice_2-marker'), 30_000, 'the second marker');
+  t.equal(r.events().filter((h) => h.body.id === 'evt_twice_2').length, 1, 'copies read together: sent once');
 });

@@ -1,0 +1,60 @@
+/**
+ * What this process attempted lately, so a record read twice is not sent twice. A fan-out
+ * repeated, or an event written twice (a produce sent again after an answer that never came),
+ * yields the same delivery id and attempt number, keyed to the same partition, so the same owner
+ * reads both: often together, the second while the first still waits its turn or is under way.
+ * A copy of an attempt made here (or of a delivery delivered here) is a duplicate: the first's
+ * outcome (delivered, its retry record, its DLQ entry) stands for both. Replays and recoveries take
+ * fresh delivery ids; a retry carries the next attempt number, so neither is mistaken for a copy.
+ */
+import { LruMap } from '../core/lru.ts';
+import type { DeliveryRecord } from '../core/webhooks/records.ts';
+
+/** How many deliveries a process remembers. */
+export const RECENT_DELIVERIES = 100_000;
+
+const DELIVERED = Number.POSITIVE_INFINITY;
+
+/** How an attempt ended: delivered, made and failed, or not made after all (nothing to remember). */
+export type AttemptEnd = 'delivered' | 'failed' | 'not-made';
+
+export class RecentAttempts {
+  /** delivery id → the highest attempt made here, or DELIVERED. */
+  private readonly made: LruMap<string, number>;
+  /** Attempts under way, by delivery id: a copy waits for the first's outcome. */
+  private readonly running = new Map<string, Promise<void>>();
+
+  constructor(size = RECENT_DELIVERIES) {
+    this.made = new LruMap(size);
+  }
+
+  /** Whether `rec` repeats an attempt made here, or a delivery delivered here. */
+  repeats(rec: DeliveryRecord): boolean {
+    const made = this.made.get(rec.delivery_id);
+    return made !== undefined && rec.attempt <= made;
+  }
+
+  /**
+   * Claims the attempt of `rec`: null when it repeats one made here (waited for while one of the
+   * same delivery is under way), else the function to call when the attempt ends. The check and
+   * the claim run in one turn, so two copies never both pass.
+   */
+  async claim(rec: DeliveryRecord): Promise<((end: AttemptEnd) => void) | null> {
+    for (let p = this.running.get(rec.delivery_id); p; p = this.running.get(rec.delivery_id)) await p;
+    return this.repeats(rec) ? null : this.start(rec);
+  }
+
+  /** An attempt of `rec` starts; call the function returned when it ends. */
+  private start(rec: DeliveryRecord): (end: AttemptEnd) => void {
+    const id = rec.delivery_id;
+    let ended!: () => void;
+    const p = new Promise<void>((r) => (ended = r));
+    this.running.set(id, p);
+    return (end) => {
+      if (end !== 'not-made')
+        this.made.set(id, end === 'delivered' ? DELIVERED : Math.max(rec.attempt, this.made.get(id) ?? 0));
+      if (this.running.get(id) === p) this.running.delete(id);
+      ended();
+    };
+  }
+}

@@ -6,6 +6,8 @@
  * A copy of an attempt made here (or of a delivery delivered here) is a duplicate: the first's
  * outcome (delivered, its retry record, its DLQ entry) stands for both. Replays and recoveries take
  * fresh delivery ids; a retry carries the next attempt number, so neither is mistaken for a copy.
+ * An event id published again after its 24 h window is a new event with the same delivery id: it
+ * is told apart by its event's `created_at`, which a copy shares with its first.
  */
 import { LruMap } from '../core/lru.ts';
 import type { DeliveryRecord } from '../core/webhooks/records.ts';
@@ -19,9 +21,9 @@ const DELIVERED = Number.POSITIVE_INFINITY;
 export type AttemptEnd = 'delivered' | 'failed' | 'not-made';
 
 export class RecentAttempts {
-  /** delivery id → the highest attempt made here, or DELIVERED. */
+  /** delivery id and event time (key()) → the highest attempt made here, or DELIVERED. */
   private readonly made: LruMap<string, number>;
-  /** Attempts under way, by delivery id: a copy waits for the first's outcome. */
+  /** Attempts under way, by key(): a copy waits for the first's outcome. */
   private readonly running = new Map<string, Promise<void>>();
 
   constructor(size = RECENT_DELIVERIES) {
@@ -30,7 +32,7 @@ export class RecentAttempts {
 
   /** Whether `rec` repeats an attempt made here, or a delivery delivered here. */
   repeats(rec: DeliveryRecord): boolean {
-    const made = this.made.get(rec.delivery_id);
+    const made = this.made.get(key(rec));
     return made !== undefined && rec.attempt <= made;
   }
 
@@ -40,13 +42,14 @@ export class RecentAttempts {
    * the claim run in one turn, so two copies never both pass.
    */
   async claim(rec: DeliveryRecord): Promise<((end: AttemptEnd) => void) | null> {
-    for (let p = this.running.get(rec.delivery_id); p; p = this.running.get(rec.delivery_id)) await p;
+    const id = key(rec);
+    for (let p = this.running.get(id); p; p = this.running.get(id)) await p;
     return this.repeats(rec) ? null : this.start(rec);
   }
 
   /** An attempt of `rec` starts; call the function returned when it ends. */
   private start(rec: DeliveryRecord): (end: AttemptEnd) => void {
-    const id = rec.delivery_id;
+    const id = key(rec);
     let ended!: () => void;
     const p = new Promise<void>((r) => (ended = r));
     this.running.set(id, p);
@@ -58,3 +61,6 @@ export class RecentAttempts {
     };
   }
 }
+
+/** One delivery of one event: a copy shares both; a new event under a reused id has another time. */
+const key = (rec: DeliveryRecord) => `${rec.delivery_id}\0${rec.event.created_at}`;

@@ -222,13 +222,9 @@ t.test('a PENDING endpoint holds its deliveries unattempted until verified; a de
 t.test('a delivery record read twice is sent once (an event written twice), apart or together', async (t) => {
   const r = await rcv(200);
   const ep = await registerEndpoint(node, acme, r.url, ['twice.sent']);
-  const event = (id: string) => ({
-    id,
-    tenant_id: 'acme',
-    type: 'twice.sent',
-    data: { id },
-    created_at: Date.now(),
-  });
+  // A copy is the same record: the same event, created at the same time.
+  const created = Date.now();
+  const event = (id: string) => ({ id, tenant_id: 'acme', type: 'twice.sent', data: { id }, created_at: created });
   // As the fan-out writes them: keyed by event, so a copy lands in the same partition as the first.
   const write = (id: string, key = id) =>
     node.ctx.producer.send(node.ctx.topics.deliveries, [

@@ -42,3 +42,10 @@ t.test('the memory is bounded: the oldest deliveries are forgotten', async (t) =
   t.ok(r.repeats(rec(1, 'ep_19')), 'the latest is remembered');
   t.notOk(r.repeats(rec(1, 'ep_0')), 'the first is forgotten');
 });
+
+t.test('an event id published again after its window is a new event: not a copy', async (t) => {
+  const r = new RecentAttempts();
+  (await r.claim(rec(1)))!('delivered');
+  const again = { ...rec(1), event: { ...event, created_at: 86_400_001 } };
+  t.notOk(r.repeats(again), 'same delivery id, a later event: delivered again');
+});

@@ -176,7 +176,6 @@ export async function processDelivery(
 ): Promise<Outcome> {
   if (s.stopping) return never();
   if (rec === null) return { kind: 'dropped', rec: null, reason: 'malformed' };
-  if (s.recent.repeats(rec)) return { kind: 'dropped', rec, reason: 'duplicate' };
   let first = precheck(s.ctx, rec, heldSince);
   // An endpoint this process does not know may be one its view has not read yet (registered on
   // another node a moment ago): wait until it has read as far as the fan-out had, then look again.

@@ -23,8 +23,8 @@ export type AttemptEnd = 'delivered' | 'failed' | 'not-made';
 export class RecentAttempts {
   /** delivery id and event time (key()) → the highest attempt made here, or DELIVERED. */
   private readonly made: LruMap<string, number>;
-  /** Attempts under way, by key(): a copy waits for the first's outcome. */
-  private readonly running = new Map<string, Promise<void>>();
+  /** Attempts under way, by key(), with the copies waiting for them (most have none). */
+  private readonly running = new Map<string, Array<() => void>>();
 
   constructor(size = RECENT_DELIVERIES) {
     this.made = new LruMap(size);
@@ -32,8 +32,7 @@ export class RecentAttempts {
 
   /** Whether `rec` repeats an attempt made here, or a delivery delivered here. */
   repeats(rec: DeliveryRecord): boolean {
-    const made = this.made.get(key(rec));
-    return made !== undefined && rec.attempt <= made;
+    return this.repeatsKey(key(rec), rec.attempt);
   }
 
   /**
@@ -43,22 +42,22 @@ export class RecentAttempts {
    */
   async claim(rec: DeliveryRecord): Promise<((end: AttemptEnd) => void) | null> {
     const id = key(rec);
-    for (let p = this.running.get(id); p; p = this.running.get(id)) await p;
-    return this.repeats(rec) ? null : this.start(rec);
-  }
-
-  /** An attempt of `rec` starts; call the function returned when it ends. */
-  private start(rec: DeliveryRecord): (end: AttemptEnd) => void {
-    const id = key(rec);
-    let ended!: () => void;
-    const p = new Promise<void>((r) => (ended = r));
-    this.running.set(id, p);
+    for (let waiters = this.running.get(id); waiters; waiters = this.running.get(id))
+      await new Promise<void>((r) => waiters!.push(r));
+    if (this.repeatsKey(id, rec.attempt)) return null;
+    this.running.set(id, []);
     return (end) => {
       if (end !== 'not-made')
         this.made.set(id, end === 'delivered' ? DELIVERED : Math.max(rec.attempt, this.made.get(id) ?? 0));
-      if (this.running.get(id) === p) this.running.delete(id);
-      ended();
+      const waiters = this.running.get(id);
+      this.running.delete(id);
+      for (const w of waiters ?? []) w();
     };
+  }
+
+  private repeatsKey(id: string, attempt: number): boolean {
+    const made = this.made.get(id);
+    return made !== undefined && attempt <= made;
   }
 }
 

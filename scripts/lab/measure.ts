@@ -504,25 +504,23 @@ export async function measureCut(
   const drainedAfterMs = Date.now() - healedAt;
   await sleep(3000); // late duplicates
   const t = tally(accepted, receivers);
-  // When the repeated events were published, by second from the cut (where to look for the cause).
-  const repeatedAt: Record<string, number> = {};
-  for (const id of accepted) {
-    if (!receivers.some((r) => (r.hits.get(id) ?? 0) > 1)) continue;
-    const at = pubs[0].acceptedAt.get(id) ?? pubs[1].acceptedAt.get(id) ?? 0;
-    const second = Math.floor((at - cutAt) / 1000);
-    const key =
-      at < cutAt ? `${second}` : at < healedAt ? `cut+${second}` : `healed+${Math.floor((at - healedAt) / 1000)}`;
-    repeatedAt[key] = (repeatedAt[key] ?? 0) + 1;
-  }
-  // Who sent each repeat and when: the first copy's region → the repeat's region, by second of the
-  // repeat's arrival from the cut (a rebalance, a takeover after a crash, a lost commit differ here).
-  const regionOf = (ip: string) => lab.regions.find((r) => ip.endsWith(r.ip))?.name ?? ip.replace(/^::ffff:/, '');
+  // A moment as the second from the cut ("-2", "cut+5") or from the heal ("healed+3").
   const phase = (at: number) =>
     at < cutAt
       ? `${Math.floor((at - cutAt) / 1000)}`
       : at < healedAt
         ? `cut+${Math.floor((at - cutAt) / 1000)}`
         : `healed+${Math.floor((at - healedAt) / 1000)}`;
+  // When the repeated events were published (where to look for the cause).
+  const repeatedAt: Record<string, number> = {};
+  for (const id of accepted) {
+    if (!receivers.some((r) => (r.hits.get(id) ?? 0) > 1)) continue;
+    const key = phase(pubs[0].acceptedAt.get(id) ?? pubs[1].acceptedAt.get(id) ?? 0);
+    repeatedAt[key] = (repeatedAt[key] ?? 0) + 1;
+  }
+  // Who sent each repeat and when: the first copy's region → the repeat's region, by the second each
+  // arrived (a rebalance, a takeover after a crash, a record written twice differ here).
+  const regionOf = (ip: string) => lab.regions.find((r) => ip.endsWith(r.ip))?.name ?? ip.replace(/^::ffff:/, '');
   const repeatedBy: Record<string, number> = {};
   for (const r of receivers)
     for (const [id, copies] of r.repeats) {

@@ -9,7 +9,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { freePorts } from './free-port.ts';
 import { join } from 'node:path';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../core/config.ts';
@@ -73,6 +73,7 @@ async function main(): Promise<number> {
   // npm test has compiled the server; a run of chosen files compiles what changed since (seconds),
   // so the Sluice processes its tests start run the compiled sources of this checkout.
   else buildServer();
+  prepareTap();
   const started = Date.now();
   const results = await Promise.all(
     lanes.map(async (lane, i) => {
@@ -134,6 +135,23 @@ function buildServer(): void {
   const run = spawnSync('npm', ['run', '--silent', 'build:server'], { cwd: root, stdio: 'inherit' });
   if (run.status !== 0) throw new Error('npm run build:server failed: the tests would run a stale build');
   console.log(`# build: the server compiled into build/ in ${Math.round((Date.now() - at) / 1000)} s`);
+}
+
+/**
+ * tap runs each test file with the plugins compiled into node_modules/@tapjs/test/test-built, and
+ * a fresh `npm ci` ships tap's default set, @tapjs/typescript (ts-node) among them, where .taprc
+ * loads tsx instead. tap rebuilds that set when a run starts with another, but two lanes starting
+ * at once rebuild it over each other and every test file then fails to load. So it is rebuilt
+ * here, once, before any lane starts.
+ */
+function prepareTap(): void {
+  const built = join(root, 'node_modules/@tapjs/test/test-built/dist/esm/index.js');
+  const signature = existsSync(built) ? /export const signature = `([^`]*)`/.exec(readFileSync(built, 'utf8')) : null;
+  if (signature && !signature[1].split('\n').includes('@tapjs/typescript')) return;
+  const at = Date.now();
+  const run = spawnSync(join(root, 'node_modules/.bin/tap'), ['build'], { cwd: root, stdio: 'inherit' });
+  if (run.status !== 0) throw new Error('tap build failed: the test files would load with the wrong plugins');
+  console.log(`# tap: its plugins rebuilt without @tapjs/typescript (as .taprc says) in ${Date.now() - at} ms`);
 }
 
 /** Builds the tools the suite runs (once per machine) and puts the Go they need on PATH. */

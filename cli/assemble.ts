@@ -85,6 +85,7 @@ async function startHistory(ctx: Context, views: StoredView[]): Promise<StateCon
     groupPrefix: `${ctx.config.topicPrefix}-history`,
     maxWaitMs: 1000,
     minBytes: 64 * 1024,
+    contactHeartbeatMs: 3000,
     store,
     // Announces into the node's changes, so waitFor sees this view's batches too.
     changes: ctx.changes,

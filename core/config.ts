@@ -7,7 +7,7 @@
  * core/config/) is the source of every setting: it reads and checks each, Config is derived from it,
  * and it renders the table of docs/configuration.md.
  */
-import { checkIdleFetchWait, DISPATCH_SETTINGS } from './config/dispatch.ts';
+import { checkIdleFetchWait, DISPATCH_DERIVED_SETTINGS, DISPATCH_SETTINGS } from './config/dispatch.ts';
 import { checkStateFetchWait, KAFKA_DERIVED_SETTINGS, KAFKA_SETTINGS } from './config/kafka.ts';
 import { LIMIT_SETTINGS } from './config/limits.ts';
 import { LISTENER_SETTINGS } from './config/listeners.ts';
@@ -57,6 +57,7 @@ type BaseConfig = Values<typeof SETTINGS>;
 /** Settings whose default or check depends on others (`base`, the values of SETTINGS). */
 export const DERIVED_SETTINGS = {
   ...KAFKA_DERIVED_SETTINGS,
+  ...DISPATCH_DERIVED_SETTINGS,
   ...STORAGE_DERIVED_SETTINGS,
   ...TOKEN_DERIVED_SETTINGS,
   ...WEBHOOK_DERIVED_SETTINGS,

@@ -4,7 +4,8 @@
  * the timing of its consumer groups.
  */
 import { ConfigError } from '../errors.ts';
-import { intSetting, type Setting } from './schema.ts';
+import { int } from './readers.ts';
+import { intSetting, type Setting, type Values } from './schema.ts';
 
 export const DISPATCH_SETTINGS = {
   /**
@@ -79,19 +80,6 @@ export const DISPATCH_SETTINGS = {
       'evicted and its partitions moved. Heartbeats go at a tenth of it',
   ),
   /** How long an idle dispatcher group's (and the leader lease's) fetch waits for a record. */
-  idleFetchWaitMs: intSetting(
-    'webhooks',
-    'SLUICE_IDLE_FETCH_WAIT_MS',
-    1000,
-    50,
-    10_000,
-    "how long a fetch of the dispatchers' consumer groups (and of the rotation leader's lease) waits " +
-      'when nothing is expected: a record ends the wait at once, so this sets what an idle dispatcher ' +
-      'costs, not how fast a delivery starts. While a partition is paused for backpressure or a re-read ' +
-      'is pending, fetches wait 50-100 ms; while retries wait on their rung, until the next is due. It ' +
-      "bounds how late a resumed endpoint's held deliveries start and how soon a member notices a " +
-      'rebalance; at most a third of `SLUICE_DISPATCH_SESSION_TIMEOUT_MS`',
-  ),
   /** How often (before SLUICE_TIME_SCALE) a delivery held for a PENDING endpoint is re-checked. */
   dispatchHoldRecheckMs: intSetting(
     'webhooks',
@@ -103,6 +91,38 @@ export const DISPATCH_SETTINGS = {
       'a change of the endpoint wakes it at once',
   ),
 } satisfies Record<string, Setting>;
+
+/** A dispatcher group's fetch wait when nothing is expected, unless the session timeout is short. */
+export const DEFAULT_IDLE_FETCH_WAIT_MS = 3000;
+
+/** The dispatch settings that depend on others. */
+export const DISPATCH_DERIVED_SETTINGS = {
+  idleFetchWaitMs: {
+    section: 'webhooks',
+    vars: [
+      {
+        env: 'SLUICE_IDLE_FETCH_WAIT_MS',
+        default: '`3000` (a third of `SLUICE_DISPATCH_SESSION_TIMEOUT_MS` when that is less than 9 s)',
+        doc:
+          "how long a fetch of the dispatchers' consumer groups (and of the rotation leader's lease) waits " +
+          'when nothing is expected: a record ends the wait at once, so this sets what an idle dispatcher ' +
+          'costs, not how fast a delivery starts. While a partition is paused for backpressure or a re-read ' +
+          'is pending, fetches wait 50-100 ms; while retries wait on their rung, until the next is due. It ' +
+          "bounds how late a resumed endpoint's held deliveries start and how soon an idle member notices a " +
+          'rebalance; at most a third of `SLUICE_DISPATCH_SESSION_TIMEOUT_MS` (heartbeats go between fetches)',
+      },
+    ],
+    // Each fetch of an idle group is a request and an answer on every node and on the broker.
+    read: (env, base) =>
+      int(
+        env,
+        'SLUICE_IDLE_FETCH_WAIT_MS',
+        Math.min(DEFAULT_IDLE_FETCH_WAIT_MS, Math.floor(base.dispatchSessionTimeoutMs / 3)),
+        50,
+        10_000,
+      ),
+  },
+} satisfies Record<string, Setting<Pick<Values<typeof DISPATCH_SETTINGS>, 'dispatchSessionTimeoutMs'>>>;
 
 /** The idle fetch wait fits three times in the session timeout, checked once every setting is read. */
 export function checkIdleFetchWait(config: { idleFetchWaitMs: number; dispatchSessionTimeoutMs: number }): void {

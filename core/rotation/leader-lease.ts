@@ -18,9 +18,11 @@ export class LeaderLease {
     this.member = new Member(kafka, {
       config: {
         groupId,
+        // Rotation runs once every 30 days: leadership moving a few seconds late costs nothing, and
+        // each heartbeat is a request on every node and the broker.
         sessionTimeout: 10_000,
         rebalanceTimeout: 10_000,
-        heartbeatInterval: 1000,
+        heartbeatInterval: 3000,
         maxWaitTimeInMs: 500,
         retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 200, maxRetryTime: 2000 },
       },

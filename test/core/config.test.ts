@@ -7,6 +7,7 @@ t.test('defaults are the real values', async (t) => {
   const c = loadConfig({});
   t.equal(c.heapGrowthPercent, null, 'heap growth: chosen by role');
   t.equal(c.stateFetchWaitMs, 1000);
+  t.equal(c.idleFetchWaitMs, 3000);
   t.equal(c.timeScale, 1);
 });
 
@@ -19,6 +20,19 @@ t.test(
     t.throws(
       () => loadConfig({ SLUICE_KAFKA_STALE_MS: '1000', SLUICE_STATE_FETCH_WAIT_MS: '600' }),
       /SLUICE_STATE_FETCH_WAIT_MS/,
+    );
+  },
+);
+
+t.test(
+  "a dispatcher group's idle fetch wait: 3 s, or a third of SLUICE_DISPATCH_SESSION_TIMEOUT_MS when that is shorter; set, at most that third",
+  async (t) => {
+    t.equal(loadConfig({ SLUICE_DISPATCH_SESSION_TIMEOUT_MS: '6000' }).idleFetchWaitMs, 2000);
+    t.equal(loadConfig({ SLUICE_DISPATCH_SESSION_TIMEOUT_MS: '60000' }).idleFetchWaitMs, 3000);
+    t.equal(loadConfig({ SLUICE_IDLE_FETCH_WAIT_MS: '100' }).idleFetchWaitMs, 100);
+    t.throws(
+      () => loadConfig({ SLUICE_DISPATCH_SESSION_TIMEOUT_MS: '6000', SLUICE_IDLE_FETCH_WAIT_MS: '2500' }),
+      /SLUICE_IDLE_FETCH_WAIT_MS/,
     );
   },
 );

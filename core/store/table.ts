@@ -8,8 +8,9 @@
  *   index.put(['acme', 1700000000000, 'dl_1'], expiresMs);
  *   for (const { key, value } of index.getRange({ start: ['acme'], end: ['acme', Infinity], limit: 100 })) ...
  *
- * A range is read in growing batches (32 rows, doubling to 1,024), each its own statement run to its
- * end, so no SQLite cursor stays open while a caller walks a range across turns of the event loop.
+ * A range is read in growing batches (32 rows, or as many as the caller expects, doubling to 1,024),
+ * each its own statement run to its end, so no SQLite cursor stays open while a caller walks a range
+ * across turns of the event loop.
  */
 import { fromBufferKey, toBufferKey } from 'ordered-binary';
 import type { Database as Connection, Statement } from 'node-sqlite3-wasm';
@@ -25,6 +26,11 @@ export interface Range<K extends Key> {
   limit?: number;
   /** Largest key first (then `start` is the upper bound). */
   reverse?: boolean;
+  /**
+   * How many rows the caller expects to walk (a page and one more): the first batch reads that
+   * many (at most 1,024) instead of 32, so a page of 100 is one statement, not three reading 224.
+   */
+  expect?: number;
 }
 
 const FIRST_BATCH = 32;
@@ -117,7 +123,7 @@ export class Table<V, K extends Key = Key> {
     let from = range.start === undefined ? null : encodeKey(range.start);
     let after = false; // after the first batch, `from` is the last key read: exclusive
     let left = range.limit ?? Number.POSITIVE_INFINITY;
-    let batch = FIRST_BATCH;
+    let batch = Math.min(Math.max(range.expect ?? FIRST_BATCH, 1), MAX_BATCH);
     const down = range.reverse === true;
     while (left > 0) {
       const where: string[] = [];

@@ -178,7 +178,7 @@ export class DlqView implements StoredView {
     nowMs: number,
   ): { data: DlqEntry[]; next_cursor: string | null } {
     this.sweep(nowMs);
-    const page = pageOf(this.listed(tenantId, q, q.after, nowMs), (p) => p, q.after, q.limit);
+    const page = pageOf(this.listed(tenantId, q, q.after, nowMs, q.limit + 1), (p) => p, q.after, q.limit);
     return { data: page.data.map((p) => p.entry ?? this.readAt(tenantId, p)!), next_cursor: page.next_cursor };
   }
 
@@ -186,10 +186,17 @@ export class DlqView implements StoredView {
    * Positions of the listed entries from `after` on, lazily: unfiltered, the entries themselves
    * (read on the way); filtered, from the one index the filter needs.
    */
-  private *listed(tenantId: string, f: DlqFilter, after: Position | null, nowMs: number): Generator<Listed> {
+  private *listed(
+    tenantId: string,
+    f: DlqFilter,
+    after: Position | null,
+    nowMs: number,
+    expect?: number,
+  ): Generator<Listed> {
     if (unfiltered(f)) {
       const start = after ? [tenantId, after.key, after.id] : [tenantId];
-      for (const { key, value } of this.entries.getRange({ start, end: [tenantId, Number.POSITIVE_INFINITY] })) {
+      const end = [tenantId, Number.POSITIVE_INFINITY];
+      for (const { key, value } of this.entries.getRange({ start, end, expect })) {
         const entry = JSON.parse(value.toString('utf8')) as DlqEntry;
         if (Date.parse(entry.expires_at) > nowMs) yield { key: key[1], id: key[2], entry };
       }
@@ -197,7 +204,7 @@ export class DlqView implements StoredView {
     }
     const prefix = indexPrefix(tenantId, f);
     const start = after ? [...prefix, after.key, after.id] : prefix;
-    for (const { key, value } of this.index.getRange({ start, end: [...prefix, Infinity] })) {
+    for (const { key, value } of this.index.getRange({ start, end: [...prefix, Infinity], expect })) {
       if (value > nowMs) yield { key: key[key.length - 2] as number, id: key[key.length - 1] as string };
     }
   }

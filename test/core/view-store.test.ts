@@ -75,6 +75,18 @@ t.test('a range longer than a batch is read whole, in order, and stops at its li
     Array.from({ length: 70 }, (_, i) => 100 + i),
     'limit across two batches',
   );
+  // A caller's expected count sizes the first batch only: the walk still goes on past it, or stops short.
+  for (const expect of [0, 1, 101, 5000])
+    t.same(
+      [...tbl.getKeys({ start: ['t', 10], end: ['t', 2010], expect })].map((k) => k[1]),
+      Array.from({ length: 2000 }, (_, i) => 10 + i),
+      `expecting ${expect} rows reads the range whole, in order`,
+    );
+  t.same(
+    [...tbl.getKeys({ start: ['t', 10], limit: 50, expect: 101 })].map((k) => k[1]),
+    Array.from({ length: 50 }, (_, i) => 10 + i),
+    'a limit under the expected count still stops the walk',
+  );
   const down = [...tbl.getKeys({ start: ['t', 2999], end: ['t', 2000], reverse: true })].map((k) => k[1]);
   t.same([down.length, down[0], down[down.length - 1]], [999, 2999, 2001], 'a reverse range across batches');
   // A walk suspended across a write reads each later batch as it then is: no row twice, none removed.

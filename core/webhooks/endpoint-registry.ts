@@ -23,6 +23,11 @@ import type { SigningSecrets } from '../../outbound/signing.ts';
 const CACHED = 4096;
 /** (tenant, event kind) pairs whose matching endpoint ids are kept: the kinds events are published to now. */
 const MATCHES_CACHED = 1024;
+/** Tenants whose list order is kept in the heap, and how many endpoints a tenant may have for it. */
+const LISTS_CACHED = 1024;
+const LIST_KEPT_UP_TO = 64;
+
+type OrderKey = [string, number, string];
 
 interface Cached {
   rec: EndpointRecord;
@@ -42,6 +47,12 @@ export class EndpointRegistry implements StoredView {
   private readonly cache = new LruMap<string, Cached>(CACHED);
   /** "tenant kind" → the ids `matching` returns; emptied by any change (changes are rare, events are not). */
   private readonly matches = new LruMap<string, string[]>(MATCHES_CACHED);
+  /**
+   * Tenant → its endpoints' keys in list order, for tenants with at most LIST_KEPT_UP_TO (null: more,
+   * read from the store); emptied by any change. A list of a small tenant, the edge's hottest read
+   * (GET /v1/webhooks/endpoints), was a store query every time: a third of its CPU.
+   */
+  private readonly lists = new LruMap<string, OrderKey[] | null>(LISTS_CACHED);
   /** Endpoint records read by list and match calls: what a call costs, for tests and metrics. */
   touched = 0;
   /** Called after every change (the dispatcher releases held deliveries when one turns ACTIVE). */
@@ -81,6 +92,7 @@ export class EndpointRegistry implements StoredView {
     } else if (old) this.records.remove(r.key);
     this.cache.delete(r.key);
     this.matches.clear();
+    this.lists.clear();
     for (const l of this.listeners) l(r.key, rec);
   }
 
@@ -151,12 +163,27 @@ export class EndpointRegistry implements StoredView {
 
   /** The tenant's endpoints, oldest first (created_at, then id), from `after` on; reads only those it yields. */
   *listTenant(tenantId: string, after: Position | null = null): Generator<EndpointRecord> {
-    const start = after ? [tenantId, after.key, after.id] : [tenantId];
-    for (const key of this.order.getKeys({ start, end: [tenantId, Number.POSITIVE_INFINITY] })) {
-      const rec = this.records.get(key[2]);
+    const kept = this.keptList(tenantId);
+    const keys = kept
+      ? kept.filter((k) => after === null || k[1] > after.key || (k[1] === after.key && k[2] >= after.id))
+      : this.order.getKeys({
+          start: after ? [tenantId, after.key, after.id] : [tenantId],
+          end: [tenantId, Number.POSITIVE_INFINITY],
+        });
+    for (const key of keys) {
+      const rec = kept ? this.get(key[2]) : this.records.get(key[2]);
       this.touched++;
       if (rec) yield rec;
     }
+  }
+
+  /** A small tenant's keys in list order, kept until the next change; null for a larger one. */
+  private keptList(tenantId: string): OrderKey[] | null {
+    const held = this.lists.get(tenantId);
+    if (held !== undefined) return held;
+    const end = [tenantId, Number.POSITIVE_INFINITY];
+    const keys = [...this.order.getKeys({ start: [tenantId], end, limit: LIST_KEPT_UP_TO + 1 })];
+    return this.lists.set(tenantId, keys.length > LIST_KEPT_UP_TO ? null : keys);
   }
 
   /** Endpoints of the tenant whose filter takes this event kind, DISABLED ones left out; reads only those. */

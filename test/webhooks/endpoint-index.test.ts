@@ -132,3 +132,32 @@ t.test('custom types and families: a filter takes its type, its family (order.*)
   t.same(match('orders.created'), ['ep_c4', 'ep_c5'], 'order.* is not a prefix match');
   t.same(match('ping'), ['ep_c4'], 'a kind without a dot matches itself and *');
 });
+
+t.test("a small tenant's list, kept in memory, follows every change and pages like the store's", async (t) => {
+  const ids = (after: { key: number; id: string } | null = null) => [...reg.listTenant('few', after)].map((e) => e.id);
+  t.same(ids(), [], 'none yet');
+  await store.transaction(() => {
+    put('ep_f1', 'few', ['*'], 10);
+    put('ep_f2', 'few', ['*'], 20);
+  });
+  t.same(ids(), ['ep_f1', 'ep_f2'], 'an endpoint added after a list is in the next one');
+  t.same(ids({ key: 20, id: 'ep_f2' }), ['ep_f2'], 'from the cursor position on, as the store reads it');
+  t.same(ids({ key: 10, id: 'ep_f1~' }), ['ep_f2'], 'a cursor between two keys');
+  await store.transaction(() => {
+    put('ep_f0', 'few', ['*'], 5);
+    del('ep_f1');
+  });
+  t.same(ids(), ['ep_f0', 'ep_f2'], 'a delete and an older endpoint are seen at once');
+  await store.transaction(() => put('ep_f2', 'few', ['x.y'], 20));
+  t.same(
+    [...reg.listTenant('few')].map((e) => e.events),
+    [['*'], ['x.y']],
+    'an updated record is listed as it now is',
+  );
+  // Past the kept size the list reads the store, with the same answers.
+  await store.transaction(() => {
+    for (let i = 0; i < 100; i++) put(`ep_m${String(i).padStart(3, '0')}`, 'many', ['*'], 1000 + i);
+  });
+  const many = [...reg.listTenant('many', { key: 1050, id: 'ep_m050' })].map((e) => e.id);
+  t.same([many.length, many[0], many[49]], [50, 'ep_m050', 'ep_m099']);
+});

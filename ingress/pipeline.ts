@@ -58,6 +58,9 @@ export interface Admitted {
   maxBody: number;
 }
 
+/** The raw body of a request without one (zero bytes: nothing a handler could change in it). */
+const EMPTY_BODY = Buffer.alloc(0);
+
 const NO_VALUES: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
 
 /** "METHOD /pattern" of each route, made once. */
@@ -119,7 +122,7 @@ export class Pipeline {
   async back(req: IncomingRequest, admitted: Admitted, readBody: BodyReader): Promise<Reply> {
     const { route, params, auth, queryValues, check, maxBody } = admitted;
     try {
-      let rawBody: Buffer = Buffer.alloc(0);
+      let rawBody: Buffer = EMPTY_BODY;
       let body: unknown;
       if (route.body !== 'none' && BODY_METHODS.has(req.method)) {
         rawBody = await readBody();

@@ -45,6 +45,7 @@ export interface HttpServer {
  * unless the reply is `shared` (the same for every caller, so a token does not make it private).
  */
 const ALWAYS = { 'x-content-type-options': 'nosniff' };
+const NO_BODY: Promise<Buffer> = Promise.resolve(Buffer.alloc(0));
 const AUTHENTICATED = { 'cache-control': 'no-store' };
 
 // uWS otherwise announces itself in a `uWebSockets: 20` header on every response.
@@ -154,8 +155,12 @@ export function listen(
       }
       const front = pipeline.front(incoming);
       if ('reply' in front) return write(front.reply);
-      // Start reading the body now, synchronously, as uWS requires.
-      const body = readBody(res, maxBodyBytes, (settle) => (onAbort = settle));
+      // Start reading the body now, synchronously, as uWS requires; a request framed with neither
+      // header has none (RFC 9112 §6.3), so nothing is set up to read it.
+      const body =
+        contentLengths.length === 0 && transferEncodings.length === 0
+          ? NO_BODY
+          : readBody(res, maxBodyBytes, (settle) => (onAbort = settle));
       const back = () => pipeline.back(incoming, front, () => body);
       // The handler runs in the request span's context, so what it writes to Kafka carries it.
       (traced ? withContext(traced.ctx, back) : back()).then(write, (err) =>

@@ -130,7 +130,22 @@ export class Pipeline {
         if (route.body !== 'raw') body = parseBody(rawBody, req.headers['content-type'] ?? '');
         if (check) refuseFaults(check.body(body));
       }
-      const appReq: AppRequest = { ...req, params, auth, rawBody, body, queryValues };
+      // Built field by field: a spread of the request (its shape changed by the front half) was the
+      // largest single cost of a hot-token request.
+      const appReq: AppRequest = {
+        method: req.method,
+        path: req.path,
+        query: req.query,
+        headers: req.headers,
+        remoteAddress: req.remoteAddress,
+        route: req.route,
+        tenant: req.tenant,
+        params,
+        auth,
+        rawBody,
+        body,
+        queryValues,
+      };
       return await route.handler(appReq);
     } catch (err) {
       return this.errorReply(err, req, route);

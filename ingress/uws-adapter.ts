@@ -120,8 +120,14 @@ export function listen(
       if (aborted) return;
       const send = () => {
         res.writeStatus(`${reply.status} ${STATUS_TEXT[reply.status] ?? 'Status'}`);
-        const out = { ...reply.headers, ...ALWAYS, ...(authenticated && !reply.shared ? AUTHENTICATED : {}) };
-        for (const [k, v] of Object.entries(out)) res.writeHeader(k, v);
+        // The reply's headers, then ALWAYS and (for an authenticated request) AUTHENTICATED, which
+        // win over a reply header of the same name.
+        const extra = authenticated && !reply.shared ? AUTHENTICATED : null;
+        if (reply.headers)
+          for (const k in reply.headers)
+            if (!Object.hasOwn(ALWAYS, k) && !(extra && Object.hasOwn(extra, k))) res.writeHeader(k, reply.headers[k]);
+        for (const k in ALWAYS) res.writeHeader(k, ALWAYS[k as keyof typeof ALWAYS]);
+        if (extra) for (const k in extra) res.writeHeader(k, extra[k as keyof typeof extra]);
         if (incoming.method === 'HEAD') {
           // Never endWithoutBody(undefined): uWS reads an explicit undefined as a length of 2^63,
           // announces it (Content-Length: 9223372036854775808) and then waits for those bytes, so

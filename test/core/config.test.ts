@@ -25,7 +25,7 @@ t.test(
 );
 
 t.test(
-  "a dispatcher group's idle fetch wait: 3 s, or a third of SLUICE_DISPATCH_SESSION_TIMEOUT_MS when that is shorter; set, at most that third",
+  "a dispatcher group's idle fetch wait: 3 s, or a third of a shorter session timeout; set, at most that third",
   async (t) => {
     t.equal(loadConfig({ SLUICE_DISPATCH_SESSION_TIMEOUT_MS: '6000' }).idleFetchWaitMs, 2000);
     t.equal(loadConfig({ SLUICE_DISPATCH_SESSION_TIMEOUT_MS: '60000' }).idleFetchWaitMs, 3000);

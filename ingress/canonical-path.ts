@@ -22,11 +22,10 @@ const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
  * nothing to decode or refuse, so such a path is its own canonical form. Nearly every request's path
  * is one; the checks below run for the rest.
  */
-const PLAIN = /^(?:\/[A-Za-z0-9_~-]+)*\/?$/;
+export const PLAIN_PATH = /^\/(?:[A-Za-z0-9_~-]+\/)*[A-Za-z0-9_~-]*$/;
 
 export function canonicalPath(raw: string): string {
-  if (raw.length > 0 && PLAIN.test(raw)) return raw;
-  return canonicalPathChecked(raw);
+  return PLAIN_PATH.test(raw) ? raw : canonicalPathChecked(raw);
 }
 
 /** canonicalPath without its fast path (exported for the test that compares the two). */

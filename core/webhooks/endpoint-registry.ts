@@ -171,6 +171,7 @@ export class EndpointRegistry implements StoredView {
           end: [tenantId, Number.POSITIVE_INFINITY],
         });
     for (const key of keys) {
+      // A small tenant's records go through the record cache; a large tenant's pages would flush it.
       const rec = kept ? this.get(key[2]) : this.records.get(key[2]);
       this.touched++;
       if (rec) yield rec;

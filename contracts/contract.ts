@@ -5,11 +5,20 @@
  *   const doc = loadContract();
  *   for (const op of listOperations(doc)) console.log(op.method, op.path, op.scopes);
  */
-import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { parse } from 'yaml';
 import { projectPath } from '../core/paths.ts';
 
 export const CONTRACT_PATH = projectPath('contracts/openapi.yaml');
+/**
+ * The contract as JSON, with the digest of the YAML it was made from: `npm run build:server`
+ * writes it (contracts/contract-json.ts). Parsing the YAML costs about half a CPU-second, paid by
+ * every ingress at start; reading this costs a few milliseconds. The YAML stays the source: a copy
+ * whose digest differs is ignored.
+ */
+export const CONTRACT_JSON_PATH = projectPath('build/contracts/openapi.json');
 
 /** A parsed OpenAPI or JSON document: members are read loosely, as the walkers check shapes themselves. */
 // biome-ignore lint/suspicious/noExplicitAny: an untyped JSON document
@@ -43,8 +52,31 @@ export interface Operation {
 
 export const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 
-export function loadContract(path = CONTRACT_PATH): Json {
-  return parse(readFileSync(path, 'utf8')) as Json;
+/** The contract, a fresh copy at each call (callers may change theirs). */
+export function loadContract(path = CONTRACT_PATH, compiledPath = CONTRACT_JSON_PATH): Json {
+  const text = readFileSync(path, 'utf8');
+  const compiled = readCompiled(digestOf(text), compiledPath);
+  return compiled ?? (parse(text) as Json);
+}
+
+/** Writes the JSON form of the contract at `path` (the build step). */
+export function writeContractJson(path = CONTRACT_PATH, out = CONTRACT_JSON_PATH): void {
+  const text = readFileSync(path, 'utf8');
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(`${out}.tmp`, JSON.stringify({ digest: digestOf(text), document: parse(text) }));
+  renameSync(`${out}.tmp`, out);
+}
+
+const digestOf = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+function readCompiled(digest: string, from: string): Json | null {
+  let stored: { digest?: unknown; document?: Json };
+  try {
+    stored = JSON.parse(readFileSync(from, 'utf8'));
+  } catch {
+    return null; // not built, or a partial file: the YAML is read
+  }
+  return stored.digest === digest && stored.document ? stored.document : null;
 }
 
 /** Follows a local `$ref` (`#/components/...`) until the object is not a reference. */

@@ -9,7 +9,8 @@ import { loadContract, writeContractJson } from '../../contracts/contract.ts';
 const dir = mkdtempSync(join(tmpdir(), 'sluice-contract-json-'));
 const yaml = join(dir, 'openapi.yaml');
 const json = join(dir, 'openapi.json');
-const source = 'openapi: 3.1.0\ninfo:\n  title: Sluice\n  version: 1.0.0\npaths:\n  /v1/x:\n    get:\n      operationId: x\n';
+const source =
+  'openapi: 3.1.0\ninfo:\n  title: Sluice\n  version: 1.0.0\npaths:\n  /v1/x:\n    get:\n      operationId: x\n';
 writeFileSync(yaml, source);
 const parsed = {
   openapi: '3.1.0',

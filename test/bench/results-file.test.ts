@@ -1,0 +1,74 @@
+import t from 'tap';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * bench/RESULTS.md holds only what bench commands wrote: their marked sections (bench/results-section.ts,
+ * bench/dispatch/results.ts), after the file's title and the paragraph saying so. Notes written by
+ * hand go to bench/HISTORY.md, where no command overwrites them and none passes for a command's output.
+ */
+const file = fileURLToPath(new URL('../../bench/RESULTS.md', import.meta.url));
+
+interface Section {
+  name: string;
+  lines: string[];
+}
+
+/** The file's marked sections (top-level, and the labelled blocks of the dispatch container), or the faults of its structure. */
+function readSections(text: string): { intro: string[]; sections: Section[]; faults: string[] } {
+  const intro: string[] = [];
+  const sections: Section[] = [];
+  const faults: string[] = [];
+  const open: Section[] = [];
+  const seen = new Set<string>();
+  text.split('\n').forEach((line, i) => {
+    const marker = /^<!-- (\S+):(begin|end) -->$/.exec(line.trim());
+    if (marker) {
+      const [, name, edge] = marker;
+      if (edge === 'begin') {
+        if (seen.has(name)) faults.push(`line ${i + 1}: a second "${name}" section`);
+        seen.add(name);
+        const section = { name, lines: [] };
+        open.push(section);
+        sections.push(section);
+      } else if (open.at(-1)?.name !== name) faults.push(`line ${i + 1}: "${name}" ends where it did not begin`);
+      else open.pop();
+      return;
+    }
+    if (open.length === 0) {
+      if (sections.length > 0 && line.trim() !== '')
+        faults.push(`line ${i + 1}: outside every section: ${line.slice(0, 60)}`);
+      else if (sections.length === 0) intro.push(line);
+      return;
+    }
+    open.at(-1)!.lines.push(line);
+  });
+  for (const s of open) faults.push(`"${s.name}" never ends`);
+  return { intro, sections, faults };
+}
+
+t.test('RESULTS.md: a title and one paragraph, then only sections that commands wrote', async (t) => {
+  const { intro, sections, faults } = readSections(readFileSync(file, 'utf8'));
+  t.same(faults, [], 'every line is inside a section, every section ends once, no name twice');
+  t.equal(intro[0], '# Benchmark results');
+  t.ok(intro.join('\n').includes('bench/HISTORY.md'), 'the intro says where hand-written notes are');
+  t.ok(sections.length > 10, `${sections.length} sections`);
+  const dispatch = sections.find((s) => s.name === 'dispatch');
+  t.ok(dispatch, 'the dispatch bench has its container');
+  // The container holds its heading (the writer's) and labelled blocks, nothing else.
+  const loose = dispatch!.lines.filter((l) => l.trim() !== '' && !l.startsWith('## Webhook dispatch'));
+  t.same(loose, [], 'nothing written by hand between the dispatch blocks');
+  // Each top-level section names the command that wrote it (its heading or a Command: line).
+  const topLevel = sections.filter((s) => !s.name.includes(':'));
+  const unnamed = topLevel.filter((s) => !s.lines.some((l) => /npm run [\w:]+/.test(l))).map((s) => s.name);
+  t.same(unnamed, [], 'every section names its npm command');
+});
+
+t.test('the reader finds what a hand edit would break', async (t) => {
+  const ok = '# Benchmark results\n\nintro\n\n<!-- a:begin -->\n`npm run x`\n<!-- a:end -->\n';
+  t.same(readSections(ok).faults, []);
+  t.match(readSections(`${ok}a note\n`).faults, [/outside every section: a note/]);
+  t.match(readSections(`${ok}<!-- a:begin -->\n<!-- a:end -->\n`).faults, [/a second "a" section/]);
+  t.match(readSections(`${ok}<!-- b:begin -->\n`).faults, [/"b" never ends/]);
+  t.match(readSections(`${ok}<!-- c:end -->\n`).faults, [/"c" ends where it did not begin/]);
+});

@@ -1,5 +1,6 @@
 import t from 'tap';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
@@ -7,7 +8,22 @@ import { fileURLToPath } from 'node:url';
  * bench/dispatch/results.ts), after the file's title and the paragraph saying so. Notes written by
  * hand go to bench/HISTORY.md, where no command overwrites them and none passes for a command's output.
  */
-const file = fileURLToPath(new URL('../../bench/RESULTS.md', import.meta.url));
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const file = join(root, 'bench/RESULTS.md');
+
+/** The sources of bench/ and scripts/, where every writer of a section lives. */
+function writerSources(): string {
+  const out: string[] = [];
+  const walk = (dir: string) => {
+    for (const e of readdirSync(join(root, dir), { withFileTypes: true })) {
+      if (e.isDirectory()) walk(join(dir, e.name));
+      else if (e.name.endsWith('.ts')) out.push(readFileSync(join(root, dir, e.name), 'utf8'));
+    }
+  };
+  walk('bench');
+  walk('scripts');
+  return out.join('\n');
+}
 
 interface Section {
   name: string;
@@ -62,6 +78,14 @@ t.test('RESULTS.md: a title and one paragraph, then only sections that commands 
   const topLevel = sections.filter((s) => !s.name.includes(':'));
   const unnamed = topLevel.filter((s) => !s.lines.some((l) => /npm run [\w:]+/.test(l))).map((s) => s.name);
   t.same(unnamed, [], 'every section names its npm command');
+  // And some bench or script names it in its source (as 'name' or `name:...`): a section no code
+  // writes was written by hand.
+  const sources = writerSources();
+  const names = [...new Set(sections.map((s) => s.name.split(':')[0]))];
+  const unwritten = names.filter(
+    (n) => !["'", '`', '"'].some((q) => sources.includes(`${q}${n}${q}`) || sources.includes(`${q}${n}:`)),
+  );
+  t.same(unwritten, [], 'every section has a writer in bench/ or scripts/');
 });
 
 t.test('the reader finds what a hand edit would break', async (t) => {

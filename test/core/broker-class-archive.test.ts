@@ -18,10 +18,14 @@ t.test('no archive: the broker is asked to write one at exit, and it is moved in
   t.match(first.flags[0], /^-XX:ArchiveClassesAtExit=.*classes-[0-9a-f]{12}\.jsa\.\d+-[0-9a-f]{8}$/);
   const pending = first.flags[0].split('=')[1];
   const archive = pending.replace(/\.\d+-[0-9a-f]{8}$/, '');
-  first.settle(); // the broker was killed: nothing written, nothing moved
+  first.settle(true); // the broker wrote nothing: nothing is moved
   t.notOk(existsSync(archive));
+  writeFileSync(pending, 'part of');
+  first.settle(false); // killed while writing: the partial file goes
+  t.notOk(existsSync(archive), 'a killed broker leaves no archive');
+  t.notOk(existsSync(pending), 'nor its partial file');
   writeFileSync(pending, 'classes');
-  first.settle();
+  first.settle(true);
   t.ok(existsSync(archive), 'a written archive takes its final name');
   t.notOk(existsSync(pending));
   t.same(classArchive(libs).flags, [`-XX:SharedArchiveFile=${archive}`], 'the next broker maps it');

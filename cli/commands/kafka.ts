@@ -1,5 +1,5 @@
 import { loadConfig } from '../../core/config.ts';
-import { ensureKafkaJars, jarCount, startLocalKafka } from '../../core/kafka/local-broker.ts';
+import { ensureKafkaJars, jarCount, startLocalKafka, writeClassArchive } from '../../core/kafka/local-broker.ts';
 import { parse, UsageError } from '../args.ts';
 import { say, untilSignal } from '../runtime.ts';
 import type { Command } from '../command.ts';
@@ -19,7 +19,7 @@ starts reuse them.
                 replication factor 3 and min.insync.replicas 2, so one broker can be lost
   --data-dir    log directory; default <cache>/kafka-data-<port>
   --fresh       wipe the data directory first
-  --fetch-only  resolve the jars into the cache and exit`;
+  --fetch-only  resolve the jars (and the broker's class archive) into the cache and exit`;
 
 export const kafka: Command = {
   summary: 'run the local Kafka broker in the foreground',
@@ -40,6 +40,8 @@ export const kafka: Command = {
     if (values['fetch-only']) {
       const libs = ensureKafkaJars(config.cacheDir, say);
       say(`Kafka jars ready: ${jarCount(libs)} jars in ${libs}`);
+      const archive = await writeClassArchive(config.cacheDir, say);
+      say(archive ? `Kafka class archive ready: ${archive}` : 'no Kafka class archive (brokers start without one)');
       return 0;
     }
     const port = values.port ? Number(values.port) : config.kafkaPort;

@@ -38,30 +38,75 @@ function jdkDigest(): string {
 }
 
 /**
- * Class data sharing for the broker JVM: the classes a broker loads, written once by a broker as it
- * exits (`-XX:ArchiveClassesAtExit`, JDK 13+) and mapped by every later start
+ * Class data sharing for the broker JVM: the classes a broker loads, written once into the cache
+ * by `writeClassArchive` (`-XX:ArchiveClassesAtExit`, JDK 13+) and mapped by every later start
  * (`-XX:SharedArchiveFile`). Measured on this project's 2-core machine kind, a broker without it is
  * ready in 5.0 s using 4.6 CPU-s and formats its storage with 1.8; with it, 2.4 s using 2.3, and
  * 0.9. The archive is valid for one JVM build only, so its name carries the digest of `java
- * -version`; a JVM that cannot map it says so in stdout.log and starts without it.
+ * -version`.
  */
-export function classArchive(libs: string): { flags: string[]; settle: (exitedCleanly: boolean) => void } {
-  const archive = join(libs, '..', `classes-${jdkDigest()}.jsa`);
-  if (existsSync(archive)) return { flags: [`-XX:SharedArchiveFile=${archive}`], settle: () => {} };
-  // Written by this broker when it exits cleanly; moved into place whole (two brokers starting
-  // together each write their own, and the last one in wins). A broker killed (SIGKILL, or its
-  // stop's deadline) may have left a partial file: that is removed, never moved into place.
-  const pending = `${archive}.${process.pid}-${randomBytes(4).toString('hex')}`;
-  return {
-    flags: [`-XX:ArchiveClassesAtExit=${pending}`],
-    settle: (exitedCleanly) => {
-      try {
-        if (exitedCleanly && existsSync(pending)) renameSync(pending, archive);
-      } finally {
-        rmSync(pending, { force: true });
-      }
-    },
-  };
+export function classArchive(libs: string): { path: string; flags: string[] } {
+  const path = join(libs, '..', `classes-${jdkDigest()}.jsa`);
+  return { path, flags: existsSync(path) ? [`-XX:SharedArchiveFile=${path}`] : [] };
+}
+
+/**
+ * Writes the broker's class archive unless this JVM has one: a broker on free ports in a scratch
+ * directory, started and stopped once (about 10 s). Written at the broker's exit, which under load
+ * can take longer than a test's broker is given to stop, so it is made here, before any test (by
+ * `npm test` and `sluice kafka --fetch-only`), never by a broker that serves. An archive the JVM
+ * will not map (a partial write) is removed; brokers then start without one.
+ */
+export async function writeClassArchive(
+  cacheDir: string,
+  log: (line: string) => void = () => {},
+): Promise<string | null> {
+  const libs = ensureKafkaJars(cacheDir, log);
+  const { path } = classArchive(libs);
+  if (existsSync(path)) return path;
+  const pending = `${path}.${process.pid}-${randomBytes(4).toString('hex')}`;
+  const dataDir = join(cacheDir, `kafka-class-archive-${process.pid}`);
+  try {
+    const port = await freeEvenPort();
+    const k = await startLocalKafka({
+      cacheDir,
+      port,
+      dataDir,
+      fresh: true,
+      jvmFlags: [`-XX:ArchiveClassesAtExit=${pending}`],
+      stopGraceMs: 120_000,
+    });
+    await k.stop();
+    // The archive holds for the class path it was written with: checked with the brokers' own.
+    const check = spawnSync(
+      'java',
+      [`-XX:SharedArchiveFile=${pending}`, '-Xshare:on', '-cp', `${libs}/*`, '-version'],
+      {
+        stdio: 'ignore',
+      },
+    );
+    if (check.status !== 0 || !existsSync(pending)) return null;
+    renameSync(pending, path);
+    return path;
+  } finally {
+    rmSync(pending, { force: true });
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** A free port whose next one is free too (a broker and its controller). */
+async function freeEvenPort(): Promise<number> {
+  for (;;) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const srv = createServer();
+      srv.once('error', reject);
+      srv.listen(0, '127.0.0.1', () => {
+        const p = (srv.address() as { port: number }).port;
+        srv.close(() => resolve(p));
+      });
+    });
+    if (port < 65535 && !(await portBusy(port + 1))) return port;
+  }
 }
 
 /** Resolves the broker jars into `<cacheDir>/kafka-<version>/libs` once; later calls use the cache. */
@@ -118,6 +163,10 @@ export interface LocalKafkaOptions {
   heapMb?: number;
   log?: (line: string) => void;
   startTimeoutMs?: number;
+  /** More JVM flags for every broker (writeClassArchive's). */
+  jvmFlags?: string[];
+  /** How long a stopped broker has to exit before it is killed (default 10 s). */
+  stopGraceMs?: number;
 }
 
 /** One broker of the local cluster, for fault tests: stop it (gracefully or not) and start it again. */
@@ -249,6 +298,7 @@ export async function startLocalKafka(opts: LocalKafkaOptions): Promise<LocalKaf
       serverPropertiesFor(i),
       libs,
       opts.heapMb ?? 512,
+      { jvmFlags: opts.jvmFlags ?? [], stopGraceMs: opts.stopGraceMs ?? 10_000 },
     ),
   );
   function serverPropertiesFor(i: number) {
@@ -331,6 +381,7 @@ function brokerNode(
   properties: (dataDir: string) => string,
   libs: string,
   heapMb: number,
+  more: { jvmFlags: string[]; stopGraceMs: number },
 ): LocalKafkaNode & { launch(deadline: number): Promise<void> } {
   const { props, logDir, java: javaBase } = brokerFiles(dataDir, properties(dataDir), libs, 256, heapMb);
   let child: ChildProcess | null = null;
@@ -345,16 +396,15 @@ function brokerNode(
     async launch(deadline: number): Promise<void> {
       if (child) return;
       const cds = classArchive(libs);
-      formatStorage(dataDir, [...cds.flags.filter((f) => f.startsWith('-XX:Shared')), ...javaBase], props, CLUSTER_ID);
+      formatStorage(dataDir, [...cds.flags, ...javaBase], props, CLUSTER_ID);
       const out = openSync(join(logDir, 'stdout.log'), 'a');
-      const c = spawn('java', [...cds.flags, ...javaBase, 'kafka.Kafka', props], {
+      const c = spawn('java', [...cds.flags, ...more.jvmFlags, ...javaBase, 'kafka.Kafka', props], {
         stdio: ['ignore', out, out],
         detached: false,
       });
       child = c;
       exitPromise = new Promise<void>((resolve) =>
-        c.once('exit', (_code, signal) => {
-          cds.settle(signal !== 'SIGKILL');
+        c.once('exit', () => {
           if (child === c) child = null;
           resolve();
         }),
@@ -386,7 +436,7 @@ function brokerNode(
       const c = child;
       if (!c) return;
       c.kill(signal);
-      const timer = setTimeout(() => c.kill('SIGKILL'), 10_000);
+      const timer = setTimeout(() => c.kill('SIGKILL'), more.stopGraceMs);
       await exitPromise;
       clearTimeout(timer);
     },

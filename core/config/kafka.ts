@@ -7,11 +7,8 @@ import { ConfigError } from '../errors.ts';
 import { int, kafkaRack } from './readers.ts';
 import { intSetting, type Setting, textSetting, type Values } from './schema.ts';
 
-/**
- * SLUICE_STATE_FETCH_WAIT_MS's default (less when SLUICE_KAFKA_STALE_MS is under twice as long):
- * the groups' idle fetch wait. An idle `sluice ingress` took 0.73 % of a core at 1 s, 0.46 % at 3 s.
- */
-export const DEFAULT_STATE_FETCH_WAIT_MS = 3000;
+/** SLUICE_STATE_FETCH_WAIT_MS's default (less when SLUICE_KAFKA_STALE_MS is under twice as long). */
+export const DEFAULT_STATE_FETCH_WAIT_MS = 1000;
 
 export const KAFKA_SETTINGS = {
   /** null: start the embedded local Kafka. */
@@ -108,7 +105,7 @@ export const KAFKA_DERIVED_SETTINGS = {
     vars: [
       {
         env: 'SLUICE_STATE_FETCH_WAIT_MS',
-        default: '`3000` (half of `SLUICE_KAFKA_STALE_MS` when that is less than 6 s)',
+        default: '`1000` (half of `SLUICE_KAFKA_STALE_MS` when that is less than 2 s)',
         doc:
           'how long a state-view fetch waits when there is nothing new; a record ends the wait at once, so ' +
           "it sets an idle node's CPU, not how fast a revocation spreads; at most half of " +

@@ -38,7 +38,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
-import { freePort, freePorts } from '../scripts/free-port.ts';
+import { freePort, freePorts } from '../core/net/free-port.ts';
 import type {
   HopKafkaResult,
   HopKafkaSpec,

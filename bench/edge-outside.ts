@@ -31,7 +31,7 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePort, freePorts } from '../scripts/free-port.ts';
+import { freePort, freePorts } from '../core/net/free-port.ts';
 import { Children, stop, tail, waitForLine, type Launched } from './harness/children.ts';
 import { printHelp, ROOT, resultsFile, say, sleep } from './harness/cli.ts';
 import { rpc } from './harness/ipc.ts';

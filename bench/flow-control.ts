@@ -47,7 +47,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import kafkajs from 'kafkajs';
 import { type Admin, createKafka } from '../core/kafka/client.ts';
-import { freePort } from '../scripts/free-port.ts';
+import { freePort } from '../core/net/free-port.ts';
 import { Children, type Launched } from './harness/children.ts';
 import {
   checkLabel,

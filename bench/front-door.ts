@@ -31,7 +31,7 @@ import { frontDoorConfig } from '../cli/commands/front-door.ts';
 import { createClient } from '../core/clients/provisioning.ts';
 import { loadConfig } from '../core/config.ts';
 import { openContext } from '../core/context.ts';
-import { freePort, freePorts } from '../scripts/free-port.ts';
+import { freePort, freePorts } from '../core/net/free-port.ts';
 import { makeCerts } from '../test/helpers/certs.ts';
 import { fetchToken } from '../test/helpers/sluice.ts';
 import { Children, stop } from './harness/children.ts';

@@ -29,7 +29,7 @@ import { randomBytes } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePort } from '../scripts/free-port.ts';
+import { freePort } from '../core/net/free-port.ts';
 import { Children } from './harness/children.ts';
 import {
   checkLabel,

@@ -28,7 +28,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createKafka } from '../core/kafka/client.ts';
 import type { DlqEntry } from '../core/webhooks/records.ts';
-import { freePort } from '../scripts/free-port.ts';
+import { freePort } from '../core/net/free-port.ts';
 import { Children } from './harness/children.ts';
 import {
   checkLabel,

@@ -17,7 +17,7 @@ import { openContext } from '../core/context.ts';
 import { createClient, type CreatedClient } from '../core/clients/provisioning.ts';
 import { startLocalKafka, type LocalKafka } from '../core/kafka/local-broker.ts';
 import { Scratch } from './harness/scratch.ts';
-import { freePorts } from '../scripts/free-port.ts';
+import { freePorts } from '../core/net/free-port.ts';
 import { cliEnv, spawnIngress, type IngressProcess } from '../test/helpers/cli.ts';
 import { freePort, uniquePrefix } from '../test/helpers/sluice.ts';
 

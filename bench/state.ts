@@ -33,7 +33,7 @@ import { DurableProducer } from '../core/kafka/producers.ts';
 import { ensureTopics } from '../core/kafka/topic-admin.ts';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
 import { topicNames, topicSpecs } from '../core/topics.ts';
-import { freePort } from '../scripts/free-port.ts';
+import { freePort } from '../core/net/free-port.ts';
 import type { ReceiverRequest } from './dispatch/ipc.ts';
 import { Children, stop, tail, type Launched } from './harness/children.ts';
 import { rpc } from './harness/ipc.ts';

@@ -31,7 +31,7 @@ import { loadConfig } from '../core/config.ts';
 import { openContext } from '../core/context.ts';
 import { createClient } from '../core/clients/provisioning.ts';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
-import { freePort, freePorts } from '../scripts/free-port.ts';
+import { freePort, freePorts } from '../core/net/free-port.ts';
 import { Children, waitForLine } from './harness/children.ts';
 import { dropBenchTopics } from './harness/kafka.ts';
 import { Scratch } from './harness/scratch.ts';

@@ -20,7 +20,7 @@ import { request } from 'undici';
 import { loadConfig } from '../core/config.ts';
 import { startLocalKafka } from '../core/kafka/local-broker.ts';
 import { Scratch } from '../bench/harness/scratch.ts';
-import { freePort, freePorts } from './free-port.ts';
+import { freePort, freePorts } from '../core/net/free-port.ts';
 
 const { values } = parseArgs({
   options: {

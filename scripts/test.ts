@@ -7,7 +7,7 @@
  * (CI set, or SLUICE_NO_SKIPS=1 as .ci/run sets it) a skip fails the run.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { freePorts } from './free-port.ts';
+import { freePorts } from '../core/net/free-port.ts';
 import { join } from 'node:path';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -178,10 +178,7 @@ function prepareTools(): void {
 async function prepareClassArchive(): Promise<void> {
   const at = Date.now();
   const cacheDir = loadConfig({ ...process.env, KAFKA_BROKERS: undefined }).cacheDir;
-  const archive = await writeClassArchive(cacheDir).catch((err: Error) => {
-    console.log(`# tools: no Kafka class archive (${err.message}); brokers start without one`);
-    return null;
-  });
+  const archive = await writeClassArchive(cacheDir, (line) => console.log(`# tools: ${line}`));
   if (archive)
     console.log(`# tools: Kafka class archive ${archive} ready in ${Math.round((Date.now() - at) / 1000)} s`);
 }

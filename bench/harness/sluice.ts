@@ -1,5 +1,5 @@
 /** Sluice processes of a bench: their environment, their readiness, the extra `sluice dispatcher` members. */
-import { freePort } from '../../scripts/free-port.ts';
+import { freePort } from '../../core/net/free-port.ts';
 import { type Children, type Launched, tail, waitForLine } from './children.ts';
 
 /** The environment every bench's Sluice shares: the broker, the topic prefix, the node's own address. */

@@ -40,11 +40,7 @@ export const kafka: Command = {
     if (values['fetch-only']) {
       const libs = ensureKafkaJars(config.cacheDir, say);
       say(`Kafka jars ready: ${jarCount(libs)} jars in ${libs}`);
-      // Only a start-up cost rides on the archive: without one, brokers start as they did.
-      const archive = await writeClassArchive(config.cacheDir, say).catch((err: Error) => {
-        say(`no Kafka class archive (${err.message}); brokers start without one`);
-        return null;
-      });
+      const archive = await writeClassArchive(config.cacheDir, say);
       if (archive) say(`Kafka class archive ready: ${archive}`);
       return 0;
     }

@@ -21,7 +21,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../../scripts/free-port.ts';
+import { freePort } from '../../core/net/free-port.ts';
 import { brokers, uniquePrefix } from '../helpers/sluice.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, freePorts } from '../../scripts/free-port.ts';
+import { freePort, freePorts } from '../../core/net/free-port.ts';
 import { runCli, SLUICE_BIN } from '../helpers/cli.ts';
 
 const hold = (port: number) =>

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePorts } from '../../scripts/free-port.ts';
+import { freePorts } from '../../core/net/free-port.ts';
 import { loadConfig } from '../../core/config.ts';
 import { classArchive, ensureKafkaJars, startLocalKafka, writeClassArchive } from '../../core/kafka/local-broker.ts';
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../core/config.ts';
 import { startLocalKafka, type LocalKafka } from '../../core/kafka/local-broker.ts';
-import { freePorts } from '../../scripts/free-port.ts';
+import { freePorts } from '../../core/net/free-port.ts';
 import { call, startTestNode, type TestNode } from '../helpers/sluice.ts';
 import { receiver } from '../dispatcher/receiver.ts';
 import type { Admin } from '../../core/kafka/client.ts';

@@ -2,7 +2,7 @@
  * Test harness: a real Sluice node on the test run's real Kafka (KAFKA_BROKERS, set by `npm test`),
  * with a topic prefix of its own so test files never see each other's state.
  */
-import { freePort, freePorts } from '../../scripts/free-port.ts';
+import { freePort, freePorts } from '../../core/net/free-port.ts';
 import { randomBytes } from 'node:crypto';
 import { loadConfig, type Config } from '../../core/config.ts';
 import { startNode, type SluiceNode } from '../../cli/assemble.ts';

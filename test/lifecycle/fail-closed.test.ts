@@ -7,7 +7,7 @@ import { loadConfig } from '../../core/config.ts';
 import { startNode } from '../../cli/assemble.ts';
 import { createClient } from '../../core/clients/provisioning.ts';
 import { call, freePort, uniquePrefix } from '../helpers/sluice.ts';
-import { freePorts } from '../../scripts/free-port.ts';
+import { freePorts } from '../../core/net/free-port.ts';
 
 // A broker of this test's own, so that stopping it harms nobody else.
 const kafkaPort = await freePorts(2);

@@ -1,4 +1,4 @@
-/** A TCP port on 127.0.0.1 that was free a moment ago (for tests, benchmarks and the test broker). */
+/** A TCP port on 127.0.0.1 that was free a moment ago (for the local broker, tests and benchmarks). */
 import { createServer } from 'node:net';
 
 /**

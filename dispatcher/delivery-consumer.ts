@@ -1,9 +1,13 @@
 /**
- * The delivery consumers: one group over `sluice.deliveries` and one over every rung
- * (`sluice.retry.<label>` and the hold rung). Each batch is handed to the scheduler record by
- * record without waiting for the attempts, so many deliveries are in flight at once and a slow
- * endpoint holds up nobody; when the scheduler's buffer is full the partition is paused until it
- * has room (backpressure), and offsets are committed as outcomes become durable (OffsetTracker).
+ * The delivery consumer: the one batch loop of the dispatcher. A process runs it as a few groups
+ * (`sluice.deliveries`; every rung, `sluice.retry.<label>` and the hold rung; `sluice.lanes`), and
+ * every record, whatever its topic, goes the same way: parsed, gated by its due time (a rung),
+ * admitted under backpressure, accepted by the offset tracker, then handed on without waiting for
+ * its attempts, so many deliveries are in flight at once and a slow endpoint holds up nobody.
+ * A plain delivery is queued in the process's one scheduler (scheduler.ts); a lane delivery goes to
+ * its endpoint's lane (lanes.ts), which decides when it may take a slot of that same scheduler.
+ * When the buffer is full the partition is paused until it has room (backpressure), and offsets
+ * are committed as outcomes become durable (OffsetTracker).
  */
 import type { EachBatchPayload, IHeaders } from '../core/kafka/client.ts';
 import type { Context } from '../core/context.ts';
@@ -15,6 +19,7 @@ import type { DeliveryRecord } from '../core/webhooks/records.ts';
 import { GroupConsumer, OffsetTracker, rejoinSettleMs } from './consume.ts';
 import { isWaiting } from './delivery-policy.ts';
 import type { Outcome } from './ladder.ts';
+import type { LaneIntake } from './lanes.ts';
 import { processDelivery, type Stage } from './process.ts';
 import { HEADER_HELD_SINCE, type OutcomeRecorder } from './record.ts';
 import { gate, PauseTimers, type TopicMode } from './rungs.ts';
@@ -37,8 +42,11 @@ export function deliveryConsumer(
     modeOf(topic: string): TopicMode;
     maxWaitTimeInMs: number;
     concurrency: number;
+    /** Where records of a topic in mode 'lane' go; required when a topic has that mode. */
+    lanes?: LaneIntake;
   },
 ): DeliveryConsumer {
+  const lanes = opts.lanes;
   const { ctx } = stage;
   const timers = new PauseTimers();
   // A held delivery may go early once its endpoint may receive again (or is gone: then it is dropped).
@@ -55,38 +63,35 @@ export function deliveryConsumer(
     const loading = tracker.ready(topic, partition);
     if (loading) await loading;
     const mode = opts.modeOf(topic);
-    // The main topic carries DeliverySets (one event, many endpoints) or single records; a rung
-    // carries single records only.
-    const items = batch.messages.map((m) => {
-      const recs = mode === 'main' ? parseDeliveries(m.value) : wrap(parseDeliveryRecord(m.value));
-      return {
-        m,
-        recs,
-        rec: recs?.[0] ?? null,
-        heldSince: numberOrNull(headerString(m.headers, HEADER_HELD_SINCE)),
-      };
-    });
+    const lane = mode === 'lane' ? lanes! : null;
+    const items = batch.messages.map((m) => read(mode, m));
     const now = ctx.clock.now();
     const { take, wakeAt } = gate(mode, items, now, released);
-    const rung = mode === 'main' ? null : topic.slice(topic.lastIndexOf('.') + 1);
+    const rung = mode === 'rung' || mode === 'hold' ? topic.slice(topic.lastIndexOf('.') + 1) : null;
+    const origin = `${topic}\0${partition}`;
     for (let i = 0; i < take; i++) {
       if (!p.isRunning() || p.isStale()) return;
       const { m, recs, rec, heldSince } = items[i];
-      if (!stage.scheduler.mayTake(rec?.tenant_id ?? '')) {
-        // Backpressure: the rest of this batch is fetched again once the buffer has drained.
-        stage.scheduler.whenRoom(p.pause());
-        metrics.backpressurePauses.inc({ topic: mode });
+      // Backpressure: the rest of this batch is fetched again once there is room. A lane record
+      // meets only a backstop here: its tenant's share is judged one record at a time (lanes.ts).
+      if (lane ? !lane.hasRoom() : !stage.scheduler.mayTake(rec?.tenant_id ?? '')) {
+        if (lane) lane.whenRoom(p.pause());
+        else stage.scheduler.whenRoom(p.pause());
+        metrics.backpressurePauses.inc({ topic: lane ? 'lanes' : mode });
         return;
       }
+      const seen = lane?.caughtUp(rec);
+      if (seen) await seen;
       if (tracker.accept(topic, partition, m.offset)) {
         if (rung !== null && rec !== null) metrics.rungLate(rung, Math.max(0, now - rec.due_at) / 1000);
-        const origin = `${topic}\0${partition}`;
         // The record's offset is done once every delivery in it has a durable outcome.
-        const done =
-          recs === null || recs.length <= 1
+        const done = lane
+          ? lane.take(topic, partition, m.offset, rec, m.headers)
+          : recs === null || recs.length <= 1
             ? handle(ctx, stage, recorder, rec, heldSince, origin, topic, m.headers)
             : Promise.all(recs.map((r) => handle(ctx, stage, recorder, r, heldSince, origin, topic, m.headers)));
-        void done.then(() => tracker.finish(topic, partition, m.offset));
+        // null: left in Kafka, to be read (and accepted) again.
+        if (done !== null) void done.then(() => tracker.finish(topic, partition, m.offset));
       }
       p.resolveOffset(m.offset);
       if (i % 500 === 499) await p.heartbeat();
@@ -102,10 +107,20 @@ export function deliveryConsumer(
   // the partition's next owner would send it again). Once the assignment is known, deliveries
   // still queued for a partition that went to another member are dropped: the new owner reads
   // them again from the last commit. Attempts already in flight finish (bounded duplicates).
-  const onRebalancing = () => stage.scheduler.freeze(opts.groupId);
+  const onRebalancing = () => {
+    lanes?.freeze();
+    stage.scheduler.freeze(opts.groupId);
+  };
   const onAssignment = (assigned: Record<string, number[]>) => {
     const gone = tracker.retain(assigned);
-    const dropped = gone.size > 0 ? stage.scheduler.dropQueued(gone) : 0;
+    let dropped = 0;
+    if (gone.size > 0) {
+      // A lane's ticket in the process scheduler is one of its lane's deliveries: counted once.
+      const tickets = lanes?.lanes.ticketed ?? 0;
+      dropped += lanes?.dropQueued(gone) ?? 0;
+      dropped += stage.scheduler.dropQueued(gone) - (tickets - (lanes?.lanes.ticketed ?? 0));
+    }
+    lanes?.thaw();
     stage.scheduler.thaw(opts.groupId);
     metrics.rebalanceDropped.inc(dropped);
     if (dropped > 0)
@@ -121,8 +136,10 @@ export function deliveryConsumer(
     metrics,
     maxWaitTimeInMs: opts.maxWaitTimeInMs,
     idleWaitMs: ctx.config.idleFetchWaitMs,
-    // Paused partitions of a rung wait on timers; any waiting for room in the buffer keep fetches short.
-    resumeInMs: () => (stage.scheduler.waitingForRoom ? null : timers.nextInMs()),
+    // Records left in Kafka are read again by a seek, which waits for the fetch in flight.
+    busy: lanes ? () => lanes.busy() : undefined,
+    // Paused partitions of a rung wait on timers; any waiting for room in a buffer keep fetches short.
+    resumeInMs: () => (stage.scheduler.waitingForRoom || lanes !== undefined ? null : timers.nextInMs()),
     sessionTimeoutMs: ctx.config.dispatchSessionTimeoutMs,
     partitionsConsumedConcurrently: opts.concurrency,
     eachBatch,
@@ -133,6 +150,10 @@ export function deliveryConsumer(
     onAssignment,
   });
   tracker = new OffsetTracker(member, { freezes: stage.scheduler });
+  lanes?.bind({
+    seek: (t, partition, offset) => member.seek(t, partition, offset),
+    leave: (t, partition, offset) => tracker.leave(t, partition, offset),
+  });
   return {
     member,
     tracker,
@@ -142,6 +163,7 @@ export function deliveryConsumer(
       member.pauseAll();
       timers.clear();
       await tracker.drain(drainMs);
+      lanes?.close();
       await member.stop();
     },
   };
@@ -180,6 +202,22 @@ function logOutcome(log: Logger, outcome: Outcome): void {
       attempt: outcome.rec.attempt,
       ...(outcome.kind === 'delivered' ? { status: outcome.status } : {}),
     });
+}
+
+type KafkaMessage = EachBatchPayload['batch']['messages'][number];
+
+interface Item {
+  m: KafkaMessage;
+  /** Every delivery of the record (a DeliverySet has many), or null when it is malformed. */
+  recs: DeliveryRecord[] | null;
+  rec: DeliveryRecord | null;
+  heldSince: number | null;
+}
+
+/** The main topic carries DeliverySets (one event, many endpoints) or single records; the others single records. */
+function read(mode: TopicMode, m: KafkaMessage): Item {
+  const recs = mode === 'main' ? parseDeliveries(m.value) : wrap(parseDeliveryRecord(m.value));
+  return { m, recs, rec: recs?.[0] ?? null, heldSince: numberOrNull(headerString(m.headers, HEADER_HELD_SINCE)) };
 }
 
 function wrap(rec: DeliveryRecord | null): DeliveryRecord[] | null {

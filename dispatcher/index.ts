@@ -1,9 +1,9 @@
 /**
- * The webhook dispatcher of one process: the fan-out (events → deliveries), the delivery
- * consumer (`sluice.deliveries`), the rung consumer (retry rungs and the hold rung) and the lane
- * consumer (`sluice.lanes`: endpoints with limits or order), sharing one keep-alive agent, one
- * scheduler (per-endpoint queues, tenant shares, bounded buffer; the lanes decide only when their
- * next delivery may go and take its slot there) and one outcome recorder.
+ * The webhook dispatcher of one process: the fan-out (events → deliveries), and the one batch
+ * loop of delivery (delivery-consumer.ts) run as three groups: `sluice.deliveries`, the retry rungs
+ * with the hold rung, and `sluice.lanes` (endpoints with limits or order). They share one
+ * keep-alive agent, one scheduler (per-endpoint queues, tenant shares, bounded buffer; the lanes
+ * decide only when their next delivery may go and take its slot there) and one outcome recorder.
  *
  *   const d = await startDispatcher(ctx);  // ... await d.stop();
  */
@@ -15,7 +15,7 @@ import { deliveryConsumer, type DeliveryConsumer } from './delivery-consumer.ts'
 import { fanOutConsumer } from './fan-out.ts';
 import { startTypeCountReports } from '../core/webhooks/event-type-counts.ts';
 import { FilterErrorReports } from './filter-errors.ts';
-import { laneConsumer } from './lanes.ts';
+import { laneIntake, type LaneIntake } from './lanes.ts';
 import { isWaiting } from './delivery-policy.ts';
 import type { EndpointRecord } from '../core/webhooks/records.ts';
 import { EndpointHealth } from './health.ts';
@@ -36,6 +36,7 @@ export interface Dispatcher {
   deliveries: DeliveryConsumer;
   rungs: DeliveryConsumer;
   lanes: DeliveryConsumer;
+  laneIntake: LaneIntake;
   stop(): Promise<void>;
 }
 
@@ -102,11 +103,19 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
     maxWaitTimeInMs: 50,
     concurrency: 4,
   });
-  const lanes = laneConsumer(stage, recorder, metrics);
+  const intake = laneIntake(stage, recorder, metrics);
+  const lanes = deliveryConsumer(stage, recorder, metrics, {
+    groupId: `${ctx.config.topicPrefix}.dispatch-lanes`,
+    topics: [t.lanes],
+    modeOf: () => 'lane',
+    maxWaitTimeInMs: 100,
+    concurrency: ctx.config.topicPartitions,
+    lanes: intake,
+  });
   const onEndpoint = (id: string, rec: EndpointRecord | null) => {
     if (rec === null || !isWaiting(rec)) rungs.timers.wake(holdTopic);
     // A lane looks again at once: resumed, verified, its limits changed or gone.
-    lanes.wake(id);
+    intake.wake(id);
   };
   ctx.endpoints.listeners.add(onEndpoint);
   const typeCounts = await startTypeCountReports(ctx);
@@ -118,7 +127,7 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
     'sluice_deliveries_buffered',
     'Deliveries this process holds (queued or in flight).',
     // A lane's ticket is counted by both.
-    () => scheduler.buffered + lanes.lanes.buffered - lanes.lanes.ticketed,
+    () => scheduler.buffered + intake.lanes.buffered - intake.lanes.ticketed,
   );
   return {
     metrics,
@@ -126,6 +135,7 @@ export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
     deliveries,
     rungs,
     lanes,
+    laneIntake: intake,
     /**
      * Stops within DELIVERY_TIMEOUT_MS plus a few seconds: nothing new is fetched or attempted;
      * attempts under way finish (10 s at most) and their outcomes are recorded; then the offsets

@@ -1,8 +1,9 @@
 /**
- * The lane consumer: one group over `sluice.lanes`, where the deliveries of endpoints with a rate
- * limit, an in-flight limit or `ordering: key` travel keyed by endpoint id. Each partition has one
- * owner in the cluster, so the owner's LaneScheduler (lane-scheduler.ts) enforces the endpoint's
- * limits and order for every dispatcher at once (dispatcher/delivery-policy.ts).
+ * The lane intake: what the delivery consumer (delivery-consumer.ts) does with a record of
+ * `sluice.lanes`, where the deliveries of endpoints with a rate limit, an in-flight limit or
+ * `ordering: key` travel keyed by endpoint id. Each partition has one owner in the cluster, so the
+ * owner's LaneScheduler (lane-scheduler.ts) enforces the endpoint's limits and order for every
+ * dispatcher at once (dispatcher/delivery-policy.ts).
  *
  * A delivery that fails:
  * - without order, goes up the retry ladder as any other (its rung forwards it back here when due);
@@ -21,34 +22,66 @@
  * meanwhile are skipped. The partition itself never stops for one tenant, so another tenant's lane
  * endpoints on it keep flowing.
  */
-import type { EachBatchPayload, IHeaders } from '../core/kafka/client.ts';
+import type { IHeaders } from '../core/kafka/client.ts';
 import type { Metrics } from '../core/metrics.ts';
-import { parseDeliveryRecord } from '../core/webhooks/deliveries.ts';
 import { isOrdered, isWaiting, spacingMs } from './delivery-policy.ts';
-import type { DeliveryRecord } from '../core/webhooks/records.ts';
-import { GroupConsumer, OffsetTracker, rejoinSettleMs } from './consume.ts';
-import type { DeliveryConsumer } from './delivery-consumer.ts';
+import type { DeliveryRecord, EndpointRecord } from '../core/webhooks/records.ts';
 import { hold, type Outcome } from './ladder.ts';
 import { LaneScheduler, type LaneJob, type LaneStep } from './lane-scheduler.ts';
 import { attemptAt, clockOf, isOutcome, never, precheck, type Stage } from './process.ts';
 import type { OutcomeRecorder } from './record.ts';
-import { PauseTimers } from './rungs.ts';
-import { consumed, consuming } from '../core/tracing.ts';
-import type { EndpointRecord } from '../core/webhooks/records.ts';
+import { consumed, consuming, type TraceContext } from '../core/tracing.ts';
 
 /** Deliveries one tenant may hold in memory only to wait (paused or PENDING ordered endpoints). */
 export function waitAllowance(buffer: number): number {
   return Math.max(16, Math.floor(buffer / 64));
 }
 
-export interface LaneConsumer extends DeliveryConsumer {
+/** What the intake needs of the consumer that reads `sluice.lanes`. */
+export interface LaneSource {
+  /** Reads the partition again from `offset`. */
+  seek(topic: string, partition: number, offset: number): void;
+  /** The accepted offset is not handled now: it stays unfinished until read again. */
+  leave(topic: string, partition: number, offset: string): void;
+}
+
+export interface LaneIntake {
   lanes: LaneScheduler;
+  /** Binds the consumer that reads the lanes topic (once, when it is made). */
+  bind(source: LaneSource): void;
+  /** The backstop: false when the lane buffer is far past its size; `whenRoom` resumes then. */
+  hasRoom(): boolean;
+  whenRoom(resume: () => void): void;
+  /**
+   * Waits until the endpoint view has read as far as the record's fan-out had (a PATCH that made
+   * the endpoint ordered is seen before its first ordered delivery); in the partition's order.
+   */
+  caughtUp(rec: DeliveryRecord | null): Promise<unknown> | undefined;
+  /**
+   * Takes an accepted record: resolves once it has a durable outcome, or returns null when the
+   * record was left in Kafka (its tenant has no room) to be read again later.
+   */
+  take(
+    topic: string,
+    partition: number,
+    offset: string,
+    rec: DeliveryRecord | null,
+    headers: IHeaders | undefined,
+  ): Promise<void> | null;
+  /** A re-read is pending: the consumer's fetches stay short. */
+  busy(): boolean;
   /** An endpoint changed: its lane looks again, and what was left in Kafka may be read again. */
   wake(endpointId: string): void;
+  freeze(): void;
+  thaw(): void;
+  /** Partitions went to another member: their queued jobs go, and what was left of them is forgotten. */
+  dropQueued(gone: Set<string>): number;
+  close(): void;
 }
 
 /** Records of one partition left in Kafka: from which offset, and whose. */
 interface LeftBehind {
+  topic: string;
   from: number;
   /** endpoint id → tenant id */
   endpoints: Map<string, string>;
@@ -57,12 +90,12 @@ interface LeftBehind {
 /** Whether the endpoint's deliveries would only wait here now (ordered, and paused or PENDING). */
 const waitsHere = (ep: EndpointRecord | undefined) => ep !== undefined && isOrdered(ep) && isWaiting(ep);
 
-export function laneConsumer(stage: Stage, recorder: OutcomeRecorder, metrics: Metrics): LaneConsumer {
+export function laneIntake(stage: Stage, recorder: OutcomeRecorder, metrics: Metrics): LaneIntake {
   const { ctx } = stage;
   const config = ctx.config;
-  const topic = ctx.topics.lanes;
-  const groupId = `${config.topicPrefix}.dispatch-lanes`;
-  const left = new Map<number, LeftBehind>();
+  /** `topic\0partition` → what was left there. */
+  const left = new Map<string, LeftBehind>();
+  let source: LaneSource | null = null;
   let checkTimer: NodeJS.Timeout | null = null;
   /** Soon (coalesced): reads again each partition where someone whose records were left has room. */
   const checkLeft = () => {
@@ -90,11 +123,8 @@ export function laneConsumer(stage: Stage, recorder: OutcomeRecorder, metrics: M
       };
     },
   });
-  let tracker!: OffsetTracker;
 
-  const finish = async (o: Outcome): Promise<void> => {
-    await recorder.record(o);
-  };
+  const finish = (o: Outcome, trace: TraceContext | undefined): Promise<void> => recorder.record(o, trace);
 
   /** The job of one lane delivery; `done` settles once its outcome is durable. */
   const job = (
@@ -110,7 +140,7 @@ export function laneConsumer(stage: Stage, recorder: OutcomeRecorder, metrics: M
     let heldSince: number | null = waiting ? waitingSince(rec) : null;
     const end = (o: Outcome): LaneStep => {
       consumed(span, o.kind);
-      done(finish(o));
+      done(finish(o, span?.ctx));
       return { done: true };
     };
     return {
@@ -142,8 +172,12 @@ export function laneConsumer(stage: Stage, recorder: OutcomeRecorder, metrics: M
         return { ...step, notBefore: a.notBefore, slow: a.slow };
       },
       expire(reason) {
-        if (reason === 'gone') done(finish({ kind: 'dropped', rec: cur, reason: 'endpoint-deleted' }));
-        else done(finish(hold(cur, heldSince, 0, clockOf(ctx), ctx.endpoints.get(cur.endpoint_id)?.paused === true)));
+        const o: Outcome =
+          reason === 'gone'
+            ? { kind: 'dropped', rec: cur, reason: 'endpoint-deleted' }
+            : hold(cur, heldSince, 0, clockOf(ctx), ctx.endpoints.get(cur.endpoint_id)?.paused === true);
+        consumed(span, o.kind);
+        done(finish(o, span?.ctx));
       },
       waitedTooLong() {
         heldSince ??= ctx.clock.now();
@@ -160,10 +194,15 @@ export function laneConsumer(stage: Stage, recorder: OutcomeRecorder, metrics: M
   };
 
   /** Hands one lane record over; resolves once it has a durable outcome. */
-  const handle = async (rec: DeliveryRecord | null, origin: string, headers: IHeaders | undefined): Promise<void> => {
-    if (rec === null) return finish({ kind: 'dropped', rec: null, reason: 'malformed' });
+  const handle = async (
+    topic: string,
+    rec: DeliveryRecord | null,
+    origin: string,
+    headers: IHeaders | undefined,
+  ): Promise<void> => {
+    if (rec === null) return finish({ kind: 'dropped', rec: null, reason: 'malformed' }, undefined);
     // A copy of an attempt made here (recent-attempts.ts) is not sent again.
-    if (stage.recent.repeats(rec)) return finish({ kind: 'dropped', rec, reason: 'duplicate' });
+    if (stage.recent.repeats(rec)) return finish({ kind: 'dropped', rec, reason: 'duplicate' }, undefined);
     let first = precheck(ctx, rec, null, true);
     // An endpoint this view does not know yet: wait until it has read as far as the fan-out had.
     if (
@@ -173,22 +212,26 @@ export function laneConsumer(stage: Stage, recorder: OutcomeRecorder, metrics: M
     )
       first = precheck(ctx, rec, null, true);
     const ordered = !isOutcome(first) || first.kind === 'held' ? isOrdered(ctx.endpoints.get(rec.endpoint_id)!) : false;
-    // Without order a waiting endpoint's delivery waits on the hold rung (in Kafka), not here.
-    if (isOutcome(first) && !(first.kind === 'held' && ordered)) return finish(first);
-    const waiting = isOutcome(first) && first.kind === 'held';
     const span = consuming(topic, headers, rec);
+    // Without order a waiting endpoint's delivery waits on the hold rung (in Kafka), not here.
+    if (isOutcome(first) && !(first.kind === 'held' && ordered)) {
+      consumed(span, first.kind);
+      return finish(first, span?.ctx);
+    }
+    const waiting = isOutcome(first) && first.kind === 'held';
     return new Promise<void>((resolve) => {
       lanes.submit(job(rec, origin, ordered, waiting, span, (p) => void p.then(resolve)));
     });
   };
 
   /** Leaves the record in Kafka: unfinished, with every later record of its endpoint in this partition. */
-  const leave = (partition: number, offset: string, rec: DeliveryRecord) => {
-    tracker.leave(topic, partition, offset);
-    let l = left.get(partition);
+  const leave = (topic: string, partition: number, offset: string, rec: DeliveryRecord) => {
+    source?.leave(topic, partition, offset);
+    const key = `${topic}\0${partition}`;
+    let l = left.get(key);
     if (!l) {
-      l = { from: Number(offset), endpoints: new Map() };
-      left.set(partition, l);
+      l = { topic, from: Number(offset), endpoints: new Map() };
+      left.set(key, l);
     }
     l.from = Math.min(l.from, Number(offset));
     l.endpoints.set(rec.endpoint_id, rec.tenant_id);
@@ -196,7 +239,7 @@ export function laneConsumer(stage: Stage, recorder: OutcomeRecorder, metrics: M
   };
 
   function rereadWhereRoom(): void {
-    for (const [partition, l] of left) {
+    for (const [key, l] of left) {
       let room = false;
       for (const [endpointId, tenantId] of l.endpoints) {
         const ep = ctx.endpoints.get(endpointId);
@@ -207,101 +250,58 @@ export function laneConsumer(stage: Stage, recorder: OutcomeRecorder, metrics: M
         }
       }
       if (!room) continue;
-      left.delete(partition);
-      member.seek(topic, partition, l.from);
+      left.delete(key);
+      source?.seek(l.topic, Number(key.slice(key.indexOf('\0') + 1)), l.from);
       metrics.laneRereads.inc();
     }
   }
 
   /** Whether this record may be held in memory now, or must be left in Kafka for later. */
-  const mayHold = (partition: number, rec: DeliveryRecord): boolean => {
-    if (left.get(partition)?.endpoints.has(rec.endpoint_id)) return false;
+  const mayHold = (key: string, rec: DeliveryRecord): boolean => {
+    if (left.get(key)?.endpoints.has(rec.endpoint_id)) return false;
     const ep = ctx.endpoints.get(rec.endpoint_id);
     return ep === undefined || ep.tenant_id !== rec.tenant_id || lanes.admits(rec.tenant_id, waitsHere(ep));
   };
 
-  const eachBatch = async (p: EachBatchPayload): Promise<void> => {
-    const { batch } = p;
-    const { partition } = batch;
-    // A partition new here: first learn which of its offsets the last owner finished.
-    const loading = tracker.ready(topic, partition);
-    if (loading) await loading;
-    for (let i = 0; i < batch.messages.length; i++) {
-      if (!p.isRunning() || p.isStale()) return;
-      // A backstop only: tenants over their share are left in Kafka one by one (below), so this
-      // takes more tenants than the buffer has room for to reach.
-      if (lanes.buffered >= 2 * config.dispatchBuffer) {
-        lanes.whenBelow(config.dispatchBuffer, p.pause());
-        metrics.backpressurePauses.inc({ topic: 'lanes' });
-        return;
-      }
-      const m = batch.messages[i];
-      const rec = parseDeliveryRecord(m.value);
-      // The policy this record is handled under is at least the one its fan-out matched with
-      // (a PATCH that made the endpoint ordered is seen before its first ordered delivery). Waited
-      // for here, in the partition's order, so records never overtake each other.
+  return {
+    lanes,
+    bind(s) {
+      source = s;
+    },
+    // A backstop only: tenants over their share are left in Kafka one by one (take), so this
+    // takes more tenants than the buffer has room for to reach.
+    hasRoom: () => lanes.buffered < 2 * config.dispatchBuffer,
+    whenRoom: (resume) => lanes.whenBelow(config.dispatchBuffer, resume),
+    caughtUp(rec) {
       const seen = rec?.endpoints_at ?? 0;
       if (seen > 0 && ctx.state.position(ctx.topics.endpoints, 0) < BigInt(seen))
-        await ctx.state.reached(ctx.topics.endpoints, 0, seen, 10_000);
-      if (tracker.accept(topic, partition, m.offset)) {
-        if (rec !== null && !mayHold(partition, rec)) leave(partition, m.offset, rec);
-        else
-          void handle(rec, `${topic}\0${partition}`, m.headers).then(() => tracker.finish(topic, partition, m.offset));
+        return ctx.state.reached(ctx.topics.endpoints, 0, seen, 10_000);
+      return undefined;
+    },
+    take(topic, partition, offset, rec, headers) {
+      const origin = `${topic}\0${partition}`;
+      if (rec !== null && !mayHold(origin, rec)) {
+        leave(topic, partition, offset, rec);
+        return null;
       }
-      p.resolveOffset(m.offset);
-      if (i % 500 === 499) await p.heartbeat();
-    }
-  };
-
-  const member = new GroupConsumer(ctx.kafka, ctx.log, {
-    groupId,
-    topics: [topic],
-    metrics,
-    maxWaitTimeInMs: 100,
-    idleWaitMs: config.idleFetchWaitMs,
-    // Records left in Kafka are read again by a seek, which waits for the fetch in flight.
+      return handle(topic, rec, origin, headers);
+    },
     busy: () => left.size > 0,
-    sessionTimeoutMs: config.dispatchSessionTimeoutMs,
-    partitionsConsumedConcurrently: config.topicPartitions,
-    eachBatch,
-    // As the delivery consumers: nothing starts during a rebalance, and what a moved partition
-    // had queued here is left to its next owner.
-    onRebalancing: () => {
-      lanes.freeze();
-      stage.scheduler.freeze(groupId);
-    },
-    beforeRejoin: () =>
-      tracker.settle(rejoinSettleMs(config.dispatchSessionTimeoutMs), () => stage.scheduler.active === 0),
-    onAssignment: (assigned) => {
-      const gone = tracker.retain(assigned);
-      // Their tickets in the process scheduler go too (counted once, as lane deliveries).
-      const dropped = gone.size > 0 ? lanes.dropQueued(gone) : 0;
-      if (gone.size > 0) stage.scheduler.dropQueued(gone);
-      for (const key of gone) left.delete(Number(key.slice(key.indexOf('\0') + 1)));
-      lanes.thaw();
-      stage.scheduler.thaw(groupId);
-      metrics.rebalanceDropped.inc(dropped);
-    },
-  });
-  tracker = new OffsetTracker(member, { freezes: stage.scheduler });
-  const timers = new PauseTimers();
-  return {
-    member,
-    tracker,
-    timers,
-    lanes,
     wake(endpointId) {
       lanes.wake(endpointId);
       checkLeft();
     },
-    async stop(drainMs) {
-      member.pauseAll();
+    freeze: () => lanes.freeze(),
+    thaw: () => lanes.thaw(),
+    dropQueued(gone) {
+      for (const key of gone) left.delete(key);
+      return lanes.dropQueued(gone);
+    },
+    close() {
       if (checkTimer) clearTimeout(checkTimer);
+      checkTimer = null;
       left.clear();
-      stage.scheduler.thaw(groupId);
-      await tracker.drain(drainMs);
       lanes.close();
-      await member.stop();
     },
   };
 }

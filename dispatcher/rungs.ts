@@ -6,7 +6,8 @@
  */
 import type { DeliveryRecord } from '../core/webhooks/records.ts';
 
-export type TopicMode = 'main' | 'rung' | 'hold';
+/** main: `sluice.deliveries`; rung and hold: the retry rungs and the hold rung; lane: `sluice.lanes`. */
+export type TopicMode = 'main' | 'rung' | 'hold' | 'lane';
 
 export interface Gated {
   rec: DeliveryRecord | null;
@@ -19,7 +20,7 @@ export function gate<T extends Gated>(
   now: number,
   released: (rec: DeliveryRecord) => boolean,
 ): { take: number; wakeAt: number | null } {
-  if (mode === 'main') return { take: items.length, wakeAt: null };
+  if (mode === 'main' || mode === 'lane') return { take: items.length, wakeAt: null };
   const ready = (it: T) => it.rec === null || it.rec.due_at <= now || (mode === 'hold' && released(it.rec));
   if (mode === 'rung') {
     const i = items.findIndex((it) => !ready(it));

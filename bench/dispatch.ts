@@ -20,6 +20,7 @@
  *                            runs at 500, 2,000 and 8,000 deliveries/s (fan-out 10, 15 s each), then
  *                            f10-single at saturation; prints CPU-s per 1,000 deliveries at each and their
  *                            ratios. With --check: each point against the `curve` section (+25 %)
+ *       [--curve-seconds S]  how long each point of the curve publishes (15; 5 with --quick)
  *
  * Scenarios (--only takes their names): f1-single, f1-single-id (each event with its own publish id:
  * the idempotent path), half-sat, f10-single, f1-batch, f10-batch, unhealthy (the default run, in
@@ -85,6 +86,7 @@ const { values: opt } = parseArgs({
     ingresses: { type: 'string', default: '0' },
     workers: { type: 'string' },
     'quiet-timeout': { type: 'string', default: '30' },
+    'curve-seconds': { type: 'string' },
     'skip-hops': { type: 'boolean', default: false },
     check: { type: 'boolean', default: false },
     'check-label': { type: 'string', default: 'check' },
@@ -107,7 +109,7 @@ if (CURVE) {
 /** The cost curve's points: deliveries/s, fan-out 10 (--curve). */
 const CURVE_RATES = [500, 2000, 8000];
 /** How long each point of the curve publishes, and how long idle is sampled. */
-const CURVE_SECONDS = quick ? 5 : 15;
+const CURVE_SECONDS = opt['curve-seconds'] ? Number(opt['curve-seconds']) : quick ? 5 : 15;
 const IDLE_SECONDS = quick ? 5 : 20;
 const size = (full: number, small: number) => (opt.events ? Number(opt.events) : quick ? small : full);
 const REPEAT = opt.repeat ? Number(opt.repeat) : quick ? 1 : 2;

@@ -47,6 +47,8 @@ export interface GroupConsumerOptions {
   beforeRejoin?(): Promise<void>;
   /** Called after every (re)join with the partitions this member now owns. */
   onAssignment?(assigned: Record<string, number[]>): void;
+  /** Awaited by `stop` before the member leaves the group (its commits are still taken). */
+  beforeStop?(): Promise<void>;
   eachBatch(payload: EachBatchPayload, member: GroupConsumer): Promise<void>;
 }
 
@@ -173,6 +175,7 @@ export class GroupConsumer {
   }
 
   async stop(): Promise<void> {
+    await this.opts.beforeStop?.();
     this.unregisterRejoin();
     await this.member.stop();
     await this.admin.close();

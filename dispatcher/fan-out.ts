@@ -5,9 +5,12 @@
  * then by their CEL filter: core/webhooks/filters), so the event
  * crosses Kafka once, not once per endpoint; an endpoint with limits or order gets its delivery on
  * `sluice.lanes` instead (key endpoint id: dispatcher/lanes.ts). A batch's offsets are committed only after its
- * deliveries were acknowledged, so a crash repeats a fan-out (same delivery ids), never skips one;
- * and the next batch waits until that commit lands, so a partition that moves repeats one batch,
- * not every batch fanned out while the group's coordinator was out of reach (a region cut).
+ * deliveries were acknowledged, so a crash repeats a fan-out (same delivery ids), never skips one.
+ * Commits go at most once per COMMIT_EVERY_MS (one commit for every batch fanned out meanwhile, on
+ * any partition: under light load each event is its own batch, and a commit each was a third of the
+ * fan-out's Kafka requests); a batch that finds a commit overdue waits until it lands, so a partition
+ * that moves repeats the batches of one interval at most, not every batch fanned out while the
+ * group's coordinator was out of reach (a region cut).
  */
 import type { Context } from '../core/context.ts';
 import type { OutRecord } from '../core/kafka/producers.ts';
@@ -37,6 +40,11 @@ const viewWaitMs = (sessionTimeoutMs: number) => Math.min(10_000, Math.floor(ses
 /** The first wait before a refused fan-out commit is made again (doubling to 1 s). */
 const COMMIT_RETRY_FIRST_MS = 100;
 
+/** How often the fan-out commits at most; a commit this much overdue holds the next batch. */
+export const COMMIT_EVERY_MS = 100;
+
+type Offset = { topic: string; partition: number; offset: string };
+
 export function fanOutConsumer(
   ctx: Context,
   metrics: Metrics,
@@ -46,7 +54,50 @@ export function fanOutConsumer(
   const viewWait = viewWaitMs(ctx.config.dispatchSessionTimeoutMs);
   /** Batches being fanned out now: a rejoin waits for them to commit (rejoin-patch.ts). */
   let inBatch = 0;
-  return new GroupConsumer(ctx.kafka, ctx.log, {
+  /** Fanned out and not yet committed, per partition (`topic\0partition`): the next offset, and since when. */
+  const due = new Map<string, { o: Offset; since: number }>();
+  let timer: NodeJS.Timeout | null = null;
+  let lastCommitAt = 0;
+  let committing: Promise<boolean> | null = null;
+  let member!: GroupConsumer;
+
+  /** Commits what is due now (joining a commit under way); true when it landed. */
+  const commitDue = (): Promise<boolean> => {
+    committing ??= (async () => {
+      if (timer) clearTimeout(timer);
+      timer = null;
+      const sent = [...due.values()];
+      if (sent.length === 0) return true;
+      const at = Date.now();
+      lastCommitAt = at;
+      const landed = await member.commit(sent.map((d) => d.o));
+      if (landed)
+        for (const d of sent) {
+          const key = `${d.o.topic}\0${d.o.partition}`;
+          const now = due.get(key);
+          // Fanned out again meanwhile: due from when this commit was made.
+          if (now === d) due.delete(key);
+          else if (now) now.since = Math.max(now.since, at);
+        }
+      return landed;
+    })().finally(() => {
+      committing = null;
+      schedule(); // what is (still) due goes at the next interval
+    });
+    return committing;
+  };
+  const schedule = () => {
+    if (timer !== null || committing !== null || due.size === 0) return;
+    timer = setTimeout(() => void commitDue(), Math.max(0, lastCommitAt + COMMIT_EVERY_MS - Date.now()));
+  };
+  /** Whether something has waited for its commit past twice the interval. */
+  const overdueNow = () => {
+    const limit = Date.now() - 2 * COMMIT_EVERY_MS;
+    for (const d of due.values()) if (d.since <= limit) return true;
+    return false;
+  };
+
+  member = new GroupConsumer(ctx.kafka, ctx.log, {
     groupId: `${ctx.config.topicPrefix}.fan-out`,
     topics: [ctx.topics.events],
     metrics,
@@ -57,22 +108,45 @@ export function fanOutConsumer(
     // commit would be refused and the partition's next owner would fan it out again).
     async beforeRejoin() {
       await waitUntil(() => inBatch === 0, rejoinSettleMs(ctx.config.dispatchSessionTimeoutMs));
+      await commitDue();
     },
-    async eachBatch(payload, member) {
+    // What was fanned out is committed before the member leaves (a stop must repeat nothing).
+    async beforeStop() {
+      member.pauseAll();
+      await waitUntil(() => inBatch === 0, rejoinSettleMs(ctx.config.dispatchSessionTimeoutMs));
+      await commitDue();
+    },
+    // Offsets of partitions that went to another member are not committed from here.
+    onAssignment(assigned) {
+      for (const [key, d] of due) if (!assigned[d.o.topic]?.includes(d.o.partition)) due.delete(key);
+    },
+    async eachBatch(payload) {
       inBatch++;
       try {
-        await fanOutBatch(payload, member);
+        await fanOutBatch(payload);
       } finally {
         inBatch--;
       }
     },
   });
+  return member;
 
-  async function fanOutBatch(
-    { batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload,
-    member: GroupConsumer,
-  ): Promise<void> {
+  /** Waits while a commit is overdue (its coordinator out of reach): retried, a heartbeat between. */
+  async function overdue({ heartbeat, isRunning, isStale }: EachBatchPayload): Promise<boolean> {
+    for (let wait = COMMIT_RETRY_FIRST_MS; overdueNow(); ) {
+      if (await commitDue()) continue;
+      if (!isRunning() || isStale()) return false;
+      await heartbeat();
+      await new Promise((r) => setTimeout(r, wait));
+      wait = Math.min(2 * wait, 1000);
+    }
+    return true;
+  }
+
+  async function fanOutBatch(payload: EachBatchPayload): Promise<void> {
+    const { batch, resolveOffset, heartbeat, isRunning, isStale } = payload;
     if (batch.messages.length === 0) return;
+    if (!(await overdue(payload))) return;
     const out: OutRecord[] = [];
     const toLanes: OutRecord[] = [];
     const events = batch.messages.map((m) => parseEventRecord(m.value));
@@ -148,12 +222,9 @@ export function fanOutConsumer(
     endSpans(spans);
     const last = batch.messages[batch.messages.length - 1].offset;
     resolveOffset(last);
-    const offsets = [{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() }];
-    // Tried again (a heartbeat between: a rebalance ends the wait) until it lands or the partition moves.
-    for (let wait = COMMIT_RETRY_FIRST_MS; !(await member.commit(offsets)); wait = Math.min(2 * wait, 1000)) {
-      if (!isRunning() || isStale()) return;
-      await heartbeat();
-      await new Promise((r) => setTimeout(r, wait));
-    }
+    const o = { topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() };
+    const key = `${batch.topic}\0${batch.partition}`;
+    due.set(key, { o, since: due.get(key)?.since ?? Date.now() });
+    schedule();
   }
 }

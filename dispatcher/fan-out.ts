@@ -40,6 +40,14 @@ const viewWaitMs = (sessionTimeoutMs: number) => Math.min(10_000, Math.floor(ses
 /** The first wait before a refused fan-out commit is made again (doubling to 1 s). */
 const COMMIT_RETRY_FIRST_MS = 100;
 
+/**
+ * A batch that writes more records than this is written in the background, its partition paused
+ * meanwhile: kafkajs fetches again only once every batch of the last fetch is handled, so a
+ * tenant's big fan-out (thousands of lane records) would otherwise hold every other partition's
+ * events back for as long as its writes take.
+ */
+export const DETACH_AT = 500;
+
 /** How often the fan-out commits at most; a commit this much overdue holds the next batch. */
 export const COMMIT_EVERY_MS = 100;
 
@@ -60,6 +68,8 @@ export function fanOutConsumer(
   let lastCommitAt = 0;
   let committing: Promise<boolean> | null = null;
   let member!: GroupConsumer;
+  /** The partitions this member owns (`topic\0partition`), as of its last join. */
+  const owned = new Set<string>();
 
   /** Commits what is due now (joining a commit under way); true when it landed. */
   const commitDue = (): Promise<boolean> => {
@@ -118,15 +128,22 @@ export function fanOutConsumer(
     },
     // Offsets of partitions that went to another member are not committed from here.
     onAssignment(assigned) {
+      owned.clear();
+      for (const [topic, ps] of Object.entries(assigned)) for (const p of ps) owned.add(`${topic}\0${p}`);
       for (const [key, d] of due) if (!assigned[d.o.topic]?.includes(d.o.partition)) due.delete(key);
     },
     async eachBatch(payload) {
       inBatch++;
-      try {
-        await fanOutBatch(payload);
-      } finally {
+      let detach!: () => void;
+      const detached = new Promise<void>((resolve) => {
+        detach = resolve;
+      });
+      const work = fanOutBatch(payload, detach).finally(() => {
         inBatch--;
-      }
+      });
+      // Settles with the batch, or as soon as it goes on in the background (its failure then
+      // handled there, not thrown into kafkajs's runner).
+      await Promise.race([work, detached]);
     },
   });
   return member;
@@ -143,7 +160,7 @@ export function fanOutConsumer(
     return true;
   }
 
-  async function fanOutBatch(payload: EachBatchPayload): Promise<void> {
+  async function fanOutBatch(payload: EachBatchPayload, detach: () => void): Promise<void> {
     const { batch, resolveOffset, heartbeat, isRunning, isStale } = payload;
     if (batch.messages.length === 0) return;
     if (!(await overdue(payload))) return;
@@ -203,9 +220,15 @@ export function fanOutConsumer(
       endSpans(spans, 'abandoned: the partition moved');
       return;
     }
+    const last = batch.messages[batch.messages.length - 1].offset;
+    let resume: (() => void) | null = null;
+    if (out.length + toLanes.length > DETACH_AT) {
+      // Nothing of this partition is fetched until it is written; the others go on meanwhile.
+      resume = payload.pause();
+      resolveOffset(last);
+      detach();
+    }
     try {
-      // A heartbeat between chunks, none after the last: a rebalance it reports must not come
-      // between the last write and the commit.
       for (let i = 0; i < out.length; i += 500) {
         if (i > 0) await heartbeat();
         await ctx.producer.send(ctx.topics.deliveries, out.slice(i, i + 500));
@@ -217,13 +240,20 @@ export function fanOutConsumer(
       }
     } catch (err) {
       endSpans(spans, (err as Error).message);
-      throw err;
+      if (!resume) throw err;
+      // In the background: read the batch again, as a failed batch is (the writes repeat, same ids).
+      ctx.log.warn('a fan-out write failed; the batch is read again', { error: (err as Error).message });
+      member.seek(batch.topic, batch.partition, Number(batch.messages[0].offset));
+      resume();
+      return;
     }
+    resume?.();
     endSpans(spans);
-    const last = batch.messages[batch.messages.length - 1].offset;
     resolveOffset(last);
     const o = { topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() };
     const key = `${batch.topic}\0${batch.partition}`;
+    // Written in the background past a rejoin that gave the partition away: its next owner repeats it.
+    if (!owned.has(key)) return;
     due.set(key, { o, since: due.get(key)?.since ?? Date.now() });
     schedule();
   }

@@ -61,7 +61,7 @@ import { judgeCpu, recordedCpu } from './dispatch/cpu-check.ts';
 import { featureShares } from './dispatch/feature-cost.ts';
 import { benchCommand, measuredCommit, writeMarkedSection } from './results-section.ts';
 import { waitForLine } from './harness/children.ts';
-import { checkLabel, gitCommit, printHelp } from './harness/cli.ts';
+import { checkLabel, printHelp } from './harness/cli.ts';
 import { dropBenchTopics, kafkaPid as kafkaJavaPid, settleGroups } from './harness/kafka.ts';
 import { Scratch } from './harness/scratch.ts';
 import { RECEIVER_ENV, sluiceEnv, waitReady } from './harness/sluice.ts';
@@ -931,7 +931,7 @@ async function main(): Promise<number> {
       join(ROOT, 'bench/RESULTS.md'),
       'dispatch-check:last',
       [
-        `### The last \`--check\` (${startedAt.toISOString()}, Sluice at ${gitCommit(SLUICE_DIR)})`,
+        `### The last \`--check\` (${startedAt.toISOString()}, Sluice at ${measuredCommit(SLUICE_DIR)})`,
         '',
         `Command: \`${command}\`; machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ` +
           `1-min load average at start ${fmt(load1, 2)}; against the \`${opt['check-label']}\` section.`,

@@ -6,9 +6,8 @@
  *
  *   npm run bench:filters [-- --seconds 2 --write]   (--write: its section of bench/RESULTS.md)
  */
-import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { writeMarkedSection } from './results-section.ts';
+import { machineLine, measuredCommit, writeMarkedSection } from './results-section.ts';
 import { compileFilter, eventBudget, filterInput, runFilter } from '../core/webhooks/filters/endpoint-filter.ts';
 import { selectByFilter } from '../core/webhooks/filters/filter-cache.ts';
 import type { EndpointRecord } from '../core/webhooks/records.ts';
@@ -84,11 +83,12 @@ const WORST_RUNS = 20;
 for (let i = 0; i < WORST_RUNS; i++) selectByFilter(heavy, long);
 const worst = Number(process.hrtime.bigint() - t0) / WORST_RUNS;
 
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const lines = [
   '## Endpoint filters (`npm run bench:filters`, issue 35)',
   '',
-  `${new Date().toISOString().slice(0, 10)}, ${cpus()[0]?.model ?? 'cpu'} (${cpus().length} cores), ` +
-    `node ${process.version}, ` +
+  `${new Date().toISOString().slice(0, 10)}, Sluice at ${measuredCommit(ROOT)}; ` +
+    `machine: ${machineLine()}. ` +
     `${seconds} s a case. A filter is compiled once per endpoint and text, then evaluated per event ` +
     "and matching endpoint on the event's variables, made once per event.",
   '',

@@ -49,17 +49,7 @@ import kafkajs from 'kafkajs';
 import { type Admin, createKafka } from '../core/kafka/client.ts';
 import { freePort } from '../core/net/free-port.ts';
 import { Children, type Launched } from './harness/children.ts';
-import {
-  checkLabel,
-  gitCommit,
-  printHelp,
-  ROOT,
-  resultsFile,
-  runBench,
-  say,
-  sleep,
-  writeResults,
-} from './harness/cli.ts';
+import { checkLabel, printHelp, ROOT, resultsFile, runBench, say, sleep, writeResults } from './harness/cli.ts';
 import { rpc } from './harness/ipc.ts';
 import { benchKafka, dropBenchTopics, settleGroups } from './harness/kafka.ts';
 import { Scratch } from './harness/scratch.ts';
@@ -76,7 +66,7 @@ import type {
   OrderedResult,
   StreamResult,
 } from './flow/ipc.ts';
-import { benchCommand } from './results-section.ts';
+import { benchCommand, measuredCommit } from './results-section.ts';
 import { fmt } from './state/report.ts';
 
 const { AssignerProtocol, Partitioners } = kafkajs;
@@ -547,7 +537,7 @@ async function main(): Promise<number> {
 
   // 8. report
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
-  const commit = gitCommit(opt['sluice-dir'] ?? ROOT);
+  const commit = measuredCommit(opt['sluice-dir'] ?? ROOT);
   const checks: { what: string; ok: boolean }[] = [
     {
       what: `L50: at most ${WINDOW_MAX} requests in any 1 s window (${fmt(s2.L50.maxInWindow)})`,

@@ -31,17 +31,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort } from '../core/net/free-port.ts';
 import { Children } from './harness/children.ts';
-import {
-  checkLabel,
-  gitCommit,
-  printHelp,
-  ROOT,
-  resultsFile,
-  runBench,
-  say,
-  sleep,
-  writeResults,
-} from './harness/cli.ts';
+import { checkLabel, printHelp, ROOT, resultsFile, runBench, say, sleep, writeResults } from './harness/cli.ts';
 import { rpc } from './harness/ipc.ts';
 import { benchKafka, dropBenchTopics, settleGroups } from './harness/kafka.ts';
 import { Scratch } from './harness/scratch.ts';
@@ -54,7 +44,7 @@ import type {
   NoisyReceiverRequest,
   NoisyReceiverStats,
 } from './noisy/ipc.ts';
-import { benchCommand } from './results-section.ts';
+import { benchCommand, measuredCommit } from './results-section.ts';
 import { fmt } from './state/report.ts';
 
 const { values: opt } = parseArgs({
@@ -275,7 +265,7 @@ async function main(): Promise<number> {
 
   // 6. report
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
-  const commit = gitCommit(opt['sluice-dir'] ?? ROOT);
+  const commit = measuredCommit(opt['sluice-dir'] ?? ROOT);
   const rows = [alone, flooded].flatMap((p) =>
     p.stats.fast.map(
       (f, i) =>

@@ -30,24 +30,14 @@ import { createKafka } from '../core/kafka/client.ts';
 import type { DlqEntry } from '../core/webhooks/records.ts';
 import { freePort } from '../core/net/free-port.ts';
 import { Children } from './harness/children.ts';
-import {
-  checkLabel,
-  gitCommit,
-  printHelp,
-  ROOT,
-  resultsFile,
-  runBench,
-  say,
-  sleep,
-  writeResults,
-} from './harness/cli.ts';
+import { checkLabel, printHelp, ROOT, resultsFile, runBench, say, sleep, writeResults } from './harness/cli.ts';
 import { rpc } from './harness/ipc.ts';
 import { benchKafka, dropBenchTopics, settleGroups } from './harness/kafka.ts';
 import { Scratch } from './harness/scratch.ts';
 import { sluiceEnv, waitReady } from './harness/sluice.ts';
 import { adminClient, bearerToken } from './harness/sluice-api.ts';
 import type { NoisyLoadRequest, NoisyLoadResult, NoisyReceiverRequest, NoisyReceiverStats } from './noisy/ipc.ts';
-import { benchCommand } from './results-section.ts';
+import { benchCommand, measuredCommit } from './results-section.ts';
 import { fmt } from './state/report.ts';
 
 const { values: opt } = parseArgs({
@@ -265,7 +255,7 @@ async function main(): Promise<number> {
 
   // 6. report
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
-  const commit = gitCommit(ROOT);
+  const commit = measuredCommit(ROOT);
   const section = [
     `### recovery: ${opt.label} (${startedAt.toISOString().slice(0, 10)}, Sluice at ${commit})`,
     '',

@@ -6,6 +6,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, release, totalmem, type } from 'node:os';
 import { isAbsolute, relative } from 'node:path';
 
 export function writeMarkedSection(
@@ -63,4 +64,11 @@ export function measuredCommit(dir: string): string {
   } catch {
     return 'unknown (not a git checkout)';
   }
+}
+
+/** The machine a bench ran on, for its section: cores and model, memory, kernel, Node. */
+export function machineLine(): string {
+  const gib = (totalmem() / 2 ** 30).toFixed(1);
+  const cpu = cpus()[0]?.model.trim() ?? 'unknown CPU';
+  return `${cpus().length} × ${cpu}, ${gib} GiB, ${type()} ${release()}, Node ${process.version}`;
 }

@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../core/config.ts';
 import { openContext, type Context } from '../core/context.ts';
 import { createClient } from '../core/clients/provisioning.ts';
-import { writeMarkedSection } from '../bench/results-section.ts';
+import { machineLine, measuredCommit, writeMarkedSection } from '../bench/results-section.ts';
 import { startLab, REGIONS, type Lab } from './lab/regions.ts';
 import { whyNoNamespaces } from './lab/net.ts';
 import {
@@ -254,7 +254,8 @@ try {
     writeMarkedSection(
       join(root, 'bench', 'RESULTS.md'),
       'regions',
-      `## Regions\n\n\`${command}\` (${new Date().toISOString().slice(0, 10)}):\n\n${lines.join('\n')}`,
+      `## Regions\n\n\`${command}\` (${new Date().toISOString().slice(0, 10)}, Sluice at ${measuredCommit(root)}; ` +
+        `machine: ${machineLine()}):\n\n${lines.join('\n')}`,
     );
     say('written to bench/RESULTS.md ("Regions")');
   }

@@ -1,5 +1,4 @@
 /** What every bench script does around its measurements: --help, --label, the results file, the exit. */
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,15 +19,6 @@ export function printHelp(scriptUrl: string): never {
 /** A --label names a marked section of bench/RESULTS.md. */
 export function checkLabel(label: string | undefined): void {
   if (!/^[a-z0-9-]{1,32}$/.test(label ?? '')) throw new Error('--label must be letters, digits and dashes');
-}
-
-/** The short commit of the checkout at `dir`, or 'unknown commit'. */
-export function gitCommit(dir: string): string {
-  try {
-    return execFileSync('git', ['-C', dir, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
-  } catch {
-    return 'unknown commit';
-  }
 }
 
 /** --results FILE, else bench/RESULTS.md, except with --quick (null: nothing written). */

@@ -138,11 +138,19 @@ export function fanOutConsumer(
       const detached = new Promise<void>((resolve) => {
         detach = resolve;
       });
-      const work = fanOutBatch(payload, detach).finally(() => {
+      let inBackground = false;
+      const work = fanOutBatch(payload, () => {
+        inBackground = true;
+        detach();
+      }).finally(() => {
         inBatch--;
       });
-      // Settles with the batch, or as soon as it goes on in the background (its failure then
-      // handled there, not thrown into kafkajs's runner).
+      // A batch written in the background handles its own write failures (fanOutBatch); should
+      // anything else throw there, no runner is waiting for it: it is logged, not left unhandled.
+      work.catch((err: Error) => {
+        if (inBackground) ctx.log.error('a fan-out batch failed in the background', { error: err.message });
+      });
+      // Settles with the batch, or as soon as it goes on in the background.
       await Promise.race([work, detached]);
     },
   });
@@ -243,7 +251,11 @@ export function fanOutConsumer(
       if (!resume) throw err;
       // In the background: read the batch again, as a failed batch is (the writes repeat, same ids).
       ctx.log.warn('a fan-out write failed; the batch is read again', { error: (err as Error).message });
-      member.seek(batch.topic, batch.partition, Number(batch.messages[0].offset));
+      try {
+        member.seek(batch.topic, batch.partition, Number(batch.messages[0].offset));
+      } catch {
+        // The partition moved meanwhile: its next owner reads the batch from the last commit.
+      }
       resume();
       return;
     }

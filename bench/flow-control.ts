@@ -42,7 +42,7 @@
  * M4, no DLQ entry and nothing deferred in A, no inversion and nothing lost in B); 2 on an error.
  */
 import { randomBytes } from 'node:crypto';
-import { cpus, loadavg } from 'node:os';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import kafkajs from 'kafkajs';
@@ -66,7 +66,7 @@ import type {
   OrderedResult,
   StreamResult,
 } from './flow/ipc.ts';
-import { benchCommand, measuredCommit } from './results-section.ts';
+import { benchCommand, machineLine, measuredCommit } from './results-section.ts';
 import { fmt } from './state/report.ts';
 
 const { AssignerProtocol, Partitioners } = kafkajs;
@@ -536,7 +536,6 @@ async function main(): Promise<number> {
   );
 
   // 8. report
-  const cpu = cpus()[0]?.model ?? 'unknown CPU';
   const commit = measuredCommit(opt['sluice-dir'] ?? ROOT);
   const checks: { what: string; ok: boolean }[] = [
     {
@@ -623,7 +622,7 @@ async function main(): Promise<number> {
     '',
     `Command: \`${benchCommand('bench:flow', ROOT, externalKafka ? brokers : null)}\`; ` +
       `${opt['sluice-dir'] ? `Sluice from another checkout (\`--sluice-dir\`); ` : ''}` +
-      `machine: ${cpus().length} × ${cpu}, load average ${load1.toFixed(2)} at start. ` +
+      `machine: ${machineLine()}, load average ${load1.toFixed(2)} at start. ` +
       `Processes: Kafka, \`sluice start\` (1 worker) + ${DISPATCHERS} \`sluice dispatcher\`, receivers, ` +
       `load generator; SLUICE_TIME_SCALE=${TIME_SCALE} (the ladder's 30 s rung is ${fmt(30_000 / TIME_SCALE)} ms; ` +
       'rates, in-flight limits and Retry-After are real time).',

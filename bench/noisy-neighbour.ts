@@ -26,7 +26,7 @@
  * 30 s of its phase's end, or arrived out of order at its ordered endpoint.
  */
 import { randomBytes } from 'node:crypto';
-import { cpus, loadavg } from 'node:os';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort } from '../core/net/free-port.ts';
@@ -44,7 +44,7 @@ import type {
   NoisyReceiverRequest,
   NoisyReceiverStats,
 } from './noisy/ipc.ts';
-import { benchCommand, measuredCommit } from './results-section.ts';
+import { benchCommand, machineLine, measuredCommit } from './results-section.ts';
 import { fmt } from './state/report.ts';
 
 const { values: opt } = parseArgs({
@@ -264,7 +264,6 @@ async function main(): Promise<number> {
   const flooded = await phase('with the flood', true, SECONDS);
 
   // 6. report
-  const cpu = cpus()[0]?.model ?? 'unknown CPU';
   const commit = measuredCommit(opt['sluice-dir'] ?? ROOT);
   const rows = [alone, flooded].flatMap((p) =>
     p.stats.fast.map(
@@ -283,7 +282,7 @@ async function main(): Promise<number> {
     '',
     `Command: \`${benchCommand('bench:noisy', ROOT, externalKafka ? brokers : null)}\`; ` +
       `${opt['sluice-dir'] ? `Sluice from another checkout (\`--sluice-dir\`); ` : ''}` +
-      `machine: ${cpus().length} × ${cpu}, load average ${load1.toFixed(2)} at start. ` +
+      `machine: ${machineLine()}, load average ${load1.toFixed(2)} at start. ` +
       `Processes: Kafka, \`sluice start\` (1 worker) + ${DISPATCHERS} \`sluice dispatcher\`, ` +
       'receivers, load generator. ' +
       `Tenant noisy: ${SLOW} ${NOISY} endpoints (${JSON.stringify(NOISY_KINDS[NOISY])}` +

@@ -23,7 +23,7 @@
  * every delivery it found within 30 s of its expected end.
  */
 import { randomBytes } from 'node:crypto';
-import { cpus, loadavg } from 'node:os';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createKafka } from '../core/kafka/client.ts';
@@ -37,7 +37,7 @@ import { Scratch } from './harness/scratch.ts';
 import { sluiceEnv, waitReady } from './harness/sluice.ts';
 import { adminClient, bearerToken } from './harness/sluice-api.ts';
 import type { NoisyLoadRequest, NoisyLoadResult, NoisyReceiverRequest, NoisyReceiverStats } from './noisy/ipc.ts';
-import { benchCommand, measuredCommit } from './results-section.ts';
+import { benchCommand, machineLine, measuredCommit } from './results-section.ts';
 import { fmt } from './state/report.ts';
 
 const { values: opt } = parseArgs({
@@ -254,13 +254,12 @@ async function main(): Promise<number> {
   const liveLost = Math.max(0, aloneLoad.probeAccepted - alone.unique);
 
   // 6. report
-  const cpu = cpus()[0]?.model ?? 'unknown CPU';
   const commit = measuredCommit(ROOT);
   const section = [
     `### recovery: ${opt.label} (${startedAt.toISOString().slice(0, 10)}, Sluice at ${commit})`,
     '',
     `Command: \`${benchCommand('bench:recovery', ROOT, externalKafka ? brokers : null)}\`; ` +
-      `machine: ${cpus().length} × ${cpu}, load average ${load1.toFixed(2)} at start. ` +
+      `machine: ${machineLine()}, load average ${load1.toFixed(2)} at start. ` +
       `Processes: Kafka, \`sluice start\` (${WORKERS} worker(s)), receiver, load generator. ` +
       `One tenant, one endpoint: ${fmt(BACKLOG)} dead letters recovered at SLUICE_RECOVERY_SHARE ${SHARE} of ` +
       `SLUICE_RECOVERY_CAPACITY_PER_SECOND ${CAPACITY} (${ratePerSecond}/s), live traffic ${RATE} events/s to the ` +

@@ -113,13 +113,10 @@ export function deliveryConsumer(
   };
   const onAssignment = (assigned: Record<string, number[]>) => {
     const gone = tracker.retain(assigned);
-    let dropped = 0;
-    if (gone.size > 0) {
-      // A lane's ticket in the process scheduler is one of its lane's deliveries: counted once.
-      const tickets = lanes?.lanes.ticketed ?? 0;
-      dropped += lanes?.dropQueued(gone) ?? 0;
-      dropped += stage.scheduler.dropQueued(gone) - (tickets - (lanes?.lanes.ticketed ?? 0));
-    }
+    // A lane topic's jobs in the process scheduler are its lanes' tickets, counted by the lanes.
+    const laneDropped = gone.size > 0 ? lanes?.dropQueued(gone) : undefined;
+    const queuedDropped = gone.size > 0 ? stage.scheduler.dropQueued(gone) : 0;
+    const dropped = laneDropped ?? queuedDropped;
     lanes?.thaw();
     stage.scheduler.thaw(opts.groupId);
     metrics.rebalanceDropped.inc(dropped);
@@ -139,7 +136,7 @@ export function deliveryConsumer(
     // Records left in Kafka are read again by a seek, which waits for the fetch in flight.
     busy: lanes ? () => lanes.busy() : undefined,
     // Paused partitions of a rung wait on timers; any waiting for room in a buffer keep fetches short.
-    resumeInMs: () => (stage.scheduler.waitingForRoom || lanes !== undefined ? null : timers.nextInMs()),
+    resumeInMs: lanes ? undefined : () => (stage.scheduler.waitingForRoom ? null : timers.nextInMs()),
     sessionTimeoutMs: ctx.config.dispatchSessionTimeoutMs,
     partitionsConsumedConcurrently: opts.concurrency,
     eachBatch,

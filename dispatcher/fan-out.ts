@@ -76,6 +76,8 @@ export function fanOutConsumer(
     committing ??= (async () => {
       if (timer) clearTimeout(timer);
       timer = null;
+      // Offsets of partitions that went to another member are not committed from here.
+      for (const [key] of due) if (!owned.has(key)) due.delete(key);
       const sent = [...due.values()];
       if (sent.length === 0) return true;
       const at = Date.now();
@@ -126,11 +128,9 @@ export function fanOutConsumer(
       await waitUntil(() => inBatch === 0, rejoinSettleMs(ctx.config.dispatchSessionTimeoutMs));
       await commitDue();
     },
-    // Offsets of partitions that went to another member are not committed from here.
     onAssignment(assigned) {
       owned.clear();
       for (const [topic, ps] of Object.entries(assigned)) for (const p of ps) owned.add(`${topic}\0${p}`);
-      for (const [key, d] of due) if (!assigned[d.o.topic]?.includes(d.o.partition)) due.delete(key);
     },
     async eachBatch(payload) {
       inBatch++;
@@ -264,8 +264,6 @@ export function fanOutConsumer(
     resolveOffset(last);
     const o = { topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() };
     const key = `${batch.topic}\0${batch.partition}`;
-    // Written in the background past a rejoin that gave the partition away: its next owner repeats it.
-    if (!owned.has(key)) return;
     due.set(key, { o, since: due.get(key)?.since ?? Date.now() });
     schedule();
   }

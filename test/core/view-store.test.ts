@@ -57,26 +57,29 @@ t.test(
   },
 );
 
-t.test('every kind of key part reads back as written, whatever its length and whatever was read before it', async (t) => {
-  const store = ViewStore.temporary();
-  const tbl = store.table<number, (string | number)[]>('kinds'); // single parts read back as scalars
-  const keys: (string | number)[][] = [
-    ['a', 1_700_000_000_123, 'dlq_1'],
-    ['é✓😀', -5.25, 'x'],
-    ['t', 0, 'long'.repeat(1500)], // longer than the decoder's scratch buffer
-    ['t', 2 ** 40 + 0.5, 'y'],
-    ['t', 'ep', 'ep_3', 1_764_000_012_345, 'dlq_00012345'],
-  ];
-  keys.forEach((k, i) => tbl.put(k, i));
-  const read = new Map([...tbl.getRange()].map(({ key, value }) => [value, key]));
-  keys.forEach((k, i) => t.same(read.get(i), k, `key ${i} (${JSON.stringify(k).slice(0, 40)})`));
-  // A short key read right after a long one: nothing of the long one leaks into it.
-  t.same(
-    [...tbl.getKeys({ start: ['t', 0], end: ['t', 2 ** 41] })].map((k) => (k as string[])[2].length),
-    [6000, 1],
-  );
-  store.close();
-});
+t.test(
+  'every kind of key part reads back as written, whatever its length and whatever was read before it',
+  async (t) => {
+    const store = ViewStore.temporary();
+    const tbl = store.table<number, (string | number)[]>('kinds'); // single parts read back as scalars
+    const keys: (string | number)[][] = [
+      ['a', 1_700_000_000_123, 'dlq_1'],
+      ['é✓😀', -5.25, 'x'],
+      ['t', 0, 'long'.repeat(1500)], // longer than the decoder's scratch buffer
+      ['t', 2 ** 40 + 0.5, 'y'],
+      ['t', 'ep', 'ep_3', 1_764_000_012_345, 'dlq_00012345'],
+    ];
+    for (const [i, k] of keys.entries()) tbl.put(k, i);
+    const read = new Map([...tbl.getRange()].map(({ key, value }) => [value, key]));
+    for (const [i, k] of keys.entries()) t.same(read.get(i), k, `key ${i} (${JSON.stringify(k).slice(0, 40)})`);
+    // A short key read right after a long one: nothing of the long one leaks into it.
+    t.same(
+      [...tbl.getKeys({ start: ['t', 0], end: ['t', 2 ** 41] })].map((k) => (k as string[])[2].length),
+      [6000, 1],
+    );
+    store.close();
+  },
+);
 
 t.test('a range longer than a batch is read whole, in order, and stops at its limit', async (t) => {
   const store = ViewStore.temporary();

@@ -58,6 +58,7 @@ import { ProcSampler, processTree, type Usage } from './harness/proc-cpu.ts';
 import { median } from './harness/stats.ts';
 import { writeSection } from './dispatch/results.ts';
 import { judgeCpu, recordedCpu } from './dispatch/cpu-check.ts';
+import { shebangNodeFlags } from '../cli/heap.ts';
 import { featureShares } from './dispatch/feature-cost.ts';
 import { benchCommand, measuredCommit, writeMarkedSection } from './results-section.ts';
 import { waitForLine } from './harness/children.ts';
@@ -267,7 +268,9 @@ function launch(
   const out = createWriteStream(log);
   // --profile: every Sluice process (cluster workers included) writes a .cpuprofile into <work>/prof.
   const prof = opt.profile && name !== 'kafka' ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'prof')}`] : [];
-  const proc = spawn(process.execPath, [...prof, SLUICE, ...args], {
+  // Run as the tree's `sluice` executable would run it (the Node flags of its #! line).
+  const flags = name === 'kafka' ? [] : shebangNodeFlags(SLUICE);
+  const proc = spawn(process.execPath, [...flags, ...prof, SLUICE, ...args], {
     cwd: SLUICE_DIR,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

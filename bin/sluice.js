@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --no-memory-reducer
 // The `sluice` command. It runs the compiled CLI in build/ (`npm run build:server`; npm start and
 // npm test build first), so no Sluice process carries a TypeScript loader. When a source file is
 // newer than the last build (build/.built, written when tsc succeeds), or build/ is missing, it

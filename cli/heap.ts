@@ -16,8 +16,34 @@
  * collections (143 in a 60 s run of the state bench, each with a 4-12 ms pause, the DLQ list's
  * p99 tail). Without it: 12 full collections, and a cold start of 1M DLQ entries took 21 CPU-s, not 37.
  */
+import { readFileSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
 import type { Config } from '../core/config.ts';
+
+/**
+ * The V8 flags every long-running Sluice process should start with (V8 reads them when it sets up
+ * the heap, so they cannot be set at run time). Without the memory reducer: once allocation slows
+ * down (an idle node, a light load), V8 runs full collections, in incremental steps, to give
+ * memory back; on an idle `sluice start` worker these were most of its CPU, about a third of the
+ * whole node's (`sluice start`, 2 workers, 30 s from /proc after a 40 s warm-up, alternated:
+ * 3.43-4.53 % of a core with it, 2.30-2.53 % without). The heap still shrinks at the next full
+ * collection that allocation starts, and the growth factor (below) still bounds it.
+ */
+export const IDLE_V8_FLAGS = ['--no-memory-reducer'];
+
+/**
+ * The Node flags on the `#!` line of a `sluice` executable (bin/sluice.js gives IDLE_V8_FLAGS to
+ * every process started as `sluice …`): what a harness that runs `node <bin> …` adds to run the
+ * process the way an operator's `sluice` command does.
+ */
+export function shebangNodeFlags(binPath: string): string[] {
+  const first = readFileSync(binPath, 'utf8').split('\n', 1)[0];
+  if (!first.startsWith('#!')) return [];
+  let words = first.slice(2).trim().split(/\s+/);
+  if (words[0]?.endsWith('/env')) words = words.slice(words[1] === '-S' ? 2 : 1);
+  const [interpreter, ...flags] = words;
+  return interpreter === 'node' || interpreter?.endsWith('/node') ? flags.filter((w) => w.startsWith('--')) : [];
+}
 
 /**
  * The V8 flags of a worker process that dispatches (`sluice start`'s workers; a single-process
@@ -27,7 +53,7 @@ import type { Config } from '../core/config.ts';
  * scavenge has to copy them. f10-single, back to back: 0.084 → 0.076 CPU-s per 1,000 deliveries,
  * for ~90 MB more RSS (bench/RESULTS.md).
  */
-export const DISPATCHER_V8_FLAGS = ['--max-semi-space-size=32'];
+export const DISPATCHER_V8_FLAGS = ['--max-semi-space-size=32', ...IDLE_V8_FLAGS];
 
 /** An ingress-only node holds views and little else: collect tightly. A node that dispatches: 1.5×. */
 export const INGRESS_HEAP_GROWTH_PERCENT = 25;

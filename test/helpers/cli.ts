@@ -4,8 +4,11 @@ import { join } from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../../core/config.ts';
+import { shebangNodeFlags } from '../../cli/heap.ts';
 
 export const SLUICE_BIN = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url));
+/** The Node flags the `sluice` executable runs with: server processes here run as an operator's would. */
+const SERVER_FLAGS = shebangNodeFlags(SLUICE_BIN);
 
 export function cliEnv(config: Readonly<Config>, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return {
@@ -45,7 +48,7 @@ export interface IngressProcess {
 export async function spawnIngress(env: NodeJS.ProcessEnv, port: number, adminPort: number): Promise<IngressProcess> {
   const child = spawn(
     process.execPath,
-    [SLUICE_BIN, 'ingress', '--port', String(port), '--admin-port', String(adminPort)],
+    [...SERVER_FLAGS, SLUICE_BIN, 'ingress', '--port', String(port), '--admin-port', String(adminPort)],
     { env, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';
@@ -103,7 +106,7 @@ export function spawnDispatcher(
   track: (child: ChildProcess) => void = () => {},
 ): Promise<DispatcherProcess> {
   const logDir = process.env.TEST_CHILD_LOG_DIR;
-  const child = spawn(process.execPath, [SLUICE_BIN, 'dispatcher'], {
+  const child = spawn(process.execPath, [...SERVER_FLAGS, SLUICE_BIN, 'dispatcher'], {
     env: {
       ...process.env,
       ...env,

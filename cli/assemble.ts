@@ -113,6 +113,7 @@ export async function startNode(config: Readonly<Config>, opts: NodeOptions): Pr
     component,
     views: 'node',
     processMetrics: true,
+    failClosed: roles.ingress,
   } as const;
   const ctx = await openContext(config, ctxOptions);
   // Only a node that serves the API keeps the attempt history.

@@ -120,6 +120,8 @@ export class StateConsumer {
   private readonly views = new Map<string, StateView[]>();
   private pending = new Map<string, bigint>(); // "topic:partition" -> end offset still to reach
   private readyResolve: (() => void) | null = null;
+  /** The first member's fetch wait and heartbeat (ms): what an idle node pays for contact. */
+  readonly contact: { fetchWaitMs: number; heartbeatMs: number };
   /** Last time a fetch answered (even empty): the fail-closed check reads this. */
   lastContactAt = 0;
   ready = false;
@@ -141,6 +143,7 @@ export class StateConsumer {
     private readonly opts: StateConsumerOptions,
   ) {
     this.changes = opts.changes ?? new ViewChanges();
+    this.contact = { fetchWaitMs: opts.maxWaitMs ?? 20, heartbeatMs: opts.contactHeartbeatMs ?? 1000 };
     for (const v of views) this.views.set(v.topic, [...(this.views.get(v.topic) ?? []), v]);
     const stored = views.filter(isStored);
     this.store = stored.length === 0 ? null : (opts.store ?? ViewStore.temporary());
@@ -163,7 +166,7 @@ export class StateConsumer {
           groupId: `${opts.groupPrefix}-view-${contact ? '' : 'apart-'}${id}`,
           // The member apart counts no contact, so its idle fetches can wait longer (a record ends the
           // wait at once): what an idle node pays for it is a fetch every 5 s and a heartbeat every 3 s.
-          maxWaitTimeInMs: contact ? (opts.maxWaitMs ?? 20) : Math.max(opts.maxWaitMs ?? 20, APART_WAIT_MS),
+          maxWaitTimeInMs: contact ? this.contact.fetchWaitMs : Math.max(this.contact.fetchWaitMs, APART_WAIT_MS),
           // In a region (SLUICE_KAFKA_RACK), read the replica there: the brokers' rack-aware selector picks it.
           ...(rackOf(kafka) ? { rackId: rackOf(kafka)! } : {}),
           minBytes: opts.minBytes ?? 1,
@@ -171,7 +174,7 @@ export class StateConsumer {
           // loop ~5 ms, and the decoded batch outlived young collections while applied in slices.
           maxBytesPerPartition: 512 * 1024,
           sessionTimeout: 10_000,
-          heartbeatInterval: contact ? (opts.contactHeartbeatMs ?? 1000) : 3000,
+          heartbeatInterval: contact ? this.contact.heartbeatMs : 3000,
           retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 100, maxRetryTime: 2000 },
         },
         topics,

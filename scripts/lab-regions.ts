@@ -202,7 +202,8 @@ try {
         `served again ${c.cServingAfterMs} ms after it ended`,
     );
     out(
-      `- ${c.revokedDuringCut} clients revoked in a during the cut: their tokens accepted by c before it failed ` +
+      `- ${c.revokedDuringCut} clients revoked in a during the cut (${c.refusedDuringCut} attempts answered 503 ` +
+        `first and were sent again): their tokens accepted by c before it failed ` +
         `closed ${c.staleAcceptsBeforeFailClosed} times, after it came back ${c.staleAcceptsAfterReturn} times`,
     );
     out(

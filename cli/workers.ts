@@ -114,7 +114,9 @@ export async function runPrimary(
   v8Flags: string[] = [],
   admin?: { host: string; port: number },
 ): Promise<number> {
-  if (v8Flags.length > 0) cluster.setupPrimary({ execArgv: [...process.execArgv, ...v8Flags] });
+  // A flag the primary already runs with (the #! line's) is not given twice.
+  const added = v8Flags.filter((f) => !process.execArgv.includes(f));
+  if (added.length > 0) cluster.setupPrimary({ execArgv: [...process.execArgv, ...added] });
   // The node's admin port: every worker's metrics summed, health only when all are healthy.
   const aggregate =
     admin && admin.port !== 0

@@ -88,17 +88,12 @@ export interface ContextOptions {
   processMetrics?: boolean;
   /**
    * Whether this process answers requests that fail closed when its views lose Kafka (an
-   * ingress; the default): its views' first member then fetches every SLUICE_STATE_FETCH_WAIT_MS
-   * and heartbeats every second. A process that only dispatches waits as long as its delivery
-   * groups (a record ends a wait at once) and heartbeats every 3 s: two wake-ups a second less.
+   * ingress; the default): then its views keep in contact (StateConsumerOptions.failClosed).
    */
   failClosed?: boolean;
 }
 
 export const DAY_MS = 24 * 3600 * 1000;
-
-/** The views' wait and heartbeat in a process that does not fail closed: a third of their 10 s session. */
-const RELAXED_WAIT_MS = 3000;
 
 export async function openContext(config: Readonly<Config>, opts: ContextOptions): Promise<Context> {
   const clock = opts.clock ?? systemClock;
@@ -128,12 +123,8 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
   const state = new StateConsumer(kafka, views.opened, {
     groupPrefix: config.topicPrefix,
     changes,
-    ...(opts.failClosed === false
-      ? {
-          maxWaitMs: Math.max(config.stateFetchWaitMs, Math.min(config.idleFetchWaitMs, RELAXED_WAIT_MS)),
-          contactHeartbeatMs: RELAXED_WAIT_MS,
-        }
-      : { maxWaitMs: config.stateFetchWaitMs }),
+    maxWaitMs: config.stateFetchWaitMs,
+    failClosed: opts.failClosed,
     freshness: config.kafkaRack ? 'heartbeat' : 'fetch',
     // The DLQ and the audit chain come in bursts (a bulk replay, a busy tenant) and cost a store
     // write per record: read apart, they never hold back a revocation.

@@ -3,6 +3,7 @@
  * own helpers (receiver, load generator). Each one's stdout and stderr go to <work>/<name>.log;
  * stopAll() stops them in stages (helpers, then Sluice, then Kafka).
  */
+import { shebangNodeFlags } from '../../cli/heap.ts';
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -29,7 +30,10 @@ export class Children {
     private readonly root: string,
   ) {}
 
-  /** `node [nodeArgs] <script> …args` (a JavaScript entry point such as bin/sluice.js). */
+  /**
+   * `node [its #! flags] [nodeArgs] <script> …args` (a JavaScript entry point such as bin/sluice.js):
+   * run as the executable would run itself, so a bench's `sluice` is an operator's.
+   */
   spawn(
     name: string,
     script: string,
@@ -40,7 +44,7 @@ export class Children {
   ): Launched {
     const log = this.logFile(name);
     const out = createWriteStream(log);
-    const proc = spawn(process.execPath, [...nodeArgs, script, ...args], {
+    const proc = spawn(process.execPath, [...shebangNodeFlags(script), ...nodeArgs, script, ...args], {
       cwd: this.root,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -95,10 +95,16 @@ export interface StateConsumerOptions {
    * can beat every 3 s, a third of the 10 s session, and cost an idle node fewer requests.
    */
   contactHeartbeatMs?: number;
+  /**
+   * Whether the node fails closed when its views lose Kafka (an ingress; the default). A node that
+   * does not (a dispatcher only) needs no contact: its first member waits and beats like the
+   * member apart, two wake-ups a second less; a record still ends a wait at once.
+   */
+  failClosed?: boolean;
 }
 
 /** The fetch wait of the member reading the topics set apart. */
-const APART_WAIT_MS = 5000;
+export const APART_WAIT_MS = 5000;
 
 /**
  * How long one store transaction may hold the event loop once the node serves (see eachBatch).
@@ -122,6 +128,8 @@ export class StateConsumer {
   private readyResolve: (() => void) | null = null;
   /** The first member's fetch wait and heartbeat (ms): what an idle node pays for contact. */
   readonly contact: { fetchWaitMs: number; heartbeatMs: number };
+  /** The member apart's (and, in a node that does not fail closed, the first member's too). */
+  private readonly apartWaits: { fetchWaitMs: number; heartbeatMs: number };
   /** Last time a fetch answered (even empty): the fail-closed check reads this. */
   lastContactAt = 0;
   ready = false;
@@ -143,7 +151,12 @@ export class StateConsumer {
     private readonly opts: StateConsumerOptions,
   ) {
     this.changes = opts.changes ?? new ViewChanges();
-    this.contact = { fetchWaitMs: opts.maxWaitMs ?? 20, heartbeatMs: opts.contactHeartbeatMs ?? 1000 };
+    const waitMs = opts.maxWaitMs ?? 20;
+    this.apartWaits = { fetchWaitMs: Math.max(waitMs, APART_WAIT_MS), heartbeatMs: 3000 };
+    this.contact =
+      opts.failClosed === false
+        ? this.apartWaits
+        : { fetchWaitMs: waitMs, heartbeatMs: opts.contactHeartbeatMs ?? 1000 };
     for (const v of views) this.views.set(v.topic, [...(this.views.get(v.topic) ?? []), v]);
     const stored = views.filter(isStored);
     this.store = stored.length === 0 ? null : (opts.store ?? ViewStore.temporary());
@@ -166,7 +179,7 @@ export class StateConsumer {
           groupId: `${opts.groupPrefix}-view-${contact ? '' : 'apart-'}${id}`,
           // The member apart counts no contact, so its idle fetches can wait longer (a record ends the
           // wait at once): what an idle node pays for it is a fetch every 5 s and a heartbeat every 3 s.
-          maxWaitTimeInMs: contact ? this.contact.fetchWaitMs : Math.max(this.contact.fetchWaitMs, APART_WAIT_MS),
+          maxWaitTimeInMs: (contact ? this.contact : this.apartWaits).fetchWaitMs,
           // In a region (SLUICE_KAFKA_RACK), read the replica there: the brokers' rack-aware selector picks it.
           ...(rackOf(kafka) ? { rackId: rackOf(kafka)! } : {}),
           minBytes: opts.minBytes ?? 1,
@@ -174,7 +187,7 @@ export class StateConsumer {
           // loop ~5 ms, and the decoded batch outlived young collections while applied in slices.
           maxBytesPerPartition: 512 * 1024,
           sessionTimeout: 10_000,
-          heartbeatInterval: contact ? this.contact.heartbeatMs : 3000,
+          heartbeatInterval: (contact ? this.contact : this.apartWaits).heartbeatMs,
           retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 100, maxRetryTime: 2000 },
         },
         topics,

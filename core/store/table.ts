@@ -188,7 +188,8 @@ const ROOM = 8;
 
 function decodeKey(bytes: unknown): Key {
   const u8 = bytes as Uint8Array;
-  const into = u8.byteLength + ROOM <= scratch.length ? scratch : Buffer.alloc(u8.byteLength + ROOM);
+  // A longer key gets a buffer of its own, sized to a multiple of 4 so the rounded view fits too.
+  const into = u8.byteLength + ROOM <= scratch.length ? scratch : Buffer.alloc((u8.byteLength + ROOM + 3) & ~3);
   into.set(u8);
   return readKey(into, 0, u8.byteLength) as Key;
 }

@@ -5,11 +5,11 @@
  * the end of the topic and the next member repeats nothing.
  */
 import t from 'tap';
-import { createKafka } from '../../core/kafka/client.ts';
 import type { EachBatchPayload } from '../../core/kafka/client.ts';
 import type { OutRecord } from '../../core/kafka/producers.ts';
 import { DETACH_AT } from '../../dispatcher/fan-out.ts';
-import { brokers, call, startTestNode } from '../helpers/sluice.ts';
+import { call, startTestNode } from '../helpers/sluice.ts';
+import { fanOutOffsets } from './fan-out-offsets.ts';
 import { nOf, publish, receiver, registerEndpoint } from './receiver.ts';
 
 const node = await startTestNode(
@@ -73,14 +73,6 @@ t.test('a batch of more than DETACH_AT records is written in the background, who
 
   await node.close();
   closed = true;
-  const admin = createKafka(brokers(), 'fan-out-background-test').admin();
-  await admin.connect();
-  try {
-    const topic = `${node.config.topicPrefix}.events`;
-    const [end] = await admin.fetchTopicOffsets(topic);
-    const [committed] = await admin.fetchOffsets({ groupId: `${node.config.topicPrefix}.fan-out`, topics: [topic] });
-    t.equal(committed.partitions[0]?.offset, end.offset, 'the fan-out committed to the end of the topic');
-  } finally {
-    await admin.disconnect();
-  }
+  const [p] = await fanOutOffsets(node.config.topicPrefix);
+  t.equal(p.committed, p.end, 'the fan-out committed to the end of the topic');
 });

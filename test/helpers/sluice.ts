@@ -67,6 +67,20 @@ export async function startTestNode(
   };
 }
 
+/** A dispatcher-only node (what `sluice dispatcher` runs) on the test run's Kafka; `env` over the defaults. */
+export async function startDispatcherNode(env: Record<string, string> = {}): Promise<SluiceNode> {
+  const config = loadConfig({
+    SLUICE_TOPIC_PREFIX: uniquePrefix(),
+    SLUICE_HOST: '127.0.0.1',
+    SLUICE_ADMIN_PORT: '0',
+    SLUICE_LOG_LEVEL: 'error',
+    KAFKA_BROKERS: brokers().join(','),
+    ...(process.env.SLUICE_DATA_DIR ? { SLUICE_DATA_DIR: process.env.SLUICE_DATA_DIR } : {}),
+    ...env,
+  });
+  return startNode(config, { brokers: brokers(), ingress: false, dispatcher: true });
+}
+
 /**
  * Reads until `ok` holds and returns that value; past `timeoutMs` throws, naming `what` and the
  * last value read. For waits on work that happens elsewhere (a view, a receiver), not for timing.

@@ -12,8 +12,7 @@ import { loadConfig } from '../../core/config.ts';
 import { ConfigError } from '../../core/errors.ts';
 import { Metrics } from '../../core/metrics.ts';
 import { adminUrl, startAdminServer } from '../../ingress/admin-server.ts';
-import { startNode } from '../../cli/assemble.ts';
-import { brokers, freePort, startTestNode, uniquePrefix } from '../helpers/sluice.ts';
+import { brokers, freePort, startDispatcherNode, startTestNode, uniquePrefix } from '../helpers/sluice.ts';
 import { runCli } from '../helpers/cli.ts';
 
 /**
@@ -149,17 +148,13 @@ t.test('SLUICE_ADMIN_HOST=0.0.0.0 opens the admin port on every address', async 
 });
 
 t.test('a dispatcher-only process (sluice dispatcher) keeps its admin port on 127.0.0.1 too', async (t) => {
-  const config = loadConfig({
+  const node = await startDispatcherNode({
     SLUICE_TOPIC_PREFIX: uniquePrefix('adm'),
     SLUICE_HOST: '0.0.0.0',
     SLUICE_DEV_ALLOW_DEVELOPMENT_KEY: 'true',
     SLUICE_ADMIN_PORT: String(await freePort()),
     SLUICE_TOPIC_PARTITIONS: '1',
-    SLUICE_LOG_LEVEL: 'error',
-    KAFKA_BROKERS: brokers().join(','),
-    ...(process.env.SLUICE_DATA_DIR ? { SLUICE_DATA_DIR: process.env.SLUICE_DATA_DIR } : {}),
   });
-  const node = await startNode(config, { brokers: brokers(), ingress: false, dispatcher: true });
   t.teardown(() => node.close());
   t.equal((await fetch(`http://127.0.0.1:${node.adminPort}/healthz`)).status, 200, '/healthz answers on 127.0.0.1');
   for (const address of otherAddresses)

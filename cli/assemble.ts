@@ -70,12 +70,17 @@ async function startWorkers(
 }
 
 /**
- * The attempt history reads its busy topic with a consumer of its own that waits for 64 KB or
- * a second per fetch: on the state consumer (whose fetches the first record answers) the
- * stream of reports turned every idle fetch into hundreds of small ones a second across all the
- * state topics, which doubled the CPU a delivery costs. The history is for people; 1 s is fresh.
+ * The attempt history reads its busy topic with a consumer of its own that, while reports stream,
+ * waits for 64 KB or a second per fetch: on the state consumer (whose fetches the first record
+ * answers) the stream of reports turned every idle fetch into hundreds of small ones a second
+ * across all the state topics, which doubled the CPU a delivery costs. The history is for people;
+ * 1 s is fresh. After a quiet spell its fetch waits 3 s for any record, so an idle node asks a
+ * third as often and the first report after the quiet is read at once.
  * The event type counts (core/webhooks/event-type-counts.ts), as busy and for people too, share it.
  */
+/** The attempt history's fetch wait while no report comes (a record ends it at once). */
+export const HISTORY_IDLE_WAIT_MS = 3000;
+
 async function startHistory(ctx: Context, views: StoredView[]): Promise<StateConsumer> {
   // Its own store beside the node's: a store is emptied whole when a topic it follows
   // was re-created, which must not take the DLQ and the audit views with it.
@@ -83,8 +88,8 @@ async function startHistory(ctx: Context, views: StoredView[]): Promise<StateCon
   ctx.closers.push(() => store.close());
   const history = new StateConsumer(ctx.kafka, views, {
     groupPrefix: `${ctx.config.topicPrefix}-history`,
-    maxWaitMs: 1000,
-    minBytes: 64 * 1024,
+    maxWaitMs: HISTORY_IDLE_WAIT_MS,
+    batching: { minBytes: 64 * 1024, waitMs: 1000 },
     contactHeartbeatMs: 3000,
     store,
     // Announces into the node's changes, so waitFor sees this view's batches too.

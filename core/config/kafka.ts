@@ -7,8 +7,8 @@ import { ConfigError } from '../errors.ts';
 import { int, kafkaRack } from './readers.ts';
 import { intSetting, type Setting, textSetting, type Values } from './schema.ts';
 
-/** SLUICE_STATE_FETCH_WAIT_MS's default (less when SLUICE_KAFKA_STALE_MS is under twice as long). */
-export const DEFAULT_STATE_FETCH_WAIT_MS = 1000;
+/** SLUICE_STATE_FETCH_WAIT_MS's default (less when SLUICE_KAFKA_STALE_MS is under three times as long). */
+export const DEFAULT_STATE_FETCH_WAIT_MS = 3000;
 
 export const KAFKA_SETTINGS = {
   /** null: start the embedded local Kafka. */
@@ -105,7 +105,7 @@ export const KAFKA_DERIVED_SETTINGS = {
     vars: [
       {
         env: 'SLUICE_STATE_FETCH_WAIT_MS',
-        default: '`1000` (half of `SLUICE_KAFKA_STALE_MS` when that is less than 2 s)',
+        default: '`3000` (a third of `SLUICE_KAFKA_STALE_MS` when that is less than 9 s)',
         doc:
           'how long a state-view fetch waits when there is nothing new; a record ends the wait at once, so ' +
           "it sets an idle node's CPU, not how fast a revocation spreads; at most half of " +
@@ -113,11 +113,12 @@ export const KAFKA_DERIVED_SETTINGS = {
       },
     ],
     // A fetch answers as soon as a record arrives: the wait only sets how often an idle node asks.
+    // By default an idle node hears from Kafka at least three times within the staleness bound.
     read: (env, base) =>
       int(
         env,
         'SLUICE_STATE_FETCH_WAIT_MS',
-        Math.min(DEFAULT_STATE_FETCH_WAIT_MS, Math.floor(base.kafkaStaleMs / 2)),
+        Math.min(DEFAULT_STATE_FETCH_WAIT_MS, Math.floor(base.kafkaStaleMs / 3)),
         1,
         10_000,
       ),

@@ -12,9 +12,12 @@
  * (a re-read pending); while partitions wait on timers, until the next one is due; otherwise
  * `idleMs`.
  *
- * kafkajs 2.2.4 reads its ConsumerGroup's `maxWaitTime` at each fetch (and sleeps that long when
- * every partition is paused). That property becomes an accessor on the prototype here; the checks
- * below refuse to load against a kafkajs whose fetch no longer reads it.
+ * The bytes a fetch waits for are decided the same way, for a consumer that gathers records while
+ * they stream but must not sit on the first one after a quiet spell (the attempt history).
+ *
+ * kafkajs 2.2.4 reads its ConsumerGroup's `maxWaitTime` and `minBytes` at each fetch (and sleeps
+ * `maxWaitTime` when every partition is paused). Both properties become accessors on the prototype
+ * here; the checks below refuse to load against a kafkajs whose fetch no longer reads them.
  */
 import { KafkajsMismatchError, kafkajsClass } from './kafkajs-internals.ts';
 
@@ -30,6 +33,11 @@ export interface FetchWait {
    * some wait on something else (room in a buffer): then fetches stay short.
    */
   resumeInMs?(): number | null;
+  /**
+   * The bytes the next fetch waits for (kafkajs's `minBytes`); else the group's configured value.
+   * A consumer that batches while records stream asks 1 while idle, so a first record ends the wait.
+   */
+  minBytes?(): number;
 }
 
 interface GroupState {
@@ -38,7 +46,8 @@ interface GroupState {
 }
 
 const BASE = Symbol('sluice.maxWaitTime');
-type Group = GroupState & { [BASE]?: number };
+const BASE_MIN_BYTES = Symbol('sluice.minBytes');
+type Group = GroupState & { [BASE]?: number; [BASE_MIN_BYTES]?: number };
 
 /** Per group id: the waits its members in this process registered (tests run several nodes in one). */
 const registry = new Map<string, Set<FetchWait>>();
@@ -74,13 +83,26 @@ export function groupWait(group: Group): number {
   return ms;
 }
 
+/** The bytes a group's next fetch waits for: the fewest any member asks for, else its configured value. */
+export function groupMinBytes(group: Group): number {
+  const base = group[BASE_MIN_BYTES] ?? 1;
+  const waits = registry.get(group.groupId);
+  if (!waits || waits.size === 0) return base;
+  let bytes = Number.POSITIVE_INFINITY;
+  for (const w of waits) bytes = Math.min(bytes, w.minBytes?.() ?? base);
+  return bytes;
+}
+
 const ConsumerGroup = kafkajsClass<object>('consumer/consumerGroup.js', ['fetch'], {
   fetch: 'maxWaitTime: this.maxWaitTime',
 });
-if (Object.hasOwn(ConsumerGroup.prototype, 'maxWaitTime'))
+if (!String((ConsumerGroup.prototype as { fetch: unknown }).fetch).includes('minBytes: this.minBytes'))
   throw new KafkajsMismatchError(
-    'kafkajs ConsumerGroup has its own maxWaitTime: core/kafka/fetch-wait.ts needs a look',
+    'kafkajs ConsumerGroup.fetch no longer reads this.minBytes: core/kafka/fetch-wait.ts needs a look',
   );
+for (const own of ['maxWaitTime', 'minBytes'])
+  if (Object.hasOwn(ConsumerGroup.prototype, own))
+    throw new KafkajsMismatchError(`kafkajs ConsumerGroup has its own ${own}: core/kafka/fetch-wait.ts needs a look`);
 Object.defineProperty(ConsumerGroup.prototype, 'maxWaitTime', {
   configurable: true,
   get(this: Group) {
@@ -88,5 +110,14 @@ Object.defineProperty(ConsumerGroup.prototype, 'maxWaitTime', {
   },
   set(this: Group, ms: number) {
     this[BASE] = ms;
+  },
+});
+Object.defineProperty(ConsumerGroup.prototype, 'minBytes', {
+  configurable: true,
+  get(this: Group) {
+    return groupMinBytes(this);
+  },
+  set(this: Group, bytes: number) {
+    this[BASE_MIN_BYTES] = bytes;
   },
 });

@@ -19,6 +19,7 @@ import type { Batch, Kafka, IHeaders } from 'kafkajs';
 import { isTransientKafkaError, rackOf, type Consumer } from './client.ts';
 import { endOffsets, retryAdmin } from './topic-admin.ts';
 import { Member } from './member.ts';
+import type { FetchWait } from './fetch-wait.ts';
 import { ViewStore } from '../store/view-store.ts';
 import { ViewChanges } from './view-changes.ts';
 import { unavailable } from '../errors.ts';
@@ -58,8 +59,13 @@ export function isStored(v: StateView): v is StoredView {
 export interface StateConsumerOptions {
   groupPrefix: string;
   maxWaitMs?: number;
-  /** A fetch answers once this many bytes are there or maxWaitMs passed (default 1: at once). */
-  minBytes?: number;
+  /**
+   * Gather records while they stream: once a batch came within the last `2 × waitMs`, a fetch
+   * answers when `minBytes` are there or after `waitMs`; otherwise it waits `maxWaitMs` for any
+   * record (minBytes 1), so the first record after a quiet spell is read at once. Without it every
+   * fetch answers at the first record.
+   */
+  batching?: { minBytes: number; waitMs: number };
   /** start() fails when catching up makes no progress for this long (not a bound on a long catch-up). */
   readyTimeoutMs?: number;
   onError?: (err: Error) => void;
@@ -182,7 +188,7 @@ export class StateConsumer {
           maxWaitTimeInMs: (contact ? this.contact : this.apartWaits).fetchWaitMs,
           // In a region (SLUICE_KAFKA_RACK), read the replica there: the brokers' rack-aware selector picks it.
           ...(rackOf(kafka) ? { rackId: rackOf(kafka)! } : {}),
-          minBytes: opts.minBytes ?? 1,
+          minBytes: 1,
           // kafkajs decodes a whole fetch at once: 1 MB (its default) of DLQ records held the event
           // loop ~5 ms, and the decoded batch outlived young collections while applied in slices.
           maxBytesPerPartition: 512 * 1024,
@@ -194,6 +200,7 @@ export class StateConsumer {
         fromBeginning: true,
         run: { autoCommit: false, eachBatchAutoResolve: true, eachBatch: ({ batch }) => this.eachBatch(batch) },
         listen: (c) => this.listen(c, new Set(topics), contact),
+        ...(contact && opts.batching ? { fetchWait: this.batchingWait(opts.batching) } : {}),
         onCrash: (err, kafkajsRestarts) => {
           if (this.stopped) return;
           // A coordinator still loading, a leader being elected: kafkajs retries these by itself.
@@ -207,6 +214,19 @@ export class StateConsumer {
     });
   }
 
+  /** When a batch of records last came (the batching option's clock). */
+  private recordsAt = Number.NEGATIVE_INFINITY;
+
+  private batchingWait(batching: { minBytes: number; waitMs: number }): FetchWait {
+    const streaming = () => Date.now() - this.recordsAt < 2 * batching.waitMs;
+    return {
+      busyMs: batching.waitMs,
+      idleMs: Math.max(this.contact.fetchWaitMs, batching.waitMs),
+      busy: streaming,
+      minBytes: () => (streaming() ? batching.minBytes : 1),
+    };
+  }
+
   private listen(c: Consumer, topics: Set<string>, contact: boolean): void {
     c.on(c.events.FETCH, () => {
       if (contact && this.opts.freshness !== 'heartbeat') this.lastContactAt = Date.now();
@@ -214,6 +234,7 @@ export class StateConsumer {
     // END_BATCH_PROCESS also fires for batches of only transaction markers, which eachBatch never sees.
     c.on(c.events.END_BATCH_PROCESS, (e) => {
       const { topic, partition, lastOffset } = e.payload;
+      this.recordsAt = Date.now();
       if (this.advance(`${topic}:${partition}`, BigInt(lastOffset) + 1n)) this.changes.announce();
     });
     // A join comes before the first fetch of an assignment. Without these seeks a rejoin, or a

@@ -6,16 +6,18 @@ import { ConfigError } from '../../core/errors.ts';
 t.test('defaults are the real values', async (t) => {
   const c = loadConfig({});
   t.equal(c.heapGrowthPercent, null, 'heap growth: chosen by role');
-  t.equal(c.stateFetchWaitMs, 1000);
+  t.equal(c.stateFetchWaitMs, 3000);
   t.equal(c.idleFetchWaitMs, 3000);
   t.equal(c.timeScale, 1);
 });
 
 t.test(
-  'the state fetch wait: 1 s, or half of SLUICE_KAFKA_STALE_MS when that is shorter; set, at most that half',
+  'the state fetch wait: 3 s, or a third of SLUICE_KAFKA_STALE_MS when that is shorter; set, at most half of it',
   async (t) => {
-    t.equal(loadConfig({ SLUICE_KAFKA_STALE_MS: '1000' }).stateFetchWaitMs, 500);
-    t.equal(loadConfig({ SLUICE_KAFKA_STALE_MS: '60000' }).stateFetchWaitMs, 1000);
+    t.equal(loadConfig({ SLUICE_KAFKA_STALE_MS: '1000' }).stateFetchWaitMs, 333);
+    t.equal(loadConfig({ SLUICE_KAFKA_STALE_MS: '6000' }).stateFetchWaitMs, 2000);
+    t.equal(loadConfig({ SLUICE_KAFKA_STALE_MS: '60000' }).stateFetchWaitMs, 3000);
+    t.equal(loadConfig({ SLUICE_KAFKA_STALE_MS: '1000', SLUICE_STATE_FETCH_WAIT_MS: '500' }).stateFetchWaitMs, 500);
     t.equal(loadConfig({ SLUICE_STATE_FETCH_WAIT_MS: '20' }).stateFetchWaitMs, 20);
     t.throws(
       () => loadConfig({ SLUICE_KAFKA_STALE_MS: '1000', SLUICE_STATE_FETCH_WAIT_MS: '600' }),

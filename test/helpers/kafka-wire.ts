@@ -40,11 +40,19 @@ export function fetchMaxWait(chunk: Buffer): number {
   return chunk.readInt32BE(14 + Math.max(clientIdLength, 0) + 4);
 }
 
+/** The bytes a Fetch request (v3 and later) asks the broker to wait for: the int32 after max_wait_ms. */
+export function fetchMinBytes(chunk: Buffer): number {
+  const clientIdLength = chunk.readInt16BE(12);
+  return chunk.readInt32BE(14 + Math.max(clientIdLength, 0) + 8);
+}
+
 export class KafkaWire {
   /** Each request written, in order, by API name, with the test's own notes between them. */
   readonly log: string[] = [];
   /** The wait of each fetch written, in order. */
   readonly fetchWaits: number[] = [];
+  /** The min bytes of each fetch written, in order (beside fetchWaits). */
+  readonly fetchMinBytes: number[] = [];
   private readonly open = new Set<Socket>();
   private cut: { api: string; done: () => void } | null = null;
 
@@ -65,7 +73,10 @@ export class KafkaWire {
         return false;
       }
       if (api !== null) this.log.push(api);
-      if (api === 'Fetch') this.fetchWaits.push(fetchMaxWait(chunk as Buffer));
+      if (api === 'Fetch') {
+        this.fetchWaits.push(fetchMaxWait(chunk as Buffer));
+        this.fetchMinBytes.push(fetchMinBytes(chunk as Buffer));
+      }
       return write(chunk, ...rest);
     }) as typeof socket.write;
     return socket;

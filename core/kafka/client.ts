@@ -10,6 +10,7 @@ import { SluiceBaseError, SluiceError } from '../errors.ts';
 import './request-queue-patch.ts';
 import './coordinator-patch.ts';
 import './fetch-wait.ts';
+import './empty-batch-patch.ts';
 import './rejoin-patch.ts';
 
 // kafkajs is CommonJS and spreads its error classes into its exports, out of sight of named imports.

@@ -7,9 +7,9 @@
  * made 78 batch objects, promises and queue turns every fetch only to find each empty, most of an
  * idle worker's allocations and so of its young collections, which wake all of V8's GC threads
  * (issue 33). A batch with no record at all is dropped here, before the runner's queue; what the
- * runner did with it was a heartbeat, which is sent as for a fetch that returned nothing. A batch whose records were all
- * filtered (transaction markers, aborted or compacted records) still goes through, since the
- * runner moves the partition's offset past them.
+ * runner did with it was a heartbeat, which is sent as for a fetch that returned nothing. A batch
+ * whose records were all filtered (transaction markers, aborted or compacted records) still goes
+ * through, since the runner moves the partition's offset past them.
  */
 import { kafkajsClass } from './kafkajs-internals.ts';
 

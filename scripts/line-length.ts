@@ -7,7 +7,10 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
 const MAX = 120;
-const files = execFileSync('git', ['ls-files', '*.ts', '*.js'], { encoding: 'utf8' })
+// Files not yet added count too (without what .gitignore leaves out): a new file is checked before its commit.
+const files = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '*.ts', '*.js'], {
+  encoding: 'utf8',
+})
   .split('\n')
   .filter((f) => f && !f.startsWith('contracts/generated/'));
 let long = 0;

@@ -69,6 +69,9 @@ async function startWorkers(
   return workers;
 }
 
+/** The attempt history's fetch wait while no report comes (a record ends it at once). */
+const HISTORY_IDLE_WAIT_MS = 3000;
+
 /**
  * The attempt history reads its busy topic with a consumer of its own that, while reports stream,
  * waits for 64 KB or a second per fetch: on the state consumer (whose fetches the first record
@@ -78,9 +81,6 @@ async function startWorkers(
  * third as often and the first report after the quiet is read at once.
  * The event type counts (core/webhooks/event-type-counts.ts), as busy and for people too, share it.
  */
-/** The attempt history's fetch wait while no report comes (a record ends it at once). */
-export const HISTORY_IDLE_WAIT_MS = 3000;
-
 async function startHistory(ctx: Context, views: StoredView[]): Promise<StateConsumer> {
   // Its own store beside the node's: a store is emptied whole when a topic it follows
   // was re-created, which must not take the DLQ and the audit views with it.

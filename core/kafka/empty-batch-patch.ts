@@ -20,21 +20,19 @@ interface FetchedBatch {
 
 /** What the runner must see of a fetch: every batch that has records, or had and filtered them. */
 export function withRecords<B extends FetchedBatch>(batches: B[]): B[] {
-  let empty = 0;
-  for (const b of batches) if (b.isEmpty() && !b.isEmptyDueToFiltering()) empty++;
-  if (empty === 0) return batches;
-  return batches.filter((b) => !b.isEmpty() || b.isEmptyDueToFiltering());
+  const kept = batches.filter((b) => !b.isEmpty() || b.isEmptyDueToFiltering());
+  return kept.length === batches.length ? batches : kept;
 }
 
 interface Runner {
   fetch(nodeId: number): Promise<FetchedBatch[]>;
   heartbeat(): Promise<void>;
 }
-const Runner = kafkajsClass<Runner>('consumer/runner.js', ['fetch', 'heartbeat'], {
+// handleBatch: what the runner did with a batch without records was a heartbeat, and nothing else.
+const Runner = kafkajsClass<Runner>('consumer/runner.js', ['fetch', 'heartbeat', 'handleBatch'], {
   fetch: 'if (batches.length === 0) {',
+  handleBatch: 'if (batch.isEmpty()) {',
 });
-// What the runner did with a batch without records: a heartbeat, and nothing else.
-kafkajsClass('consumer/runner.js', ['handleBatch'], { handleBatch: 'if (batch.isEmpty()) {' });
 const fetch = Runner.prototype.fetch;
 Runner.prototype.fetch = async function (this: Runner, nodeId: number) {
   const batches = await fetch.call(this, nodeId);

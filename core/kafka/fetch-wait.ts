@@ -94,30 +94,22 @@ export function groupMinBytes(group: Group): number {
 }
 
 const ConsumerGroup = kafkajsClass<object>('consumer/consumerGroup.js', ['fetch'], {
-  fetch: 'maxWaitTime: this.maxWaitTime',
+  fetch: ['maxWaitTime: this.maxWaitTime', 'minBytes: this.minBytes'],
 });
-if (!String((ConsumerGroup.prototype as { fetch: unknown }).fetch).includes('minBytes: this.minBytes'))
-  throw new KafkajsMismatchError(
-    'kafkajs ConsumerGroup.fetch no longer reads this.minBytes: core/kafka/fetch-wait.ts needs a look',
-  );
-for (const own of ['maxWaitTime', 'minBytes'])
-  if (Object.hasOwn(ConsumerGroup.prototype, own))
-    throw new KafkajsMismatchError(`kafkajs ConsumerGroup has its own ${own}: core/kafka/fetch-wait.ts needs a look`);
-Object.defineProperty(ConsumerGroup.prototype, 'maxWaitTime', {
-  configurable: true,
-  get(this: Group) {
-    return groupWait(this);
-  },
-  set(this: Group, ms: number) {
-    this[BASE] = ms;
-  },
-});
-Object.defineProperty(ConsumerGroup.prototype, 'minBytes', {
-  configurable: true,
-  get(this: Group) {
-    return groupMinBytes(this);
-  },
-  set(this: Group, bytes: number) {
-    this[BASE_MIN_BYTES] = bytes;
-  },
-});
+
+/** Turns a property kafkajs sets in its constructor and reads at each fetch into `decide`, keeping what it set. */
+function decidedPerFetch(name: string, base: typeof BASE | typeof BASE_MIN_BYTES, decide: (g: Group) => number): void {
+  if (Object.hasOwn(ConsumerGroup.prototype, name))
+    throw new KafkajsMismatchError(`kafkajs ConsumerGroup has its own ${name}: core/kafka/fetch-wait.ts needs a look`);
+  Object.defineProperty(ConsumerGroup.prototype, name, {
+    configurable: true,
+    get(this: Group) {
+      return decide(this);
+    },
+    set(this: Group, value: number) {
+      this[base] = value;
+    },
+  });
+}
+decidedPerFetch('maxWaitTime', BASE, groupWait);
+decidedPerFetch('minBytes', BASE_MIN_BYTES, groupMinBytes);

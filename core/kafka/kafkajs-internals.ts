@@ -25,17 +25,22 @@ if (installed !== KAFKAJS_VERSION)
 
 /**
  * A kafkajs module's class, once its prototype has every method named (and, for `reads`, a method
- * whose source still contains the given text).
+ * whose source still contains the given text, or each of the given texts).
  */
-export function kafkajsClass<T>(path: string, methods: string[], reads: Record<string, string> = {}): { prototype: T } {
+export function kafkajsClass<T>(
+  path: string,
+  methods: string[],
+  reads: Record<string, string | string[]> = {},
+): { prototype: T } {
   const cls = load(`kafkajs/src/${path}`) as { prototype: Record<string, unknown> } | undefined;
   for (const m of methods)
     if (typeof cls?.prototype?.[m] !== 'function')
       throw new KafkajsMismatchError(`kafkajs/src/${path} has no method ${m}: the fix that replaces it needs a look`);
-  for (const [m, text] of Object.entries(reads))
-    if (!String(cls!.prototype[m]).includes(text))
-      throw new KafkajsMismatchError(
-        `kafkajs/src/${path}'s ${m} no longer contains "${text}": the fix that depends on it needs a look`,
-      );
+  for (const [m, texts] of Object.entries(reads))
+    for (const text of [texts].flat())
+      if (!String(cls!.prototype[m]).includes(text))
+        throw new KafkajsMismatchError(
+          `kafkajs/src/${path}'s ${m} no longer contains "${text}": the fix that depends on it needs a look`,
+        );
   return cls as unknown as { prototype: T };
 }

@@ -234,7 +234,7 @@ export class StateConsumer {
     // END_BATCH_PROCESS also fires for batches of only transaction markers, which eachBatch never sees.
     c.on(c.events.END_BATCH_PROCESS, (e) => {
       const { topic, partition, lastOffset } = e.payload;
-      this.recordsAt = Date.now();
+      if (this.opts.batching) this.recordsAt = Date.now();
       if (this.advance(`${topic}:${partition}`, BigInt(lastOffset) + 1n)) this.changes.announce();
     });
     // A join comes before the first fetch of an assignment. Without these seeks a rejoin, or a

@@ -10,6 +10,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { loadConfig } from '../../core/config.ts';
 import { freePort, freePorts } from '../../core/net/free-port.ts';
 import { SLUICE_BIN } from '../helpers/cli.ts';
 
@@ -18,7 +19,7 @@ t.test('a first start on a fresh local Kafka logs nothing at error level', async
   // The local broker keeps its log directory under the cache: <cache>/kafka-data-<port>, new for a new port.
   const kafkaPort = await freePorts(2);
   const [port, adminPort] = [await freePort(), await freePort()];
-  const cacheData = join(process.cwd(), '.cache', `kafka-data-${kafkaPort}`);
+  const cacheData = join(loadConfig({}).cacheDir, `kafka-data-${kafkaPort}`);
   t.teardown(() => {
     rmSync(work, { recursive: true, force: true });
     rmSync(cacheData, { recursive: true, force: true });

@@ -28,6 +28,14 @@ t.test('a missing method or a changed one refuses, naming the file', async (t) =
   t.throws(() => kafkajsClass('consumer/consumerGroup.js', ['fetch'], { fetch: 'this.somethingElse' }), {
     message: /no longer contains "this.somethingElse"/,
   });
+  t.throws(
+    () =>
+      kafkajsClass('consumer/consumerGroup.js', ['fetch'], {
+        fetch: ['maxWaitTime: this.maxWaitTime', 'this.somethingElse'],
+      }),
+    { message: /no longer contains "this.somethingElse"/ },
+    'each of several texts is checked',
+  );
   t.ok(new KafkajsMismatchError('x') instanceof Error);
 });
 
@@ -35,6 +43,9 @@ t.test('the fixes are installed on the classes kafkajs uses', async (t) => {
   const load = createRequire(import.meta.url);
   const group = load('kafkajs/src/consumer/consumerGroup.js').prototype;
   t.ok(Object.getOwnPropertyDescriptor(group, 'maxWaitTime')?.get, 'fetch-wait: maxWaitTime is an accessor');
+  t.ok(Object.getOwnPropertyDescriptor(group, 'minBytes')?.get, 'fetch-wait: minBytes is an accessor');
+  const runner = load('kafkajs/src/consumer/runner.js').prototype;
+  t.match(String(runner.fetch), /withRecords/, 'empty-batch-patch: the runner fetch drops empty batches');
   t.match(String(group.heartbeat), /refindCoordinator|lostCoordinator/, 'coordinator-patch: heartbeat refinds');
   const queue = load('kafkajs/src/network/requestQueue/index.js').prototype;
   t.match(String(queue.scheduleCheckPendingRequests), /pending\.length\s*===\s*0/, 'request-queue-patch installed');

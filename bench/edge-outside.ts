@@ -204,12 +204,18 @@ async function main(): Promise<number> {
   const decided = waitForLine(node1, /Bootstrap admin credential|client\(s\) exist already/, 120_000, 'sluice start');
   decided.catch(() => {}); // awaited below, after the /readyz checks (which report an early exit first)
   const admins: [Launched, string, number][] = [
-    ...Array.from({ length: workers }, (_, i): [Launched, string, number] => [node1, 'sluice start', ports.admin1 + i]),
+    // With workers, the primary's /readyz sums theirs; each worker's own (with its views' counts)
+    // is on the admin port + 1 + i.
+    ...Array.from({ length: workers }, (_, i): [Launched, string, number] => [
+      node1,
+      `sluice start worker ${i + 1}`,
+      ports.admin1 + 1 + i,
+    ]),
     [node2, 'sluice ingress', ports.admin2],
   ];
   for (const [node, name, port] of admins) await waitReady(node, name, port);
   await decided;
-  const bootstrap = (await waitReady(node1, 'sluice start', ports.admin1)).clients as number;
+  const bootstrap = (await waitReady(node1, 'sluice start worker 1', ports.admin1 + 1)).clients as number;
   const workerPids = processTree(node1.proc.pid!).slice(1);
   const byIndex = workerPids
     .map((pid, i) => ({ pid, index: workerIndexOf(pid) ?? i }))

@@ -40,7 +40,7 @@ import { ProcSampler, processTree } from './harness/proc-cpu.ts';
 import { Scratch } from './harness/scratch.ts';
 import { waitReady } from './harness/sluice.ts';
 import { median } from './harness/stats.ts';
-import { benchCommand, writeMarkedSection } from './results-section.ts';
+import { benchCommand, measuredCommit, writeMarkedSection } from './results-section.ts';
 import { type CaseResult, runCase } from './suite/k6.ts';
 import { ROUTE } from './suite/route.ts';
 
@@ -321,7 +321,8 @@ function render(): string {
     '## The front door: hot token over HTTP, TLS, mTLS and through HAProxy (`npm run bench:front-door`)',
     '',
     `\`${benchCommand('bench:front-door', ROOT, kafka?.external ? kafka.brokers : null)}\`, ` +
-      `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC on ${machine}. ` +
+      `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ` +
+      `Sluice at ${measuredCommit(ROOT)}, on ${machine}. ` +
       `Load average at the start ${startedLoad}, at the end ${load()}.` +
       (quick ? ' **--quick: a smoke run, not a measurement.**' : ''),
     '',

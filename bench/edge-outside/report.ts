@@ -5,7 +5,7 @@
 import { cpus, release, totalmem, type } from 'node:os';
 import { KAFKA_VERSION } from '../../core/kafka/local-broker.ts';
 import type { Usage } from '../harness/proc-cpu.ts';
-import { benchCommand } from '../results-section.ts';
+import { benchCommand, measuredCommit } from '../results-section.ts';
 import type { RevocationResult, TokenResult } from './ipc.ts';
 import { fmt } from '../state/report.ts';
 
@@ -94,7 +94,8 @@ export function report(f: Figures): string {
   return [
     '## The token edge from outside, every piece its own OS process (`npm run bench:edge-outside`)',
     '',
-    `Run: ${f.startedAt.toISOString().slice(0, 10)}. Command: \`${benchCommand(...f.command)}\``,
+    `Run: ${f.startedAt.toISOString().slice(0, 10)}, Sluice at ${measuredCommit(f.command[1])}. ` +
+      `Command: \`${benchCommand(...f.command)}\``,
     '',
     `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ${fmt(totalmem() / 2 ** 30, 1)} GiB, ` +
       `${type()} ${release()}, Node ${process.version}; Kafka ${KAFKA_VERSION} ${kafkaHow}; ` +

@@ -98,6 +98,32 @@ t.test('RESULTS.md: a title and one paragraph, then only sections that commands 
     )
     .map((s) => s.name);
   t.same(pasted, [], 'every section opens with its one heading');
+  // Each section (each labelled block of the dispatch container on its own) says when, what and where.
+  const unstamped = sections
+    .filter((s) => s.name !== 'dispatch')
+    .map((s) => ({ name: s.name, missing: missingStamps(s.lines.join('\n')) }))
+    .filter((s) => s.missing.length > 0)
+    .map((s) => `${s.name}: no ${s.missing.join(', no ')}`);
+  t.same(unstamped, [], 'every section states its date, the commit it measured and the machine');
+});
+
+/** What a section's text does not state of: its date, the commit measured, the machine. */
+function missingStamps(text: string): string[] {
+  const missing: string[] = [];
+  if (!/\b20\d\d-\d\d-\d\d(?!\d)/.test(text)) missing.push('date');
+  if (!/\b(Sluice|commit|at) [0-9a-f]{7,40}\b/.test(text)) missing.push('commit');
+  if (!/\b\d+ × [A-Za-z]/.test(text)) missing.push('machine'); // cores × CPU model
+  return missing;
+}
+
+t.test('a section without its date, commit or machine is found', async (t) => {
+  const machine = '2 × AMD EPYC 7B13, 23.5 GiB, Linux 6.18, Node v20.20.2';
+  t.same(missingStamps(`2026-11-29, Sluice at 913be6f; ${machine}`), []);
+  t.same(missingStamps(`Sluice measured: commit 2d277b0.\nMachine: ${machine}; 2026-11-29T19:15:36Z`), []);
+  t.same(missingStamps(`2026-11-29 on ${machine}`), ['commit']);
+  t.same(missingStamps(`Sluice at 913be6f on ${machine}`), ['date']);
+  t.same(missingStamps('2026-11-29, Sluice at 913be6f, AMD EPYC (2 cores)'), ['machine']);
+  t.same(missingStamps('2026-11-29, Sluice at 913be6f, 20 × 1,000 deliveries'), ['machine']);
 });
 
 t.test('the reader finds what a hand edit would break', async (t) => {

@@ -51,8 +51,8 @@ export interface LaneJob {
   origin: string;
   /** Held only to wait (its ordered endpoint was paused or PENDING when it came): counts against waitAllowance. */
   waiting?: boolean;
-  /** Runs one attempt. */
-  run(): Promise<LaneStep>;
+  /** Runs one attempt; `onRetryAfter` takes an answer's Retry-After before the attempt settles. */
+  run(onRetryAfter: (notBefore: number) => void): Promise<LaneStep>;
   /** Called when the endpoint is gone or the job's time ran out while waiting; the job is finished. */
   expire(reason: 'gone' | 'waited'): void;
   /** Asked while the endpoint is waiting: true when the job must stop waiting (expire('waited')). */
@@ -342,23 +342,31 @@ export class LaneScheduler {
       ceiling: maxInFlight,
       run: async () => {
         if (lane.ticket !== ticket) return HEALTHY; // dropped meanwhile (its partition moved)
+        // A Retry-After read while the ticket waited for its slot: it waits for that here.
+        if (lane.notBefore > this.opts.now()) {
+          this.putBack(lane, ticket, lane.notBefore);
+          return HEALTHY;
+        }
         return this.start(lane, ticket);
       },
       // A patient job is never diverted; should it be, the job goes back to wait its turn here.
       divert: () => {
-        if (lane.ticket === ticket) {
-          lane.ticket = null;
-          this.tickets--;
-          if (ticket.queue) {
-            ticket.queue.busy = false;
-            ticket.queue.readyAt = this.opts.now() + this.opts.recheckMs;
-          } else lane.free.unshift(ticket.job);
-          this.wakeAt(lane, this.opts.now() + this.opts.recheckMs);
-        }
+        if (lane.ticket === ticket) this.putBack(lane, ticket, this.opts.now() + this.opts.recheckMs);
         return HEALTHY;
       },
       resolve: () => {},
     });
+  }
+
+  /** A ticket that did not start goes back to wait its turn in its lane, looked at again at `at`. */
+  private putBack(lane: Lane, ticket: Ticket, at: number): void {
+    lane.ticket = null;
+    this.tickets--;
+    if (ticket.queue) {
+      ticket.queue.busy = false;
+      ticket.queue.readyAt = at;
+    } else lane.free.unshift(ticket.job);
+    this.wakeAt(lane, at);
   }
 
   private start(lane: Lane, { job, queue }: Ticket): Promise<EndpointSignal> {
@@ -393,7 +401,12 @@ export class LaneScheduler {
       this.forgetIfIdle(lane);
       return { slow: step.slow === true, notBefore: step.notBefore ?? null };
     };
-    return job.run().then(settle, () => settle({ done: false, retryAt: this.opts.now() + this.opts.recheckMs }));
+    const onRetryAfter = (notBefore: number) => {
+      lane.notBefore = Math.max(lane.notBefore, notBefore);
+    };
+    return job
+      .run(onRetryAfter)
+      .then(settle, () => settle({ done: false, retryAt: this.opts.now() + this.opts.recheckMs }));
   }
 
   /** A job leaves the buffer (finished, expired or left to another member). */

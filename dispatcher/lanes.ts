@@ -149,7 +149,7 @@ export function laneIntake(stage: Stage, recorder: OutcomeRecorder, metrics: Met
       key: ordered ? (rec.event.ordering_key ?? null) : null,
       origin,
       waiting,
-      async run() {
+      async run(onRetryAfter) {
         if (stage.stopping) return never();
         const ep = precheck(ctx, cur, heldSince, true);
         if (isOutcome(ep)) {
@@ -161,7 +161,7 @@ export function laneIntake(stage: Stage, recorder: OutcomeRecorder, metrics: Met
           return end(ep);
         }
         heldSince = null;
-        const a = await attemptAt(stage, cur, ep, span?.ctx);
+        const a = await attemptAt(stage, cur, ep, span?.ctx, onRetryAfter);
         const o = a.outcome;
         if (o.kind === 'retry' && ordered && rec.event.ordering_key !== undefined) {
           // Retried in place: the key's later deliveries wait behind it.

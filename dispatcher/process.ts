@@ -90,14 +90,22 @@ async function attempt(
   rec: DeliveryRecord,
   heldSince: number | null,
   trace: TraceContext | undefined,
+  onRetryAfter: OnRetryAfter | undefined,
 ): Promise<Attempted> {
   // Queued before the dispatcher began to stop; left to the partition's next owner.
   if (s.stopping) return never();
   // The endpoint may have been deleted or re-verified while this waited its turn.
   const ep = precheck(s.ctx, rec, heldSince);
   if (isOutcome(ep)) return { outcome: ep, ...HEALTHY };
-  return attemptAt(s, rec, ep, trace);
+  return attemptAt(s, rec, ep, trace, onRetryAfter);
 }
+
+/**
+ * Told an answer's Retry-After (the epoch ms before which nothing may go) as soon as the answer is
+ * read: the attempt settles only after its bookkeeping (a write about the endpoint's health may
+ * take a Kafka round trip), and the endpoint's next request must not go out meanwhile.
+ */
+export type OnRetryAfter = (notBefore: number) => void;
 
 /** One attempt at an endpoint that may receive it now, judged by the ladder. */
 export async function attemptAt(
@@ -105,6 +113,7 @@ export async function attemptAt(
   rec: DeliveryRecord,
   ep: EndpointRecord,
   trace: TraceContext | undefined,
+  onRetryAfter?: OnRetryAfter,
 ): Promise<Attempted> {
   const { ctx } = s;
   // A copy read while the first waited its turn or was under way: the first's outcome stands.
@@ -125,6 +134,7 @@ export async function attemptAt(
           remainingSpanMs({ ...rec, first_attempt_at: rec.first_attempt_at ?? startedAt }, c),
         )
       : null;
+    if (notBefore !== null) onRetryAfter?.(notBefore);
     await s.health?.judge(ep.id, result, startedAt, ep.url);
     const outcome = afterAttempt(rec, result, startedAt, c);
     s.onAttempt?.(attemptReport(rec, result, startedAt, outcome));
@@ -193,8 +203,8 @@ export async function processDelivery(
       endpointId: rec.endpoint_id,
       tenantId: rec.tenant_id,
       origin,
-      run: async () => {
-        const a = await attempt(s, rec, heldSince, trace);
+      run: async (onRetryAfter) => {
+        const a = await attempt(s, rec, heldSince, trace, onRetryAfter);
         outcome = a.outcome;
         return a;
       },

@@ -34,8 +34,11 @@ export interface Job<T> {
   tenantId: string;
   /** Where the record came from (`topic\0partition`): a partition taken away drops its queued jobs. */
   origin?: string;
-  /** Runs the attempt; the scheduler holds a slot for the endpoint until it settles. */
-  run(): Promise<T>;
+  /**
+   * Runs the attempt; the scheduler holds a slot for the endpoint until it settles. `onRetryAfter`
+   * takes an answer's Retry-After before the attempt settles (dispatcher/process.ts).
+   */
+  run(onRetryAfter?: (notBefore: number) => void): Promise<T>;
   /** Called instead of run() when diverted: slow, asked to wait until `until`, or over its tenant's share. */
   divert(reason: DivertReason, until: number | null): T;
   resolve(value: T): void;
@@ -262,11 +265,13 @@ export class DeliveryScheduler<T> {
     q.active++;
     this.inFlight++;
     this.tenants.get(q.tenantId)!.active++;
-    job.run().then(
-      (value) => this.settle(q, job, value),
-      // run() reports failures as values; a throw here is a bug, and the job must still settle.
-      () => this.settle(q, job, job.divert('slow', null)),
-    );
+    job
+      .run((notBefore) => (q.notBefore = Math.max(q.notBefore, notBefore)))
+      .then(
+        (value) => this.settle(q, job, value),
+        // run() reports failures as values; a throw here is a bug, and the job must still settle.
+        () => this.settle(q, job, job.divert('slow', null)),
+      );
   }
 
   private settle(q: EndpointQueue<T>, job: Job<T>, value: T): void {

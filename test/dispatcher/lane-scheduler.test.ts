@@ -77,10 +77,10 @@ function inFlight(made: Made[]): { seen: number[]; most(): number } {
   let open = 0;
   for (const m of made) {
     const run = m.job.run.bind(m.job);
-    m.job.run = async () => {
+    m.job.run = async (onRetryAfter) => {
       seen.push(++open);
       try {
-        return await run();
+        return await run(onRetryAfter);
       } finally {
         open--;
       }
@@ -95,10 +95,10 @@ t.test('requests start at least spacingMs apart', async (t) => {
   const jobs = Array.from({ length: 6 }, (_, i) => {
     const m = job(`j${i}`, []);
     const run = m.job.run.bind(m.job);
-    m.job.run = () => {
+    m.job.run = (onRetryAfter) => {
       // The scheduler's own reading of the start: the spacing counts from it.
       starts.push(clock.last);
-      return run();
+      return run(onRetryAfter);
     };
     return m;
   });
@@ -107,6 +107,28 @@ t.test('requests start at least spacingMs apart', async (t) => {
   for (let i = 1; i < starts.length; i++)
     t.ok(starts[i] - starts[i - 1] >= 30, `gap ${i}: ${starts[i] - starts[i - 1]} ms`);
   t.equal(lanes.buffered, 0);
+});
+
+t.test('a Retry-After holds the lane from when the answer is read, not when its attempt settles', async (t) => {
+  const { lanes } = setup({ spacingMs: 10 });
+  const starts: number[] = [];
+  const first = job('j0', [], { ms: 0 });
+  first.job.run = async (onRetryAfter) => {
+    starts.push(Date.now());
+    onRetryAfter(Date.now() + 300); // the answer: 429, Retry-After
+    await sleep(100); // its bookkeeping: a Kafka write about the endpoint's health
+    return { done: true, notBefore: starts[0] + 300 };
+  };
+  const second = job('j1', []);
+  const run = second.job.run.bind(second.job);
+  second.job.run = (onRetryAfter) => {
+    starts.push(Date.now());
+    return run(onRetryAfter);
+  };
+  lanes.submit(first.job);
+  lanes.submit(second.job);
+  await second.done;
+  t.ok(starts[1] - starts[0] >= 295, `the next request waited for the Retry-After: ${starts[1] - starts[0]} ms`);
 });
 
 t.test('no more than maxInFlight run at once', async (t) => {
@@ -242,9 +264,9 @@ t.test("lane attempts take the process's slots under the tenant share: one tenan
   let bAt = 0;
   const b = job('b', log, { endpoint: 'ep_b', tenant: 'B', ms: 1 });
   const bRun = b.job.run.bind(b.job);
-  b.job.run = () => {
+  b.job.run = (onRetryAfter) => {
     bAt = Date.now();
-    return bRun();
+    return bRun(onRetryAfter);
   };
   lanes.submit(b.job);
   t.ok(bAt > 0, "B's delivery starts at once, in a slot C could not take");

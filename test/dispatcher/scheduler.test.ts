@@ -10,7 +10,13 @@ interface R extends EndpointSignal {
 function setup(opts: { concurrency?: number; perEndpoint?: number; maxBuffered?: number } = {}) {
   let now = 1000;
   const started: string[] = [];
-  const pending: Array<{ ep: string; n: number; finish(sig?: Partial<EndpointSignal>): void }> = [];
+  const pending: Array<{
+    ep: string;
+    n: number;
+    finish(sig?: Partial<EndpointSignal>): void;
+    /** What the attempt calls as soon as it reads a Retry-After, before it settles. */
+    retryAfter?: (notBefore: number) => void;
+  }> = [];
   const results: R[] = [];
   const s = new DeliveryScheduler<R>(
     {
@@ -25,13 +31,14 @@ function setup(opts: { concurrency?: number; perEndpoint?: number; maxBuffered?:
     s.submit({
       endpointId: ep,
       tenantId: tenant,
-      run: () =>
+      run: (retryAfter) =>
         new Promise<R>((resolve) => {
           started.push(`${ep}${n}`);
           pending.push({
             ep,
             n,
             finish: (sig = {}) => resolve({ ep, n, slow: sig.slow ?? false, notBefore: sig.notBefore ?? null }),
+            retryAfter,
           });
         }),
       divert: (reason, until) => ({
@@ -134,6 +141,16 @@ t.test('Retry-After: nothing goes to that endpoint before the time it asked for'
   advance(30_000);
   submit('busy', 6);
   t.equal(started.at(-1), 'busy6', 'once the time has passed it is attempted again');
+});
+
+t.test('a Retry-After holds the endpoint from when the answer is read, not when its attempt settles', async (t) => {
+  const { submit, pending, results, started } = setup({ concurrency: 8, perEndpoint: 2 });
+  submit('busy', 0);
+  // The answer is read; the attempt's bookkeeping (a Kafka write about the endpoint) is still under way.
+  pending[0].retryAfter!(1000 + 2000);
+  submit('busy', 1);
+  t.same(started, ['busy0'], 'the second delivery did not start beside the first');
+  t.equal(results.at(-1)?.diverted, 'retry-after@3000', 'it waits until the time asked');
 });
 
 t.test('dropQueued forgets the queued jobs of partitions taken away, and only those', async (t) => {

@@ -244,15 +244,17 @@ export function fanOutConsumer(
       detach();
     }
     try {
-      for (let i = 0; i < out.length; i += WRITE_CHUNK) {
-        if (i > 0) await heartbeat();
-        await ctx.producer.send(ctx.topics.deliveries, out.slice(i, i + WRITE_CHUNK));
-      }
-      // In the events' order: a lane keeps a key's order as the tenant's partition had it.
-      for (let i = 0; i < toLanes.length; i += WRITE_CHUNK) {
-        if (i > 0 || out.length > 0) await heartbeat();
-        await ctx.producer.send(ctx.topics.lanes, toLanes.slice(i, i + WRITE_CHUNK));
-      }
+      // WRITE_CHUNK records a write, a heartbeat between writes; the lanes after the deliveries, in
+      // the events' order (a lane keeps a key's order as the tenant's partition had it).
+      let writes = 0;
+      for (const [topic, records] of [
+        [ctx.topics.deliveries, out],
+        [ctx.topics.lanes, toLanes],
+      ] as const)
+        for (let i = 0; i < records.length; i += WRITE_CHUNK) {
+          if (writes++ > 0) await heartbeat();
+          await ctx.producer.send(topic, records.slice(i, i + WRITE_CHUNK));
+        }
     } catch (err) {
       endSpans(spans, (err as Error).message);
       if (!resume) throw err;

@@ -88,6 +88,10 @@ class Lane {
   spacingMs = 0;
   nextAt = 0;
   notBefore = 0;
+  /** Takes a Retry-After (epoch ms); one function per lane, handed to each of its attempts. */
+  readonly holdUntil = (at: number): void => {
+    this.notBefore = Math.max(this.notBefore, at);
+  };
   timer: NodeJS.Timeout | null = null;
   timerAt = 0;
   constructor(readonly id: string) {}
@@ -382,7 +386,7 @@ export class LaneScheduler {
       const step = !attempted.done && this.orphans.has(job) ? { ...attempted, done: true } : attempted;
       lane.active--;
       this.inFlight--;
-      if (step.notBefore) lane.notBefore = Math.max(lane.notBefore, step.notBefore);
+      if (step.notBefore) lane.holdUntil(step.notBefore);
       // A free job that did not finish (its run failed unexpectedly) goes back to the front.
       if (!queue && !step.done) lane.free.unshift(job);
       if (queue) {
@@ -401,11 +405,8 @@ export class LaneScheduler {
       this.forgetIfIdle(lane);
       return { slow: step.slow === true, notBefore: step.notBefore ?? null };
     };
-    const onRetryAfter = (notBefore: number) => {
-      lane.notBefore = Math.max(lane.notBefore, notBefore);
-    };
     return job
-      .run(onRetryAfter)
+      .run(lane.holdUntil)
       .then(settle, () => settle({ done: false, retryAt: this.opts.now() + this.opts.recheckMs }));
   }
 

@@ -72,6 +72,10 @@ class EndpointQueue<T> {
   active = 0;
   slow = false;
   notBefore = 0;
+  /** Takes a Retry-After (epoch ms); one function per queue, handed to each of its attempts. */
+  readonly holdUntil = (at: number): void => {
+    this.notBefore = Math.max(this.notBefore, at);
+  };
   inRing = false;
   parked = false;
   constructor(
@@ -265,13 +269,11 @@ export class DeliveryScheduler<T> {
     q.active++;
     this.inFlight++;
     this.tenants.get(q.tenantId)!.active++;
-    job
-      .run((notBefore) => (q.notBefore = Math.max(q.notBefore, notBefore)))
-      .then(
-        (value) => this.settle(q, job, value),
-        // run() reports failures as values; a throw here is a bug, and the job must still settle.
-        () => this.settle(q, job, job.divert('slow', null)),
-      );
+    job.run(q.holdUntil).then(
+      (value) => this.settle(q, job, value),
+      // run() reports failures as values; a throw here is a bug, and the job must still settle.
+      () => this.settle(q, job, job.divert('slow', null)),
+    );
   }
 
   private settle(q: EndpointQueue<T>, job: Job<T>, value: T): void {
@@ -285,7 +287,7 @@ export class DeliveryScheduler<T> {
     q.slow = signal.slow;
     // Additive increase, multiplicative decrease: a slow receiver is sent less at once.
     q.limit = signal.slow ? Math.max(1, q.limit >> 1) : Math.min(q.ceiling, q.limit + 1);
-    if (signal.notBefore !== null) q.notBefore = Math.max(q.notBefore, signal.notBefore);
+    if (signal.notBefore !== null) q.holdUntil(signal.notBefore);
     job.resolve(value);
     if (q.notBefore > this.opts.now() || (q.slow && q.queued > 0)) this.divertQueued(q);
     this.unpark(tenant);

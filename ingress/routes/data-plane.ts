@@ -15,7 +15,10 @@ import type { AppRequest, IncomingRequest, Reply, Route } from '../types.ts';
  */
 const requireModule = createRequire(import.meta.url);
 let undici: typeof import('undici') | undefined;
-const request: typeof import('undici').request = (...args) => (undici ??= requireModule('undici')).request(...args);
+const request: typeof import('undici').request = (...args) => {
+  undici ??= requireModule('undici') as typeof import('undici');
+  return undici.request(...args);
+};
 
 /** Never forwarded: hop-by-hop (RFC 9110 §7.6.1; `expect` was answered at the edge), or the client's own. */
 const HOP_BY_HOP = new Set([

@@ -22,7 +22,7 @@ import { Statements, Table, addToCount, type Key } from './table.ts';
 export { Table, addToCount, type Key };
 
 /** Bumped when the layout of any stored view changes: an older store is emptied and rebuilt. */
-const FORMAT = 5;
+const FORMAT = 6;
 const FILE = 'views.sqlite';
 /** SQLite's page cache per store (KiB): the most of the file a process holds in memory. */
 const CACHE_KIB = 16_384;

@@ -23,8 +23,8 @@ export function webhookDlqRoutes(ctx: Context): Route[] {
     const q = req.queryValues as { limit: number; endpoint_id?: string; event_type?: string };
     const after = readCursor(req.query);
     const filter = { endpoint_id: q.endpoint_id, event_type: q.event_type, limit: q.limit, after };
-    const page = ctx.dlq.list(req.auth!.claims.tenant_id, filter, ctx.clock.now());
-    return json(200, page);
+    const body = ctx.dlq.listJson(req.auth!.claims.tenant_id, filter, ctx.clock.now());
+    return { status: 200, headers: { 'content-type': 'application/json' }, body };
   };
 
   const replayOne = async (req: AppRequest) => {

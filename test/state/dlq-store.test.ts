@@ -147,7 +147,10 @@ const filters: DlqFilter[] = [
   ...ENDPOINTS.flatMap((endpoint_id) => TYPES.map((event_type) => ({ endpoint_id, event_type }))),
 ];
 
-/** Every page of a list, following the opaque cursor as a client would. */
+/**
+ * Every page of a list, following the opaque cursor as a client would. sizesOk: full pages, the
+ * tenant's entries only, and the route's body (listJson) the same page.
+ */
 function pages(
   tenant: string,
   f: DlqFilter,
@@ -160,6 +163,9 @@ function pages(
   let sizesOk = true;
   do {
     const page = node.ctx.dlq.list(tenant, { ...f, limit, after }, now);
+    // The route's body (the stored JSON spliced) says what the parsed page says.
+    const body = node.ctx.dlq.listJson(tenant, { ...f, limit, after }, now);
+    if (JSON.stringify(JSON.parse(body)) !== JSON.stringify(page)) sizesOk = false;
     ids.push(...page.data.map((e) => e.id));
     if (page.next_cursor !== null && page.data.length !== limit) sizesOk = false;
     if (page.data.some((e) => e.tenant_id !== tenant)) sizesOk = false;

@@ -9,8 +9,9 @@
  * It lives in the process's on-disk store (core/store), not in the heap: entries by (tenant,
  * dead_lettered_at, id) as their expiry (8 bytes) and the record's JSON, so an unfiltered list is one
  * range read of the entries themselves from the cursor on, and a page's body is their JSON spliced
- * together, never parsed (parsing and serialising a page of 100 cost ~2 ms; splicing 0.1 ms); their times by (tenant, id); and one index per filter, keyed so that
- * every filtered list is a range read in (dead_lettered_at, id) order that starts at the cursor:
+ * together, never parsed (parsing and serialising a page of 100 cost ~2 ms; splicing 0.1 ms); their
+ * times by (tenant, id); and one index per filter, keyed so that every filtered list is a range
+ * read in (dead_lettered_at, id) order that starts at the cursor:
  *
  *   [tenant, 'ep', endpoint_id, deadMs, id]     [tenant, 'type', event_type, deadMs, id]
  *   [tenant, 'ep+type', endpoint_id, event_type, deadMs, id]

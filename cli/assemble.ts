@@ -21,8 +21,8 @@ import { compileRequestChecks } from '../contracts/requests.ts';
 import type { RequestChecks } from '../ingress/types.ts';
 import { AttemptHistory } from '../core/webhooks/attempt-history.ts';
 import { EventTypeCounts } from '../core/webhooks/event-type-counts.ts';
-import { startDispatcher } from '../dispatcher/index.ts';
-import { RotationScheduler } from '../core/rotation/scheduler.ts';
+import { type DispatcherDeps, startDispatcher } from '../dispatcher/index.ts';
+import { type RotationDeps, RotationScheduler } from '../core/rotation/scheduler.ts';
 import { startTracing } from '../core/tracing.ts';
 
 export interface NodeOptions {
@@ -60,7 +60,7 @@ function requestContract(): { contract: unknown; checks: RequestChecks } {
 
 /** Background workers by role. */
 async function startWorkers(
-  ctx: Context,
+  ctx: RotationDeps & DispatcherDeps,
   roles: { ingress: boolean; dispatcher: boolean },
 ): Promise<Record<string, Worker>> {
   const workers: Record<string, Worker> = {};
@@ -81,7 +81,10 @@ const HISTORY_IDLE_WAIT_MS = 3000;
  * third as often and the first report after the quiet is read at once.
  * The event type counts (core/webhooks/event-type-counts.ts), as busy and for people too, share it.
  */
-async function startHistory(ctx: Context, views: StoredView[]): Promise<StateConsumer> {
+async function startHistory(
+  ctx: Pick<Context, 'changes' | 'closers' | 'config' | 'kafka' | 'log' | 'store'>,
+  views: StoredView[],
+): Promise<StateConsumer> {
   // Its own store beside the node's: a store is emptied whole when a topic it follows
   // was re-created, which must not take the DLQ and the audit views with it.
   const store = await ViewStore.open(join(ctx.store.path, 'history'));

@@ -275,9 +275,12 @@ export async function waitForWhileMoving(
   }
 }
 
+/** What writing a state record reads of the process's context. */
+export type WriteStateDeps = Pick<Context, 'producer' | 'changes'>;
+
 /** Writes a state record (null: a tombstone) and answers only once this node's view shows it. */
 export async function writeState(
-  ctx: Context,
+  ctx: WriteStateDeps,
   topic: string,
   key: string,
   value: unknown,

@@ -25,7 +25,10 @@ export interface Deliverer {
   close(): Promise<void>;
 }
 
-export function createDeliverer(ctx: Context): Deliverer {
+/** What the deliverer reads of the process's context. */
+export type DelivererDeps = Pick<Context, 'clock' | 'config' | 'endpoints'>;
+
+export function createDeliverer(ctx: DelivererDeps): Deliverer {
   // The URL is checked before each request and every connection goes to a checked address. The
   // dev flag relaxes both the same way as at registration (loopback allowed, metadata never).
   const guard = { allowInsecure: ctx.config.devAllowInsecureTargets };

@@ -10,7 +10,6 @@
  * are committed as outcomes become durable (OffsetTracker).
  */
 import type { EachBatchPayload, IHeaders } from '../core/kafka/client.ts';
-import type { Context } from '../core/context.ts';
 import type { Logger } from '../core/log.ts';
 import { headerString } from '../core/kafka/client.ts';
 import type { Metrics } from '../core/metrics.ts';
@@ -88,8 +87,8 @@ export function deliveryConsumer(
         const done = lane
           ? lane.take(topic, partition, m.offset, rec, m.headers)
           : recs === null || recs.length <= 1
-            ? handle(ctx, stage, recorder, rec, heldSince, origin, topic, m.headers)
-            : Promise.all(recs.map((r) => handle(ctx, stage, recorder, r, heldSince, origin, topic, m.headers)));
+            ? handle(ctx.log, stage, recorder, rec, heldSince, origin, topic, m.headers)
+            : Promise.all(recs.map((r) => handle(ctx.log, stage, recorder, r, heldSince, origin, topic, m.headers)));
         // null: left in Kafka, to be read (and accepted) again.
         if (done !== null) void done.then(() => tracker.finish(topic, partition, m.offset));
       }
@@ -167,7 +166,7 @@ export function deliveryConsumer(
 }
 
 async function handle(
-  ctx: Context,
+  log: Logger,
   stage: Stage,
   recorder: OutcomeRecorder,
   rec: DeliveryRecord | null,
@@ -179,7 +178,7 @@ async function handle(
   // Traced: the record's span, parent of its attempt and of its outcome's write.
   const span = consuming(topic, headers, rec);
   const outcome = await processDelivery(stage, rec, heldSince, origin, span?.ctx);
-  within(span, logOutcome, ctx.log, outcome);
+  within(span, logOutcome, log, outcome);
   consumed(span, outcome.kind);
   await recorder.record(outcome, span?.ctx);
 }

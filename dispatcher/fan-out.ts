@@ -60,8 +60,14 @@ export const COMMIT_EVERY_MS = 100;
 
 type Offset = { topic: string; partition: number; offset: string };
 
+/** What the fan-out reads of the process's context. */
+export type FanOutDeps = Pick<
+  Context,
+  'clock' | 'config' | 'endpoints' | 'kafka' | 'log' | 'producer' | 'state' | 'topics'
+>;
+
 export function fanOutConsumer(
-  ctx: Context,
+  ctx: FanOutDeps,
   metrics: Metrics,
   typeCounts?: TypeCountReports,
   filterErrors?: FilterErrorReports,

@@ -14,7 +14,7 @@
  */
 import type { Context } from '../core/context.ts';
 import type { Logger } from '../core/log.ts';
-import { recordFilterErrors } from '../core/webhooks/endpoint-service.ts';
+import { type HealthWriteDeps, recordFilterErrors } from '../core/webhooks/endpoint-service.ts';
 import type { EndpointRecord } from '../core/webhooks/records.ts';
 
 /** The least time between two writes of one endpoint's filter errors by one process. */
@@ -49,7 +49,7 @@ export class FilterErrorReports {
   ) {}
 
   /** Writing to the endpoint records of `ctx`. */
-  static of(ctx: Context): FilterErrorReports {
+  static of(ctx: HealthWriteDeps & Pick<Context, 'log'>): FilterErrorReports {
     return new FilterErrorReports(
       (id, filter, count, last) => recordFilterErrors(ctx, id, filter, count, last),
       ctx.log,

@@ -10,7 +10,15 @@
  */
 import type { Context } from '../core/context.ts';
 import type { AttemptOutcome } from '../outbound/attempt.ts';
-import { disableEndpoint, recordFailingSince } from '../core/webhooks/endpoint-service.ts';
+import {
+  type DisableDeps,
+  disableEndpoint,
+  type HealthWriteDeps,
+  recordFailingSince,
+} from '../core/webhooks/endpoint-service.ts';
+
+/** What judging attempts reads of the process's context, with the endpoint writes it makes. */
+export type HealthDeps = Pick<Context, 'config' | 'endpoints' | 'log'> & DisableDeps & HealthWriteDeps;
 
 export const CHECKPOINT_AFTER_MS = 3600_000;
 
@@ -18,7 +26,7 @@ export class EndpointHealth {
   private readonly failingSince = new Map<string, number>();
   private readonly writing = new Set<string>();
 
-  constructor(private readonly ctx: Context) {}
+  constructor(private readonly ctx: HealthDeps) {}
 
   /**
    * Takes an attempt's outcome into account; never throws. Usually synchronous work only; on a

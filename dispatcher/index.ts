@@ -10,19 +10,19 @@
 import type { Context } from '../core/context.ts';
 import { BestEffortProducer } from '../core/kafka/producers.ts';
 import type { Metrics } from '../core/metrics.ts';
-import { createDeliverer, DELIVERY_TIMEOUT_MS } from './deliver.ts';
+import { createDeliverer, DELIVERY_TIMEOUT_MS, type DelivererDeps } from './deliver.ts';
 import { deliveryConsumer, type DeliveryConsumer } from './delivery-consumer.ts';
-import { fanOutConsumer } from './fan-out.ts';
-import { startTypeCountReports } from '../core/webhooks/event-type-counts.ts';
+import { fanOutConsumer, type FanOutDeps } from './fan-out.ts';
+import { startTypeCountReports, type TypeCountDeps } from '../core/webhooks/event-type-counts.ts';
 import { FilterErrorReports } from './filter-errors.ts';
 import { laneIntake, type LaneIntake } from './lanes.ts';
 import { isWaiting } from './delivery-policy.ts';
 import type { EndpointRecord } from '../core/webhooks/records.ts';
-import { EndpointHealth } from './health.ts';
+import { EndpointHealth, type HealthDeps } from './health.ts';
 import { DeliveryScheduler, type EndpointSignal } from './scheduler.ts';
-import type { Stage } from './process.ts';
+import type { Stage, StageDeps } from './process.ts';
 import { RecentAttempts } from './recent-attempts.ts';
-import { OutcomeRecorder } from './record.ts';
+import { OutcomeRecorder, type RecorderDeps } from './record.ts';
 import type { Outcome } from './ladder.ts';
 import type { GroupConsumer } from './consume.ts';
 import { waitUntil } from '../core/poll.ts';
@@ -53,7 +53,20 @@ class TrackedRecorder extends OutcomeRecorder {
   }
 }
 
-export async function startDispatcher(ctx: Context): Promise<Dispatcher> {
+/**
+ * What the dispatcher reads of the process's context: its parts' (the stages, the health writes
+ * with the `endpoint.disabled` events they publish, the recorder, the fan-out, the reports) and
+ * its metrics.
+ */
+export type DispatcherDeps = Pick<Context, 'metrics'> &
+  StageDeps &
+  HealthDeps &
+  DelivererDeps &
+  RecorderDeps &
+  FanOutDeps &
+  TypeCountDeps;
+
+export async function startDispatcher(ctx: DispatcherDeps): Promise<Dispatcher> {
   const t = ctx.topics;
   const metrics = ctx.metrics;
   const scheduler = new DeliveryScheduler<EndpointSignal>(

@@ -37,8 +37,17 @@ export interface Attempted extends EndpointSignal {
   outcome: Outcome;
 }
 
+/**
+ * What a delivery's way through the dispatcher reads of the process's context: here, in the lanes
+ * (lanes.ts) and in the delivery consumer (delivery-consumer.ts).
+ */
+export type StageDeps = Pick<
+  Context,
+  'clock' | 'config' | 'endpoints' | 'kafka' | 'log' | 'metrics' | 'recoveries' | 'state' | 'topics'
+>;
+
 export interface Stage {
-  ctx: Context;
+  ctx: StageDeps;
   /** The one scheduler of the process: every attempt, lane endpoints' included, takes a slot of it. */
   scheduler: DeliveryScheduler<EndpointSignal>;
   deliverer: Deliverer;
@@ -57,7 +66,7 @@ export interface Stage {
 /** The answer for a delivery that must not start: never settles, so its offset stays uncommitted. */
 export const never = <T>(): Promise<T> => new Promise<T>(() => {});
 
-export function clockOf(ctx: Context): LadderClock {
+export function clockOf(ctx: Pick<Context, 'clock' | 'config'>): LadderClock {
   return { now: ctx.clock.now(), timeScale: ctx.config.timeScale };
 }
 
@@ -66,7 +75,7 @@ export function clockOf(ctx: Context): LadderClock {
  * lane (`inLane` false) a lane endpoint's delivery is forwarded to the lane, which alone sends to it.
  */
 export function precheck(
-  ctx: Context,
+  ctx: Pick<Context, 'clock' | 'config' | 'endpoints' | 'recoveries'>,
   rec: DeliveryRecord,
   heldSince: number | null,
   inLane = false,

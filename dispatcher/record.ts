@@ -44,6 +44,9 @@ const REPORTS_WINDOW_MS = 1000;
 /** A window with attempts of this many endpoints is sent at once (a bound on what it holds). */
 const WINDOW_MAX_ENDPOINTS = 2000;
 
+/** What recording outcomes reads of the process's context. */
+export type RecorderDeps = Pick<Context, 'clock' | 'log' | 'producer' | 'topics'>;
+
 export class OutcomeRecorder {
   private readonly queues = new Map<string, Pending[]>();
   private scheduled = false;
@@ -54,7 +57,7 @@ export class OutcomeRecorder {
   private attemptsTimer: NodeJS.Timeout | null = null;
 
   constructor(
-    private readonly ctx: Context,
+    private readonly ctx: RecorderDeps,
     private readonly metrics: Metrics,
   ) {}
 

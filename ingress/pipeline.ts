@@ -30,7 +30,8 @@ import type { Router } from './router.ts';
 import type { AppRequest, IncomingRequest, Reply, RequestCheck, RequestFault, Route } from './types.ts';
 
 export interface PipelineDeps {
-  ctx: Context;
+  /** What the pipeline reads of the process's context. */
+  ctx: Pick<Context, 'config' | 'log' | 'tokens'>;
   router: Router;
   metrics: Metrics;
   /** Returns a reason when the node must refuse tokens (fail closed), else null. */

@@ -7,7 +7,7 @@ import { Router } from './router.ts';
 import { Pipeline } from './pipeline.ts';
 import { bodyReads, listen } from './uws-adapter.ts';
 import { startAdminServer } from './admin-server.ts';
-import { routeTable, type RouteInputs } from './routes/index.ts';
+import { type RouteDeps, routeTable, type RouteInputs } from './routes/index.ts';
 import type { RequestCheck, Route } from './types.ts';
 
 export interface IngressOptions {
@@ -25,7 +25,10 @@ export interface Ingress {
   close(): Promise<void>;
 }
 
-export async function startIngress(ctx: Context, opts: IngressOptions): Promise<Ingress> {
+/** What an ingress node reads of the process's context: its routes', and the front door's. */
+export type IngressDeps = RouteDeps & Pick<Context, 'clients' | 'config' | 'log' | 'metrics' | 'state' | 'tokens'>;
+
+export async function startIngress(ctx: IngressDeps, opts: IngressOptions): Promise<Ingress> {
   const metrics = ctx.metrics;
   const trustedProxies = new CidrSet(ctx.config.trustedProxies.map(parseCidr));
   const routes = routeTable(ctx, trustedProxies, opts.routes);

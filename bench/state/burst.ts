@@ -6,7 +6,7 @@
  * (the bench's producer and topic names) since no dispatcher runs in this process.
  */
 import { randomUUID } from 'node:crypto';
-import type { Context } from '../../core/context.ts';
+import { systemClock } from '../../core/clock.ts';
 import type { DurableProducer } from '../../core/kafka/producers.ts';
 import { createLogger } from '../../core/log.ts';
 import { Metrics } from '../../core/metrics.ts';
@@ -50,7 +50,7 @@ export function deadLetters(
 
 /** Records every outcome at once; resolves with the ms until Kafka acknowledged them all. */
 export async function recordAll(producer: DurableProducer, topics: TopicNames, outcomes: Outcome[]): Promise<number> {
-  const ctx = { producer, topics, log: createLogger('error', 'bench-state') } as unknown as Context;
+  const ctx = { producer, topics, clock: systemClock, log: createLogger('error', 'bench-state') };
   const recorder = new OutcomeRecorder(ctx, new Metrics());
   const t = Date.now();
   await Promise.all(outcomes.map((o) => recorder.record(o)));

@@ -14,7 +14,10 @@ import type { AuditInput, AppendedEntry } from './audit-writer.ts';
 
 export type { AuditInput, AppendedEntry };
 
-export async function appendAudit(ctx: Context, e: AuditInput): Promise<AppendedEntry> {
+/** What an audit append reads of the process's context: its audit writer. */
+export type AuditDeps = Pick<Context, 'audit'>;
+
+export async function appendAudit(ctx: AuditDeps, e: AuditInput): Promise<AppendedEntry> {
   return ctx.audit.append(e);
 }
 
@@ -26,7 +29,7 @@ export async function appendAudit(ctx: Context, e: AuditInput): Promise<Appended
  *   await Promise.all([visible, writeTheRecord(entry.id)]);
  */
 export function appendAuditCommitted(
-  ctx: Context,
+  ctx: AuditDeps,
   e: AuditInput,
 ): Promise<{ entry: AppendedEntry; visible: Promise<void> }> {
   return ctx.audit.appendCommitted(e);

@@ -1,6 +1,7 @@
 /** Creating service principals: validated, written to `sluice.clients`, secret returned once. */
 import type { Context } from '../context.ts';
-import { DAY_MS, writeState } from '../context.ts';
+import type { Config } from '../config.ts';
+import { DAY_MS, writeState, type WriteStateDeps } from '../context.ts';
 import { SluiceError } from '../errors.ts';
 import { newCertificateClient, newClient, TENANT_PATTERN, type ClientRecord } from './client-registry.ts';
 import {
@@ -10,7 +11,7 @@ import {
   type CertificateAuth,
   type CertificateAuthMethod,
 } from './certificate-auth.ts';
-import { appendAudit } from '../audit/audit-log.ts';
+import { appendAudit, type AuditDeps } from '../audit/audit-log.ts';
 
 export interface CreatedClient {
   client_id: string;
@@ -24,28 +25,31 @@ export interface CreatedClient {
 type ProvisionInput = { tenant: string; role: string; region?: string; actor?: string };
 
 /** The tenant, scopes and region of a new client, checked. */
-function clientFields(ctx: Context, input: ProvisionInput) {
+function clientFields(config: Readonly<Config>, input: ProvisionInput) {
   if (!TENANT_PATTERN.test(input.tenant))
     throw new SluiceError(
       'INVALID_REQUEST',
       `tenant "${input.tenant}" must be 1-63 lowercase letters, digits, "-" or "_"`,
     );
-  const scopes = ctx.config.roles[input.role];
+  const scopes = config.roles[input.role];
   if (!scopes)
     throw new SluiceError(
       'INVALID_REQUEST',
-      `unknown role "${input.role}"; known roles: ${Object.keys(ctx.config.roles).join(', ')}`,
+      `unknown role "${input.role}"; known roles: ${Object.keys(config.roles).join(', ')}`,
     );
-  const region = input.region ?? ctx.config.region;
+  const region = input.region ?? config.region;
   if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(region))
     throw new SluiceError('INVALID_REQUEST', `region "${region}" must be lowercase letters, digits and dashes`);
   return { tenant_id: input.tenant, role: input.role, scopes: [...scopes], region };
 }
 
-export async function createClient(ctx: Context, input: ProvisionInput): Promise<CreatedClient> {
+/** What creating a client reads of the process's context. */
+export type CreateClientDeps = Pick<Context, 'clock' | 'config'> & AuditDeps & WriteClientDeps;
+
+export async function createClient(ctx: CreateClientDeps, input: ProvisionInput): Promise<CreatedClient> {
   const { record, secret } = newClient(
     ctx.config.masterKey,
-    clientFields(ctx, input),
+    clientFields(ctx.config, input),
     ctx.clock.now(),
     ctx.config.secretRotationDays * DAY_MS,
   );
@@ -87,10 +91,10 @@ export interface CreatedCertificateClient {
  * It has no secret (one sent is refused) and nothing to rotate.
  */
 export async function createCertificateClient(
-  ctx: Context,
+  ctx: CreateClientDeps,
   input: ProvisionInput & { method: CertificateAuthMethod; subjectDn?: string; thumbprint?: string },
 ): Promise<CreatedCertificateClient> {
-  const fields = clientFields(ctx, input);
+  const fields = clientFields(ctx.config, input);
   let auth: CertificateAuth & { token_endpoint_auth_method: CertificateAuthMethod };
   if (input.method === 'tls_client_auth') {
     if (input.thumbprint !== undefined)
@@ -142,8 +146,11 @@ export async function createCertificateClient(
   };
 }
 
+/** What writing a client record reads of the process's context. */
+export type WriteClientDeps = Pick<Context, 'clients' | 'topics'> & WriteStateDeps;
+
 /** Writes a client record and waits until this node's own view shows it. */
-export async function writeClient(ctx: Context, record: ClientRecord): Promise<void> {
+export async function writeClient(ctx: WriteClientDeps, record: ClientRecord): Promise<void> {
   await writeState(
     ctx,
     ctx.topics.clients,

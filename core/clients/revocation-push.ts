@@ -69,8 +69,11 @@ function parsePush(body: string): Push | null {
   return { client_id: p.client_id, revoked_at: p.revoked_at!, sent_at: p.sent_at!, from };
 }
 
+/** What a push reads of the process's context. */
+export type PushDeps = Pick<Context, 'clock' | 'config' | 'log'>;
+
 /** Sends the revocation to every peer at once; resolves when all answered or timed out (never throws). */
-export async function pushRevocation(ctx: Context, r: PushedRevocation): Promise<void> {
+export async function pushRevocation(ctx: PushDeps, r: PushedRevocation): Promise<void> {
   const peers = ctx.config.peers;
   if (peers.length === 0) return;
   const from = `${ctx.config.region}/${hostname()}/${process.pid}`;
@@ -94,9 +97,12 @@ export async function pushRevocation(ctx: Context, r: PushedRevocation): Promise
   );
 }
 
+/** What the peer port reads of the process's context. */
+export type PeerServerDeps = Pick<Context, 'clock' | 'config' | 'log' | 'revocations'>;
+
 /** The peer port: applies signed pushes to this node's revocation list as provisional entries. */
 export async function startPeerServer(
-  ctx: Context,
+  ctx: PeerServerDeps,
   host: string,
   port: number,
   /** Told of every push applied here (a worker passes it to its siblings: cli/workers.ts). */

@@ -7,14 +7,14 @@
  *   const { record, created } = await revokeClient(ctx, { clientId, reason, actor, tenant: auth.tenantId });
  */
 import type { Context } from '../context.ts';
-import { DAY_MS, writeState } from '../context.ts';
+import { DAY_MS, writeState, type WriteStateDeps } from '../context.ts';
 import { SluiceError } from '../errors.ts';
 import { hashSecret, newId, newSecret } from '../secrets.ts';
 import { nextSecretCreatedAt, usesCertificate } from './client-registry.ts';
-import { writeClient } from './provisioning.ts';
-import { appendAudit, appendAuditCommitted } from '../audit/audit-log.ts';
+import { writeClient, type WriteClientDeps } from './provisioning.ts';
+import { appendAudit, appendAuditCommitted, type AuditDeps } from '../audit/audit-log.ts';
 import type { RevocationRecord } from './revocation-list.ts';
-import { pushRevocation } from './revocation-push.ts';
+import { pushRevocation, type PushDeps } from './revocation-push.ts';
 
 export interface RevokeInput {
   clientId: string;
@@ -25,9 +25,15 @@ export interface RevokeInput {
   tenant: string | null;
 }
 
+/** What a revocation reads of the process's context. */
+export type RevokeDeps = Pick<Context, 'clients' | 'revocations' | 'revoking' | 'topics'> &
+  PushDeps &
+  AuditDeps &
+  WriteStateDeps;
+
 /** `created` is false when the client was already revoked: the existing record comes back unchanged. */
 export async function revokeClient(
-  ctx: Context,
+  ctx: RevokeDeps,
   input: RevokeInput,
 ): Promise<{ record: RevocationRecord; created: boolean }> {
   const client = ctx.clients.get(input.clientId);
@@ -73,6 +79,12 @@ export async function revokeClient(
   return { record, created: true };
 }
 
+/** What lifting a revocation reads of the process's context. */
+export type ReenableDeps = Pick<Context, 'clients' | 'clock' | 'config' | 'revocations'> &
+  AuditDeps &
+  WriteClientDeps &
+  LiftDeps;
+
 /**
  * Lifts a revocation (operator only). A client is revoked because its secret may have leaked, so
  * it comes back with a new secret, returned here once: the record holding only the new secret is
@@ -83,7 +95,7 @@ export async function revokeClient(
  * the record is gone, so this waits out their lifetime unless `force` says the operator accepts that.
  */
 export async function reenableClient(
-  ctx: Context,
+  ctx: ReenableDeps,
   input: { clientId: string; reason: string; actor: string; force?: boolean },
 ): Promise<{ audit_entry_id: string; revocation: RevocationRecord; client_secret: string | null }> {
   const rec = ctx.revocations.get(input.clientId);
@@ -132,8 +144,10 @@ export async function reenableClient(
   return { audit_entry_id: audit.id, revocation: rec, client_secret: secret };
 }
 
+type LiftDeps = Pick<Context, 'revocations' | 'topics'> & WriteStateDeps;
+
 /** Writes the revocation's tombstone and waits until this node's view no longer has it. */
-function liftRevocation(ctx: Context, rec: RevocationRecord): Promise<void> {
+function liftRevocation(ctx: LiftDeps, rec: RevocationRecord): Promise<void> {
   return writeState(
     ctx,
     ctx.topics.revocations,

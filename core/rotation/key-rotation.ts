@@ -4,13 +4,16 @@
  * writes nothing.
  */
 import type { Context } from '../context.ts';
-import { DAY_MS, writeState } from '../context.ts';
-import { appendAudit } from '../audit/audit-log.ts';
+import { DAY_MS, writeState, type WriteStateDeps } from '../context.ts';
+import { appendAudit, type AuditDeps } from '../audit/audit-log.ts';
 import { SYSTEM_TENANT } from '../audit/entry.ts';
 
 export const ROTATION_ACTOR = 'sluice:rotation';
 
-export async function rotateKeys(ctx: Context): Promise<{ created: string[]; retired: string[] }> {
+/** What a signing-key rotation step reads of the process's context. */
+export type KeyRotationDeps = Pick<Context, 'clock' | 'config' | 'keys' | 'topics'> & AuditDeps & WriteStateDeps;
+
+export async function rotateKeys(ctx: KeyRotationDeps): Promise<{ created: string[]; retired: string[] }> {
   const now = ctx.clock.now();
   const plan = {
     rotationMs: ctx.config.keyRotationDays * DAY_MS,

@@ -4,8 +4,11 @@
  */
 import type { Context } from '../context.ts';
 import { LeaderLease } from './leader-lease.ts';
-import { rotateKeys } from './key-rotation.ts';
-import { rotateSecrets } from './secret-rotation.ts';
+import { rotateKeys, type KeyRotationDeps } from './key-rotation.ts';
+import { rotateSecrets, type SecretRotationDeps } from './secret-rotation.ts';
+
+/** What the rotation scheduler reads of the process's context: its lease's, and the rotations'. */
+export type RotationDeps = Pick<Context, 'config' | 'kafka' | 'log' | 'topics'> & KeyRotationDeps & SecretRotationDeps;
 
 export class RotationScheduler {
   private timer: NodeJS.Timeout | null = null;
@@ -13,11 +16,11 @@ export class RotationScheduler {
   private stopped = false;
 
   private constructor(
-    private readonly ctx: Context,
+    private readonly ctx: RotationDeps,
     readonly lease: LeaderLease,
   ) {}
 
-  static async start(ctx: Context): Promise<RotationScheduler> {
+  static async start(ctx: RotationDeps): Promise<RotationScheduler> {
     const lease = new LeaderLease(
       ctx.kafka,
       ctx.topics.control,

@@ -9,8 +9,8 @@
  */
 import type { Context } from '../context.ts';
 import { DAY_MS } from '../context.ts';
-import { appendAudit } from '../audit/audit-log.ts';
-import { writeClient } from '../clients/provisioning.ts';
+import { appendAudit, type AuditDeps } from '../audit/audit-log.ts';
+import { writeClient, type WriteClientDeps } from '../clients/provisioning.ts';
 import { nextSecretCreatedAt, type ClientRecord } from '../clients/client-registry.ts';
 import { hashSecret, newId, newSecret, seal, unseal } from '../secrets.ts';
 import type { EventRecord } from '../webhooks/records.ts';
@@ -30,7 +30,10 @@ export function openRotatedSecret(masterKey: Buffer, rec: ClientRecord): Rotated
   return JSON.parse(unseal(masterKey, rec.pending_secret_sealed)) as RotatedSecret;
 }
 
-export async function rotateSecrets(ctx: Context): Promise<string[]> {
+/** What a client-secret rotation step reads of the process's context. */
+export type SecretRotationDeps = Pick<Context, 'clients' | 'clock' | 'revocations'> & RotateSecretDeps;
+
+export async function rotateSecrets(ctx: SecretRotationDeps): Promise<string[]> {
   const now = ctx.clock.now();
   const due = ctx.clients
     .all()
@@ -45,7 +48,10 @@ export async function rotateSecrets(ctx: Context): Promise<string[]> {
   return rotated;
 }
 
-export async function rotateSecret(ctx: Context, c: ClientRecord, now: number): Promise<void> {
+/** What rotating one client's secret reads of the process's context. */
+export type RotateSecretDeps = Pick<Context, 'config' | 'producer' | 'topics'> & AuditDeps & WriteClientDeps;
+
+export async function rotateSecret(ctx: RotateSecretDeps, c: ClientRecord, now: number): Promise<void> {
   const graceEnds = now + ctx.config.secretGraceDays * DAY_MS;
   const secret = newSecret('sk');
   const kept = c.secrets

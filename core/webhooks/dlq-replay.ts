@@ -11,7 +11,7 @@
 import { producing } from '../tracing.ts';
 import type { Context } from '../context.ts';
 import { waitForWhileMoving } from '../context.ts';
-import { appendAudit } from '../audit/audit-log.ts';
+import { appendAudit, type AuditDeps } from '../audit/audit-log.ts';
 import { newDelivery } from './deliveries.ts';
 import type { DlqEntry, DlqReplayMarker } from './records.ts';
 
@@ -25,12 +25,15 @@ export interface ReplayOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
+/** What a replay reads of the process's context. */
+export type ReplayDeps = Pick<Context, 'changes' | 'clock' | 'dlq' | 'state' | 'topics'> & AuditDeps & ResendDeps;
+
 /**
  * `entries` may be a lazy iterable (a filter over a DLQ of millions is read a chunk at a time,
  * never held whole); `total` is how many it will give, for the audit entry and the progress.
  */
 export async function replayDlq(
-  ctx: Context,
+  ctx: ReplayDeps,
   tenantId: string,
   entries: Iterable<DlqEntry>,
   total: number,
@@ -60,13 +63,16 @@ export async function replayDlq(
   return done;
 }
 
+/** What re-sending DLQ entries reads of the process's context. */
+export type ResendDeps = Pick<Context, 'clock' | 'producer' | 'topics'>;
+
 /**
  * Writes each entry (all of `tenantId`) back to `sluice.deliveries` as a fresh delivery (new id,
  * attempt 1, tagged with `recovery` when a recovery job sends it), then its replay marker. Not audited:
  * the caller audits the request. Used by replayDlq and by recovery jobs (core/webhooks/recovery.ts).
  */
 export async function resendEntries(
-  ctx: Context,
+  ctx: ResendDeps,
   tenantId: string,
   chunk: DlqEntry[],
   recovery?: string,

@@ -18,14 +18,15 @@
  *   const { record, secret, ping } = await createEndpoint(ctx, { tenant_id, actor, url, events, metadata: null });
  */
 import { randomUUID } from 'node:crypto';
-import { appendAudit } from '../audit/audit-log.ts';
-import { waitFor, writeState, type Context } from '../context.ts';
+import { appendAudit, type AuditDeps } from '../audit/audit-log.ts';
+import { waitFor, writeState, type Context, type WriteStateDeps } from '../context.ts';
+import type { Config } from '../config.ts';
 import { invalidRequest, SluiceError, unavailable } from '../errors.ts';
 import { newId, seal } from '../secrets.ts';
 import type { AttemptOutcome } from '../../outbound/attempt.ts';
 import { isPublishableType } from './deliveries.ts';
 import { failureClass, type PingOptions, sendEvent, sendPing } from '../../outbound/ping.ts';
-import { publishEvent } from './publish.ts';
+import { publishEvent, type PublishDeps } from './publish.ts';
 import type { EndpointRecord, EventRecord, Ordering, SigningMode } from './records.ts';
 import { newEndpointSecret } from '../../outbound/signing.ts';
 import { newSigningKeyPair } from './signing-keys.ts';
@@ -123,24 +124,30 @@ export function endpointView(rec: EndpointRecord, nowMs: number): EndpointView {
   };
 }
 
-export function targetGuardOptions(ctx: Context): TargetGuardOptions {
-  return { allowInsecure: ctx.config.devAllowInsecureTargets };
+export function targetGuardOptions(config: Readonly<Config>): TargetGuardOptions {
+  return { allowInsecure: config.devAllowInsecureTargets };
 }
 
 /** A ping's or a test send's options: the target guard, the client certificate, the time now. */
-function sendOptions(ctx: Context): PingOptions {
+function sendOptions(ctx: Pick<Context, 'clock' | 'config'>): PingOptions {
   const clientCertificate = ctx.config.deliveryClientCertificate;
   const proxy = ctx.config.deliveryProxy;
-  return { ...targetGuardOptions(ctx), clientCertificate, proxy, nowMs: ctx.clock.now() };
+  return { ...targetGuardOptions(ctx.config), clientCertificate, proxy, nowMs: ctx.clock.now() };
 }
+
+/**
+ * What the endpoint writes read of the process's context: the view and the compare-and-set
+ * writes (`commit`), the audit writer, and the configuration and clock of the target guard and pings.
+ */
+export type EndpointDeps = CommitDeps & AuditDeps & Pick<Context, 'clock' | 'config'>;
 
 /** Checks the target, writes the endpoint as PENDING, pings it, and makes it ACTIVE on a 2xx. */
 export async function createEndpoint(
-  ctx: Context,
+  ctx: EndpointDeps,
   input: NewEndpoint,
 ): Promise<EndpointOutcome & { secret: string; publicKey: string }> {
   checkFilter(input.filter);
-  const guard = targetGuardOptions(ctx);
+  const guard = targetGuardOptions(ctx.config);
   const url = await checkNewTarget(input.url, guard);
   const secret = newEndpointSecret();
   // Every endpoint gets its key pair, whatever it signs with now: a later PATCH to ed25519 needs no new key.
@@ -252,7 +259,7 @@ const PATCH_FIELDS = [
  * was sent (no new URL).
  */
 export async function updateEndpoint(
-  ctx: Context,
+  ctx: EndpointDeps,
   rec: EndpointRecord,
   patch: EndpointPatch,
   actor: string,
@@ -262,7 +269,7 @@ export async function updateEndpoint(
   let url = asked !== undefined && asked !== rec.url ? asked : undefined;
   let ping: AttemptOutcome | null = null;
   if (url !== undefined) {
-    const guard = targetGuardOptions(ctx);
+    const guard = targetGuardOptions(ctx.config);
     url = await checkNewTarget(url, guard);
     const secrets = ctx.endpoints.signingSecrets(rec.id, ctx.clock.now());
     if (secrets === undefined) throw notFound(rec.id);
@@ -294,7 +301,7 @@ export async function updateEndpoint(
       if (patch.metadata !== undefined) next.metadata = patch.metadata;
       if (patch.description !== undefined) next.description = patch.description;
       if (patch.disabled !== undefined) next.paused = patch.disabled;
-      Object.assign(next, deliveryPolicy(patch), signingChange(ctx, cur, patch.signing));
+      Object.assign(next, deliveryPolicy(patch), signingChange(ctx.config, cur, patch.signing));
       if (patch.filter !== undefined && patch.filter !== (cur.filter ?? null)) {
         next.filter = patch.filter;
         next.filter_errors = null; // the count is of the filter in force
@@ -310,13 +317,17 @@ export async function updateEndpoint(
  * A change of `signing`: the mode, and a key pair for an endpoint made before key pairs were (its
  * public key is then found at the endpoint's JWKS).
  */
-function signingChange(ctx: Context, cur: EndpointRecord, signing: SigningMode | undefined): Partial<EndpointRecord> {
+function signingChange(
+  config: Readonly<Config>,
+  cur: EndpointRecord,
+  signing: SigningMode | undefined,
+): Partial<EndpointRecord> {
   if (signing === undefined) return {};
   if (signing === 'hmac' || cur.signing_key_sealed) return { signing };
   const pair = newSigningKeyPair();
   return {
     signing,
-    signing_key_sealed: seal(ctx.config.masterKey, pair.privateKey),
+    signing_key_sealed: seal(config.masterKey, pair.privateKey),
     signing_public_key: pair.publicKey,
   };
 }
@@ -341,13 +352,16 @@ export interface TestSendResult {
   error: string | null;
 }
 
+/** What a test send reads of the process's context. */
+export type TestSendDeps = Pick<Context, 'clock' | 'config' | 'endpoints'> & AuditDeps;
+
 /**
  * Sends one signed event to the endpoint now, whatever its state: a `ping` (data `{endpoint_id}`)
  * unless `type` names a type a tenant may publish. Outside the queue: no delivery, no attempt
  * record, no retry, no change to the endpoint. Audited (`endpoint.test_sent`) before it is sent.
  */
 export async function sendTestEvent(
-  ctx: Context,
+  ctx: TestSendDeps,
   rec: EndpointRecord,
   input: TestSend,
   actor: string,
@@ -396,7 +410,7 @@ function endpointLimit(limit: number): SluiceError {
  * re-enabled, audited as `endpoint.enabled`). A failed ping leaves the state as it was: an ACTIVE
  * endpoint is not held back by one failed manual check (its deliveries retry anyway).
  */
-export async function verifyEndpoint(ctx: Context, rec: EndpointRecord, actor: string): Promise<EndpointOutcome> {
+export async function verifyEndpoint(ctx: EndpointDeps, rec: EndpointRecord, actor: string): Promise<EndpointOutcome> {
   const secrets = ctx.endpoints.signingSecrets(rec.id, ctx.clock.now());
   if (secrets === undefined) throw notFound(rec.id);
   const ping = await sendPing(rec, secrets, sendOptions(ctx));
@@ -411,7 +425,7 @@ export const MAX_SECRET_OVERLAP_MS = 7 * 24 * 3600_000;
  * overlap drops the older of the two at once: two secrets sign at most). Audited.
  */
 export async function rotateSecret(
-  ctx: Context,
+  ctx: EndpointDeps,
   rec: EndpointRecord,
   actor: string,
   overlapMs: number,
@@ -482,6 +496,9 @@ function rotationConflict(id: string): SluiceError {
 /** Who disables endpoints on their receivers' answers (the audit log's actor). */
 export const DISPATCHER_ACTOR = 'sluice-dispatcher';
 
+/** What disabling an endpoint reads of the process's context: its writes', and publishing's. */
+export type DisableDeps = CommitDeps & AuditDeps & PublishDeps;
+
 /**
  * Moves an endpoint to DISABLED: audited, written, and an `endpoint.disabled` event published to
  * the tenant's other endpoints (the disabled one is matched by nothing any more). Its deliveries
@@ -490,7 +507,7 @@ export const DISPATCHER_ACTOR = 'sluice-dispatcher';
  * derived from the endpoint and its last verification).
  */
 export async function disableEndpoint(
-  ctx: Context,
+  ctx: DisableDeps,
   id: string,
   reason: string,
   actor = DISPATCHER_ACTOR,
@@ -540,13 +557,21 @@ export async function disableEndpoint(
   return record;
 }
 
+/** What the dispatcher's writes of an endpoint's health read of the process's context. */
+export type HealthWriteDeps = CommitDeps & Pick<Context, 'clock'>;
+
 /**
  * Writes since when every attempt at the endpoint failed (null: one succeeded). Only for an ACTIVE
  * endpoint still at the URL the attempts went to, and only when the record says otherwise. The
  * dispatcher calls it rarely (see dispatcher/health.ts): a checkpoint once an outage has lasted, a
  * clear once it ends.
  */
-export async function recordFailingSince(ctx: Context, id: string, since: number | null, url?: string): Promise<void> {
+export async function recordFailingSince(
+  ctx: HealthWriteDeps,
+  id: string,
+  since: number | null,
+  url?: string,
+): Promise<void> {
   // `url`: the URL the attempts went to; a URL changed since then starts with a clean record.
   const unchanged = (cur: EndpointRecord | undefined) =>
     cur?.state !== 'ACTIVE' || (url !== undefined && cur.url !== url) || (cur.failing_since ?? null) === since;
@@ -567,7 +592,7 @@ export async function recordFailingSince(ctx: Context, id: string, since: number
  * starts from none). The fan-out calls it rarely: see dispatcher/filter-errors.ts.
  */
 export async function recordFilterErrors(
-  ctx: Context,
+  ctx: HealthWriteDeps,
   id: string,
   filter: string,
   count: number,
@@ -589,7 +614,10 @@ export async function recordFilterErrors(
   );
 }
 
-export async function deleteEndpoint(ctx: Context, rec: EndpointRecord, actor: string): Promise<void> {
+/** What deleting an endpoint reads of the process's context. */
+export type DeleteDeps = Pick<Context, 'endpoints' | 'topics'> & AuditDeps & WriteStateDeps;
+
+export async function deleteEndpoint(ctx: DeleteDeps, rec: EndpointRecord, actor: string): Promise<void> {
   await serialised(ctx, rec.id, async () => {
     await appendAudit(ctx, { tenant_id: rec.tenant_id, actor, action: 'endpoint.deleted', subject: rec.id });
     await writeState(
@@ -629,7 +657,7 @@ function pinged(
 }
 
 /** A DISABLED endpoint that a ping brought back is audited `endpoint.enabled`; any other, nothing. */
-async function auditEnabled(ctx: Context, current: EndpointRecord, actor: string, reason: string): Promise<void> {
+async function auditEnabled(ctx: AuditDeps, current: EndpointRecord, actor: string, reason: string): Promise<void> {
   if (current.state !== 'DISABLED') return;
   await appendAudit(ctx, {
     tenant_id: current.tenant_id,
@@ -644,7 +672,12 @@ async function auditEnabled(ctx: Context, current: EndpointRecord, actor: string
  * `url` is the URL the ping went to: its answer says nothing of another, so when the endpoint's URL
  * changed while the ping was out (a PATCH), nothing is written and the current record is answered.
  */
-async function markVerified(ctx: Context, id: string, url: string, actor?: string): Promise<EndpointRecord> {
+async function markVerified(
+  ctx: CommitDeps & AuditDeps & Pick<Context, 'clock'>,
+  id: string,
+  url: string,
+  actor?: string,
+): Promise<EndpointRecord> {
   const record = await serialised(ctx, id, async () => {
     const current = ctx.endpoints.get(id);
     if (!current) throw notFound(id);
@@ -661,14 +694,15 @@ async function markVerified(ctx: Context, id: string, url: string, actor?: strin
 }
 
 /** This process's queues of work per endpoint (and per tenant, for creations): see `serialised`. */
-const queues = new WeakMap<Context, Map<string, Promise<void>>>();
+const queues = new WeakMap<object, Map<string, Promise<void>>>();
 
 /**
  * Runs `work` once the work queued before it under `key` has finished (succeeded or failed), so
  * the writes of one endpoint in this process run one at a time, each reading the record the one
- * before it left in the view. Per context: two nodes in one process are two writers, as in two.
+ * before it left in the view. Per context (`ctx` is only the key of its queues): two nodes in one
+ * process are two writers, as in two.
  */
-export function serialised<T>(ctx: Context, key: string, work: () => Promise<T>): Promise<T> {
+export function serialised<T>(ctx: object, key: string, work: () => Promise<T>): Promise<T> {
   const byKey = queues.get(ctx) ?? new Map<string, Promise<void>>();
   queues.set(ctx, byKey);
   const run = (byKey.get(key) ?? Promise.resolve()).then(work);
@@ -689,6 +723,9 @@ export function serialised<T>(ctx: Context, key: string, work: () => Promise<T>)
  */
 export const COMMIT_TIMEOUT_MS = 10_000;
 
+/** What the compare-and-set writes of an endpoint read of the process's context. */
+export type CommitDeps = Pick<Context, 'changes' | 'endpoints' | 'producer' | 'topics'>;
+
 /**
  * Read-modify-write of one endpoint by compare-and-set: `change` makes the next record from the
  * one the view holds (null: nothing to write; it may throw, e.g. 409), which goes out one version
@@ -698,7 +735,7 @@ export const COMMIT_TIMEOUT_MS = 10_000;
  * endpoint's queue (`serialised`): this process then never races itself.
  */
 async function commit(
-  ctx: Context,
+  ctx: CommitDeps,
   id: string,
   change: (current: EndpointRecord) => EndpointRecord | null,
 ): Promise<EndpointRecord | undefined> {
@@ -733,7 +770,7 @@ async function commit(
  * still be there: a later write may already have replaced it.
  */
 async function writeVersion(
-  ctx: Context,
+  ctx: CommitDeps,
   base: EndpointRecord | undefined,
   next: EndpointRecord,
 ): Promise<EndpointRecord | null> {
@@ -755,7 +792,7 @@ async function writeVersion(
  * last record: a view rebuilt from scratch must not find a refused one there and start from it.
  * Best effort (a crash before it leaves that until the endpoint's next write).
  */
-async function resendCurrent(ctx: Context, id: string): Promise<void> {
+async function resendCurrent(ctx: Pick<Context, 'endpoints' | 'producer' | 'topics'>, id: string): Promise<void> {
   const current = ctx.endpoints.get(id);
   if (current) await ctx.producer.sendJson(ctx.topics.endpoints, id, current).catch(() => {});
 }

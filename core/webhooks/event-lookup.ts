@@ -15,8 +15,11 @@ import type { EventRecord } from './records.ts';
 
 const LOOKUP_TIMEOUT_MS = 120_000;
 
+/** What a lookup reads of the process's context. */
+export type LookupDeps = Pick<Context, 'config' | 'kafka' | 'topics'>;
+
 export async function lookupEvents(
-  ctx: Context,
+  ctx: LookupDeps,
   tenantId: string,
   ids: ReadonlySet<string>,
   fromMs: number,

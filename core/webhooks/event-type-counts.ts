@@ -119,8 +119,11 @@ export interface TypeCountReports {
   stop(): Promise<void>;
 }
 
+/** What the type count reports read of the process's context. */
+export type TypeCountDeps = Pick<Context, 'kafka' | 'log' | 'metrics' | 'topics'>;
+
 /** A TypeCountWindow sending on `sluice.event-types` through a best-effort producer of its own. */
-export async function startTypeCountReports(ctx: Context): Promise<TypeCountReports> {
+export async function startTypeCountReports(ctx: TypeCountDeps): Promise<TypeCountReports> {
   const producer = new BestEffortProducer(ctx.kafka, (count, err) => {
     ctx.metrics.eventTypeReportsDropped.inc(count);
     if (err)

@@ -11,8 +11,10 @@ import { newId } from '../secrets.ts';
 import type { EventRecord } from './records.ts';
 import { producing } from '../tracing.ts';
 import { selectByFilter } from './filters/filter-cache.ts';
+import type { EndpointRegistry } from './endpoint-registry.ts';
 import {
   awaitPublished,
+  type ClaimDeps,
   claimIds,
   eventIdKey,
   type EventIdOrigin,
@@ -52,8 +54,12 @@ export type BatchItemResult = { ok: true; published: Published } | { ok: false; 
 
 type Item = Omit<PublishInput, 'tenant_id'>;
 
+/** What publishing reads of the process's context (the claim steps' too). */
+export type PublishDeps = ClaimDeps &
+  Pick<Context, 'clock' | 'endpoints' | 'eventIds' | 'metrics' | 'producer' | 'state' | 'topics'>;
+
 /** Publishes one event: a batch of one that waits for an earlier publish of its `id` still in flight. */
-export async function publishEvent(ctx: Context, input: PublishInput): Promise<Published> {
+export async function publishEvent(ctx: PublishDeps, input: PublishInput): Promise<Published> {
   const [result] = await publish(ctx, input.tenant_id, [input], true);
   if (!result.ok) throw result.error;
   return result.published;
@@ -64,7 +70,7 @@ export async function publishEvent(ctx: Context, input: PublishInput): Promise<P
  * An item whose id another publish holds right now is refused at once (UNAVAILABLE), so that it
  * holds up none of the others.
  */
-export function publishBatch(ctx: Context, tenantId: string, inputs: Item[]): Promise<BatchItemResult[]> {
+export function publishBatch(ctx: PublishDeps, tenantId: string, inputs: Item[]): Promise<BatchItemResult[]> {
   return publish(ctx, tenantId, inputs, false);
 }
 
@@ -82,7 +88,12 @@ interface Named {
  * each step one Kafka write for all of them; the events themselves are one write. `patient`: an id
  * whose first publish is in flight is waited for, and a lost race tried once more, instead of refused.
  */
-async function publish(ctx: Context, tenantId: string, inputs: Item[], patient: boolean): Promise<BatchItemResult[]> {
+async function publish(
+  ctx: PublishDeps,
+  tenantId: string,
+  inputs: Item[],
+  patient: boolean,
+): Promise<BatchItemResult[]> {
   const now = ctx.clock.now();
   const seenAt = endpointsAt(ctx);
   const results: BatchItemResult[] = new Array(inputs.length);
@@ -91,7 +102,7 @@ async function publish(ctx: Context, tenantId: string, inputs: Item[], patient: 
   let named: Named[] = [];
   inputs.forEach((input, index) => {
     const id = input.id ?? newId('evt');
-    const matched = matchedEndpoints(ctx, eventOf(tenantId, id, input, now, seenAt));
+    const matched = matchedEndpoints(ctx.endpoints, eventOf(tenantId, id, input, now, seenAt));
     if (input.id === undefined) {
       events.push(eventOf(tenantId, id, input, now, seenAt));
       results[index] = ok(id, matched, false);
@@ -156,8 +167,8 @@ async function publish(ctx: Context, tenantId: string, inputs: Item[], patient: 
  * evaluated here as the fan-out will (the same programs and budget). The fan-out decides again:
  * an endpoint changed in between is judged as it is then.
  */
-function matchedEndpoints(ctx: Context, event: EventRecord): number {
-  return selectByFilter(ctx.endpoints.matching(event.tenant_id, event.type), event).length;
+function matchedEndpoints(endpoints: EndpointRegistry, event: EventRecord): number {
+  return selectByFilter(endpoints.matching(event.tenant_id, event.type), event).length;
 }
 
 function ok(id: string, matched: number, repeated: boolean): BatchItemResult {
@@ -181,7 +192,11 @@ function eventOf(tenantId: string, id: string, input: Item, createdAt: number, s
   };
 }
 
-async function writeEvents(ctx: Context, tenantId: string, events: EventRecord[]): Promise<void> {
+async function writeEvents(
+  ctx: Pick<Context, 'metrics' | 'producer' | 'topics'>,
+  tenantId: string,
+  events: EventRecord[],
+): Promise<void> {
   // Traced: the records carry the publishing request's trace on to the fan-out.
   await producing(
     ctx.topics.events,
@@ -198,6 +213,6 @@ async function writeEvents(ctx: Context, tenantId: string, events: EventRecord[]
 }
 
 /** How far this node has read the (single-partition) endpoints topic: see EventRecord.endpoints_at. */
-function endpointsAt(ctx: Context): number {
+function endpointsAt(ctx: Pick<Context, 'state' | 'topics'>): number {
   return Number(ctx.state.position(ctx.topics.endpoints, 0));
 }

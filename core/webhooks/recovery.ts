@@ -25,14 +25,16 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from '../context.ts';
 import { waitFor } from '../context.ts';
 import { SluiceError } from '../errors.ts';
-import { appendAudit } from '../audit/audit-log.ts';
+import { appendAudit, type AuditDeps } from '../audit/audit-log.ts';
 import { newId } from '../secrets.ts';
 import type { Position } from '../paging.ts';
-import { resendEntries } from './dlq-replay.ts';
+import { resendEntries, type ResendDeps } from './dlq-replay.ts';
 import type { DeliveryRecord, DlqEntry, EventRecord } from './records.ts';
+import type { DlqView } from './dlq-view.ts';
+import type { RecoveryView } from './recovery-jobs.ts';
 import { HISTORY_PER_ENDPOINT, type AttemptHistory, type AttemptRecord } from './attempt-history.ts';
 import { newDelivery } from './deliveries.ts';
-import { lookupEvents } from './event-lookup.ts';
+import { lookupEvents, type LookupDeps } from './event-lookup.ts';
 import { retryLadder } from './retry-policy.ts';
 import { producing } from '../tracing.ts';
 import { RECOVERY_PROGRESS_MS, SUPERSEDED_PREFIX, type RecoveryJob, type SupersededMarker } from './recovery-jobs.ts';
@@ -72,7 +74,7 @@ export interface StillFailing {
  * recovery re-sent already.
  */
 export function stillFailing(
-  ctx: Context,
+  recoveries: RecoveryView,
   history: Pick<AttemptHistory, 'attempts'>,
   r: Pick<RecoveryRequest, 'tenantId' | 'endpointId' | 'since' | 'until'>,
 ): StillFailing[] {
@@ -81,23 +83,26 @@ export function stillFailing(
     if (!newest.has(a.delivery_id)) newest.set(a.delivery_id, a); // newest first
   return [...newest.values()]
     .filter((a) => !a.ok && a.outcome === 'retry' && a.at >= r.since && a.at < r.until)
-    .filter((a) => !ctx.recoveries.isSuperseded(a.delivery_id))
+    .filter((a) => !recoveries.isSuperseded(a.delivery_id))
     .map((a) => ({ delivery_id: a.delivery_id, event_id: a.event_id, at: a.at }))
     .sort((a, b) => a.at - b.at);
 }
 
 /** The pace of a job of this endpoint: the smaller of its endpoint's and its tenant's share (deliveries a second). */
-export function recoveryRate(ctx: Context, endpointId: string): { endpoint: number; tenant: number } {
+export function recoveryRate(
+  ctx: Pick<Context, 'config' | 'endpoints'>,
+  endpointId: string,
+): { endpoint: number; tenant: number } {
   const { recoveryShare: share, recoveryCapacityPerSecond: capacity } = ctx.config;
   const limit = ctx.endpoints.get(endpointId)?.rate_limit_per_second ?? null;
   return { endpoint: share * (limit ?? capacity), tenant: share * capacity };
 }
 
 /** The entries a job of this window would re-send now, counted from the DLQ's endpoint index. */
-function* inWindow(ctx: Context, r: RecoveryRequest, after: Position | null, nowMs: number): Generator<DlqEntry> {
+function* inWindow(dlq: DlqView, r: RecoveryRequest, after: Position | null, nowMs: number): Generator<DlqEntry> {
   let cursor = after;
   for (;;) {
-    const page = ctx.dlq.list(r.tenantId, { endpoint_id: r.endpointId, limit: PAGE, after: cursor }, nowMs);
+    const page = dlq.list(r.tenantId, { endpoint_id: r.endpointId, limit: PAGE, after: cursor }, nowMs);
     for (const e of page.data) {
       const at = Date.parse(e.last_attempt_at);
       if (at >= r.since && at < r.until) yield e;
@@ -143,9 +148,9 @@ interface NodeRecoveries {
   runners: Set<Runner>;
 }
 
-const perContext = new WeakMap<Context, NodeRecoveries>();
+const perContext = new WeakMap<Pick<Context, 'closers'>, NodeRecoveries>();
 
-function nodeOf(ctx: Context): NodeRecoveries {
+function nodeOf(ctx: Pick<Context, 'closers'>): NodeRecoveries {
   let n = perContext.get(ctx);
   if (!n) {
     const node: NodeRecoveries = { pacer: new Pacer(), runners: new Set() };
@@ -159,8 +164,11 @@ function nodeOf(ctx: Context): NodeRecoveries {
   return n;
 }
 
+/** What a recovery job reads of the process's context, from its start to its runner's last write. */
+export type RecoveryDeps = RunnerDeps & AuditDeps;
+
 /** Writes the job, wins or loses against overlapping ones, audits it and starts its runner. */
-export async function startRecovery(ctx: Context, r: RecoveryRequest): Promise<RecoveryJob> {
+export async function startRecovery(ctx: RecoveryDeps, r: RecoveryRequest): Promise<RecoveryJob> {
   const ep = ctx.endpoints.forTenant(r.endpointId, r.tenantId);
   if (!ep) throw new SluiceError('NOT_FOUND', `no webhook endpoint ${r.endpointId}`);
   if (ep.state === 'DISABLED')
@@ -170,8 +178,8 @@ export async function startRecovery(ctx: Context, r: RecoveryRequest): Promise<R
     );
   const now = ctx.clock.now();
   let found = 0;
-  for (const _ of inWindow(ctx, r, null, now)) found++;
-  const failing = r.history ? stillFailing(ctx, r.history, r) : [];
+  for (const _ of inWindow(ctx.dlq, r, null, now)) found++;
+  const failing = r.history ? stillFailing(ctx.recoveries, r.history, r) : [];
   found += failing.length;
   const rate = recoveryRate(ctx, ep.id);
   const job: RecoveryJob = {
@@ -218,10 +226,18 @@ export async function startRecovery(ctx: Context, r: RecoveryRequest): Promise<R
   return job;
 }
 
-async function writeJob(ctx: Context, job: RecoveryJob): Promise<void> {
+type WriteJobDeps = Pick<Context, 'changes' | 'producer' | 'recoveries' | 'topics'>;
+
+async function writeJob(ctx: WriteJobDeps, job: RecoveryJob): Promise<void> {
   await ctx.producer.sendJson(ctx.topics.recoveries, job.id, job);
   await waitFor(ctx.changes, () => ctx.recoveries.has(job.id, job.updated_at), 10_000, 'the recovery job');
 }
+
+/** What a job's runner reads of the process's context. */
+type RunnerDeps = Pick<Context, 'closers' | 'clock' | 'config' | 'dlq' | 'endpoints' | 'log'> &
+  LookupDeps &
+  ResendDeps &
+  WriteJobDeps;
 
 class Runner {
   private stopping = false;
@@ -234,7 +250,7 @@ class Runner {
   private events: { delivery_id: string; event: EventRecord }[] = [];
 
   constructor(
-    private readonly ctx: Context,
+    private readonly ctx: RunnerDeps,
     private readonly job: RecoveryJob,
     private readonly req: RecoveryRequest,
     private readonly failing: StillFailing[] = [],
@@ -346,7 +362,7 @@ class Runner {
   /** How many entries the buffer holds (read a page when it is empty). */
   private refill(): number {
     if (this.buffer.length === 0 && !this.exhausted) {
-      const it = inWindow(this.ctx, this.req, this.cursor, this.ctx.clock.now());
+      const it = inWindow(this.ctx.dlq, this.req, this.cursor, this.ctx.clock.now());
       // inWindow pages on by itself; one page's worth is read into the buffer at a time.
       let read = 0;
       for (const e of it) {

@@ -1,10 +1,9 @@
 /** `GET /v1/audit`: the caller's tenant's compliance-log entries, oldest first, paged by cursor. */
-import type { Context } from '../../core/context.ts';
+import type { AuditView } from '../../core/audit/audit-view.ts';
 import { json, type Route } from '../types.ts';
 import { encodeCursor, readCursor } from '../../core/paging.ts';
 
-export function auditRoutes(ctx: Context): Route[] {
-  const view = ctx.auditView;
+export function auditRoutes(view: AuditView): Route[] {
   return [
     {
       method: 'GET',

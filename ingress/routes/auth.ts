@@ -46,7 +46,10 @@ function param(body: Record<string, unknown>, name: string): string | undefined 
   return v;
 }
 
-export function authRoutes(ctx: Context, metrics: Metrics, trustedProxies: CidrSet): Route[] {
+/** What the token endpoint, JWKS and metadata read of the process's context. */
+export type AuthRouteDeps = Pick<Context, 'clients' | 'clock' | 'config' | 'keys' | 'revocations' | 'state' | 'tokens'>;
+
+export function authRoutes(ctx: AuthRouteDeps, metrics: Metrics, trustedProxies: CidrSet): Route[] {
   const issuer = ctx.config.issuer;
   const mtls = trustedProxies.size > 0;
   const now = () => ctx.clock.now();

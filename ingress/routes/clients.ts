@@ -10,7 +10,7 @@
  * secret reaches its client through another client of the tenant with `credentials:read-any`
  * or the operator (`sluice admin client-secret`), see docs/operations.md.
  */
-import { appendAudit } from '../../core/audit/audit-log.ts';
+import { appendAudit, type AuditDeps } from '../../core/audit/audit-log.ts';
 import type { Context } from '../../core/context.ts';
 import { currentSecret, usesCertificate, type ClientRecord } from '../../core/clients/client-registry.ts';
 import { SluiceError } from '../../core/errors.ts';
@@ -59,7 +59,10 @@ function ofCurrentCredential(caller: ClientRecord, auth: VerifiedToken): boolean
   return current !== null && auth.claims.secret_created_at === current.created_at;
 }
 
-export function clientRoutes(ctx: Context): Route[] {
+/** What the client routes read of the process's context. */
+export type ClientRouteDeps = Pick<Context, 'clients' | 'config'> & AuditDeps;
+
+export function clientRoutes(ctx: ClientRouteDeps): Route[] {
   return [
     {
       method: 'GET',

@@ -4,7 +4,7 @@
  * headers. The client's Authorization header never leaves the edge.
  */
 import { createRequire } from 'node:module';
-import type { Context } from '../../core/context.ts';
+import type { Config } from '../../core/config.ts';
 import { SluiceError, invalidRequest } from '../../core/errors.ts';
 import { segmentKey } from '../canonical-path.ts';
 import type { AppRequest, IncomingRequest, Reply, Route } from '../types.ts';
@@ -89,7 +89,7 @@ export function forwardedHeaders(incoming: Record<string, string>): Record<strin
 interface Family {
   prefix: string;
   resource: string;
-  upstream: keyof Context['config']['upstreams'];
+  upstream: keyof Config['upstreams'];
   /** Sub-resources (the segment after the prefix) that need a scope of their own, whatever the method. */
   scoped?: Record<string, string>;
 }
@@ -129,11 +129,11 @@ export function upstreamUrl(base: string, prefix: string, path: string, query: U
   return url;
 }
 
-export function dataPlaneRoutes(ctx: Context, timeoutMs = 30_000): Route[] {
+export function dataPlaneRoutes(config: Readonly<Config>, timeoutMs = 30_000): Route[] {
   const routes: Route[] = [];
   for (const family of FAMILIES) {
     const handler = async (req: AppRequest): Promise<Reply> => {
-      const base = ctx.config.upstreams[family.upstream];
+      const base = config.upstreams[family.upstream];
       if (!base)
         throw new SluiceError(
           'UPSTREAM_UNAVAILABLE',

@@ -10,23 +10,27 @@
  *   const routes = routeTable(ctx, trustedProxies, { attempts, eventTypes, eventTypesCaughtUp, contract, checks });
  */
 import type { Context } from '../../core/context.ts';
+import type { RevokeDeps } from '../../core/clients/revocation.ts';
+import type { ReplayDeps } from '../../core/webhooks/dlq-replay.ts';
+import type { PublishDeps } from '../../core/webhooks/publish.ts';
+import type { RecoveryDeps } from '../../core/webhooks/recovery.ts';
 import type { CidrSet } from '../../core/net/cidr.ts';
 import type { AttemptHistory } from '../../core/webhooks/attempt-history.ts';
 import type { EventTypeCounts } from '../../core/webhooks/event-type-counts.ts';
 import type { RequestChecks, Route } from '../types.ts';
 import { auditRoutes } from './audit.ts';
-import { authRoutes } from './auth.ts';
-import { clientRoutes } from './clients.ts';
+import { type AuthRouteDeps, authRoutes } from './auth.ts';
+import { type ClientRouteDeps, clientRoutes } from './clients.ts';
 import { consoleRoutes } from './console.ts';
 import { dataPlaneRoutes } from './data-plane.ts';
 import { openapiRoutes } from './openapi.ts';
 import { revocationRoutes } from './revocations.ts';
-import { webhookAttemptRoutes } from './webhook-attempts.ts';
+import { type AttemptRouteDeps, webhookAttemptRoutes } from './webhook-attempts.ts';
 import { webhookClientCertificateRoutes } from './webhook-client-certificate.ts';
 import { webhookDlqRoutes } from './webhook-dlq.ts';
 import { webhookRecoveryRoutes } from './webhook-recovery.ts';
-import { webhookEndpointRoutes } from './webhook-endpoints.ts';
-import { webhookEndpointJwksRoutes } from './webhook-endpoint-jwks.ts';
+import { type EndpointRouteDeps, webhookEndpointRoutes } from './webhook-endpoints.ts';
+import { type EndpointJwksRouteDeps, webhookEndpointJwksRoutes } from './webhook-endpoint-jwks.ts';
 import { webhookEventTypeRoutes } from './webhook-event-types.ts';
 import { webhookFilterRoutes } from './webhook-filters.ts';
 import { webhookEventRoutes } from './webhook-events.ts';
@@ -46,18 +50,30 @@ export interface RouteInputs {
   checks: RequestChecks;
 }
 
-export function routeTable(ctx: Context, trustedProxies: CidrSet, inputs: RouteInputs): Route[] {
+/** What the routes read of the process's context: the union of what each capability's routes read. */
+export type RouteDeps = Pick<Context, 'auditView' | 'clock' | 'config' | 'metrics'> &
+  AuthRouteDeps &
+  EndpointRouteDeps &
+  EndpointJwksRouteDeps &
+  PublishDeps &
+  ReplayDeps &
+  RevokeDeps &
+  ClientRouteDeps &
+  AttemptRouteDeps &
+  RecoveryDeps;
+
+export function routeTable(ctx: RouteDeps, trustedProxies: CidrSet, inputs: RouteInputs): Route[] {
   return [
     // The token endpoint, JWKS and metadata: no bearer token.
     ...authRoutes(ctx, ctx.metrics, trustedProxies),
     ...webhookEndpointRoutes(ctx),
     ...webhookEndpointJwksRoutes(ctx),
-    ...webhookFilterRoutes(ctx),
+    ...webhookFilterRoutes(ctx.clock),
     ...webhookEventRoutes(ctx, inputs.checks),
     ...webhookDlqRoutes(ctx),
     ...revocationRoutes(ctx),
     ...clientRoutes(ctx),
-    ...auditRoutes(ctx),
+    ...auditRoutes(ctx.auditView),
     ...openapiRoutes(inputs.contract),
     ...webhookAttemptRoutes(ctx, inputs.attempts),
     ...webhookRecoveryRoutes(ctx, inputs.attempts),
@@ -65,6 +81,6 @@ export function routeTable(ctx: Context, trustedProxies: CidrSet, inputs: RouteI
     ...webhookClientCertificateRoutes(ctx.config.deliveryClientCertificate),
     ...consoleRoutes(),
     // Wildcards only, so last.
-    ...dataPlaneRoutes(ctx),
+    ...dataPlaneRoutes(ctx.config),
   ];
 }

@@ -1,6 +1,5 @@
 /** `POST /v1/auth/revocations`: emergency revocation of a client of the caller's tenant. */
-import type { Context } from '../../core/context.ts';
-import { revokeClient } from '../../core/clients/revocation.ts';
+import { revokeClient, type RevokeDeps } from '../../core/clients/revocation.ts';
 import type { RevocationRecord } from '../../core/clients/revocation-list.ts';
 import { json, type Route } from '../types.ts';
 
@@ -14,7 +13,7 @@ export function revocationBody(r: RevocationRecord): Record<string, unknown> {
   };
 }
 
-export function revocationRoutes(ctx: Context): Route[] {
+export function revocationRoutes(ctx: RevokeDeps): Route[] {
   return [
     {
       method: 'POST',

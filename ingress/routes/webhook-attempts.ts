@@ -53,7 +53,10 @@ function ratesView(e: EndpointRates) {
   };
 }
 
-export function webhookAttemptRoutes(ctx: Context, history: AttemptHistory): Route[] {
+/** What the attempt routes read of the process's context. */
+export type AttemptRouteDeps = Pick<Context, 'clock' | 'endpoints'>;
+
+export function webhookAttemptRoutes(ctx: AttemptRouteDeps, history: AttemptHistory): Route[] {
   const attempts = (req: AppRequest) => {
     const tenant = req.auth!.claims.tenant_id;
     if (!ctx.endpoints.forTenant(req.params.id, tenant))

@@ -4,10 +4,9 @@
  * and `POST /v1/webhooks/dlq/replay` (webhooks:write; by `{endpoint_id?, event_type?}` or by
  * `{ids}`), answering 202 `{replayed}` once the deliveries and markers are in Kafka.
  */
-import type { Context } from '../../core/context.ts';
 import { SluiceError } from '../../core/errors.ts';
 import { readCursor } from '../../core/paging.ts';
-import { replayDlq } from '../../core/webhooks/dlq-replay.ts';
+import { replayDlq, type ReplayDeps } from '../../core/webhooks/dlq-replay.ts';
 import type { DlqEntry } from '../../core/webhooks/records.ts';
 import { json, type AppRequest, type Route } from '../types.ts';
 
@@ -18,7 +17,7 @@ interface BulkReplay {
   event_type?: string | null;
 }
 
-export function webhookDlqRoutes(ctx: Context): Route[] {
+export function webhookDlqRoutes(ctx: ReplayDeps): Route[] {
   const list = (req: AppRequest) => {
     const q = req.queryValues as { limit: number; endpoint_id?: string; event_type?: string };
     const after = readCursor(req.query);

@@ -12,7 +12,10 @@ import { json, type Reply, type Route } from '../types.ts';
 /** Short: a rotation's new key reaches a receiver that caches by it within a minute. */
 export const ENDPOINT_JWKS_MAX_AGE_SECONDS = 60;
 
-export function webhookEndpointJwksRoutes(ctx: Context): Route[] {
+/** What the endpoint JWKS route reads of the process's context. */
+export type EndpointJwksRouteDeps = Pick<Context, 'clock' | 'endpoints'>;
+
+export function webhookEndpointJwksRoutes(ctx: EndpointJwksRouteDeps): Route[] {
   const handler = (req: { params: Record<string, string> }): Reply => {
     const jwks = endpointJwks(ctx.endpoints.get(req.params.id), ctx.clock.now());
     if (!jwks) throw new SluiceError('NOT_FOUND', 'not found');

@@ -7,13 +7,14 @@
  * one budget per endpoint and per tenant (target-budget.ts; 429 with Retry-After beyond it), and a
  * failure is told as a class (`failureClass`), never in the network library's words.
  */
-import type { Context } from '../../core/context.ts';
 import { SluiceError } from '../../core/errors.ts';
 import type { EndpointRecord } from '../../core/webhooks/records.ts';
 import type { AttemptOutcome } from '../../outbound/attempt.ts';
 import {
   createEndpoint,
+  type DeleteDeps,
   deleteEndpoint,
+  type EndpointDeps,
   endpointView,
   rotateSecret,
   sendTestEvent,
@@ -22,6 +23,7 @@ import {
   type EndpointPatch,
   type NewEndpoint,
   type TestSend,
+  type TestSendDeps,
 } from '../../core/webhooks/endpoint-service.ts';
 import { json, type AppRequest, type Reply, type Route } from '../types.ts';
 import { pageOf, readCursor } from '../../core/paging.ts';
@@ -51,7 +53,10 @@ function pingHeaders(ping: AttemptOutcome): Record<string, string> {
   return headers;
 }
 
-export function webhookEndpointRoutes(ctx: Context): Route[] {
+/** What the endpoint routes read of the process's context: the endpoint writes'. */
+export type EndpointRouteDeps = EndpointDeps & TestSendDeps & DeleteDeps;
+
+export function webhookEndpointRoutes(ctx: EndpointRouteDeps): Route[] {
   const view = (rec: EndpointRecord) => endpointView(rec, ctx.clock.now());
   const budget = new TargetBudget(ctx.config.tenantTargetRequestsPerMinute, () => ctx.clock.now());
   const find = (req: AppRequest): EndpointRecord => {

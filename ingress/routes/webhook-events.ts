@@ -10,9 +10,8 @@
  * The pipeline checks both bodies against the contract (EventPublish, EventBatch, their limits
  * included) before these handlers run; a batch's items are checked here, one at a time.
  */
-import type { Context } from '../../core/context.ts';
 import { invalidRequest, type SluiceError, type FieldError } from '../../core/errors.ts';
-import { publishBatch, publishEvent } from '../../core/webhooks/publish.ts';
+import { publishBatch, publishEvent, type PublishDeps } from '../../core/webhooks/publish.ts';
 import { json, type AppRequest, type RequestChecks, type Route } from '../types.ts';
 import { faultError } from '../problem.ts';
 
@@ -50,7 +49,7 @@ function problemOf(err: SluiceError): Record<string, unknown> {
   };
 }
 
-export function webhookEventRoutes(ctx: Context, checks: RequestChecks): Route[] {
+export function webhookEventRoutes(ctx: PublishDeps, checks: RequestChecks): Route[] {
   // The batch's envelope is checked by its own operation; each item alone by the single publish's.
   const item = checks('POST', '/v1/webhooks/events');
   if (!item) throw new Error('the contract has no POST /v1/webhooks/events');

@@ -8,12 +8,11 @@
  *
  * An endpoint or a job of another tenant is 404, the same answer as an unknown one.
  */
-import type { Context } from '../../core/context.ts';
 import { SluiceError } from '../../core/errors.ts';
 import type { AttemptHistory } from '../../core/webhooks/attempt-history.ts';
 import { retryLadder } from '../../core/webhooks/retry-policy.ts';
 import type { RecoveryJob } from '../../core/webhooks/recovery-jobs.ts';
-import { startRecovery, validateWindow } from '../../core/webhooks/recovery.ts';
+import { type RecoveryDeps, startRecovery, validateWindow } from '../../core/webhooks/recovery.ts';
 import { json, type AppRequest, type Route } from '../types.ts';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -38,7 +37,7 @@ export function recoveryView(job: RecoveryJob, history: AttemptHistory) {
   };
 }
 
-export function webhookRecoveryRoutes(ctx: Context, history: AttemptHistory): Route[] {
+export function webhookRecoveryRoutes(ctx: RecoveryDeps, history: AttemptHistory): Route[] {
   const start = async (req: AppRequest) => {
     const tenant = req.auth!.claims.tenant_id;
     if (!ctx.endpoints.forTenant(req.params.id, tenant))

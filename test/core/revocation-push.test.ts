@@ -9,8 +9,13 @@ import { createHmac } from 'node:crypto';
 import { ManualClock } from '../../core/clock.ts';
 import { createLogger } from '../../core/log.ts';
 import { RevocationList } from '../../core/clients/revocation-list.ts';
-import { PROVISIONAL_TTL_MS, pushRevocation, startPeerServer } from '../../core/clients/revocation-push.ts';
-import type { Context } from '../../core/context.ts';
+import {
+  PROVISIONAL_TTL_MS,
+  pushRevocation,
+  startPeerServer,
+  type PeerServerDeps,
+} from '../../core/clients/revocation-push.ts';
+import type { Config } from '../../core/config.ts';
 
 const MASTER = Buffer.alloc(32, 7);
 const clock = new ManualClock(Date.UTC(2026, 10, 24, 12));
@@ -19,12 +24,12 @@ const logged: string[] = [];
 /** What the push and the peer port use of a node's context, with a real revocation list. */
 function node(peers: string[] = [], masterKey = MASTER) {
   const revocations = new RevocationList('revocations', clock);
-  const ctx = {
-    config: { masterKey, peers },
+  const ctx: PeerServerDeps = {
+    config: { masterKey, peers } as Partial<Config> as Config,
     clock,
     revocations,
     log: createLogger('warn', 'test', (line) => logged.push(line)),
-  } as unknown as Context;
+  };
   return { ctx, revocations };
 }
 

@@ -9,7 +9,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { freePorts } from '../core/net/free-port.ts';
 import { join } from 'node:path';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../core/config.ts';
@@ -81,7 +81,13 @@ async function main(): Promise<number> {
       const broker = await laneBroker(lane.name);
       // The views' on-disk stores of every test node go to one directory removed after the run.
       const dataDir = mkdtempSync(join(tmpdir(), `sluice-test-state-${lane.name}-`));
-      const env = { ...process.env, KAFKA_BROKERS: broker.brokers, SLUICE_DATA_DIR: dataDir };
+      const env: NodeJS.ProcessEnv = { ...process.env, KAFKA_BROKERS: broker.brokers, SLUICE_DATA_DIR: dataDir };
+      // The fault tests' dispatchers log at info into files a failing test can quote (test/helpers/cli.ts).
+      if (lane.name === 'faults' && env.TEST_CHILD_LOG_DIR === undefined) {
+        env.TEST_CHILD_LOG_DIR = join(dataDir, 'child-logs');
+        env.TEST_CHILD_LOG_LEVEL ??= 'info';
+        mkdirSync(env.TEST_CHILD_LOG_DIR);
+      }
       try {
         // The first lane's output goes straight out; the others' is held until it is complete.
         return await runTap(lane.args, env, i === 0 ? null : lane.name);

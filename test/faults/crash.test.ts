@@ -1,6 +1,8 @@
 import t from 'tap';
 import type { ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { spawnDispatcher } from '../helpers/cli.ts';
 import { startTestNode, uniquePrefix, call } from '../helpers/sluice.ts';
 import { untilStalled } from '../../bench/harness/wait.ts';
@@ -34,6 +36,23 @@ t.teardown(async () => {
   for (const r of receivers) await r.close();
   await node.close();
 });
+
+/**
+ * What this test's dispatchers logged at warn and above (and about commits and rebalances), when the
+ * run keeps their logs (TEST_CHILD_LOG_DIR, set for the faults lane by scripts/test.ts).
+ */
+function dispatcherWarnings(): string[] {
+  const dir = process.env.TEST_CHILD_LOG_DIR;
+  if (!dir || !existsSync(dir)) return ['(no dispatcher logs kept: set TEST_CHILD_LOG_DIR)'];
+  const out: string[] = [];
+  for (const file of readdirSync(dir).filter((f) => f.startsWith(`dispatcher-${prefix}-`))) {
+    for (const line of readFileSync(join(dir, file), 'utf8').split('\n')) {
+      if (/"level":"(warn|error|fatal)"|joined the group|commit|rebalanc/i.test(line))
+        out.push(`${file}: ${line.slice(0, 300)}`);
+    }
+  }
+  return out.slice(-60);
+}
 
 const startDispatcher = async (): Promise<ChildProcess> =>
   (await spawnDispatcher(prefix, env, (c) => children.push(c))).child;
@@ -200,6 +219,7 @@ t.test('a SIGKILL behind a slow endpoint repeats what was in flight, not all its
     }
   const heldBack = [...seen].filter(([key, c]) => c > 1 && firstAt.get(key)! < killedAt - HELD_BACK_MS).length;
   t.comment(`${heldBack} of the repeats were first received over ${HELD_BACK_MS / 1000} s before the kill`);
+  if (heldBack > 16) for (const line of dispatcherWarnings()) t.comment(line);
   t.ok(
     heldBack <= 16,
     `${heldBack} repeats of deliveries finished over ${HELD_BACK_MS / 1000} s before the kill: the commit carried ` +

@@ -3,7 +3,7 @@
  * Kafka (`sluice kafka`, unless KAFKA_BROKERS is set), node 1 = `sluice start` (its default
  * workers: one cluster worker per core), node 2 = `sluice ingress`, the clients made with
  * `sluice admin create-client` (the revocation victims in bulk, bench/edge-outside/provision.ts),
- * and a Node load generator (bench/edge-outside/load.ts, undici).
+ * and a Node load generator (bench/harness/load.ts, undici).
  * This process only orchestrates: it starts them, asks the load generator to run each case,
  * samples /proc, and reports.
  *
@@ -34,12 +34,11 @@ import { parseArgs } from 'node:util';
 import { freePort, freePorts } from '../core/net/free-port.ts';
 import { Children, stop, tail, waitForLine, type Launched } from './harness/children.ts';
 import { printHelp, ROOT, resultsFile, say, sleep } from './harness/cli.ts';
-import { rpc } from './harness/ipc.ts';
+import { type Credentials, type LoadReply, type LoadRequest, rpc, type TokenResult } from './harness/ipc.ts';
 import { benchKafka, dropBenchTopics } from './harness/kafka.ts';
 import { machineCpu, ProcSampler, processTree } from './harness/proc-cpu.ts';
 import { Scratch } from './harness/scratch.ts';
 import { sluiceEnv, waitReady } from './harness/sluice.ts';
-import type { Credentials, LoadReply, LoadRequest, TokenResult } from './edge-outside/ipc.ts';
 import type { ProvisionSpec } from './edge-outside/provision.ts';
 import { report, unexpectedOf, type Figures, type TokenCase } from './edge-outside/report.ts';
 import { writeMarkedSection } from './results-section.ts';
@@ -179,7 +178,7 @@ async function main(): Promise<number> {
   externalKafka = kafka.external;
 
   // 2. the load generator
-  const loadProc = children.forkTs('load', join(ROOT, 'bench/edge-outside/load.ts')).proc;
+  const loadProc = children.forkTs('load', join(ROOT, 'bench/harness/load.ts')).proc;
   const load = rpc<LoadRequest, LoadReply>(loadProc);
 
   // 3. Sluice: node 1 = `sluice start` (default workers: one per core), node 2 = `sluice ingress`

@@ -3,8 +3,8 @@
  * `rate_limit_per_second`, `max_in_flight`, a receiver's Retry-After and `ordering: "key"` hold
  * across a cluster of dispatchers? Every piece is its own OS process: Kafka (`sluice kafka`, unless
  * KAFKA_BROKERS is set), `sluice start` (one worker) and `--dispatchers N` extra `sluice dispatcher`
- * members (default 3), the receivers (bench/flow/receiver.ts) and the load generator
- * (bench/flow/load.ts). This process only orchestrates and reads the numbers. Sluice runs with
+ * members (default 3), the receiver and the load generator (bench/harness/receiver.ts, load.ts).
+ * This process only orchestrates and reads the numbers. Sluice runs with
  * SLUICE_TIME_SCALE `--time-scale` (600: the ladder's 30 s first rung is 50 ms; rates, in-flight
  * limits and Retry-After stay real time).
  *
@@ -50,24 +50,23 @@ import { type Admin, createKafka } from '../core/kafka/client.ts';
 import { freePort } from '../core/net/free-port.ts';
 import { Children, type Launched } from './harness/children.ts';
 import { checkLabel, printHelp, ROOT, resultsFile, runBench, say, sleep, writeResults } from './harness/cli.ts';
-import { rpc } from './harness/ipc.ts';
+import {
+  type Latency,
+  type LoadReply,
+  type LoadRequest,
+  type PortSpec,
+  type PortStats,
+  type ReceiverReply,
+  type ReceiverRequest,
+  rpc,
+  type StreamResult,
+} from './harness/ipc.ts';
 import { benchKafka, dropBenchTopics, settleGroups } from './harness/kafka.ts';
 import { Scratch } from './harness/scratch.ts';
 import { RECEIVER_ENV, sluiceEnv, startDispatchers, waitReady } from './harness/sluice.ts';
 import { adminClient, bearerToken, type BenchClient } from './harness/sluice-api.ts';
-import type {
-  FlowLoadRequest,
-  FlowPortSpec,
-  FlowPortStats,
-  FlowProgress,
-  FlowReceiverRequest,
-  FlowReceiverStats,
-  Latency,
-  OrderedResult,
-  StreamResult,
-} from './flow/ipc.ts';
 import { benchCommand, machineLine, measuredCommit } from './results-section.ts';
-import { fmt } from './state/report.ts';
+import { fmt } from './harness/stats.ts';
 
 const { AssignerProtocol, Partitioners } = kafkajs;
 
@@ -149,8 +148,6 @@ async function shutdown(): Promise<void> {
 }
 scratch.onSignal(shutdown);
 
-type Client = BenchClient;
-
 /** A Sluice process with a dispatcher in it: its Kafka client id names it in the consumer groups. */
 interface Node {
   name: string;
@@ -182,11 +179,11 @@ const delta = (after: Outcomes, before: Outcomes): Outcomes =>
   Object.fromEntries(Object.keys(after).map((k) => [k, after[k] - (before[k] ?? 0)]));
 
 /** Events/s from the first first-2xx to the last. */
-const rateOf = (s: FlowPortStats): number | null =>
+const rateOf = (s: PortStats): number | null =>
   s.firstOkAt !== null && s.lastOkAt !== null && s.lastOkAt > s.firstOkAt
     ? (s.ok - 1) / ((s.lastOkAt - s.firstOkAt) / 1000)
     : null;
-const secondsOf = (s: FlowPortStats): number | null =>
+const secondsOf = (s: PortStats): number | null =>
   s.firstOkAt !== null && s.lastOkAt !== null ? (s.lastOkAt - s.firstOkAt) / 1000 : null;
 const lat = (l: Latency) => `${fmt(l.p50)} / ${fmt(l.p99)} / ${fmt(l.max)}`;
 
@@ -200,13 +197,8 @@ async function main(): Promise<number> {
   externalKafka = kafka.external;
 
   // 2. receivers and load generator
-  const receiver = rpc<
-    FlowReceiverRequest,
-    { ports?: number[]; progress?: FlowProgress; stats?: FlowReceiverStats; ids?: string[] }
-  >(children.forkTs('receiver', 'bench/flow/receiver.ts').proc);
-  const load = rpc<FlowLoadRequest, { results?: StreamResult[]; result?: OrderedResult }>(
-    children.forkTs('load', 'bench/flow/load.ts').proc,
-  );
+  const receiver = rpc<ReceiverRequest, ReceiverReply>(children.forkTs('receiver', 'bench/harness/receiver.ts').proc);
+  const load = rpc<LoadRequest, LoadReply>(children.forkTs('load', 'bench/harness/load.ts').proc);
 
   // 3. Sluice: `sluice start` with one worker, and the extra dispatchers
   prefix = `bench-${randomBytes(4).toString('hex')}`;
@@ -262,7 +254,7 @@ async function main(): Promise<number> {
 
   const flow = await createClient('flow');
   const orderedClient = await createClient('ordered');
-  const tokenOf = (c: Client) => bearerToken(base, c);
+  const tokenOf = (c: BenchClient) => bearerToken(base, c);
 
   const api = async (token: string, method: string, path: string, body?: unknown) => {
     const res = await fetch(`${base}${path}`, {
@@ -306,7 +298,7 @@ async function main(): Promise<number> {
     return ids;
   };
 
-  const specs: FlowPortSpec[] = [
+  const specs: PortSpec[] = [
     { name: 'L50' },
     { name: 'M4', holdMs: HOLD_MS },
     { name: 'R', tooManyEvery: R_EVERY, retryAfterS: RETRY_AFTER_S },
@@ -344,10 +336,10 @@ async function main(): Promise<number> {
       .join(', ')}`,
   );
 
-  const progress = async () => (await receiver({ op: 'progress' })).progress!.ok;
+  const progress = async () => (await receiver({ op: 'progress' })).progress!;
   const portStats = async (splitAt?: number) => {
-    const all = (await receiver({ op: 'stats', splitAt })).stats!.ports;
-    return Object.fromEntries(all.map((s) => [s.name, s])) as Record<string, FlowPortStats>;
+    const all = (await receiver({ op: 'stats', splitAt })).stats!;
+    return Object.fromEntries(all.map((s) => [s.name, s])) as Record<string, PortStats>;
   };
   /** Waits until every named port answered 2xx to `want[name]` events, or the deadline; true when they all did. */
   const awaitDelivered = async (want: Record<string, number>, limitMs: number, label: string): Promise<boolean> => {
@@ -371,14 +363,9 @@ async function main(): Promise<number> {
     const results = (
       await load({
         op: 'flood',
-        spec: {
-          base,
-          clientId: flow.client_id,
-          clientSecret: flow.client_secret,
-          streams: streams.map((s) => ({ ...s, type: typeOf(s.name) })),
-        },
+        spec: { base, client: flow, streams: streams.map((s) => ({ ...s, type: typeOf(s.name) })) },
       })
-    ).results!;
+    ).flood!;
     return Object.fromEntries(streams.map((s, i) => [s.name, results[i]])) as Record<string, StreamResult>;
   };
 
@@ -464,8 +451,7 @@ async function main(): Promise<number> {
     op: 'ordered',
     spec: {
       base,
-      clientId: orderedClient.client_id,
-      clientSecret: orderedClient.client_secret,
+      client: orderedClient,
       type: orderedType,
       keys: KEYS,
       perKey: PER_KEY,
@@ -474,9 +460,9 @@ async function main(): Promise<number> {
     },
   });
   let killed: { name: string; owner: boolean; at: number; after: number } | null = null;
-  const publishDone: { result: OrderedResult | null } = { result: null };
+  const publishDone: { result: StreamResult | null } = { result: null };
   publishing.then(
-    (r) => (publishDone.result = r.result!),
+    (r) => (publishDone.result = r.ordered!),
     () => {},
   );
   for (const deadline = Date.now() + 600_000; killed === null && Date.now() < deadline; await sleep(50)) {
@@ -495,7 +481,7 @@ async function main(): Promise<number> {
     );
   }
   if (killed === null) notes.push('B: no dispatcher was killed (half the events were never received).');
-  const published = (await publishing).result!;
+  const published = (await publishing).ordered!;
   // Every event delivered or dead-lettered; after the kill the lane waits out the session timeout (30 s).
   let dlqIds: string[] = [];
   for (let lastOk = -1, lastChange = Date.now(), lastSay = Date.now(), lastDlq = 0; ; await sleep(500)) {
@@ -600,7 +586,7 @@ async function main(): Promise<number> {
     R: `every ${R_EVERY}th request 429, Retry-After: ${RETRY_AFTER_S}`,
     U: '204 at once',
   };
-  const rowA = (label: string, k: string, s: FlowPortStats, pub: StreamResult, f: number | null, d: number | null) =>
+  const rowA = (label: string, k: string, s: PortStats, pub: StreamResult, f: number | null, d: number | null) =>
     `| ${label} | ${policyText[k]} | ${receiverText[k]} | ${owners[k] ?? '—'} | ${fmt(pub.accepted)} | ` +
     `${fmt(s.ok)} | ${fmt(s.requests)} | ${fmt(s.duplicates)} | ${fmt(s.maxInWindow)} | ${fmt(s.maxOpen)} | ` +
     `${fmt(secondsOf(s), 1)} | ` +

@@ -2,8 +2,8 @@
  * The noisy-neighbour bench: can one tenant's slow receivers starve another tenant's deliveries?
  * Every piece is its own OS process: Kafka (`sluice kafka`, unless KAFKA_BROKERS is set),
  * `sluice start` (one worker) and `--dispatchers N` extra `sluice dispatcher` members (default 2:
- * three dispatchers in all), the receivers (bench/noisy/receiver.ts) and the load generator
- * (bench/noisy/load.ts). This process only orchestrates and reads the numbers.
+ * three dispatchers in all), the receiver and the load generator (bench/harness/receiver.ts, load.ts).
+ * This process only orchestrates and reads the numbers.
  *
  * Tenant `noisy` registers `--slow` endpoints (default 100) whose receivers answer the ping at
  * once and hold every other request for `--hold-ms` (15,000; Sluice gives up at 10 s), and floods
@@ -32,20 +32,13 @@ import { parseArgs } from 'node:util';
 import { freePort } from '../core/net/free-port.ts';
 import { Children } from './harness/children.ts';
 import { checkLabel, printHelp, ROOT, resultsFile, runBench, say, sleep, writeResults } from './harness/cli.ts';
-import { rpc } from './harness/ipc.ts';
+import { type LoadReply, type LoadRequest, type ReceiverReply, type ReceiverRequest, rpc } from './harness/ipc.ts';
 import { benchKafka, dropBenchTopics, settleGroups } from './harness/kafka.ts';
 import { Scratch } from './harness/scratch.ts';
 import { RECEIVER_ENV, sluiceEnv, startDispatchers, waitReady } from './harness/sluice.ts';
 import { adminClient, bearerToken, type BenchClient } from './harness/sluice-api.ts';
-import type {
-  NoisyLoadRequest,
-  NoisyLoadResult,
-  NoisyLoadSpec,
-  NoisyReceiverRequest,
-  NoisyReceiverStats,
-} from './noisy/ipc.ts';
 import { benchCommand, machineLine, measuredCommit } from './results-section.ts';
-import { fmt } from './state/report.ts';
+import { fmt } from './harness/stats.ts';
 
 const { values: opt } = parseArgs({
   options: {
@@ -109,8 +102,6 @@ async function shutdown(): Promise<void> {
 }
 scratch.onSignal(shutdown);
 
-type Client = BenchClient;
-
 async function main(): Promise<number> {
   const startedAt = new Date();
   const load1 = loadavg()[0];
@@ -121,10 +112,8 @@ async function main(): Promise<number> {
   externalKafka = kafka.external;
 
   // 2. receivers and load generator
-  const receiver = rpc<NoisyReceiverRequest, { ports?: number[]; stats?: NoisyReceiverStats }>(
-    children.forkTs('receiver', 'bench/noisy/receiver.ts').proc,
-  );
-  const load = rpc<NoisyLoadRequest, { result: NoisyLoadResult }>(children.forkTs('load', 'bench/noisy/load.ts').proc);
+  const receiver = rpc<ReceiverRequest, ReceiverReply>(children.forkTs('receiver', 'bench/harness/receiver.ts').proc);
+  const load = rpc<LoadRequest, LoadReply>(children.forkTs('load', 'bench/harness/load.ts').proc);
 
   // 3. Sluice: `sluice start` with one worker, and the extra dispatchers
   prefix = `bench-${randomBytes(4).toString('hex')}`;
@@ -152,7 +141,7 @@ async function main(): Promise<number> {
 
   const noisy = await createClient('noisy');
   const quiet = await createClient('quiet');
-  const tokenOf = (c: Client) => bearerToken(base, c);
+  const tokenOf = (c: BenchClient) => bearerToken(base, c);
 
   const call = async (token: string, method: string, path: string, body: unknown, want: number) => {
     const res = await fetch(`${base}${path}`, {
@@ -175,7 +164,12 @@ async function main(): Promise<number> {
     if (body.state !== 'ACTIVE') throw new Error(`registering ${url}: state ${body.state}`);
     return body.id!;
   };
-  const ports = (await receiver({ op: 'listen', slow: SLOW, holdMs: HOLD_MS, fast: QUIET_KINDS.length })).ports!;
+  // The noisy tenant's ports share one tally ('slow'): its requests held at once are over all of them.
+  const specs = [
+    ...Array.from({ length: SLOW }, () => ({ name: 'slow', holdMs: HOLD_MS })),
+    ...QUIET_KINDS.map((k) => ({ name: k.name, ordered: true })),
+  ];
+  const ports = (await receiver({ op: 'listen', ports: specs })).ports!;
   const noisyToken = await tokenOf(noisy);
   const quietToken = await tokenOf(quiet);
   const slowPorts = ports.slice(0, SLOW);
@@ -212,42 +206,43 @@ async function main(): Promise<number> {
       if (lag) lagMax.set(p, Math.max(lagMax.get(p) ?? 0, Math.round(Number(lag[1]) * 1000)));
     }
   };
+  const readStats = async () => {
+    const all = (await receiver({ op: 'stats' })).stats!;
+    const slow = all.find((p) => p.name === 'slow');
+    return {
+      fast: QUIET_KINDS.map((k) => all.find((p) => p.name === k.name)!),
+      slowReceived: slow?.requests ?? 0,
+      slowHeldMax: slow?.maxOpen ?? 0,
+    };
+  };
   const phase = async (name: string, flood: boolean, seconds: number) => {
-    await receiver({ op: 'window' });
+    await receiver({ op: 'reset', names: QUIET_KINDS.map((k) => k.name) });
     // One scrape first: prom-client's delay is the longest since the last scrape (or the start).
     await sampleInFlight();
     inFlightMax.clear();
     lagMax.clear();
     const timer = setInterval(() => void sampleInFlight(), 500);
-    const spec: NoisyLoadSpec = {
+    const spec = {
       base,
-      probe: { clientId: quiet.client_id, clientSecret: quiet.client_secret, rate: RATE, seconds, keys: QUIET_KEYS },
-      flood: flood
-        ? {
-            clientId: noisy.client_id,
-            clientSecret: noisy.client_secret,
-            batch: FLOOD_BATCH,
-            everyMs: FLOOD_EVERY_MS,
-            keys: 10,
-          }
-        : null,
+      probe: { client: quiet, rate: RATE, seconds, keys: QUIET_KEYS },
+      flood: flood ? { client: noisy, batch: FLOOD_BATCH, everyMs: FLOOD_EVERY_MS, keys: 10 } : null,
     };
     say(`${name}: ${seconds} s...`);
-    const result = (await load({ op: 'run', spec })).result;
+    const result = (await load({ op: 'probe', spec })).probe!;
     // The quiet tenant's last deliveries: wait for them (30 s at most).
-    let stats = (await receiver({ op: 'stats' })).stats!;
-    const missing = () => stats.fast.some((f) => f.unique < result.probeAccepted);
+    let stats = await readStats();
+    const missing = () => stats.fast.some((f) => f.seen < result.probeAccepted);
     for (const deadline = Date.now() + 30_000; missing() && Date.now() < deadline; ) {
       await sleep(250);
-      stats = (await receiver({ op: 'stats' })).stats!;
+      stats = await readStats();
     }
     clearInterval(timer);
-    const lost = stats.fast.map((f) => result.probeAccepted - f.unique);
+    const lost = stats.fast.map((f) => result.probeAccepted - f.seen);
     for (const [i, f] of stats.fast.entries())
       say(
-        `${name}: quiet ${QUIET_KINDS[i].name}: ${fmt(f.unique)}/${fmt(result.probeAccepted)} delivered, ` +
-          `p50 ${fmt(f.p50)} ms, p99 ${fmt(f.p99)} ms, max ${fmt(f.max)} ms` +
-          (ordered(i) ? `, ${fmt(f.inversions)} inversions` : ''),
+        `${name}: quiet ${QUIET_KINDS[i].name}: ${fmt(f.seen)}/${fmt(result.probeAccepted)} delivered, ` +
+          `p50 ${fmt(f.latency.p50)} ms, p99 ${fmt(f.latency.p99)} ms, max ${fmt(f.latency.max)} ms` +
+          (ordered(i) ? `, ${fmt(f.ordered!.inversions)} inversions` : ''),
       );
     say(
       `${name}: quiet publish answered in p50 ${fmt(result.probeAnswerP50)} ms, p99 ${fmt(result.probeAnswerP99)} ms`,
@@ -268,8 +263,9 @@ async function main(): Promise<number> {
   const rows = [alone, flooded].flatMap((p) =>
     p.stats.fast.map(
       (f, i) =>
-        `| ${p.name} | ${QUIET_KINDS[i].name} | ${fmt(p.result.probeAccepted)} | ${fmt(f.p50)} | ${fmt(f.p99)} | ` +
-        `${fmt(f.max)} | ${fmt(p.lost[i])} | ${fmt(f.duplicates)} | ${ordered(i) ? fmt(f.inversions) : '—'} | ` +
+        `| ${p.name} | ${QUIET_KINDS[i].name} | ${fmt(p.result.probeAccepted)} | ${fmt(f.latency.p50)} | ` +
+        `${fmt(f.latency.p99)} | ${fmt(f.latency.max)} | ${fmt(p.lost[i])} | ${fmt(f.duplicates)} | ` +
+        `${ordered(i) ? fmt(f.ordered!.inversions) : '—'} | ` +
         `${p.flood && i === 0 ? `${fmt(p.result.floodAccepted)} → ${fmt(p.result.floodDeliveries)}` : '—'} | ` +
         `${p.flood && i === 0 ? fmt(p.stats.slowHeldMax) : '—'} | ` +
         `${i === 0 ? p.inFlight.map((n) => fmt(n)).join(' / ') || '—' : '—'} | ` +
@@ -304,7 +300,7 @@ async function main(): Promise<number> {
   say(section);
   writeResults(resultsFile(opt.results, quick), `noisy-neighbour:${opt.label}`, section);
   const failed = [alone, flooded].some(
-    (p) => p.lost.some((n) => n > 0) || p.stats.fast.some((f, i) => ordered(i) && f.inversions > 0),
+    (p) => p.lost.some((n) => n > 0) || p.stats.fast.some((f, i) => ordered(i) && f.ordered!.inversions > 0),
   );
   return failed ? 1 : 0;
 }

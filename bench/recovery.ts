@@ -2,9 +2,9 @@
  * The recovery bench: does a recovery of a large window (`POST /v1/webhooks/endpoints/{id}/recover`)
  * leave the live deliveries of the same endpoint their publish-to-receipt p99? Every piece is its own
  * OS process: Kafka (`sluice kafka`, unless KAFKA_BROKERS is set), `sluice start` (`--workers`, 1),
- * the receiver (bench/noisy/receiver.ts: its fast port records publish-to-receipt latency from
- * `data.sent_at`) and the load generator (bench/noisy/load.ts: one event per request on a fixed
- * schedule). This process only orchestrates and reads the numbers.
+ * the receiver (bench/harness/receiver.ts: publish-to-receipt latency from `data.sent_at`) and the
+ * load generator (bench/harness/load.ts: one event per request on a fixed schedule).
+ * This process only orchestrates and reads the numbers.
  *
  * One tenant, one endpoint. `--backlog` (20,000) dead-lettered deliveries of the endpoint are written
  * onto its DLQ topic with a plain Kafka producer (as the dispatcher would have written them after 17
@@ -31,14 +31,13 @@ import type { DlqEntry } from '../core/webhooks/records.ts';
 import { freePort } from '../core/net/free-port.ts';
 import { Children } from './harness/children.ts';
 import { checkLabel, printHelp, ROOT, resultsFile, runBench, say, sleep, writeResults } from './harness/cli.ts';
-import { rpc } from './harness/ipc.ts';
+import { type LoadReply, type LoadRequest, type ReceiverReply, type ReceiverRequest, rpc } from './harness/ipc.ts';
 import { benchKafka, dropBenchTopics, settleGroups } from './harness/kafka.ts';
 import { Scratch } from './harness/scratch.ts';
 import { sluiceEnv, waitReady } from './harness/sluice.ts';
 import { adminClient, bearerToken } from './harness/sluice-api.ts';
-import type { NoisyLoadRequest, NoisyLoadResult, NoisyReceiverRequest, NoisyReceiverStats } from './noisy/ipc.ts';
 import { benchCommand, machineLine, measuredCommit } from './results-section.ts';
-import { fmt } from './state/report.ts';
+import { fmt } from './harness/stats.ts';
 
 const { values: opt } = parseArgs({
   options: {
@@ -115,10 +114,8 @@ async function main(): Promise<number> {
   externalKafka = kafka.external;
 
   // 2. the receiver and the load generator
-  const receiver = rpc<NoisyReceiverRequest, { ports?: number[]; stats?: NoisyReceiverStats }>(
-    children.forkTs('receiver', 'bench/noisy/receiver.ts').proc,
-  );
-  const load = rpc<NoisyLoadRequest, { result: NoisyLoadResult }>(children.forkTs('load', 'bench/noisy/load.ts').proc);
+  const receiver = rpc<ReceiverRequest, ReceiverReply>(children.forkTs('receiver', 'bench/harness/receiver.ts').proc);
+  const load = rpc<LoadRequest, LoadReply>(children.forkTs('load', 'bench/harness/load.ts').proc);
 
   // 3. Sluice
   prefix = `bench-${randomBytes(4).toString('hex')}`;
@@ -153,7 +150,7 @@ async function main(): Promise<number> {
     });
     return { status: res.status, body: (await res.json().catch(() => null)) as any };
   };
-  const [fastPort] = (await receiver({ op: 'listen', slow: 0, holdMs: 1, fast: 1 })).ports!;
+  const [fastPort] = (await receiver({ op: 'listen', ports: [{ name: 'live' }] })).ports!;
   const ep = await api('POST', '/v1/webhooks/endpoints', {
     url: `http://127.0.0.1:${fastPort}/hook`,
     events: ['inference.completed'],
@@ -191,17 +188,20 @@ async function main(): Promise<number> {
     notes.push('the consumer groups were not Stable within 90 s; measured anyway.');
 
   // 5. live alone, then live beside the recovery
-  const probe = { clientId: client.client_id, clientSecret: client.client_secret, rate: RATE, keys: 1 };
   const live = async (seconds: number) => {
-    await receiver({ op: 'window' });
-    const result = (await load({ op: 'run', spec: { base, probe: { ...probe, seconds }, flood: null } })).result;
-    return result;
+    await receiver({ op: 'reset' });
+    return (await load({ op: 'probe', spec: { base, probe: { client, rate: RATE, keys: 1, seconds }, flood: null } }))
+      .probe!;
+  };
+  /** The live port's first receipts, repeats and latency in the window. */
+  const liveStats = async () => {
+    const [s] = (await receiver({ op: 'stats' })).stats!;
+    return { unique: s.seen, duplicates: s.duplicates, ...s.latency };
   };
   /** Waits until the window's live events are in (30 s at most); the stats of the window. */
   const settle = async (liveAccepted: number, extra: () => number) => {
-    let stats = (await receiver({ op: 'stats' })).stats!.fast[0];
     for (const deadline = Date.now() + 30_000; ; await sleep(250)) {
-      stats = (await receiver({ op: 'stats' })).stats!.fast[0];
+      const stats = await liveStats();
       if (stats.unique >= liveAccepted + extra() || Date.now() > deadline) return stats;
     }
   };
@@ -211,7 +211,7 @@ async function main(): Promise<number> {
   const alone = await settle(aloneLoad.probeAccepted, () => 0);
   say(`live alone: p50 ${fmt(alone.p50)} ms, p99 ${fmt(alone.p99)} ms, max ${fmt(alone.max)} ms`);
 
-  await receiver({ op: 'window' });
+  await receiver({ op: 'reset' });
   const since = new Date(now - 2 * 3600_000).toISOString();
   const started = await api('POST', `/v1/webhooks/endpoints/${endpointId}/recover`, { since });
   if (started.status !== 202)
@@ -236,7 +236,7 @@ async function main(): Promise<number> {
   const during = Math.min(SECONDS, Math.max(2, Math.floor(started.body.found / ratePerSecond) - 1));
   const duringLoad = await live(during);
   await sleep(3000); // the last live events' receipts (their latency counts, whatever comes beside them)
-  const duringStats = (await receiver({ op: 'stats' })).stats!.fast[0];
+  const duringStats = await liveStats();
   // Then the job to its end.
   const expectedEnd = jobStarted + (started.body.found / ratePerSecond) * 1000 + 30_000;
   while (job.state === 'running' && Date.now() < expectedEnd) await sleep(500);
@@ -250,7 +250,7 @@ async function main(): Promise<number> {
       `delivered ${fmt(job.delivered)}, failed ${fmt(job.failed)} in ${jobSeconds.toFixed(1)} s ` +
       `(${(job.sent / Math.max(jobSeconds, 0.001)).toFixed(1)}/s, busiest second ${busiest})`,
   );
-  const after = (await receiver({ op: 'stats' })).stats!.fast[0];
+  const after = await liveStats();
   const liveLost = Math.max(0, aloneLoad.probeAccepted - alone.unique);
 
   // 6. report

@@ -1,8 +1,8 @@
 /**
  * State at scale ("State that scales"): 100,000 endpoints of one tenant, 1,000 small tenants,
  * 1,000,000 DLQ entries, with every piece its own OS process: Kafka (`sluice kafka`, unless
- * KAFKA_BROKERS is set), `sluice start --workers 1`, the `sluice admin` CLI and the dispatch
- * bench's webhook receiver. This process only orchestrates, fills Kafka and measures.
+ * KAFKA_BROKERS is set), `sluice start --workers 1`, the `sluice admin` CLI and the benches'
+ * webhook receiver. This process only orchestrates, fills Kafka and measures.
  *
  *   npm run bench:state -- [--quick] [--results FILE] [--requests N] [--keep-logs]
  *       [--sluice-node-args="--trace-gc ..."]   (node flags for every `sluice start`, to diagnose)
@@ -34,13 +34,12 @@ import { ensureTopics } from '../core/kafka/topic-admin.ts';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
 import { topicNames, topicSpecs } from '../core/topics.ts';
 import { freePort } from '../core/net/free-port.ts';
-import type { ReceiverRequest } from './dispatch/ipc.ts';
 import { Children, stop, tail, type Launched } from './harness/children.ts';
-import { rpc } from './harness/ipc.ts';
+import { type ReceiverReply, type ReceiverRequest, rpc } from './harness/ipc.ts';
 import { benchKafka, dropBenchTopics, kafkaPid as kafkaJavaPid } from './harness/kafka.ts';
 import { machineCpu, ProcSampler, processTree, type Usage } from './harness/proc-cpu.ts';
 import { Scratch } from './harness/scratch.ts';
-import { benchCommand, measuredCommit } from './results-section.ts';
+import { benchCommand, measuredCommit, writeMarkedSection } from './results-section.ts';
 import {
   BIG,
   EVENT_TYPES,
@@ -61,7 +60,8 @@ import {
 import { fill, type FillProgress } from './state/fill.ts';
 import { Caller, repeat, stats, type Stats } from './state/http.ts';
 import type { BurstRequest } from './state/burst.ts';
-import { fmt, heapParts, rssParts, verdict, writeStateSection, type HeapParts } from './state/report.ts';
+import { heapParts, rssParts, verdict, type HeapParts } from './state/report.ts';
+import { fmt } from './harness/stats.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SLUICE = join(ROOT, 'bin/sluice.js');
@@ -196,11 +196,13 @@ async function main(): Promise<number> {
     }),
   );
   const producer = producers[0];
-  const receiver = children.forkTs('receiver', join(ROOT, 'bench/dispatch/receiver.ts'));
-  const { ports } = await rpc<ReceiverRequest, { ports: number[] }>(receiver.proc)({
-    op: 'listen',
-    modes: ['ok', 'ok', 'ok'],
-  });
+  const receiver = children.forkTs('receiver', join(ROOT, 'bench/harness/receiver.ts'));
+  const ports = (
+    await rpc<ReceiverRequest, ReceiverReply>(receiver.proc)({
+      op: 'listen',
+      ports: [1, 2, 3].map((i) => ({ name: `p${i}` })),
+    })
+  ).ports!;
   const plan = makePlan(SCALE, ports);
   const masterKey = config.masterKey;
 
@@ -730,7 +732,7 @@ async function main(): Promise<number> {
   say(section);
   const resultsFile = opt.results ?? (quick ? null : join(ROOT, 'bench/RESULTS.md'));
   if (resultsFile) {
-    writeStateSection(resultsFile, section);
+    writeMarkedSection(resultsFile, 'state', section);
     say(`\nwritten to ${resultsFile}`);
   } else say('\n(--quick: bench/RESULTS.md left alone; pass --results FILE to write the section)');
   return 0;
@@ -878,7 +880,7 @@ function report(r: ReportInput): string {
     '',
     `Processes: Kafka, \`sluice start --workers 1\` (one process: ingress + dispatcher, ` +
       `its own SLUICE_DATA_DIR), \`sluice admin create-client\`, ` +
-      `the dispatch bench's receiver (the endpoints' target), ` +
+      `the benches' receiver (the endpoints' target), ` +
       `and for the bursts a writer process; this process fills Kafka and measures. Latency: ` +
       `sequential requests over one keep-alive connection, ` +
       `from sending to the last byte of the body; ${N} per row after ${WARM_UP} untimed ` +

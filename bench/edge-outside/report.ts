@@ -6,8 +6,8 @@ import { cpus, release, totalmem, type } from 'node:os';
 import { KAFKA_VERSION } from '../../core/kafka/local-broker.ts';
 import type { Usage } from '../harness/proc-cpu.ts';
 import { benchCommand, measuredCommit } from '../results-section.ts';
-import type { RevocationResult, TokenResult } from './ipc.ts';
-import { fmt } from '../state/report.ts';
+import type { RevocationResult, TokenResult } from '../harness/ipc.ts';
+import { fmt } from '../harness/stats.ts';
 
 export interface TokenCase {
   label: string;
@@ -103,7 +103,7 @@ export function report(f: Figures): string {
     '',
     `Processes, each its own OS process on this machine: Kafka; node 1 = \`sluice start\` (primary + ` +
       `${f.workers} cluster workers, its default of one per core, each ingress + dispatcher); node 2 = ` +
-      '`sluice ingress`; the load generator (bench/edge-outside/load.ts: undici, keep-alive, pipelining 1). ' +
+      '`sluice ingress`; the load generator (bench/harness/load.ts: undici, keep-alive, pipelining 1). ' +
       `Before the cases, ${fmt(f.cliClients)} clients (the token clients and the officer) were made by ` +
       `\`sluice admin create-client\` runs, one at a time (${fmt(f.cliSeconds, 1)} s), and the ` +
       `${fmt(f.bulkClients)} revocation victims by one process doing the same (bench/edge-outside/provision.ts; ` +

@@ -59,6 +59,7 @@ export async function startDispatchers(
   env: NodeJS.ProcessEnv,
   count: number,
   clientIdPrefix: string | null = null,
+  nodeArgs: string[] = [],
 ): Promise<Dispatcher[]> {
   const out: Dispatcher[] = [];
   for (let i = 1; i <= count; i++) {
@@ -71,6 +72,7 @@ export async function startDispatchers(
       ['dispatcher'],
       { ...env, SLUICE_ADMIN_PORT: String(adminPort), ...(clientId ? { SLUICE_KAFKA_CLIENT_ID: clientId } : {}) },
       'sluice',
+      nodeArgs,
     );
     await waitForLine(launched, /dispatcher running/, 120_000, `dispatcher ${i}`);
     out.push({ name, adminPort, clientId, launched });

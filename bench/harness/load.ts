@@ -79,7 +79,11 @@ function tokens(pool: Dispatcher, c: Credentials): () => Promise<string> {
           path: '/v1/auth/token',
           method: 'POST',
           headers: JSON_HEADERS,
-          body: JSON.stringify({ grant_type: 'client_credentials', ...c }),
+          body: JSON.stringify({
+            grant_type: 'client_credentials',
+            client_id: c.client_id,
+            client_secret: c.client_secret,
+          }),
         });
         const body = (await res.body.json()) as { access_token?: string };
         if (res.statusCode !== 200 || !body.access_token) throw new Error(`token request answered ${res.statusCode}`);

@@ -7,19 +7,20 @@ export interface BenchClient {
   client_secret: string;
 }
 
-/** An admin client of `tenant`, made with `sluice admin create-client --json` (`sluice`: bin/sluice.js). */
+/** A client of `tenant` (role admin), made with `sluice admin create-client --json` (`sluice`: bin/sluice.js). */
 export async function adminClient(
   sluice: string,
   cwd: string,
   env: NodeJS.ProcessEnv,
   tenant: string,
+  role = 'admin',
 ): Promise<BenchClient> {
-  const out = await promisify(execFile)(
-    process.execPath,
-    [sluice, 'admin', 'create-client', '--tenant', tenant, '--role', 'admin', '--json'],
-    { cwd, env },
-  );
-  return JSON.parse(out.stdout.split('\n').find((l) => l.startsWith('{'))!);
+  const args = [sluice, 'admin', 'create-client', '--tenant', tenant, '--role', role, '--json'];
+  const out = await promisify(execFile)(process.execPath, args, { cwd, env });
+  const line = out.stdout.split('\n').find((l) => l.startsWith('{'));
+  if (!line) throw new Error(`sluice admin create-client printed no client:\n${out.stderr}`);
+  const { client_id, client_secret } = JSON.parse(line) as BenchClient;
+  return { client_id, client_secret };
 }
 
 /** An access token of `c` from `base`, retried for 10 s (the ingress may not have read the client yet). */

@@ -25,7 +25,6 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { cpus, loadavg, release, totalmem, type } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../core/config.ts';
 import { createKafka } from '../core/kafka/client.ts';
@@ -38,7 +37,9 @@ import { Children, stop, tail, type Launched } from './harness/children.ts';
 import { type ReceiverReply, type ReceiverRequest, rpc } from './harness/ipc.ts';
 import { benchKafka, dropBenchTopics, kafkaPid as kafkaJavaPid } from './harness/kafka.ts';
 import { machineCpu, ProcSampler, processTree, type Usage } from './harness/proc-cpu.ts';
+import { printHelp, ROOT, runBench, say, sleep } from './harness/cli.ts';
 import { Scratch } from './harness/scratch.ts';
+import { sluiceEnv } from './harness/sluice.ts';
 import { benchCommand, measuredCommit, writeMarkedSection } from './results-section.ts';
 import {
   BIG,
@@ -63,10 +64,7 @@ import type { BurstRequest } from './state/burst.ts';
 import { heapParts, rssParts, verdict, type HeapParts } from './state/report.ts';
 import { fmt } from './harness/stats.ts';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SLUICE = join(ROOT, 'bin/sluice.js');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const say = (line = '') => process.stdout.write(`${line}\n`);
 
 const { values: opt } = parseArgs({
   options: {
@@ -78,10 +76,7 @@ const { values: opt } = parseArgs({
     help: { type: 'boolean', short: 'h' },
   },
 });
-if (opt.help) {
-  say(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('*/')[0]);
-  process.exit(0);
-}
+if (opt.help) printHelp(import.meta.url);
 const quick = opt.quick === true;
 const SCALE = quick ? 1 / 20 : 1;
 /** Requests per latency row (at least 200 by default, --quick included: they are cheap). */
@@ -105,29 +100,16 @@ let sampler: ProcSampler | null = null;
 let brokers: string[] = [];
 let prefix = '';
 let externalKafka = false;
-let shuttingDown = false;
+// A failed run keeps its logs (Kafka's in kafka/logs), not the gigabytes of data beside them.
+scratch.keepLogs = opt['keep-logs'] === true;
 
-async function shutdown(code: number): Promise<void> {
-  if (shuttingDown) return;
-  shuttingDown = true;
+async function shutdown(): Promise<void> {
   sampler?.stop();
   for (const c of closers.splice(0).reverse()) await c().catch(() => {});
   await children.stopAll();
   if (externalKafka && prefix) await dropBenchTopics(brokers, prefix);
-  // Exiting removes the work directory; a failed run keeps its logs (Kafka's in kafka/logs), not
-  // the gigabytes of data beside them.
-  scratch.keepLogs = code === 2 || Boolean(opt['keep-logs']);
-  process.exit(code);
 }
-for (const [signal, code] of [
-  ['SIGINT', 130],
-  ['SIGTERM', 143],
-] as const) {
-  process.on(signal, () => {
-    process.stderr.write(`${signal}: stopping the child processes\n`);
-    void shutdown(code);
-  });
-}
+scratch.onSignal(shutdown);
 
 // ---------------------------------------------------------------- results collected on the way
 
@@ -212,14 +194,9 @@ async function main(): Promise<number> {
   const base = `http://127.0.0.1:${port}`;
   const childEnv = (dataDir: string): NodeJS.ProcessEnv => {
     const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      KAFKA_BROKERS: brokers.join(','),
-      SLUICE_TOPIC_PREFIX: prefix,
-      SLUICE_DATA_DIR: dataDir,
-      SLUICE_HOST: '127.0.0.1',
+      ...sluiceEnv({ brokers, prefix, port, dataDir }),
       SLUICE_PORT: String(port),
       SLUICE_ADMIN_PORT: String(adminPort),
-      SLUICE_ISSUER: base,
       SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
       SLUICE_LOG_LEVEL: 'warn',
     };
@@ -940,10 +917,4 @@ function report(r: ReportInput): string {
   ].join('\n');
 }
 
-main().then(
-  (code) => shutdown(code),
-  (err: Error) => {
-    if (!shuttingDown) process.stderr.write(`bench:state failed: ${err.stack ?? err}\n`);
-    return shutdown(2);
-  },
-);
+runBench(main, shutdown, scratch);

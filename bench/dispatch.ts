@@ -46,16 +46,9 @@ import { featureShares } from './dispatch/feature-cost.ts';
 import { benchCommand, measuredCommit, writeMarkedSection } from './results-section.ts';
 import { Children, type Launched } from './harness/children.ts';
 import { checkLabel, printHelp, ROOT, runBench, say, sleep } from './harness/cli.ts';
-import {
-  type LoadReply,
-  type LoadRequest,
-  type PortSpec,
-  type PortStats,
-  type PublishResult,
-  type ReceiverReply,
-  type ReceiverRequest,
-  rpc,
-} from './harness/ipc.ts';
+import { rpc } from './harness/ipc.ts';
+import type { LoadReply, LoadRequest, PublishResult } from './harness/load.ts';
+import type { PortSpec, PortStats, ReceiverReply, ReceiverRequest } from './harness/receiver.ts';
 import { benchKafka, dropBenchTopics, kafkaPid, settleGroups } from './harness/kafka.ts';
 import { ProcSampler, processTree, type Usage } from './harness/proc-cpu.ts';
 import { Scratch } from './harness/scratch.ts';

@@ -34,14 +34,8 @@ import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
 import { freePort, freePorts } from '../core/net/free-port.ts';
 import { Children, tail, waitForLine, type Launched } from './harness/children.ts';
 import { printHelp, ROOT, resultsFile, runBench, say, sleep, writeResults } from './harness/cli.ts';
-import {
-  type Credentials,
-  type LoadReply,
-  type LoadRequest,
-  type RevocationResult,
-  rpc,
-  type TokenResult,
-} from './harness/ipc.ts';
+import { rpc } from './harness/ipc.ts';
+import type { Credentials, LoadReply, LoadRequest, RevocationResult, TokenResult } from './harness/load.ts';
 import { benchKafka, dropBenchTopics } from './harness/kafka.ts';
 import { machineCpu, ProcSampler, processTree, type Usage } from './harness/proc-cpu.ts';
 import { Scratch } from './harness/scratch.ts';

@@ -50,17 +50,10 @@ import { type Admin, createKafka } from '../core/kafka/client.ts';
 import { freePort } from '../core/net/free-port.ts';
 import { Children, type Launched } from './harness/children.ts';
 import { checkLabel, printHelp, ROOT, resultsFile, runBench, say, sleep, writeResults } from './harness/cli.ts';
-import {
-  type Latency,
-  type LoadReply,
-  type LoadRequest,
-  type PortSpec,
-  type PortStats,
-  type ReceiverReply,
-  type ReceiverRequest,
-  rpc,
-  type StreamResult,
-} from './harness/ipc.ts';
+import { rpc } from './harness/ipc.ts';
+import type { LoadReply, LoadRequest, StreamResult } from './harness/load.ts';
+import type { PortSpec, PortStats, ReceiverReply, ReceiverRequest } from './harness/receiver.ts';
+import type { Latency } from './harness/stats.ts';
 import { benchKafka, dropBenchTopics, settleGroups } from './harness/kafka.ts';
 import { Scratch } from './harness/scratch.ts';
 import { RECEIVER_ENV, sluiceEnv, startDispatchers, waitReady } from './harness/sluice.ts';

@@ -11,30 +11,107 @@
  */
 import { performance } from 'node:perf_hooks';
 import { Client, type Dispatcher, Pool } from 'undici';
-import type {
-  Credentials,
-  FloodSpec,
-  LoadReply,
-  LoadRequest,
-  OrderedSpec,
-  ProbeResult,
-  ProbeSpec,
-  PublishResult,
-  PublishSpec,
-  RevocationResult,
-  RevocationSpec,
-  StreamResult,
-  TokenResult,
-  TokenSpec,
-} from './ipc.ts';
 import { serve } from './ipc.ts';
 import { percentile } from './stats.ts';
+
+export interface Credentials {
+  client_id: string;
+  client_secret: string;
+}
+
+/** `publish`: `events` events, one per request or `batchSize` per batch request. */
+export interface PublishSpec {
+  base: string;
+  client: Credentials;
+  publish: 'single' | 'batch';
+  batchSize: number;
+  /** closed: `connections` requests in flight back to back; open: `rate` events/s on a fixed schedule. */
+  model: 'closed' | 'open';
+  connections: number;
+  rate: number;
+  events: number;
+  padBytes: number;
+  /** Each event carries its own publish id (the idempotent path). */
+  ids?: boolean;
+}
+
+/** `probe`: the noisy-neighbour bench's two tenants at once. */
+export interface ProbeSpec {
+  base: string;
+  /** The quiet tenant: one event per request on a fixed schedule, keyed `k<seq % keys>`. */
+  probe: { client: Credentials; rate: number; seconds: number; keys: number };
+  /** The noisy tenant: a batch of `batch` events every `everyMs` (null: none). */
+  flood: { client: Credentials; batch: number; everyMs: number; keys: number } | null;
+}
+
+/** `flood`: event types at once, each `events` events in batches of `batch`, `connections` at once. */
+export interface FloodSpec {
+  base: string;
+  client: Credentials;
+  streams: { type: string; events: number; batch: number; connections: number }[];
+}
+
+/**
+ * `ordered`: `keys` × `perKey` events, data `{key, seq, sent_at}`, seq-major, from one sequential
+ * stream of batches (`batchMax` at most), paced at `rate` events/s (0: as fast as accepted).
+ */
+export interface OrderedSpec {
+  base: string;
+  client: Credentials;
+  type: string;
+  keys: number;
+  perKey: number;
+  rate: number;
+  batchMax: number;
+}
+
+/** `tokens`: closed model, POST /v1/auth/token round-robin over `clients`; a warm-up not counted. */
+export interface TokenSpec {
+  base: string;
+  clients: Credentials[];
+  connections: number;
+  warmUpSeconds: number;
+  seconds: number;
+}
+
+/** `revocation`: rounds of a victim's token polled on both nodes while node 1 revokes it. */
+export interface RevocationSpec {
+  node1: string;
+  node2: string;
+  officer: Credentials;
+  /** Revoked in one unreported round first. */
+  warmUp: Credentials;
+  victims: Credentials[];
+  roundTimeoutMs: number;
+}
+
+export type LoadRequest =
+  | { op: 'publish'; spec: PublishSpec }
+  | { op: 'probe'; spec: ProbeSpec }
+  | { op: 'flood'; spec: FloodSpec }
+  | { op: 'ordered'; spec: OrderedSpec }
+  | { op: 'tokens'; spec: TokenSpec }
+  | { op: 'revocation'; spec: RevocationSpec };
+
+export type PublishResult = Awaited<ReturnType<typeof publish>>;
+export type StreamResult = ReturnType<typeof stream>;
+export type TokenResult = Awaited<ReturnType<typeof tokenRun>>;
+export type RevocationResult = Awaited<ReturnType<typeof revocation>>;
+export interface LoadReply {
+  publish?: PublishResult;
+  probe?: Awaited<ReturnType<typeof probe>>;
+  flood?: StreamResult[];
+  ordered?: StreamResult;
+  tokens?: TokenResult;
+  revocation?: RevocationResult;
+}
 
 const TIMEOUTS = { headersTimeout: 30_000, bodyTimeout: 30_000, keepAliveTimeout: 60_000 };
 const TOKEN_TTL_MS = 10 * 60_000; // tokens last 900 s; take a new one well before
 const JSON_HEADERS = { 'content-type': 'application/json' };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const sorted = (xs: number[]) => Array.from(Float64Array.from(xs).sort());
+const counts = (): Record<string, number> => ({});
 const bump = (m: Record<string, number>, k: string | number): void => {
   m[k] = (m[k] ?? 0) + 1;
 };
@@ -122,7 +199,7 @@ function errorCode(error: unknown): string {
   return String(e.code ?? e.status ?? 'error');
 }
 
-async function publish(spec: PublishSpec): Promise<PublishResult> {
+async function publish(spec: PublishSpec) {
   const pool = new Pool(spec.base, { connections: spec.connections, pipelining: 1, keepAliveTimeout: 60_000 });
   const token = tokens(pool, spec.client);
   await token();
@@ -130,12 +207,15 @@ async function publish(spec: PublishSpec): Promise<PublishResult> {
   const perRequest = batch ? spec.batchSize : 1;
   const requests = Math.ceil(spec.events / perRequest);
   const pad = 'x'.repeat(spec.padBytes);
-  const out: PublishResult = {
+  const out = {
     sent: 0,
+    /** 202 (single), or items with an id and no error in a 200/202 (batch). */
     accepted: 0,
-    statuses: {},
-    itemErrors: {},
-    matched: {},
+    statuses: counts(),
+    /** Batch items refused inside an accepted response, by their error code. */
+    itemErrors: counts(),
+    /** `matched_endpoints` of accepted events (by count). */
+    matched: counts(),
     firstSentAt: 0,
     lastAnsweredAt: 0,
     acceptedPerSec: 0,
@@ -192,14 +272,13 @@ async function publish(spec: PublishSpec): Promise<PublishResult> {
   return out;
 }
 
-async function probe(spec: ProbeSpec): Promise<ProbeResult> {
-  const out: ProbeResult = {
+async function probe(spec: ProbeSpec) {
+  const out = {
     probeAccepted: 0,
-    probeAnswerP50: null,
-    probeAnswerP99: null,
-    probeStatuses: {},
+    probeStatuses: counts(),
     floodAccepted: 0,
-    floodStatuses: {},
+    floodStatuses: counts(),
+    /** matched_endpoints of the flood's events, summed. */
     floodDeliveries: 0,
   };
   const probePool = new Pool(spec.base, { connections: 16, keepAliveTimeout: 60_000 });
@@ -265,17 +344,20 @@ async function probe(spec: ProbeSpec): Promise<ProbeResult> {
   await Promise.all(pending);
   await Promise.all([probePool.close(), floodPool.close()]);
   const s = sorted(answered);
+  // Request sent to 202 read.
   return { ...out, probeAnswerP50: percentile(s, 50), probeAnswerP99: percentile(s, 99) };
 }
 
-const stream = (type: string): StreamResult => ({
+/** Statuses: responses by status; network failures as `error:<code>`; refused items as `item:<code>`. */
+const stream = (type: string) => ({
   type,
   sent: 0,
   accepted: 0,
-  statuses: {},
+  statuses: counts(),
   firstSentAt: 0,
   lastAnsweredAt: 0,
-  ids: [],
+  /** The ids accepted (`ordered` only). */
+  ids: [] as string[],
 });
 
 /** One batch request; counts its statuses into `out` and returns the ids accepted (null for a refused item). */
@@ -301,7 +383,7 @@ async function batch(pool: Pool, token: string, events: object[], out: StreamRes
   }
 }
 
-async function flood(spec: FloodSpec): Promise<StreamResult[]> {
+async function flood(spec: FloodSpec) {
   const connections = spec.streams.reduce((n, s) => n + s.connections, 0);
   const pool = new Pool(spec.base, { connections, keepAliveTimeout: 60_000 });
   try {
@@ -330,7 +412,7 @@ async function flood(spec: FloodSpec): Promise<StreamResult[]> {
   }
 }
 
-async function ordered(spec: OrderedSpec): Promise<StreamResult> {
+async function ordered(spec: OrderedSpec) {
   const pool = new Pool(spec.base, { connections: 1, keepAliveTimeout: 60_000 });
   const out = stream(spec.type);
   try {
@@ -362,7 +444,7 @@ async function ordered(spec: OrderedSpec): Promise<StreamResult> {
   }
 }
 
-async function tokenRun(spec: TokenSpec): Promise<TokenResult> {
+async function tokenRun(spec: TokenSpec) {
   const pool = new Pool(spec.base, { connections: spec.connections, pipelining: 1, ...TIMEOUTS });
   const bodies = spec.clients.map((c) => JSON.stringify({ grant_type: 'client_credentials', ...c }));
   const statuses: Record<string, number> = {};
@@ -407,19 +489,20 @@ async function tokenRun(spec: TokenSpec): Promise<TokenResult> {
 /** sentAt: when the POST left (performance.now()); stop: the round is over without a refusal. */
 type PollState = { sentAt: number; stop: 'timeout' | 'aborted' | null };
 
-async function revocation(spec: RevocationSpec): Promise<RevocationResult> {
+async function revocation(spec: RevocationSpec) {
   const opts = { pipelining: 1, ...TIMEOUTS };
   // node 1's API (tokens, the POST), and one polling connection per node.
   const api = new Client(spec.node1, opts);
   const polls = { 'node 1': new Client(spec.node1, opts), 'node 2': new Client(spec.node2, opts) };
-  const out: RevocationResult = {
-    node2Ms: [],
-    node1Ms: [],
-    postMs: [],
-    pollP50: null,
-    pollP99: null,
+  // Per measured round, ms from sending the POST (NaN: not refused within the timeout).
+  const out = {
+    node2Ms: [] as number[],
+    node1Ms: [] as number[],
+    postMs: [] as number[],
+    pollP50: null as number | null,
+    pollP99: null as number | null,
     polls: 0,
-    unexpected: {},
+    unexpected: counts(),
   };
   const rtts: number[] = [];
   const get = async (c: Dispatcher, token: string) => {

@@ -8,8 +8,50 @@
  * and for an ordered port each key's order (`data.key`, `data.seq`).
  */
 import { createServer, type IncomingMessage, type RequestListener, type Server } from 'node:http';
-import { type PortSpec, type PortStats, type ReceiverRequest, serve } from './ipc.ts';
-import { latency } from './stats.ts';
+import { serve } from './ipc.ts';
+import { type Latency, latency } from './stats.ts';
+
+/** How one receiver port answers a delivery (a `ping` is always answered 200 at once). */
+export interface PortSpec {
+  /** Ports of one name share one tally (a tenant's hundred slow endpoints). */
+  name: string;
+  /** Never answers a delivery: the socket stays open. */
+  hang?: boolean;
+  /** Holds every delivery this long before its 204 (ms). */
+  holdMs?: number;
+  /** Every `tooManyEvery`-th request is answered 429 with `Retry-After: retryAfterS` (sent on failRate too). */
+  tooManyEvery?: number;
+  retryAfterS?: number;
+  /** This share of requests (0..1), drawn at random, is answered `failStatus` (500) at once. */
+  failRate?: number;
+  failStatus?: number;
+  /** The others are answered after a random 0..delayMaxMs. */
+  delayMaxMs?: number;
+  /** Deliveries carry `data: {key, seq, sent_at}`: per-key order is checked. */
+  ordered?: boolean;
+}
+
+export type ReceiverRequest =
+  /** Opens one server per spec (closing the previous ones); answers their ports in the same order. */
+  | { op: 'listen'; ports: PortSpec[] }
+  /** Forgets what the named tallies (every one when absent) recorded: a new measuring window. */
+  | { op: 'reset'; names?: string[] }
+  /** Per name: event ids answered 2xx at least once (cheap, for polling). */
+  | { op: 'progress' }
+  /** `splitAt` (epoch ms, a kill): an ordered port's latencies before and after it. */
+  | { op: 'stats'; splitAt?: number }
+  /** The event ids a name answered 2xx at least once. */
+  | { op: 'ids'; name: string };
+
+export type PortStats = ReturnType<typeof stats>;
+export interface ReceiverReply {
+  ports?: number[];
+  progress?: Record<string, number>;
+  stats?: PortStats[];
+  /** Publish to first 2xx over every port. */
+  latency?: Latency;
+  ids?: string[];
+}
 
 interface OrderedEvent {
   key: string;
@@ -175,7 +217,12 @@ function maxInWindow(sorted: number[], width: number): number {
   return best;
 }
 
-function orderedStats(r: Tally, splitAt: number): PortStats['ordered'] {
+/**
+ * Inversions: first sightings (and first 2xx) of an event id whose seq is below an earlier one of its
+ * key. Latencies of the events answered 2xx before `splitAt`, split by whether a failure of their key
+ * came between their publish and their first 2xx, and after it; the longest gap between first 2xx.
+ */
+function orderedStats(r: Tally, splitAt: number) {
   const clear: number[] = [];
   const behind: number[] = [];
   const after: number[] = [];
@@ -220,7 +267,8 @@ function orderedStats(r: Tally, splitAt: number): PortStats['ordered'] {
   };
 }
 
-function stats(name: string, r: Tally, splitAt: number): PortStats {
+/** maxInWindow: most requests in any 1 s; duplicates: requests for an id answered 2xx already. */
+function stats(name: string, r: Tally, splitAt: number) {
   let firstOkAt: number | null = null;
   let lastOkAt: number | null = null;
   for (const t of r.okAt.values()) {

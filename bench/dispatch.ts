@@ -53,7 +53,7 @@ import { benchKafka, dropBenchTopics, kafkaPid, settleGroups } from './harness/k
 import { ProcSampler, processTree, type Usage } from './harness/proc-cpu.ts';
 import { Scratch } from './harness/scratch.ts';
 import { RECEIVER_ENV, sluiceEnv, startDispatchers, waitReady } from './harness/sluice.ts';
-import { adminClient, bearerToken, type BenchClient } from './harness/sluice-api.ts';
+import { adminClient, bearerToken, type BenchClient, registerEndpoint, sluiceApi } from './harness/sluice-api.ts';
 import { fmt, type Latency, median } from './harness/stats.ts';
 
 const { values: opt } = parseArgs({
@@ -250,23 +250,13 @@ function runOnce<T>(script: string, spec: object): Promise<T> {
 let base = '';
 let client: BenchClient = { client_id: '', client_secret: '' };
 let token = { value: '', at: 0 };
-
-async function api(method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
-  if (Date.now() - token.at > 10 * 60_000) token = { value: await bearerToken(base, client), at: Date.now() };
-  const headers: Record<string, string> = { authorization: `Bearer ${token.value}` };
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(base + path, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  try {
-    return { status: res.status, json: text ? JSON.parse(text) : null };
-  } catch {
-    return { status: res.status, json: text };
-  }
-}
+const api = sluiceApi(
+  () => base,
+  async () => {
+    if (Date.now() - token.at > 10 * 60_000) token = { value: await bearerToken(base, client), at: Date.now() };
+    return token.value;
+  },
+);
 
 let adminPorts: number[] = [];
 /** sluice_deliveries_total{outcome="deferred"} summed over every Sluice process (missing = 0). */
@@ -523,17 +513,7 @@ async function main(): Promise<number> {
   async function measure(sc: Scenario, run: number, rate: number): Promise<RunResult | null> {
     await Promise.all(liveEndpoints.map((id) => api('DELETE', `/v1/webhooks/endpoints/${id}`)));
     const ports = await listen(sc.modes);
-    liveEndpoints = await Promise.all(
-      ports.map(async (p) => {
-        const r = await api('POST', '/v1/webhooks/endpoints', {
-          url: `http://127.0.0.1:${p}/hook`,
-          events: ['inference.completed'],
-        });
-        if (r.status !== 201 || r.json.state !== 'ACTIVE')
-          throw new Error(`registering an endpoint answered ${r.status}: ${JSON.stringify(r.json)}`);
-        return r.json.id as string;
-      }),
-    );
+    liveEndpoints = await Promise.all(ports.map((p) => registerEndpoint(api, `http://127.0.0.1:${p}/hook`)));
     if (DISPATCHERS > 0) await sleep(1000); // every dispatcher's endpoint view sees the change
     const healthy = sc.modes.filter((m) => m === 'ok').length;
     const deferred0 = await deferredTotal();

@@ -57,7 +57,15 @@ import type { Latency } from './harness/stats.ts';
 import { benchKafka, dropBenchTopics, settleGroups } from './harness/kafka.ts';
 import { Scratch } from './harness/scratch.ts';
 import { RECEIVER_ENV, sluiceEnv, startDispatchers, waitReady } from './harness/sluice.ts';
-import { adminClient, bearerToken, type BenchClient } from './harness/sluice-api.ts';
+import {
+  adminClient,
+  type Api,
+  type BenchClient,
+  bearerToken,
+  dlqEventIds,
+  registerEndpoint,
+  sluiceApi,
+} from './harness/sluice-api.ts';
 import { benchCommand, machineLine, measuredCommit } from './results-section.ts';
 import { fmt } from './harness/stats.ts';
 
@@ -249,46 +257,15 @@ async function main(): Promise<number> {
   const orderedClient = await createClient('ordered');
   const tokenOf = (c: BenchClient) => bearerToken(base, c);
 
-  const api = async (token: string, method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${base}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${token}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, body: (await res.json().catch(() => null)) as any };
-  };
-  const register = async (token: string, url: string, type: string): Promise<string> => {
-    const res = await api(token, 'POST', '/v1/webhooks/endpoints', { url, events: [type] });
-    if (res.status !== 201 || res.body?.state !== 'ACTIVE')
-      throw new Error(`registering ${url} answered ${res.status}: ${JSON.stringify(res.body)}`);
-    return res.body.id;
-  };
-  const patch = async (token: string, id: string, policy: Record<string, unknown>): Promise<void> => {
-    const res = await api(token, 'PATCH', `/v1/webhooks/endpoints/${id}`, policy);
+  const patch = async (api: Api, id: string, policy: Record<string, unknown>): Promise<void> => {
+    const res = await api('PATCH', `/v1/webhooks/endpoints/${id}`, policy);
     const echoed = Object.entries(policy).every(([k, v]) => res.body?.[k] === v);
     if (res.status !== 200 || !echoed)
       throw new Error(`PATCH ${id} ${JSON.stringify(policy)} answered ${res.status}: ${JSON.stringify(res.body)}`);
   };
-  const failedAttempts = async (token: string, id: string): Promise<number | null> => {
-    const res = await api(token, 'GET', `/v1/webhooks/stats?endpoint_id=${encodeURIComponent(id)}`);
+  const failedAttempts = async (id: string): Promise<number | null> => {
+    const res = await flowApi('GET', `/v1/webhooks/stats?endpoint_id=${encodeURIComponent(id)}`);
     return res.status === 200 ? (res.body.totals?.failed ?? null) : null;
-  };
-  const dlqEventIds = async (token: string, id: string): Promise<string[]> => {
-    const ids: string[] = [];
-    for (let cursor: string | null = null, pages = 0; pages < 100; pages++) {
-      const page = cursor ? `&cursor=${encodeURIComponent(cursor)}` : '';
-      const q = `endpoint_id=${encodeURIComponent(id)}&limit=1000${page}`;
-      const res = await api(token, 'GET', `/v1/webhooks/dlq?${q}`);
-      if (res.status !== 200)
-        throw new Error(`GET /v1/webhooks/dlq answered ${res.status}: ${JSON.stringify(res.body)}`);
-      for (const e of res.body.data as { event_id: string }[]) ids.push(e.event_id);
-      cursor = res.body.next_cursor;
-      if (!cursor) break;
-    }
-    return ids;
   };
 
   const specs: PortSpec[] = [
@@ -301,6 +278,8 @@ async function main(): Promise<number> {
   const ports = (await receiver({ op: 'listen', ports: specs })).ports!;
   const urlOf = (name: string, query = '') =>
     `http://127.0.0.1:${ports[specs.findIndex((s) => s.name === name)]}/hook${query}`;
+  const flowApi = sluiceApi(base, () => flowToken);
+  const orderedApi = sluiceApi(base, () => orderedToken);
   const flowToken = await tokenOf(flow);
   const orderedToken = await tokenOf(orderedClient);
   const policies: Record<string, Record<string, unknown>> = {
@@ -311,8 +290,8 @@ async function main(): Promise<number> {
   const typeOf = (name: string) => `flow.${name.toLowerCase()}`;
   const ids: Record<string, string> = {};
   for (const name of ['L50', 'M4', 'R', 'U']) {
-    ids[name] = await register(flowToken, urlOf(name), typeOf(name));
-    if (policies[name]) await patch(flowToken, ids[name], policies[name]);
+    ids[name] = await registerEndpoint(flowApi, urlOf(name), { events: [typeOf(name)] });
+    if (policies[name]) await patch(flowApi, ids[name], policies[name]);
   }
   say(`registered L50, M4, R (limits set by PATCH) and U for tenant flow`);
 
@@ -405,8 +384,8 @@ async function main(): Promise<number> {
   const failed: Record<string, number | null> = {};
   const dlq: Record<string, number> = {};
   for (const name of ['L50', 'M4', 'R', 'U']) {
-    failed[name] = await failedAttempts(flowToken, ids[name]);
-    dlq[name] = (await dlqEventIds(flowToken, ids[name])).length;
+    failed[name] = await failedAttempts(ids[name]);
+    dlq[name] = (await dlqEventIds(flowApi, ids[name])).length;
   }
   for (const name of ['L50', 'M4', 'R', 'U'])
     say(
@@ -427,11 +406,11 @@ async function main(): Promise<number> {
   let chosen: { id: string; type: string; owner: Node | null } | null = null;
   for (let c = 1; c <= 8 && chosen?.owner?.name.startsWith('dispatcher') !== true; c++) {
     const type = `ordered.c${c}`;
-    const id = await register(orderedToken, urlOf('O', `?c=${c}`), type);
+    const id = await registerEndpoint(orderedApi, urlOf('O', `?c=${c}`), { events: [type] });
     chosen = { id, type, owner: await laneOwner(id) };
   }
   const policy = { ordering: 'key', ...(ORDERED_IN_FLIGHT === null ? {} : { max_in_flight: ORDERED_IN_FLIGHT }) };
-  await patch(orderedToken, chosen!.id, policy);
+  await patch(orderedApi, chosen!.id, policy);
   const { id: orderedId, type: orderedType } = chosen!;
   await sleep(1500);
   say(
@@ -486,7 +465,7 @@ async function main(): Promise<number> {
     if (ok >= published.accepted) break;
     if (Date.now() - lastChange > 5000 && Date.now() - lastDlq > 5000) {
       lastDlq = Date.now();
-      dlqIds = await dlqEventIds(orderedToken, orderedId);
+      dlqIds = await dlqEventIds(orderedApi, orderedId);
       if (ok + dlqIds.length >= published.accepted) break;
       if (Date.now() - lastChange > 120_000) {
         notes.push('B: no event delivered for 120 s; gave up waiting.');
@@ -500,7 +479,7 @@ async function main(): Promise<number> {
   }
   await sleep(1000);
   const so = (await portStats(killed?.at)).O;
-  dlqIds = await dlqEventIds(orderedToken, orderedId);
+  dlqIds = await dlqEventIds(orderedApi, orderedId);
   const delivered = new Set((await receiver({ op: 'ids', name: 'O' })).ids!);
   const dlqSet = new Set(dlqIds);
   const lostB = published.ids.filter((id) => !delivered.has(id) && !dlqSet.has(id)).length;

@@ -38,7 +38,7 @@ import type { ReceiverReply, ReceiverRequest } from './harness/receiver.ts';
 import { benchKafka, dropBenchTopics, settleGroups } from './harness/kafka.ts';
 import { Scratch } from './harness/scratch.ts';
 import { RECEIVER_ENV, sluiceEnv, startDispatchers, waitReady } from './harness/sluice.ts';
-import { adminClient, bearerToken, type BenchClient } from './harness/sluice-api.ts';
+import { adminClient, type BenchClient, bearerToken, registerEndpoint, sluiceApi } from './harness/sluice-api.ts';
 import { benchCommand, machineLine, measuredCommit } from './results-section.ts';
 import { fmt } from './harness/stats.ts';
 
@@ -145,27 +145,6 @@ async function main(): Promise<number> {
   const quiet = await createClient('quiet');
   const tokenOf = (c: BenchClient) => bearerToken(base, c);
 
-  const call = async (token: string, method: string, path: string, body: unknown, want: number) => {
-    const res = await fetch(`${base}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    const answer = (await res.json()) as { id?: string; state?: string };
-    if (res.status !== want) throw new Error(`${method} ${path} answered ${res.status}: ${JSON.stringify(answer)}`);
-    return answer;
-  };
-  const register = async (token: string, url: string, extra: Record<string, unknown>) => {
-    const body = await call(
-      token,
-      'POST',
-      '/v1/webhooks/endpoints',
-      { url, events: ['inference.completed'], ...extra },
-      201,
-    );
-    if (body.state !== 'ACTIVE') throw new Error(`registering ${url}: state ${body.state}`);
-    return body.id!;
-  };
   // The noisy tenant's ports share one tally ('slow'): its requests held at once are over all of them.
   const specs = [
     ...Array.from({ length: SLOW }, () => ({ name: 'slow', holdMs: HOLD_MS })),
@@ -174,17 +153,20 @@ async function main(): Promise<number> {
   const ports = (await receiver({ op: 'listen', ports: specs })).ports!;
   const noisyToken = await tokenOf(noisy);
   const quietToken = await tokenOf(quiet);
+  const noisyApi = sluiceApi(base, () => noisyToken);
+  const quietApi = sluiceApi(base, () => quietToken);
   const slowPorts = ports.slice(0, SLOW);
   for (let i = 0; i < slowPorts.length; i += 10)
     await Promise.all(
       slowPorts.slice(i, i + 10).map(async (p) => {
-        const id = await register(noisyToken, `http://127.0.0.1:${p}/hook`, NOISY_KINDS[NOISY]);
-        if (NOISY === 'paused-ordered')
-          await call(noisyToken, 'PATCH', `/v1/webhooks/endpoints/${id}`, { disabled: true }, 200);
+        const id = await registerEndpoint(noisyApi, `http://127.0.0.1:${p}/hook`, NOISY_KINDS[NOISY]);
+        if (NOISY !== 'paused-ordered') return;
+        const r = await noisyApi('PATCH', `/v1/webhooks/endpoints/${id}`, { disabled: true });
+        if (r.status !== 200) throw new Error(`pausing ${id} answered ${r.status}: ${JSON.stringify(r.body)}`);
       }),
     );
   for (const [i, kind] of QUIET_KINDS.entries())
-    await register(quietToken, `http://127.0.0.1:${ports[SLOW + i]}/hook`, kind.body);
+    await registerEndpoint(quietApi, `http://127.0.0.1:${ports[SLOW + i]}/hook`, kind.body);
   say(`registered ${SLOW} ${NOISY} endpoints (tenant noisy) and ${QUIET_KINDS.length} fast endpoints (tenant quiet)`);
 
   const notes: string[] = [];

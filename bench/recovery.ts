@@ -37,7 +37,7 @@ import type { ReceiverReply, ReceiverRequest } from './harness/receiver.ts';
 import { benchKafka, dropBenchTopics, settleGroups } from './harness/kafka.ts';
 import { Scratch } from './harness/scratch.ts';
 import { sluiceEnv, waitReady } from './harness/sluice.ts';
-import { adminClient, bearerToken } from './harness/sluice-api.ts';
+import { adminClient, bearerToken, dlqEventIds, registerEndpoint, sluiceApi } from './harness/sluice-api.ts';
 import { benchCommand, machineLine, measuredCommit } from './results-section.ts';
 import { fmt } from './harness/stats.ts';
 
@@ -144,22 +144,9 @@ async function main(): Promise<number> {
   // 4. the tenant, its endpoint, its backlog
   const client = await adminClient(join(ROOT, 'bin/sluice.js'), ROOT, env, TENANT);
   const token = await bearerToken(base, client);
-  const api = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${base}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    return { status: res.status, body: (await res.json().catch(() => null)) as any };
-  };
+  const api = sluiceApi(base, () => token);
   const [fastPort] = (await receiver({ op: 'listen', ports: [{ name: 'live' }] })).ports!;
-  const ep = await api('POST', '/v1/webhooks/endpoints', {
-    url: `http://127.0.0.1:${fastPort}/hook`,
-    events: ['inference.completed'],
-  });
-  if (ep.status !== 201 || ep.body.state !== 'ACTIVE')
-    throw new Error(`registering the endpoint answered ${ep.status}: ${JSON.stringify(ep.body)}`);
-  const endpointId: string = ep.body.id;
+  const endpointId = await registerEndpoint(api, `http://127.0.0.1:${fastPort}/hook`);
 
   const now = Date.now();
   const entries = backlog(endpointId, BACKLOG, now);
@@ -173,14 +160,7 @@ async function main(): Promise<number> {
   await producer.disconnect();
   // The DLQ view has them all once a recovery's count would find them.
   for (const deadline = Date.now() + 120_000; ; await sleep(1000)) {
-    let n = 0;
-    let cursor: string | null = null;
-    do {
-      const q = `endpoint_id=${endpointId}&limit=1000${cursor ? `&cursor=${cursor}` : ''}`;
-      const page = await api('GET', `/v1/webhooks/dlq?${q}`);
-      n += page.body.data.length;
-      cursor = page.body.next_cursor;
-    } while (cursor);
+    const n = (await dlqEventIds(api, endpointId, Number.POSITIVE_INFINITY)).length;
     if (n >= BACKLOG) break;
     if (Date.now() > deadline) throw new Error(`the DLQ listed ${n} of ${BACKLOG} entries after 120 s`);
   }

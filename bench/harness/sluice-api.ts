@@ -36,3 +36,47 @@ export async function bearerToken(base: string, c: BenchClient): Promise<string>
     await new Promise((r) => setTimeout(r, 250));
   }
 }
+
+/** A request to the Sluice API as the holder of a token: its status and its body (JSON when it parses). */
+export type Api = (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>;
+
+/** Requests to `base` (or what it gives at the time) with the token `token()` gives. */
+export function sluiceApi(base: string | (() => string), token: () => string | Promise<string>): Api {
+  return async (method, path, body) => {
+    const headers: Record<string, string> = { authorization: `Bearer ${await token()}` };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch((typeof base === 'string' ? base : base()) + path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    try {
+      return { status: res.status, body: text ? JSON.parse(text) : null };
+    } catch {
+      return { status: res.status, body: text };
+    }
+  };
+}
+
+/** Registers an endpoint for `url` (inference.completed unless `more` says otherwise); its id, once ACTIVE. */
+export async function registerEndpoint(api: Api, url: string, more: Record<string, unknown> = {}): Promise<string> {
+  const r = await api('POST', '/v1/webhooks/endpoints', { url, events: ['inference.completed'], ...more });
+  if (r.status !== 201 || r.body?.state !== 'ACTIVE')
+    throw new Error(`registering ${url} answered ${r.status}: ${JSON.stringify(r.body)}`);
+  return r.body.id;
+}
+
+/** The event ids of an endpoint's DLQ entries, by pages of 1,000 (`maxPages` at most). */
+export async function dlqEventIds(api: Api, endpointId: string, maxPages = 100): Promise<string[]> {
+  const ids: string[] = [];
+  for (let cursor: string | null = null, pages = 0; pages < maxPages; pages++) {
+    const page = cursor ? `&cursor=${encodeURIComponent(cursor)}` : '';
+    const res = await api('GET', `/v1/webhooks/dlq?endpoint_id=${encodeURIComponent(endpointId)}&limit=1000${page}`);
+    if (res.status !== 200) throw new Error(`GET /v1/webhooks/dlq answered ${res.status}: ${JSON.stringify(res.body)}`);
+    for (const e of res.body.data as { event_id: string }[]) ids.push(e.event_id);
+    cursor = res.body.next_cursor;
+    if (!cursor) break;
+  }
+  return ids;
+}

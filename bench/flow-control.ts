@@ -41,22 +41,18 @@
  * the windows, M4's requests open, R's gaps, every event received, no failed attempt at L50 and
  * M4, no DLQ entry and nothing deferred in A, no inversion and nothing lost in B); 2 on an error.
  */
-import { randomBytes } from 'node:crypto';
-import { loadavg } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import kafkajs from 'kafkajs';
-import { type Admin, createKafka } from '../core/kafka/client.ts';
+import { createKafka } from '../core/kafka/client.ts';
 import { freePort } from '../core/net/free-port.ts';
-import { Children, type Launched } from './harness/children.ts';
-import { checkLabel, printHelp, ROOT, resultsFile, runBench, say, sleep, writeResults } from './harness/cli.ts';
-import { rpc } from './harness/ipc.ts';
-import type { LoadReply, LoadRequest, StreamResult } from './harness/load.ts';
-import type { PortSpec, PortStats, ReceiverReply, ReceiverRequest } from './harness/receiver.ts';
+import { BenchRun } from './harness/bench.ts';
+import type { Launched } from './harness/children.ts';
+import { checkLabel, printHelp, ROOT, resultsFile, say, sleep, writeResults } from './harness/cli.ts';
+import type { StreamResult } from './harness/load.ts';
+import type { PortSpec, PortStats } from './harness/receiver.ts';
 import type { Latency } from './harness/stats.ts';
-import { benchKafka, dropBenchTopics, settleGroups } from './harness/kafka.ts';
-import { Scratch } from './harness/scratch.ts';
-import { RECEIVER_ENV, sluiceEnv, startDispatchers, waitReady } from './harness/sluice.ts';
+import { settleGroups } from './harness/kafka.ts';
+import { RECEIVER_ENV, sluiceEnv, startDispatchers } from './harness/sluice.ts';
 import {
   adminClient,
   type Api,
@@ -66,7 +62,7 @@ import {
   registerEndpoint,
   sluiceApi,
 } from './harness/sluice-api.ts';
-import { benchCommand, machineLine, measuredCommit } from './results-section.ts';
+import { machineLine, measuredCommit } from './results-section.ts';
 import { fmt } from './harness/stats.ts';
 
 const { AssignerProtocol, Partitioners } = kafkajs;
@@ -106,7 +102,6 @@ const PER_KEY = Number(opt['per-key'] ?? (quick ? 50 : 100));
 const ORDERED_RATE = Number(opt['ordered-rate']);
 const FAIL_RATE = Number(opt['fail-rate']);
 const ORDERED_IN_FLIGHT = opt['ordered-in-flight'] === undefined ? null : Number(opt['ordered-in-flight']);
-const SLUICE = join(opt['sluice-dir'] ?? ROOT, 'bin/sluice.js');
 checkLabel(opt.label);
 for (const [name, v] of Object.entries({
   DISPATCHERS,
@@ -135,19 +130,8 @@ const HOLD_MS = 50;
 const RETRY_AFTER_S = 2;
 const ORDERED_DELAY_MAX_MS = 20;
 
-const scratch = new Scratch('flow');
-const children = new Children(scratch.path, ROOT);
-let brokers: string[] = [];
-let prefix = '';
-let externalKafka = false;
-let admin: Admin | null = null;
-
-async function shutdown(): Promise<void> {
-  await admin?.disconnect().catch(() => {});
-  await children.stopAll();
-  if (externalKafka && prefix) await dropBenchTopics(brokers, prefix);
-}
-scratch.onSignal(shutdown);
+const bench = new BenchRun('flow', opt['sluice-dir'] ?? ROOT);
+const { children, prefix, sluice: SLUICE } = bench;
 
 /** A Sluice process with a dispatcher in it: its Kafka client id names it in the consumer groups. */
 interface Node {
@@ -189,60 +173,39 @@ const secondsOf = (s: PortStats): number | null =>
 const lat = (l: Latency) => `${fmt(l.p50)} / ${fmt(l.p99)} / ${fmt(l.max)}`;
 
 async function main(): Promise<number> {
-  const startedAt = new Date();
-  const load1 = loadavg()[0];
+  const { startedAt, load1 } = bench;
+  const { brokers } = await bench.startKafka();
+  const { receiver, load } = bench.helpers();
 
-  // 1. Kafka
-  const kafka = await benchKafka(children, scratch, join(ROOT, 'bin/sluice.js'), say);
-  brokers = kafka.brokers;
-  externalKafka = kafka.external;
-
-  // 2. receivers and load generator
-  const receiver = rpc<ReceiverRequest, ReceiverReply>(children.forkTs('receiver', 'bench/harness/receiver.ts').proc);
-  const load = rpc<LoadRequest, LoadReply>(children.forkTs('load', 'bench/harness/load.ts').proc);
-
-  // 3. Sluice: `sluice start` with one worker, and the extra dispatchers
-  prefix = `bench-${randomBytes(4).toString('hex')}`;
+  // Sluice: `sluice start` with one worker, and the extra dispatchers
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {
-    ...sluiceEnv({ brokers, prefix, port, dataDir: scratch.dataDir() }),
+    ...sluiceEnv({ brokers, prefix, port, dataDir: bench.scratch.dataDir() }),
     ...RECEIVER_ENV,
     SLUICE_WORKERS: '1',
     SLUICE_TIME_SCALE: String(TIME_SCALE),
   };
   say(`starting sluice start (topic prefix ${prefix}, time scale ${TIME_SCALE}) and ${DISPATCHERS} dispatcher(s)...`);
   const nodes: Node[] = [];
-  const startPort = await freePort();
-  const sluice = children.spawn(
-    'sluice',
-    SLUICE,
-    ['start'],
-    {
-      ...env,
-      SLUICE_PORT: String(port),
-      SLUICE_ADMIN_PORT: String(startPort),
-      SLUICE_KAFKA_CLIENT_ID: `${prefix}-start`,
-    },
-    'sluice',
-  );
-  nodes.push({ name: 'sluice start', clientId: `${prefix}-start`, adminPort: startPort, launched: sluice });
-  await waitReady(sluice, 'sluice start', startPort);
+  const started = await bench.sluiceStart(port, { ...env, SLUICE_KAFKA_CLIENT_ID: `${prefix}-start` });
+  nodes.push({ name: 'sluice start', clientId: `${prefix}-start`, ...started });
   for (const d of await startDispatchers(children, SLUICE, env, DISPATCHERS, prefix))
     nodes.push({ ...d, clientId: d.clientId! });
   const base = `http://127.0.0.1:${port}`;
-  admin = createKafka(brokers, `${prefix}-bench`).admin();
+  const admin = createKafka(brokers, `${prefix}-bench`).admin();
   await admin.connect();
+  bench.onShutdown(() => admin.disconnect());
 
   /** The node that owns the endpoint's partition of `sluice.lanes` now (by the group's assignment), or null. */
   const laneOwner = async (endpointId: string): Promise<Node | null> => {
     const topic = `${prefix}.lanes`;
-    const meta = await admin!.fetchTopicMetadata({ topics: [topic] });
+    const meta = await admin.fetchTopicMetadata({ topics: [topic] });
     const partition = Partitioners.DefaultPartitioner()({
       topic,
       partitionMetadata: meta.topics[0].partitions,
       message: { key: endpointId, value: null },
     });
-    const { groups } = await admin!.describeGroups([`${prefix}.dispatch-lanes`]);
+    const { groups } = await admin.describeGroups([`${prefix}.dispatch-lanes`]);
     for (const m of groups[0]?.members ?? []) {
       const a = AssignerProtocol.MemberAssignment.decode(m.memberAssignment);
       if (a?.assignment[topic]?.includes(partition)) return nodes.find((n) => n.clientId === m.clientId) ?? null;
@@ -250,7 +213,7 @@ async function main(): Promise<number> {
     return null;
   };
 
-  // 4. tenants and endpoints
+  // tenants and endpoints
   const createClient = (tenant: string) => adminClient(SLUICE, ROOT, env, tenant);
 
   const flow = await createClient('flow');
@@ -341,7 +304,7 @@ async function main(): Promise<number> {
     return Object.fromEntries(streams.map((s, i) => [s.name, results[i]])) as Record<string, StreamResult>;
   };
 
-  // 5. A, phase 1: U alone
+  // A, phase 1: U alone
   const uStream = { name: 'U', events: U_EVENTS, batch: 500, connections: 4 };
   // A warm-up first (JIT, connections, the groups' first fetches), not measured.
   const warm = await flood([{ ...uStream, events: Math.min(U_EVENTS, 5000) }]);
@@ -358,7 +321,7 @@ async function main(): Promise<number> {
       `${fmt(rateOf(alone))} events/s${all1 ? '' : ' (NOT all within 120 s)'}`,
   );
 
-  // 6. A, phase 2: everything flooded at once
+  // A, phase 2: everything flooded at once
   const expectS = Math.max(
     L50_EVENTS / RATE,
     M4_EVENTS / (IN_FLIGHT * (1000 / HOLD_MS)),
@@ -401,7 +364,7 @@ async function main(): Promise<number> {
   );
   say(`  outcomes (all dispatchers): ${JSON.stringify(out2)}`);
 
-  // 7. B: ordering, and the lane's owner killed halfway
+  // B: ordering, and the lane's owner killed halfway
   const total = KEYS * PER_KEY;
   let chosen: { id: string; type: string; owner: Node | null } | null = null;
   for (let c = 1; c <= 8 && chosen?.owner?.name.startsWith('dispatcher') !== true; c++) {
@@ -493,7 +456,7 @@ async function main(): Promise<number> {
       `${fmt(so.duplicates)} repeats; ${fmt(so.failed)} requests failed; ${fmt(oSeconds, 1)} s`,
   );
 
-  // 8. report
+  // report
   const commit = measuredCommit(opt['sluice-dir'] ?? ROOT);
   const checks: { what: string; ok: boolean }[] = [
     {
@@ -578,7 +541,7 @@ async function main(): Promise<number> {
   const section = [
     `### flow control: ${opt.label} (${startedAt.toISOString().slice(0, 10)}, Sluice at ${commit})`,
     '',
-    `Command: \`${benchCommand('bench:flow', ROOT, externalKafka ? brokers : null)}\`; ` +
+    `Command: \`${bench.command('bench:flow')}\`; ` +
       `${opt['sluice-dir'] ? `Sluice from another checkout (\`--sluice-dir\`); ` : ''}` +
       `machine: ${machineLine()}, load average ${load1.toFixed(2)} at start. ` +
       `Processes: Kafka, \`sluice start\` (1 worker) + ${DISPATCHERS} \`sluice dispatcher\`, receivers, ` +
@@ -666,4 +629,4 @@ async function main(): Promise<number> {
   return failedChecks.length > 0 ? 1 : 0;
 }
 
-runBench(main, shutdown, scratch);
+bench.run(main);

@@ -25,21 +25,14 @@
  * with --quick unless --results is given. Exits 1 when a quiet-tenant event was not received within
  * 30 s of its phase's end, or arrived out of order at its ordered endpoint.
  */
-import { randomBytes } from 'node:crypto';
-import { loadavg } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort } from '../core/net/free-port.ts';
-import { Children } from './harness/children.ts';
-import { checkLabel, printHelp, ROOT, resultsFile, runBench, say, sleep, writeResults } from './harness/cli.ts';
-import { rpc } from './harness/ipc.ts';
-import type { LoadReply, LoadRequest } from './harness/load.ts';
-import type { ReceiverReply, ReceiverRequest } from './harness/receiver.ts';
-import { benchKafka, dropBenchTopics, settleGroups } from './harness/kafka.ts';
-import { Scratch } from './harness/scratch.ts';
-import { RECEIVER_ENV, sluiceEnv, startDispatchers, waitReady } from './harness/sluice.ts';
+import { BenchRun } from './harness/bench.ts';
+import { checkLabel, printHelp, ROOT, resultsFile, say, sleep, writeResults } from './harness/cli.ts';
+import { settleGroups } from './harness/kafka.ts';
+import { RECEIVER_ENV, sluiceEnv, startDispatchers } from './harness/sluice.ts';
 import { adminClient, type BenchClient, bearerToken, registerEndpoint, sluiceApi } from './harness/sluice-api.ts';
-import { benchCommand, machineLine, measuredCommit } from './results-section.ts';
+import { machineLine, measuredCommit } from './results-section.ts';
 import { fmt } from './harness/stats.ts';
 
 const { values: opt } = parseArgs({
@@ -87,58 +80,31 @@ const QUIET_KINDS: Array<{ name: string; body: Record<string, unknown> }> = [
 const QUIET_KEYS = 8;
 /** Whether the quiet endpoint at this index keeps order (its inversions are failures). */
 const ordered = (i: number) => QUIET_KINDS[i].body.ordering === 'key';
-const SLUICE = join(opt['sluice-dir'] ?? ROOT, 'bin/sluice.js');
 checkLabel(opt.label);
 for (const [name, v] of Object.entries({ SLOW, HOLD_MS, FLOOD_BATCH, FLOOD_EVERY_MS, RATE, SECONDS, BASELINE_SECONDS }))
   if (!Number.isFinite(v) || v <= 0) throw new Error(`${name} must be a positive number`);
 
-const scratch = new Scratch('noisy');
-const children = new Children(scratch.path, ROOT);
-let brokers: string[] = [];
-let prefix = '';
-let externalKafka = false;
-
-async function shutdown(): Promise<void> {
-  await children.stopAll();
-  if (externalKafka && prefix) await dropBenchTopics(brokers, prefix);
-}
-scratch.onSignal(shutdown);
+const bench = new BenchRun('noisy', opt['sluice-dir'] ?? ROOT);
+const { children, prefix, sluice: SLUICE } = bench;
 
 async function main(): Promise<number> {
-  const startedAt = new Date();
-  const load1 = loadavg()[0];
+  const { startedAt, load1 } = bench;
+  const { brokers } = await bench.startKafka();
+  const { receiver, load } = bench.helpers();
 
-  // 1. Kafka
-  const kafka = await benchKafka(children, scratch, join(ROOT, 'bin/sluice.js'), say);
-  brokers = kafka.brokers;
-  externalKafka = kafka.external;
-
-  // 2. receivers and load generator
-  const receiver = rpc<ReceiverRequest, ReceiverReply>(children.forkTs('receiver', 'bench/harness/receiver.ts').proc);
-  const load = rpc<LoadRequest, LoadReply>(children.forkTs('load', 'bench/harness/load.ts').proc);
-
-  // 3. Sluice: `sluice start` with one worker, and the extra dispatchers
-  prefix = `bench-${randomBytes(4).toString('hex')}`;
+  // Sluice: `sluice start` with one worker, and the extra dispatchers
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {
-    ...sluiceEnv({ brokers, prefix, port, dataDir: scratch.dataDir() }),
+    ...sluiceEnv({ brokers, prefix, port, dataDir: bench.scratch.dataDir() }),
     ...RECEIVER_ENV,
     SLUICE_WORKERS: '1',
   };
-  const adminPorts = [await freePort()];
   say(`starting sluice start (topic prefix ${prefix}) and ${DISPATCHERS} extra dispatcher(s)...`);
-  const sluice = children.spawn(
-    'sluice',
-    SLUICE,
-    ['start'],
-    { ...env, SLUICE_PORT: String(port), SLUICE_ADMIN_PORT: String(adminPorts[0]) },
-    'sluice',
-  );
-  await waitReady(sluice, 'sluice start', adminPorts[0]);
+  const adminPorts = [(await bench.sluiceStart(port, env)).adminPort];
   for (const d of await startDispatchers(children, SLUICE, env, DISPATCHERS)) adminPorts.push(d.adminPort);
   const base = `http://127.0.0.1:${port}`;
 
-  // 4. two tenants, their endpoints
+  // Two tenants, their endpoints
   const createClient = (tenant: string) => adminClient(SLUICE, ROOT, env, tenant);
 
   const noisy = await createClient('noisy');
@@ -174,7 +140,7 @@ async function main(): Promise<number> {
     notes.push(`the consumer groups were not Stable with ${1 + DISPATCHERS} members within 90 s; measured anyway.`);
   await sleep(1000); // every dispatcher's endpoint view has the endpoints
 
-  // 5. the two phases
+  // The two phases
   const inFlightMax = new Map<number, number>();
   const lagMax = new Map<number, number>();
   const sampleInFlight = async () => {
@@ -242,7 +208,7 @@ async function main(): Promise<number> {
   const alone = await phase('quiet tenant alone', false, BASELINE_SECONDS);
   const flooded = await phase('with the flood', true, SECONDS);
 
-  // 6. report
+  // Report
   const commit = measuredCommit(opt['sluice-dir'] ?? ROOT);
   const rows = [alone, flooded].flatMap((p) =>
     p.stats.fast.map(
@@ -260,7 +226,7 @@ async function main(): Promise<number> {
   const section = [
     `### noisy neighbour: ${opt.label} (${startedAt.toISOString().slice(0, 10)}, Sluice at ${commit})`,
     '',
-    `Command: \`${benchCommand('bench:noisy', ROOT, externalKafka ? brokers : null)}\`; ` +
+    `Command: \`${bench.command('bench:noisy')}\`; ` +
       `${opt['sluice-dir'] ? `Sluice from another checkout (\`--sluice-dir\`); ` : ''}` +
       `machine: ${machineLine()}, load average ${load1.toFixed(2)} at start. ` +
       `Processes: Kafka, \`sluice start\` (1 worker) + ${DISPATCHERS} \`sluice dispatcher\`, ` +
@@ -289,4 +255,4 @@ async function main(): Promise<number> {
   return failed ? 1 : 0;
 }
 
-runBench(main, shutdown, scratch);
+bench.run(main);

@@ -22,23 +22,16 @@
  * --quick unless --results is given. Exits 1 when a live event was lost or the recovery did not send
  * every delivery it found within 30 s of its expected end.
  */
-import { randomBytes } from 'node:crypto';
-import { loadavg } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createKafka } from '../core/kafka/client.ts';
 import type { DlqEntry } from '../core/webhooks/records.ts';
 import { freePort } from '../core/net/free-port.ts';
-import { Children } from './harness/children.ts';
-import { checkLabel, printHelp, ROOT, resultsFile, runBench, say, sleep, writeResults } from './harness/cli.ts';
-import { rpc } from './harness/ipc.ts';
-import type { LoadReply, LoadRequest } from './harness/load.ts';
-import type { ReceiverReply, ReceiverRequest } from './harness/receiver.ts';
-import { benchKafka, dropBenchTopics, settleGroups } from './harness/kafka.ts';
-import { Scratch } from './harness/scratch.ts';
-import { sluiceEnv, waitReady } from './harness/sluice.ts';
+import { BenchRun } from './harness/bench.ts';
+import { checkLabel, printHelp, ROOT, resultsFile, say, sleep, writeResults } from './harness/cli.ts';
+import { settleGroups } from './harness/kafka.ts';
+import { sluiceEnv } from './harness/sluice.ts';
 import { adminClient, bearerToken, dlqEventIds, registerEndpoint, sluiceApi } from './harness/sluice-api.ts';
-import { benchCommand, machineLine, measuredCommit } from './results-section.ts';
+import { machineLine, measuredCommit } from './results-section.ts';
 import { fmt } from './harness/stats.ts';
 
 const { values: opt } = parseArgs({
@@ -70,17 +63,8 @@ checkLabel(opt.label);
 for (const [name, v] of Object.entries({ BACKLOG, RATE, SECONDS, BASELINE_SECONDS, SHARE, CAPACITY, WORKERS }))
   if (!Number.isFinite(v) || v <= 0) throw new Error(`${name} must be a positive number`);
 
-const scratch = new Scratch('recovery');
-const children = new Children(scratch.path, ROOT);
-let brokers: string[] = [];
-let prefix = '';
-let externalKafka = false;
-
-async function shutdown(): Promise<void> {
-  await children.stopAll();
-  if (externalKafka && prefix) await dropBenchTopics(brokers, prefix);
-}
-scratch.onSignal(shutdown);
+const bench = new BenchRun('recovery');
+const { prefix, sluice: SLUICE } = bench;
 
 /** `n` dead letters of the endpoint, last attempted over the hour before `now`. */
 function backlog(endpointId: string, n: number, now: number): DlqEntry[] {
@@ -107,42 +91,25 @@ function backlog(endpointId: string, n: number, now: number): DlqEntry[] {
 }
 
 async function main(): Promise<number> {
-  const startedAt = new Date();
-  const load1 = loadavg()[0];
+  const { startedAt, load1 } = bench;
+  const { brokers } = await bench.startKafka();
+  const { receiver, load } = bench.helpers();
 
-  // 1. Kafka
-  const kafka = await benchKafka(children, scratch, join(ROOT, 'bin/sluice.js'), say);
-  brokers = kafka.brokers;
-  externalKafka = kafka.external;
-
-  // 2. the receiver and the load generator
-  const receiver = rpc<ReceiverRequest, ReceiverReply>(children.forkTs('receiver', 'bench/harness/receiver.ts').proc);
-  const load = rpc<LoadRequest, LoadReply>(children.forkTs('load', 'bench/harness/load.ts').proc);
-
-  // 3. Sluice
-  prefix = `bench-${randomBytes(4).toString('hex')}`;
+  // Sluice
   const port = await freePort();
-  const adminPort = await freePort();
   const env: NodeJS.ProcessEnv = {
-    ...sluiceEnv({ brokers, prefix, port, dataDir: scratch.dataDir() }),
+    ...sluiceEnv({ brokers, prefix, port, dataDir: bench.scratch.dataDir() }),
     SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
     SLUICE_WORKERS: String(WORKERS),
     SLUICE_RECOVERY_SHARE: String(SHARE),
     SLUICE_RECOVERY_CAPACITY_PER_SECOND: String(CAPACITY),
   };
   say(`starting sluice start (topic prefix ${prefix}, ${WORKERS} worker(s))...`);
-  const sluice = children.spawn(
-    'sluice',
-    join(ROOT, 'bin/sluice.js'),
-    ['start'],
-    { ...env, SLUICE_PORT: String(port), SLUICE_ADMIN_PORT: String(adminPort) },
-    'sluice',
-  );
-  await waitReady(sluice, 'sluice start', adminPort);
+  await bench.sluiceStart(port, env);
   const base = `http://127.0.0.1:${port}`;
 
-  // 4. the tenant, its endpoint, its backlog
-  const client = await adminClient(join(ROOT, 'bin/sluice.js'), ROOT, env, TENANT);
+  // The tenant, its endpoint, its backlog
+  const client = await adminClient(SLUICE, ROOT, env, TENANT);
   const token = await bearerToken(base, client);
   const api = sluiceApi(base, () => token);
   const [fastPort] = (await receiver({ op: 'listen', ports: [{ name: 'live' }] })).ports!;
@@ -169,7 +136,7 @@ async function main(): Promise<number> {
   if (!(await settleGroups(brokers, prefix, WORKERS)))
     notes.push('the consumer groups were not Stable within 90 s; measured anyway.');
 
-  // 5. live alone, then live beside the recovery
+  // Live alone, then live beside the recovery
   const live = async (seconds: number) => {
     await receiver({ op: 'reset' });
     return (await load({ op: 'probe', spec: { base, probe: { client, rate: RATE, keys: 1, seconds }, flood: null } }))
@@ -235,12 +202,12 @@ async function main(): Promise<number> {
   const after = await liveStats();
   const liveLost = Math.max(0, aloneLoad.probeAccepted - alone.unique);
 
-  // 6. report
+  // Report
   const commit = measuredCommit(ROOT);
   const section = [
     `### recovery: ${opt.label} (${startedAt.toISOString().slice(0, 10)}, Sluice at ${commit})`,
     '',
-    `Command: \`${benchCommand('bench:recovery', ROOT, externalKafka ? brokers : null)}\`; ` +
+    `Command: \`${bench.command('bench:recovery')}\`; ` +
       `machine: ${machineLine()}, load average ${load1.toFixed(2)} at start. ` +
       `Processes: Kafka, \`sluice start\` (${WORKERS} worker(s)), receiver, load generator. ` +
       `One tenant, one endpoint: ${fmt(BACKLOG)} dead letters recovered at SLUICE_RECOVERY_SHARE ${SHARE} of ` +
@@ -265,4 +232,4 @@ async function main(): Promise<number> {
   return liveLost > 0 || incomplete ? 1 : 0;
 }
 
-runBench(main, shutdown, scratch);
+bench.run(main);

@@ -31,9 +31,8 @@
  * Writes its section of bench/RESULTS.md (between `<!-- dispatch:<label>:begin/end -->`), except
  * with --quick unless --results is given. Exits 1 if a healthy endpoint lost a delivery.
  */
-import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
-import { availableParallelism, cpus, loadavg, release, totalmem, type } from 'node:os';
+import { availableParallelism, cpus, release, totalmem, type } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
@@ -43,15 +42,14 @@ import type { HopPostResult, HopPostSpec } from './dispatch/hop-post.ts';
 import { writeSection } from './dispatch/results.ts';
 import { judgeCpu, recordedCpu } from './dispatch/cpu-check.ts';
 import { featureShares } from './dispatch/feature-cost.ts';
-import { benchCommand, measuredCommit, writeMarkedSection } from './results-section.ts';
-import { Children, type Launched } from './harness/children.ts';
-import { checkLabel, printHelp, ROOT, runBench, say, sleep } from './harness/cli.ts';
-import { rpc } from './harness/ipc.ts';
-import type { LoadReply, LoadRequest, PublishResult } from './harness/load.ts';
-import type { PortSpec, PortStats, ReceiverReply, ReceiverRequest } from './harness/receiver.ts';
-import { benchKafka, dropBenchTopics, kafkaPid, settleGroups } from './harness/kafka.ts';
+import { measuredCommit, writeMarkedSection } from './results-section.ts';
+import { BenchRun } from './harness/bench.ts';
+import type { Launched } from './harness/children.ts';
+import { checkLabel, printHelp, ROOT, say, sleep } from './harness/cli.ts';
+import type { PublishResult } from './harness/load.ts';
+import type { PortSpec, PortStats } from './harness/receiver.ts';
+import { kafkaPid, settleGroups } from './harness/kafka.ts';
 import { ProcSampler, processTree, type Usage } from './harness/proc-cpu.ts';
-import { Scratch } from './harness/scratch.ts';
 import { RECEIVER_ENV, sluiceEnv, startDispatchers, waitReady } from './harness/sluice.ts';
 import { adminClient, bearerToken, type BenchClient, registerEndpoint, sluiceApi } from './harness/sluice-api.ts';
 import { fmt, type Latency, median } from './harness/stats.ts';
@@ -212,21 +210,12 @@ const PORT: Record<Mode, Omit<PortSpec, 'name'>> = {
   hang: { hang: true },
 };
 
-const scratch = new Scratch('bench-dispatch');
+const bench = new BenchRun('bench-dispatch', SLUICE_DIR);
+const { scratch, children, prefix } = bench;
 // The CPU profiles of --profile stay in the work directory.
 scratch.keepLogs = opt.profile === true;
-const children = new Children(scratch.path, ROOT, SLUICE_DIR);
-let brokers: string[] = [];
-let prefix = '';
-let externalKafka = false;
 let sampler: ProcSampler | null = null;
-
-async function shutdown(): Promise<void> {
-  sampler?.stop();
-  await children.stopAll();
-  if (externalKafka && prefix) await dropBenchTopics(brokers, prefix);
-}
-scratch.onSignal(shutdown);
+bench.onShutdown(async () => sampler?.stop());
 
 /** --profile: every Sluice process (cluster workers included) writes a .cpuprofile into <work>/prof. */
 const PROF = opt.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(scratch.path, 'prof')}`] : [];
@@ -299,17 +288,16 @@ interface RunResult {
 }
 
 async function main(): Promise<number> {
-  const startedAt = new Date();
-  const load1 = loadavg()[0];
+  const { startedAt, load1 } = bench;
 
   // 1. Kafka
-  const kafka = await benchKafka(children, scratch, SLUICE, say);
-  ({ brokers, external: externalKafka } = kafka);
+  const kafka = await bench.startKafka();
+  const { brokers, external: externalKafka } = kafka;
   const kafkaJava = kafkaPid(kafka);
 
   // 2. receiver and load generator
-  const receiverProc = children.forkTs('receiver', join(ROOT, 'bench/harness/receiver.ts')).proc;
-  const receiver = rpc<ReceiverRequest, ReceiverReply>(receiverProc);
+  const { call: receiver, proc: receiverProc } = bench.receiver();
+  const { call: load, proc: loadProc } = bench.load();
   const listen = async (modes: Mode[]) =>
     (await receiver({ op: 'listen', ports: modes.map((m, i) => ({ name: `p${i}`, ...PORT[m] })) })).ports!;
   /** Σ first 2xx over the ports (only `ok` ports answer 2xx): cheap, for polling. */
@@ -329,11 +317,8 @@ async function main(): Promise<number> {
       last: lasts.length ? Math.max(...lasts) : null,
     };
   };
-  const loadProc = children.forkTs('load', join(ROOT, 'bench/harness/load.ts')).proc;
-  const load = rpc<LoadRequest, LoadReply>(loadProc);
 
   // 3. Sluice
-  prefix = `bench-${randomBytes(4).toString('hex')}`;
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {
     ...sluiceEnv({ brokers, prefix, port, dataDir: scratch.dataDir() }),
@@ -614,7 +599,7 @@ async function main(): Promise<number> {
   });
 
   const curve = CURVE ? curveSection(results, sluiceCpuOf, idle, sluiceProcs) : null;
-  const command = benchCommand('bench:dispatch', ROOT, externalKafka ? brokers : null);
+  const command = bench.command('bench:dispatch');
   const kafkaHow = externalKafka ? `already running (${brokers.join(',')})` : 'started by the bench (`sluice kafka`)';
   const inWorkers = sluiceWorkers > 0 ? ` in each of ${sluiceWorkers} cluster workers` : '';
   const workersEnv = opt.workers ? `, SLUICE_WORKERS=${opt.workers}` : '';
@@ -813,4 +798,4 @@ function curveSection(
   };
 }
 
-runBench(main, shutdown, scratch);
+bench.run(main);

@@ -25,25 +25,22 @@
  * and `<!-- edge-outside:end -->` of bench/RESULTS.md (or --results FILE) is replaced.
  * Exits 0, 1 when a case saw unexpected statuses, 2 on an error.
  */
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { availableParallelism, cpus, loadavg, release, totalmem, type } from 'node:os';
+import { availableParallelism, cpus, release, totalmem, type } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
 import { freePort, freePorts } from '../core/net/free-port.ts';
-import { Children, tail, waitForLine, type Launched } from './harness/children.ts';
-import { printHelp, ROOT, resultsFile, runBench, say, sleep, writeResults } from './harness/cli.ts';
-import { rpc } from './harness/ipc.ts';
-import type { Credentials, LoadReply, LoadRequest, RevocationResult, TokenResult } from './harness/load.ts';
-import { benchKafka, dropBenchTopics } from './harness/kafka.ts';
+import { tail, waitForLine, type Launched } from './harness/children.ts';
+import { printHelp, ROOT, resultsFile, say, sleep, writeResults } from './harness/cli.ts';
+import type { Credentials, RevocationResult, TokenResult } from './harness/load.ts';
+import { BenchRun } from './harness/bench.ts';
 import { machineCpu, ProcSampler, processTree, type Usage } from './harness/proc-cpu.ts';
-import { Scratch } from './harness/scratch.ts';
 import { sluiceEnv, waitReady } from './harness/sluice.ts';
 import { adminClient } from './harness/sluice-api.ts';
 import { fmt, percentile } from './harness/stats.ts';
 import type { ProvisionSpec } from './edge-outside/provision.ts';
-import { benchCommand, measuredCommit } from './results-section.ts';
+import { measuredCommit } from './results-section.ts';
 
 const SLUICE = join(ROOT, 'bin/sluice.js');
 
@@ -72,19 +69,12 @@ const ROUND_TIMEOUT_MS = 10_000;
 for (const [name, v] of Object.entries({ SECONDS, REVOCATIONS, IDLE_SECONDS }))
   if (!(Number.isFinite(v) && v > 0)) throw new Error(`${name.toLowerCase()} must be a positive number`);
 
-const scratch = new Scratch('bench-edge-outside');
-const children = new Children(scratch.path, ROOT);
+const bench = new BenchRun('bench-edge-outside');
+const { scratch, children, prefix } = bench;
 let sampler: ProcSampler | null = null;
+bench.onShutdown(async () => sampler?.stop());
 let brokers: string[] = [];
-let prefix = '';
 let externalKafka = false;
-
-async function shutdown(): Promise<void> {
-  sampler?.stop();
-  await children.stopAll();
-  if (externalKafka && prefix) await dropBenchTopics(brokers, prefix);
-}
-scratch.onSignal(shutdown);
 
 /**
  * `count` clients of one role in one process (bench/edge-outside/provision.ts): a CLI run each
@@ -137,20 +127,15 @@ function workerIndexOf(pid: number): number | null {
 // ---------------------------------------------------------------- the run
 
 async function main(): Promise<number> {
-  const startedAt = new Date();
-  const load1 = loadavg()[0];
+  const { startedAt, load1 } = bench;
 
   // 1. Kafka
-  const kafka = await benchKafka(children, scratch, SLUICE, say);
-  brokers = kafka.brokers;
-  externalKafka = kafka.external;
+  ({ brokers, external: externalKafka } = await bench.startKafka());
 
   // 2. the load generator
-  const loadProc = children.forkTs('load', join(ROOT, 'bench/harness/load.ts')).proc;
-  const load = rpc<LoadRequest, LoadReply>(loadProc);
+  const { call: load, proc: loadProc } = bench.load();
 
   // 3. Sluice: node 1 = `sluice start` (default workers: one per core), node 2 = `sluice ingress`
-  prefix = `bench-${randomBytes(4).toString('hex')}`;
   const workers = availableParallelism();
   const ports = await pickPorts(workers);
   const env: NodeJS.ProcessEnv = {
@@ -375,7 +360,7 @@ function report(f: {
     '## The token edge from outside, every piece its own OS process (`npm run bench:edge-outside`)',
     '',
     `Run: ${f.startedAt.toISOString().slice(0, 10)}, Sluice at ${measuredCommit(ROOT)}. ` +
-      `Command: \`${benchCommand('bench:edge-outside', ROOT, externalKafka ? brokers : null)}\``,
+      `Command: \`${bench.command('bench:edge-outside')}\``,
     '',
     `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ${fmt(totalmem() / 2 ** 30, 1)} GiB, ` +
       `${type()} ${release()}, Node ${process.version}; Kafka ${KAFKA_VERSION} ${kafkaHow}; ` +
@@ -443,4 +428,4 @@ function report(f: {
   ].join('\n');
 }
 
-runBench(main, shutdown, scratch);
+bench.run(main);

@@ -175,7 +175,8 @@ const lat = (l: Latency) => `${fmt(l.p50)} / ${fmt(l.p99)} / ${fmt(l.max)}`;
 async function main(): Promise<number> {
   const { startedAt, load1 } = bench;
   const { brokers } = await bench.startKafka();
-  const { receiver, load } = bench.helpers();
+  const receiver = bench.receiver().call;
+  const load = bench.load().call;
 
   // Sluice: `sluice start` with one worker, and the extra dispatchers
   const port = await freePort();

@@ -93,7 +93,8 @@ function backlog(endpointId: string, n: number, now: number): DlqEntry[] {
 async function main(): Promise<number> {
   const { startedAt, load1 } = bench;
   const { brokers } = await bench.startKafka();
-  const { receiver, load } = bench.helpers();
+  const receiver = bench.receiver().call;
+  const load = bench.load().call;
 
   // Sluice
   const port = await freePort();

@@ -21,9 +21,8 @@
  * the section between `<!-- state:begin -->` and `<!-- state:end -->` of bench/RESULTS.md is
  * replaced. Peak RSS and CPU per process and phase come from /proc (bench/harness/proc-cpu.ts).
  */
-import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
-import { cpus, loadavg, release, totalmem, type } from 'node:os';
+import { cpus, release, totalmem, type } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../core/config.ts';
@@ -33,15 +32,15 @@ import { ensureTopics } from '../core/kafka/topic-admin.ts';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
 import { topicNames, topicSpecs } from '../core/topics.ts';
 import { freePort } from '../core/net/free-port.ts';
-import { Children, stop, tail, type Launched } from './harness/children.ts';
+import { stop, tail, type Launched } from './harness/children.ts';
 import { rpc } from './harness/ipc.ts';
 import type { ReceiverReply, ReceiverRequest } from './harness/receiver.ts';
-import { benchKafka, dropBenchTopics, kafkaPid as kafkaJavaPid } from './harness/kafka.ts';
+import { kafkaPid as kafkaJavaPid } from './harness/kafka.ts';
 import { machineCpu, ProcSampler, processTree, type Usage } from './harness/proc-cpu.ts';
-import { printHelp, ROOT, runBench, say, sleep } from './harness/cli.ts';
-import { Scratch } from './harness/scratch.ts';
+import { printHelp, ROOT, say, sleep } from './harness/cli.ts';
+import { BenchRun } from './harness/bench.ts';
 import { sluiceEnv } from './harness/sluice.ts';
-import { benchCommand, measuredCommit, writeMarkedSection } from './results-section.ts';
+import { measuredCommit, writeMarkedSection } from './results-section.ts';
 import {
   BIG,
   EVENT_TYPES,
@@ -94,23 +93,14 @@ type Credentials = { client_id: string; client_secret: string };
 
 // ---------------------------------------------------------------- processes and cleanup
 
-const scratch = new Scratch('bench-state');
-const children = new Children(scratch.path, ROOT);
-const closers: Array<() => Promise<void>> = [];
+const bench = new BenchRun('bench-state', ROOT, 'bench-state');
+const { scratch, children, prefix } = bench;
 let sampler: ProcSampler | null = null;
+bench.onShutdown(async () => sampler?.stop());
 let brokers: string[] = [];
-let prefix = '';
 let externalKafka = false;
 // A failed run keeps its logs (Kafka's in kafka/logs), not the gigabytes of data beside them.
 scratch.keepLogs = opt['keep-logs'] === true;
-
-async function shutdown(): Promise<void> {
-  sampler?.stop();
-  for (const c of closers.splice(0).reverse()) await c().catch(() => {});
-  await children.stopAll();
-  if (externalKafka && prefix) await dropBenchTopics(brokers, prefix);
-}
-scratch.onSignal(shutdown);
 
 // ---------------------------------------------------------------- results collected on the way
 
@@ -155,18 +145,15 @@ function progress(p: FillProgress): void {
 // ---------------------------------------------------------------- the run
 
 async function main(): Promise<number> {
-  const startedAt = new Date();
-  const load1 = loadavg()[0];
+  const { startedAt, load1 } = bench;
 
   // Kafka
-  const broker = await benchKafka(children, scratch, SLUICE, say);
-  brokers = broker.brokers;
-  externalKafka = broker.external;
+  const broker = await bench.startKafka();
+  ({ brokers, external: externalKafka } = broker);
   const kafkaPid = kafkaJavaPid(broker);
 
   // Topics, producers, the receiver the endpoints point at
   const config = loadConfig({});
-  prefix = `bench-state-${randomBytes(4).toString('hex')}`;
   const topics = topicNames(prefix);
   const kafka = createKafka(brokers, 'sluice-bench-state');
   await ensureTopics(kafka, topicSpecs(prefix, config.topicPartitions));
@@ -174,7 +161,7 @@ async function main(): Promise<number> {
     [1, 2, 3].map(async () => {
       const p = new DurableProducer(kafka);
       await p.connect();
-      closers.push(() => p.disconnect());
+      bench.onShutdown(() => p.disconnect());
       return p;
     }),
   );
@@ -324,7 +311,7 @@ async function main(): Promise<number> {
   };
   const caller = async (tenant: string, credentials: Credentials) => {
     const c = new Caller(base, tenant, credentials);
-    closers.push(() => c.close());
+    bench.onShutdown(() => c.close());
     await c.login();
     return c;
   };
@@ -742,7 +729,7 @@ const PROCS = ['Kafka (java)', 'sluice start', 'sluice admin (CLI)'];
 const RSS_LIMIT_MB = 256;
 
 function report(r: ReportInput): string {
-  const command = benchCommand('bench:state', ROOT, externalKafka ? brokers : null);
+  const command = bench.command('bench:state');
   const ms = (x: number) => fmt(x, x < 10 ? 2 : 1);
   const peak = (proc: string) => {
     let best: { mb: number; phase: string } = { mb: 0, phase: '—' };
@@ -918,4 +905,4 @@ function report(r: ReportInput): string {
   ].join('\n');
 }
 
-runBench(main, shutdown, scratch);
+bench.run(main);

@@ -18,7 +18,8 @@ export class BenchRun {
   readonly children: Children;
   readonly startedAt = new Date();
   readonly load1 = loadavg()[0];
-  readonly prefix = `bench-${randomBytes(4).toString('hex')}`;
+  /** The topic prefix: `<stem>-<random>`. */
+  readonly prefix: string;
   /** bin/sluice.js of the checkout measured. */
   readonly sluice: string;
   kafka: BenchKafka = { brokers: [], external: false, launched: null };
@@ -27,7 +28,9 @@ export class BenchRun {
   constructor(
     name: string,
     readonly sluiceDir = ROOT,
+    stem = 'bench',
   ) {
+    this.prefix = `${stem}-${randomBytes(4).toString('hex')}`;
     this.scratch = new Scratch(name);
     this.children = new Children(this.scratch.path, ROOT, sluiceDir);
     this.sluice = join(sluiceDir, 'bin/sluice.js');
@@ -60,15 +63,16 @@ export class BenchRun {
     return this.kafka;
   }
 
-  /** The shared receiver and load generator (bench/harness/receiver.ts, load.ts), each its own process. */
-  helpers() {
-    const receiver = this.children.forkTs('receiver', join(ROOT, 'bench/harness/receiver.ts'));
-    const load = this.children.forkTs('load', join(ROOT, 'bench/harness/load.ts'));
-    return {
-      receiver: rpc<ReceiverRequest, ReceiverReply>(receiver.proc),
-      load: rpc<LoadRequest, LoadReply>(load.proc),
-      pids: { receiver: receiver.proc.pid!, load: load.proc.pid! },
-    };
+  /** The shared receiver (bench/harness/receiver.ts), its own process. */
+  receiver() {
+    const { proc } = this.children.forkTs('receiver', join(ROOT, 'bench/harness/receiver.ts'));
+    return { call: rpc<ReceiverRequest, ReceiverReply>(proc), proc };
+  }
+
+  /** The shared load generator (bench/harness/load.ts), its own process. */
+  load() {
+    const { proc } = this.children.forkTs('load', join(ROOT, 'bench/harness/load.ts'));
+    return { call: rpc<LoadRequest, LoadReply>(proc), proc };
   }
 
   /** `sluice start` on `port` with `env`, once its /readyz answers. */

@@ -32,17 +32,16 @@
  * with --quick unless --results is given. Exits 1 if a healthy endpoint lost a delivery.
  */
 import { existsSync, readdirSync } from 'node:fs';
-import { availableParallelism, cpus, release, totalmem, type } from 'node:os';
+import { availableParallelism, cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
 import { freePort, freePorts } from '../core/net/free-port.ts';
 import type { HopKafkaResult, HopKafkaSpec } from './dispatch/hop-kafka.ts';
 import type { HopPostResult, HopPostSpec } from './dispatch/hop-post.ts';
-import { writeSection } from './dispatch/results.ts';
 import { judgeCpu, recordedCpu } from './dispatch/cpu-check.ts';
 import { featureShares } from './dispatch/feature-cost.ts';
-import { measuredCommit, writeMarkedSection } from './results-section.ts';
+import { machineLine, measuredCommit, writeDispatchSection, writeMarkedSection } from './results-section.ts';
 import { BenchRun } from './harness/bench.ts';
 import type { Launched } from './harness/children.ts';
 import { checkLabel, printHelp, ROOT, say, sleep } from './harness/cli.ts';
@@ -615,9 +614,8 @@ async function main(): Promise<number> {
     '',
     `Sluice measured: commit ${measuredCommit(SLUICE_DIR)}${SLUICE_DIR === ROOT ? '' : ' (--sluice-dir)'}.`,
     '',
-    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ` +
-      `${fmt(totalmem() / 2 ** 30, 1)} GiB, ${type()} ${release()}, Node ${process.version}; ` +
-      `Kafka ${KAFKA_VERSION} ${kafkaHow}; ${startedAt.toISOString()}; 1-min load average at start ${fmt(load1, 2)}.`,
+    `Machine: ${machineLine()}; Kafka ${KAFKA_VERSION} ${kafkaHow}; ${startedAt.toISOString()}; ` +
+      `1-min load average at start ${fmt(load1, 2)}.`,
     `Processes: Kafka, ${sluiceProcesses}, ` +
       `the receiver, the load generator (${CONCURRENCY} connections) and the hop probes, ` +
       'each its own OS process on this machine. ' +
@@ -710,7 +708,7 @@ async function main(): Promise<number> {
     );
   const resultsFile = opt.results ?? (quick || opt.check ? null : RESULTS_MD);
   if (resultsFile) {
-    writeSection(resultsFile, opt.label!, section);
+    writeDispatchSection(resultsFile, opt.label!, section);
     say(`\nwritten to ${resultsFile} (label "${opt.label}")`);
   } else say('\n(--quick: bench/RESULTS.md left alone; pass --results FILE to write the section)');
 

@@ -26,7 +26,7 @@
  * Exits 0, 1 when a case saw unexpected statuses, 2 on an error.
  */
 import { readFileSync } from 'node:fs';
-import { availableParallelism, cpus, release, totalmem, type } from 'node:os';
+import { availableParallelism, cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
@@ -40,7 +40,7 @@ import { sluiceEnv, waitReady } from './harness/sluice.ts';
 import { adminClient } from './harness/sluice-api.ts';
 import { fmt, percentile } from './harness/stats.ts';
 import type { ProvisionSpec } from './edge-outside/provision.ts';
-import { measuredCommit } from './results-section.ts';
+import { machineLine, measuredCommit } from './results-section.ts';
 
 const SLUICE = join(ROOT, 'bin/sluice.js');
 
@@ -362,8 +362,7 @@ function report(f: {
     `Run: ${f.startedAt.toISOString().slice(0, 10)}, Sluice at ${measuredCommit(ROOT)}. ` +
       `Command: \`${bench.command('bench:edge-outside')}\``,
     '',
-    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ${fmt(totalmem() / 2 ** 30, 1)} GiB, ` +
-      `${type()} ${release()}, Node ${process.version}; Kafka ${KAFKA_VERSION} ${kafkaHow}; ` +
+    `Machine: ${machineLine()}; Kafka ${KAFKA_VERSION} ${kafkaHow}; ` +
       `${f.startedAt.toISOString()}; 1-min load average at start ${fmt(f.load1, 2)} (the machine may be shared).`,
     '',
     `Processes, each its own OS process on this machine: Kafka; node 1 = \`sluice start\` (primary + ` +

@@ -22,7 +22,7 @@
  * replaced. Peak RSS and CPU per process and phase come from /proc (bench/harness/proc-cpu.ts).
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { cpus, release, totalmem, type } from 'node:os';
+import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../core/config.ts';
@@ -40,7 +40,7 @@ import { machineCpu, ProcSampler, processTree, type Usage } from './harness/proc
 import { printHelp, ROOT, say, sleep } from './harness/cli.ts';
 import { BenchRun } from './harness/bench.ts';
 import { sluiceEnv } from './harness/sluice.ts';
-import { measuredCommit, writeMarkedSection } from './results-section.ts';
+import { machineLine, measuredCommit, writeMarkedSection } from './results-section.ts';
 import {
   BIG,
   EVENT_TYPES,
@@ -830,9 +830,7 @@ function report(r: ReportInput): string {
     '',
     `Sluice measured: commit ${measuredCommit(ROOT)}.`,
     '',
-    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ` +
-      `${fmt(totalmem() / 2 ** 30, 1)} GiB, ${type()} ${release()}, Node ${process.version}; ` +
-      `${r.kafkaNote}; ${r.startedAt.toISOString()}; ` +
+    `Machine: ${machineLine()}; ${r.kafkaNote}; ${r.startedAt.toISOString()}; ` +
       `1-min load average at start ${fmt(r.load1, 2)} (the machine is shared).`,
     '',
     `State, written straight into Kafka with \`DurableProducer\` (acks=all; ` +

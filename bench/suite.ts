@@ -30,6 +30,7 @@ import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
 import { freePort, freePorts } from '../core/net/free-port.ts';
 import { Children, waitForLine } from './harness/children.ts';
 import { printHelp, ROOT, say } from './harness/cli.ts';
+import { fmt } from './harness/stats.ts';
 import { dropBenchTopics } from './harness/kafka.ts';
 import { Scratch } from './harness/scratch.ts';
 import { benchClients, startIngress } from './harness/sluice.ts';
@@ -384,8 +385,7 @@ if (opt.check && missed.length > 0)
 await shutdown(failed || (opt.check && missed.length > 0) ? 1 : 0);
 
 function renderReport(): string {
-  const f = (n: number, d = 0) =>
-    Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }) : '—';
+  const f = fmt;
   const lines: string[] = [];
   lines.push(`## The suite (\`npm run bench${quick ? ' -- --quick' : ''}\`)`, '');
   lines.push(`Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC on ${machine}.`);

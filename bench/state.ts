@@ -327,6 +327,10 @@ async function main(): Promise<number> {
     await repeat(WARM_UP, (i) => get(c, path(i)));
     return repeat(n, (i) => get(c, path(i)));
   };
+  /** A row of timeGets, held to p99 < `target` ms (none: not a target). */
+  const timed = async (group: Row['group'], query: string, c: Caller, path: (i: number) => string, target = 10) =>
+    row(group, query, await timeGets(c, path), target > 0 ? target : undefined);
+  const EPS = '/v1/webhooks/endpoints?limit=100';
   const publish = async (c: Caller) => {
     const first = await c.expect('POST', '/v1/webhooks/events', {
       type: 'inference.completed',
@@ -393,11 +397,7 @@ async function main(): Promise<number> {
       `baseline (before the fill): POST /v1/webhooks/events, ${smallName} (3 endpoints)`,
       await publish(small),
     );
-    row(
-      'endpoints',
-      `baseline: GET /v1/webhooks/endpoints?limit=100, ${smallName}`,
-      await timeGets(small, () => '/v1/webhooks/endpoints?limit=100'),
-    );
+    await timed('endpoints', `baseline: GET ${EPS}, ${smallName}`, small, () => EPS, 0);
     await small.close();
   });
   await stopSluice('baseline node, after its bench connections were closed');
@@ -464,37 +464,18 @@ async function main(): Promise<number> {
       const e = bigEndpoint(plan, masterKey, i);
       return `${e.created_at}.${e.id}`;
     };
-    row(
-      'endpoints',
-      'big: first GET /v1/webhooks/endpoints?limit=100 after start (sorts the tenant once)',
-      [await get(bigC, '/v1/webhooks/endpoints?limit=100')],
-      10,
-    );
-    row(
-      'endpoints',
-      'big: GET /v1/webhooks/endpoints?limit=100, first page',
-      await timeGets(bigC, () => '/v1/webhooks/endpoints?limit=100'),
-      10,
-    );
-    row(
-      'endpoints',
-      'big: endpoints, deep page (random cursor)',
-      await timeGets(bigC, () => `/v1/webhooks/endpoints?limit=100&cursor=${endpointCursor(rand(plan.bigEndpoints))}`),
-      10,
-    );
-    row(
-      'endpoints',
-      `${smallName}: endpoints, first page`,
-      await timeGets(small, () => '/v1/webhooks/endpoints?limit=100'),
-      10,
-    );
+    row('endpoints', `big: first GET ${EPS} after start (sorts the tenant once)`, [await get(bigC, EPS)], 10);
+    await timed('endpoints', `big: GET ${EPS}, first page`, bigC, () => EPS);
+    const deep = () => `${EPS}&cursor=${endpointCursor(rand(plan.bigEndpoints))}`;
+    await timed('endpoints', 'big: endpoints, deep page (random cursor)', bigC, deep);
+    await timed('endpoints', `${smallName}: endpoints, first page`, small, () => EPS);
     const changed = await repeat(quick ? 10 : 20, async (r) => {
       const e = bigEndpoint(plan, masterKey, rand(plan.bigEndpoints));
       await producer.send(topics.endpoints, [
         endpointRecord({ ...e, metadata: { bench: 'state', round: r }, updated_at: Date.now() }),
       ]);
       await sleep(300); // the node's view has it by then
-      return get(bigC, '/v1/webhooks/endpoints?limit=100');
+      return get(bigC, EPS);
     });
     row('endpoints', 'big: endpoints first page, right after one of its endpoints changed', changed, 10);
 
@@ -505,12 +486,7 @@ async function main(): Promise<number> {
         `big's first DLQ page is not the oldest 100 entries (got ${first.json.data.length}, ` +
           `first ${first.json.data[0]?.id}).`,
       );
-    row(
-      'dlq',
-      'big: GET /v1/webhooks/dlq?limit=100, first page',
-      await timeGets(bigC, () => dlqPath({ limit: 100 })),
-      10,
-    );
+    await timed('dlq', 'big: GET /v1/webhooks/dlq?limit=100, first page', bigC, () => dlqPath({ limit: 100 }));
     const walk: number[] = [];
     let cursor: string | null = null;
     let misplaced = 0;
@@ -527,12 +503,8 @@ async function main(): Promise<number> {
     row('dlq', `big: DLQ walk with next_cursor, pages 1–${fmt(walk.length)} (every page)`, walk, 10);
     row('dlq', `big: DLQ walk, pages ${fmt(walk.length - 199)}–${fmt(walk.length)}`, walk.slice(-200), 10);
     const anyDepth = () => cursorOf(bigDlqPosition(plan, rand(plan.dlq)));
-    row(
-      'dlq',
-      'big: DLQ page at any depth (random cursor `<deadMs>.<id>`)',
-      await timeGets(bigC, () => dlqPath({ limit: 100, cursor: anyDepth() })),
-      10,
-    );
+    const anyPage = () => dlqPath({ limit: 100, cursor: anyDepth() });
+    await timed('dlq', 'big: DLQ page at any depth (random cursor `<deadMs>.<id>`)', bigC, anyPage);
     const ep = (i: number) => bigEndpointId(i % plan.dlqEndpoints);
     const et = (i: number) => EVENT_TYPES[i % EVENT_TYPES.length];
     const filters: [string, (i: number) => Record<string, string>][] = [
@@ -548,24 +520,12 @@ async function main(): Promise<number> {
         check.json.data.some((e: any) => Object.entries(want).some(([k, v]) => e[k] !== v))
       )
         notes.push(`filter ${name}: the first page did not hold 100 matching entries.`);
-      row(
-        'dlq',
-        `big: DLQ filtered by ${name}, first page`,
-        await timeGets(bigC, (i) => dlqPath({ ...f(i), limit: 100 })),
-        10,
-      );
-      row(
-        'dlq',
-        `big: DLQ filtered by ${name}, any depth (random cursor)`,
-        await timeGets(bigC, (i) => dlqPath({ ...f(i), limit: 100, cursor: anyDepth() })),
-        10,
-      );
+      await timed('dlq', `big: DLQ filtered by ${name}, first page`, bigC, (i) => dlqPath({ ...f(i), limit: 100 }));
+      const deepFiltered = (i: number) => dlqPath({ ...f(i), limit: 100, cursor: anyDepth() });
+      await timed('dlq', `big: DLQ filtered by ${name}, any depth (random cursor)`, bigC, deepFiltered);
     }
-    row(
-      'dlq',
-      `${smallName}: DLQ first page (${plan.dlqPerSmall} entries)`,
-      await timeGets(small, () => dlqPath({ limit: 100 })),
-      10,
+    await timed('dlq', `${smallName}: DLQ first page (${plan.dlqPerSmall} entries)`, small, () =>
+      dlqPath({ limit: 100 }),
     );
     row('publish', `after the fill: POST /v1/webhooks/events, ${smallName} (3 endpoints)`, await publish(small));
     row(
@@ -678,13 +638,9 @@ async function main(): Promise<number> {
     if (fresh.length > 0)
       notes.push(`warm restart: the node did not take its old store directory but ${fresh.join(', ')}.`);
     const bigC = await caller(BIG, bigCreds);
-    row('dlq', 'after the warm restart: big DLQ first page', await timeGets(bigC, () => dlqPath({ limit: 100 })), 10);
-    row(
-      'dlq',
-      'after the warm restart: big DLQ any depth (random cursor)',
-      await timeGets(bigC, () => dlqPath({ limit: 100, cursor: cursorOf(bigDlqPosition(plan, rand(plan.dlq))) })),
-      10,
-    );
+    await timed('dlq', 'after the warm restart: big DLQ first page', bigC, () => dlqPath({ limit: 100 }));
+    const anyPage = () => dlqPath({ limit: 100, cursor: cursorOf(bigDlqPosition(plan, rand(plan.dlq))) });
+    await timed('dlq', 'after the warm restart: big DLQ any depth (random cursor)', bigC, anyPage);
   });
   await stopSluice('restarted node, at the end');
 

@@ -459,47 +459,35 @@ async function main(): Promise<number> {
 
   // report
   const commit = measuredCommit(opt['sluice-dir'] ?? ROOT);
-  const checks: { what: string; ok: boolean }[] = [
-    {
-      what: `L50: at most ${WINDOW_MAX} requests in any 1 s window (${fmt(s2.L50.maxInWindow)})`,
-      ok: s2.L50.maxInWindow <= WINDOW_MAX,
-    },
-    {
-      what: `R: at most ${WINDOW_MAX} requests in any 1 s window (${fmt(s2.R.maxInWindow)})`,
-      ok: s2.R.maxInWindow <= WINDOW_MAX,
-    },
-    { what: `M4: at most ${IN_FLIGHT} requests open at once (${fmt(s2.M4.maxOpen)})`, ok: s2.M4.maxOpen <= IN_FLIGHT },
-    {
-      what:
+  const A = ['L50', 'M4', 'R', 'U'];
+  const gap = s2.R.minGapAfter429;
+  const checks = (
+    [
+      ...['L50', 'R'].map((k) => [
+        `${k}: at most ${WINDOW_MAX} requests in any 1 s window (${fmt(s2[k].maxInWindow)})`,
+        s2[k].maxInWindow <= WINDOW_MAX,
+      ]),
+      [`M4: at most ${IN_FLIGHT} requests open at once (${fmt(s2.M4.maxOpen)})`, s2.M4.maxOpen <= IN_FLIGHT],
+      [
         `R: nothing sent within ${RETRY_AFTER_S} s of a 429, ${CLOCK_SLACK_MS} ms allowed for clock granularity ` +
-        `(least gap ${fmt(s2.R.minGapAfter429, 1)} ms)`,
-      ok:
-        s2.R.tooMany === 0 ||
-        (s2.R.minGapAfter429 !== null && s2.R.minGapAfter429 >= RETRY_AFTER_S * 1000 - CLOCK_SLACK_MS),
-    },
-    ...['L50', 'M4', 'R', 'U'].map((k) => ({
-      what: `A: ${k} received every event (${fmt(s2[k].ok)}/${fmt(pub2[k].accepted)})`,
-      ok: s2[k].ok >= pub2[k].accepted && all2,
-    })),
-    {
-      what: `A: U alone received every event (${fmt(alone.ok)}/${fmt(pub1.U.accepted)})`,
-      ok: alone.ok >= pub1.U.accepted,
-    },
-    ...['L50', 'M4'].map((k) => ({
-      what: `A: ${k} had no failed attempt (${fmt(failed[k])})`,
-      ok: failed[k] === 0,
-    })),
-    {
-      what: `A: nothing dead-lettered (${['L50', 'M4', 'R', 'U'].map((k) => `${k} ${dlq[k]}`).join(', ')})`,
-      ok: ['L50', 'M4', 'R', 'U'].every((k) => dlq[k] === 0),
-    },
-    {
-      what: `A: no delivery deferred (${fmt(out1.deferred ?? 0)} alone, ${fmt(out2.deferred ?? 0)} with the others)`,
-      ok: !out1.deferred && !out2.deferred,
-    },
-    { what: `B: no order inversion among first sightings (${fmt(ord.inversions)})`, ok: ord.inversions === 0 },
-    { what: `B: every event delivered or dead-lettered (${fmt(lostB)} neither)`, ok: lostB === 0 },
-  ];
+          `(least gap ${fmt(gap, 1)} ms)`,
+        s2.R.tooMany === 0 || (gap !== null && gap >= RETRY_AFTER_S * 1000 - CLOCK_SLACK_MS),
+      ],
+      ...A.map((k) => [
+        `A: ${k} received every event (${fmt(s2[k].ok)}/${fmt(pub2[k].accepted)})`,
+        s2[k].ok >= pub2[k].accepted && all2,
+      ]),
+      [`A: U alone received every event (${fmt(alone.ok)}/${fmt(pub1.U.accepted)})`, alone.ok >= pub1.U.accepted],
+      ...['L50', 'M4'].map((k) => [`A: ${k} had no failed attempt (${fmt(failed[k])})`, failed[k] === 0]),
+      [`A: nothing dead-lettered (${A.map((k) => `${k} ${dlq[k]}`).join(', ')})`, A.every((k) => dlq[k] === 0)],
+      [
+        `A: no delivery deferred (${fmt(out1.deferred ?? 0)} alone, ${fmt(out2.deferred ?? 0)} with the others)`,
+        !out1.deferred && !out2.deferred,
+      ],
+      [`B: no order inversion among first sightings (${fmt(ord.inversions)})`, ord.inversions === 0],
+      [`B: every event delivered or dead-lettered (${fmt(lostB)} neither)`, lostB === 0],
+    ] as [string, boolean][]
+  ).map(([what, ok]) => ({ what, ok }));
   const failedChecks = checks.filter((c) => !c.ok);
   for (const [phase, r] of [
     ['A, phase 1', pub1.U],

@@ -29,13 +29,13 @@ import { parseArgs } from 'node:util';
 import { frontDoorConfig } from '../cli/commands/front-door.ts';
 import { freePort } from '../core/net/free-port.ts';
 import { makeCerts } from '../test/helpers/certs.ts';
-import { fetchToken } from '../test/helpers/sluice.ts';
 import { Children, stop } from './harness/children.ts';
 import { printHelp, ROOT, say } from './harness/cli.ts';
 import { benchKafka, dropBenchTopics } from './harness/kafka.ts';
 import { ProcSampler } from './harness/proc-cpu.ts';
 import { Scratch } from './harness/scratch.ts';
 import { benchClients, startIngress } from './harness/sluice.ts';
+import { bearerToken } from './harness/sluice-api.ts';
 import { fmt, median } from './harness/stats.ts';
 import { benchCommand, measuredCommit, writeMarkedSection } from './results-section.ts';
 import { type CaseResult, k6Binary, runCase } from './suite/k6.ts';
@@ -217,7 +217,7 @@ try {
   const base = `http://127.0.0.1:${plain.port}`;
   // One client per VU: no client meets the per-client rate limit (10,000/s).
   const [clients] = await benchClients(kafka.brokers, prefix, VUS, ['admin']);
-  const tokens = await Promise.all(clients.map((c) => fetchToken(base, c)));
+  const tokens = await Promise.all(clients.map((c) => bearerToken(base, c)));
   cases.push(
     {
       id: 'plain',

@@ -34,11 +34,11 @@ import { fmt } from './harness/stats.ts';
 import { dropBenchTopics } from './harness/kafka.ts';
 import { Scratch } from './harness/scratch.ts';
 import { benchClients, startIngress } from './harness/sluice.ts';
+import { bearerToken } from './harness/sluice-api.ts';
 import { writeMarkedSection } from './results-section.ts';
 import { ROUTE } from './suite/route.ts';
 import { k6Binary, runCase, type CaseResult, type CaseSpec } from './suite/k6.ts';
 import { DEFAULT_FETCH_WAIT_MS, judge, type Verdict } from './suite/targets.ts';
-import { fetchToken } from '../test/helpers/sluice.ts';
 
 const RUN_TS = join(ROOT, 'bin/run-ts.js');
 const SCENARIOS = ['edge', 'revocation', 'dispatch', 'state'] as const;
@@ -180,7 +180,7 @@ async function edge(): Promise<EdgeReport> {
 
   // Enough clients that none meets the per-client rate limit (default 10,000/s): one per VU.
   const [wide, narrow] = await benchClients(brokers, prefix, VUS, ['admin', 'inference-reader']);
-  const grant = (c: { client_id: string; client_secret: string }) => fetchToken(base, c);
+  const grant = (c: { client_id: string; client_secret: string }) => bearerToken(base, c);
   const wideTokens = await Promise.all(wide.map(grant));
   const narrowTokens = await Promise.all(narrow.map(grant));
   const bodies = wide.map((c) => ({

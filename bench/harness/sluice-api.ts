@@ -29,7 +29,11 @@ export async function bearerToken(base: string, c: BenchClient): Promise<string>
     const res = await fetch(`${base}/v1/auth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ grant_type: 'client_credentials', ...c }),
+      body: JSON.stringify({
+        grant_type: 'client_credentials',
+        client_id: c.client_id,
+        client_secret: c.client_secret,
+      }),
     });
     if (res.status === 200) return ((await res.json()) as { access_token: string }).access_token;
     if (i >= 40) throw new Error(`POST /v1/auth/token answered ${res.status}: ${await res.text()}`);

@@ -1,8 +1,8 @@
 /**
  * Webhook dispatch benchmark with every piece its own OS process, as an operator runs them:
  * Kafka (`sluice kafka`, unless KAFKA_BROKERS is set), `sluice start` (+ `--dispatchers N` extra
- * `sluice dispatcher` members), a node:http receiver (bench/dispatch/receiver.ts), a Node load
- * generator (bench/dispatch/load.ts) and the hop-ceiling probes (bench/dispatch/hop-*.ts).
+ * `sluice dispatcher` members), the node:http receiver and the Node load generator
+ * (bench/harness/receiver.ts, load.ts) and the hop-ceiling probes (bench/dispatch/hop-*.ts).
  * This process only orchestrates: it starts them, registers endpoints, asks the load generator
  * to publish, waits until the receiver has every delivery, samples /proc, and reports.
  *
@@ -31,47 +31,27 @@
  * Writes its section of bench/RESULTS.md (between `<!-- dispatch:<label>:begin/end -->`), except
  * with --quick unless --results is given. Exits 1 if a healthy endpoint lost a delivery.
  */
-import { execFile, fork, spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { createWriteStream, existsSync, readdirSync } from 'node:fs';
-import { availableParallelism, cpus, loadavg, release, totalmem, type } from 'node:os';
+import { existsSync, readdirSync } from 'node:fs';
+import { availableParallelism, cpus } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseArgs, promisify } from 'node:util';
+import { parseArgs } from 'node:util';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
 import { freePort, freePorts } from '../core/net/free-port.ts';
-import type {
-  HopKafkaResult,
-  HopKafkaSpec,
-  HopPostResult,
-  HopPostSpec,
-  LoadRequest,
-  LoadResult,
-  LoadSpec,
-  PortMode,
-  PortStats,
-  ReceiverRequest,
-  ReceiverStats,
-} from './dispatch/ipc.ts';
-import { rpc } from './harness/ipc.ts';
-import { ProcSampler, processTree, type Usage } from './harness/proc-cpu.ts';
-import { median } from './harness/stats.ts';
-import { writeSection } from './dispatch/results.ts';
+import type { HopKafkaResult, HopKafkaSpec } from './dispatch/hop-kafka.ts';
+import type { HopPostResult, HopPostSpec } from './dispatch/hop-post.ts';
 import { judgeCpu, recordedCpu } from './dispatch/cpu-check.ts';
-import { shebangNodeFlags } from '../cli/heap.ts';
 import { featureShares } from './dispatch/feature-cost.ts';
-import { benchCommand, measuredCommit, writeMarkedSection } from './results-section.ts';
-import { waitForLine } from './harness/children.ts';
-import { checkLabel, printHelp } from './harness/cli.ts';
-import { dropBenchTopics, kafkaPid as kafkaJavaPid, settleGroups } from './harness/kafka.ts';
-import { Scratch } from './harness/scratch.ts';
-import { RECEIVER_ENV, sluiceEnv, waitReady } from './harness/sluice.ts';
-import { fmt } from './state/report.ts';
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const RUN_TS = join(ROOT, 'bin/run-ts.js');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const say = (line = '') => process.stdout.write(`${line}\n`);
+import { machineLine, measuredCommit, writeDispatchSection, writeMarkedSection } from './results-section.ts';
+import { BenchRun } from './harness/bench.ts';
+import type { Launched } from './harness/children.ts';
+import { checkLabel, printHelp, ROOT, say, sleep } from './harness/cli.ts';
+import type { PublishResult } from './harness/load.ts';
+import type { PortSpec, PortStats } from './harness/receiver.ts';
+import { kafkaPid, settleGroups } from './harness/kafka.ts';
+import { ProcSampler, processTree, type Usage } from './harness/proc-cpu.ts';
+import { RECEIVER_ENV, sluiceEnv, startDispatchers, waitReady } from './harness/sluice.ts';
+import { adminClient, bearerToken, type BenchClient, registerEndpoint, sluiceApi } from './harness/sluice-api.ts';
+import { fmt, type Latency, median } from './harness/stats.ts';
 
 const { values: opt } = parseArgs({
   options: {
@@ -109,7 +89,6 @@ if (CURVE) {
 }
 /** The cost curve's points: deliveries/s, fan-out 10 (--curve). */
 const CURVE_RATES = [500, 2000, 8000];
-/** How long each point of the curve publishes, and how long idle is sampled. */
 const CURVE_SECONDS = opt['curve-seconds'] ? Number(opt['curve-seconds']) : quick ? 5 : 15;
 const IDLE_SECONDS = quick ? 5 : 20;
 const size = (full: number, small: number) => (opt.events ? Number(opt.events) : quick ? small : full);
@@ -121,19 +100,18 @@ const INGRESSES = Number(opt.ingresses);
 const DISPATCHERS = INGRESSES > 0 ? Math.max(1, Number(opt.dispatchers)) : Number(opt.dispatchers);
 const QUIET_MS = Number(opt['quiet-timeout']) * 1000;
 const PAD = 200;
-/**
- * The Sluice checkout whose processes are measured (another one, e.g. a worktree of an older commit, for a
- * baseline).
- */
+/** The Sluice checkout measured (another one, e.g. a worktree of an older commit, for a baseline). */
 const SLUICE_DIR = opt['sluice-dir'] ?? ROOT;
 const SLUICE = join(SLUICE_DIR, 'bin/sluice.js');
+const RESULTS_MD = join(ROOT, 'bench/RESULTS.md');
 checkLabel(opt.label);
 if (opt.check && INGRESSES > 0) throw new Error('--check measures `sluice start`: it does not take --ingresses');
 
+type Mode = 'ok' | '503' | 'hang';
 interface Scenario {
   name: string;
   title: string;
-  modes: PortMode[];
+  modes: Mode[];
   publish: 'single' | 'batch';
   model: 'closed' | 'open';
   events: number;
@@ -143,94 +121,74 @@ interface Scenario {
   /** Every event published with its own id (the idempotent path: claim, event, published marker). */
   ids?: boolean;
 }
-const ok = (n: number): PortMode[] => Array(n).fill('ok');
+const ok = (n: number): Mode[] => Array(n).fill('ok');
+const scenario = (
+  name: string,
+  title: string,
+  modes: Mode[],
+  publish: Scenario['publish'],
+  model: Scenario['model'],
+  events: number,
+  runs: number,
+  more: Partial<Scenario> = {},
+): Scenario => ({ name, title, modes, publish, model, events, runs, ...more });
 const SCENARIOS: Scenario[] = [
-  {
-    name: 'f1-single',
-    title: 'fan-out 1, single publish',
-    modes: ok(1),
-    publish: 'single',
-    model: 'closed',
-    events: size(20_000, 200),
-    runs: REPEAT,
-  },
-  {
-    name: 'f1-single-id',
-    title: 'fan-out 1, single publish, each with its own id (claim + event + published marker)',
-    modes: ok(1),
-    publish: 'single',
-    model: 'closed',
-    events: size(20_000, 200),
-    runs: REPEAT,
-    ids: true,
-  },
-  // events and rate are set from this run's f1-single runs (or --rate / --events).
-  {
-    name: 'half-sat',
-    title: 'fan-out 1, single, open model at 50 % of saturation',
-    modes: ok(1),
-    publish: 'single',
-    model: 'open',
-    events: 0,
-    runs: 1,
-  },
-  {
-    name: 'f10-single',
-    title: 'fan-out 10, single publish',
-    modes: ok(10),
-    publish: 'single',
-    model: 'closed',
-    events: size(10_000, 100),
-    runs: REPEAT,
-  },
-  {
-    name: 'f1-batch',
-    title: `fan-out 1, batch publish (${BATCH}/request)`,
-    modes: ok(1),
-    publish: 'batch',
-    model: 'closed',
-    events: size(50_000, 400),
-    runs: REPEAT,
-  },
-  {
-    name: 'f10-batch',
-    title: `fan-out 10, batch publish (${BATCH}/request)`,
-    modes: ok(10),
-    publish: 'batch',
-    model: 'closed',
-    events: size(15_000, 200),
-    runs: REPEAT,
-  },
-  {
-    name: 'unhealthy',
-    title: 'fan-out 10: 7 ok, 2 answer 503 + Retry-After, 1 hangs',
-    modes: [...ok(7), '503', '503', 'hang'],
-    publish: 'single',
-    model: 'closed',
-    events: size(10_000, 100),
-    runs: 1,
-  },
-  ...CURVE_RATES.map(
-    (d): Scenario => ({
-      name: `curve-${d}`,
-      title: `fan-out 10, single, open model at ${d} deliveries/s`,
-      modes: ok(10),
-      publish: 'single',
-      model: 'open',
-      rate: d / 10,
-      events: (d / 10) * CURVE_SECONDS,
-      runs: 1,
-    }),
+  scenario('f1-single', 'fan-out 1, single publish', ok(1), 'single', 'closed', size(20_000, 200), REPEAT),
+  scenario(
+    'f1-single-id',
+    'fan-out 1, single publish, each with its own id (claim + event + published marker)',
+    ok(1),
+    'single',
+    'closed',
+    size(20_000, 200),
+    REPEAT,
+    { ids: true },
   ),
-  {
-    name: 'big',
-    title: 'fan-out 10, single publish, big',
-    modes: ok(10),
-    publish: 'single',
-    model: 'closed',
-    events: size(100_000, 100_000),
-    runs: 1,
-  },
+  // events and rate are set from this run's f1-single runs (or --rate / --events).
+  scenario('half-sat', 'fan-out 1, single, open model at 50 % of saturation', ok(1), 'single', 'open', 0, 1),
+  scenario('f10-single', 'fan-out 10, single publish', ok(10), 'single', 'closed', size(10_000, 100), REPEAT),
+  scenario(
+    'f1-batch',
+    `fan-out 1, batch publish (${BATCH}/request)`,
+    ok(1),
+    'batch',
+    'closed',
+    size(50_000, 400),
+    REPEAT,
+  ),
+  scenario(
+    'f10-batch',
+    `fan-out 10, batch publish (${BATCH}/request)`,
+    ok(10),
+    'batch',
+    'closed',
+    size(15_000, 200),
+    REPEAT,
+  ),
+  scenario(
+    'unhealthy',
+    'fan-out 10: 7 ok, 2 answer 503 + Retry-After, 1 hangs',
+    [...ok(7), '503', '503', 'hang'],
+    'single',
+    'closed',
+    size(10_000, 100),
+    1,
+  ),
+  ...CURVE_RATES.map((d) =>
+    scenario(
+      `curve-${d}`,
+      `fan-out 10, single, open model at ${d} deliveries/s`,
+      ok(10),
+      'single',
+      'open',
+      (d * CURVE_SECONDS) / 10,
+      1,
+      {
+        rate: d / 10,
+      },
+    ),
+  ),
+  scenario('big', 'fan-out 10, single publish, big', ok(10), 'single', 'closed', size(100_000, 100_000), 1),
 ];
 const selected = CURVE
   ? [...CURVE_RATES.map((d) => `curve-${d}`), 'f10-single']
@@ -244,168 +202,81 @@ if (CURVE) SCENARIOS.find((s) => s.name === 'f10-single')!.runs = 1;
 for (const name of selected)
   if (!SCENARIOS.some((s) => s.name === name))
     throw new Error(`unknown scenario "${name}"; known: ${SCENARIOS.map((s) => s.name).join(', ')}`);
+/** How a receiver port of each mode answers. */
+const PORT: Record<Mode, Omit<PortSpec, 'name'>> = {
+  ok: {},
+  '503': { failRate: 1, failStatus: 503, retryAfterS: 1 },
+  hang: { hang: true },
+};
 
-// ---------------------------------------------------------------- child processes
+const bench = new BenchRun('bench-dispatch', SLUICE_DIR);
+const { scratch, children, prefix } = bench;
+// The CPU profiles of --profile stay in the work directory.
+scratch.keepLogs = opt.profile === true;
+let sampler: ProcSampler | null = null;
+bench.onShutdown(async () => sampler?.stop());
 
-const scratch = new Scratch('bench-dispatch');
-const work = scratch.path;
-/** stage: the order of shutdown (0 first): bench helpers, then Sluice, then Kafka. */
-const children: { name: string; proc: ChildProcess; stage: 0 | 1 | 2 }[] = [];
-
-function track(name: string, proc: ChildProcess, stage: 0 | 1 | 2): ChildProcess {
-  children.push({ name, proc, stage });
-  return proc;
-}
-
-/** A `node bin/sluice.js …` child; its stdout and stderr go to <work>/<name>.log. */
-function launch(
-  name: string,
-  args: string[],
-  env: NodeJS.ProcessEnv,
-  stage: 1 | 2,
-): { proc: ChildProcess; log: string } {
-  const log = join(work, `${name}.log`);
-  const out = createWriteStream(log);
-  // --profile: every Sluice process (cluster workers included) writes a .cpuprofile into <work>/prof.
-  const prof = opt.profile && name !== 'kafka' ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'prof')}`] : [];
-  // Run as the tree's `sluice` executable would run it (the Node flags of its #! line).
-  const flags = name === 'kafka' ? [] : shebangNodeFlags(SLUICE);
-  const proc = spawn(process.execPath, [...flags, ...prof, SLUICE, ...args], {
-    cwd: SLUICE_DIR,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  if (name !== 'kafka') sluiceStartedAt ??= Date.now();
-  proc.stdout!.pipe(out);
-  proc.stderr!.pipe(out);
-  return { proc: track(name, proc, stage), log };
-}
-
+/** --profile: every Sluice process (cluster workers included) writes a .cpuprofile into <work>/prof. */
+const PROF = opt.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(scratch.path, 'prof')}`] : [];
 /** When the first Sluice process started, and when the first reported scenario did (for --profile). */
-let sluiceStartedAt: number | undefined;
-let scenariosStartedAt: number | undefined;
-
-/** A bench helper (TypeScript, through bin/run-ts.js) with an IPC channel. */
-function forkTs(name: string, script: string, args: string[] = []): ChildProcess {
-  return track(
-    name,
-    fork(RUN_TS, [join(ROOT, 'bench/dispatch', script), ...args], {
-      cwd: ROOT,
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    }),
-    0,
-  );
-}
+let sluiceStartedAt = 0;
+let scenariosStartedAt = 0;
+const launch = (name: string, args: string[], env: NodeJS.ProcessEnv): Launched => {
+  sluiceStartedAt ||= Date.now();
+  return children.spawn(name, SLUICE, args, env, 'sluice', PROF);
+};
 
 /** A one-shot helper: spec in, one IPC message out. */
 function runOnce<T>(script: string, spec: object): Promise<T> {
-  const proc = forkTs(script, script, [JSON.stringify(spec)]);
+  const c = children.forkTs(script, join(ROOT, 'bench/dispatch', script), [JSON.stringify(spec)]);
   return new Promise((resolve, reject) => {
-    proc.once('message', (m) => resolve(m as T));
-    proc.once('exit', (code) => reject(new Error(`${script} exited (${code}) without a result`)));
+    c.proc.once('message', (m) => resolve(m as T));
+    c.proc.once('exit', (code) => reject(new Error(`${script} exited (${code}) without a result`)));
   });
 }
-
-async function stopProc(proc: ChildProcess): Promise<void> {
-  if (proc.exitCode !== null || proc.signalCode !== null) return;
-  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
-  proc.kill('SIGTERM');
-  const timer = setTimeout(() => proc.kill('SIGKILL'), 20_000);
-  await exited;
-  clearTimeout(timer);
-}
-
-let brokers: string[] = [];
-let prefix = '';
-let externalKafka = false;
-
-let sampler: ProcSampler | null = null;
-let shuttingDown = false;
-/** Stops the children (helpers, then Sluice, then Kafka) and exits; the first call wins. */
-async function shutdown(code: number): Promise<void> {
-  if (shuttingDown) return;
-  shuttingDown = true;
-  sampler?.stop();
-  for (const stage of [0, 1, 2] as const) {
-    await Promise.all(children.filter((c) => c.stage === stage).map((c) => stopProc(c.proc)));
-    if (stage === 1 && externalKafka && prefix) await dropBenchTopics(brokers, prefix);
-  }
-  // Exiting removes the work directory: Kafka's data and the view stores always; the logs (and the
-  // CPU profiles of --profile) stay after an error or a signal.
-  scratch.keepLogs = !(code === 0 || code === 1) || Boolean(opt.profile);
-  process.exit(code);
-}
-for (const [signal, code] of [
-  ['SIGINT', 130],
-  ['SIGTERM', 143],
-] as const) {
-  process.on(signal, () => {
-    process.stderr.write(`${signal}: stopping the child processes\n`);
-    void shutdown(code);
-  });
-}
-
-// ---------------------------------------------------------------- Sluice API
 
 let base = '';
-let client = { client_id: '', client_secret: '' };
+let client: BenchClient = { client_id: '', client_secret: '' };
 let token = { value: '', at: 0 };
-
-async function api(method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
-  if (path !== '/v1/auth/token' && Date.now() - token.at > 10 * 60_000) await refreshToken();
-  const headers: Record<string, string> = body === undefined ? {} : { 'content-type': 'application/json' };
-  if (path !== '/v1/auth/token') headers.authorization = `Bearer ${token.value}`;
-  const res = await fetch(base + path, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  try {
-    return { status: res.status, json: text ? JSON.parse(text) : null };
-  } catch {
-    return { status: res.status, json: text };
-  }
-}
-
-async function refreshToken(): Promise<void> {
-  // The ingress may not have read the client a created a moment ago: retry briefly.
-  for (let i = 0; ; i++) {
-    const r = await api('POST', '/v1/auth/token', { grant_type: 'client_credentials', ...client });
-    if (r.status === 200) {
-      token = { value: r.json.access_token, at: Date.now() };
-      return;
-    }
-    if (i >= 40) throw new Error(`POST /v1/auth/token answered ${r.status}: ${JSON.stringify(r.json)}`);
-    await sleep(250);
-  }
-}
+const api = sluiceApi(
+  () => base,
+  async () => {
+    if (Date.now() - token.at > 10 * 60_000) token = { value: await bearerToken(base, client), at: Date.now() };
+    return token.value;
+  },
+);
 
 let adminPorts: number[] = [];
 /** sluice_deliveries_total{outcome="deferred"} summed over every Sluice process (missing = 0). */
 async function deferredTotal(): Promise<number> {
   let sum = 0;
   for (const port of adminPorts) {
-    try {
-      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-      const m = /^sluice_deliveries_total\{outcome="deferred"\} (\d+)$/m.exec(text);
-      sum += m ? Number(m[1]) : 0;
-    } catch {
-      /* a process without an admin port: counts 0 */
-    }
+    const text = await fetch(`http://127.0.0.1:${port}/metrics`).then(
+      (r) => r.text(),
+      () => '',
+    );
+    sum += Number(/^sluice_deliveries_total\{outcome="deferred"\} (\d+)$/m.exec(text)?.[1] ?? 0);
   }
   return sum;
 }
 
-// ---------------------------------------------------------------- the run
+/** What the receiver had of a run's healthy deliveries. */
+interface Received {
+  ports: PortStats[];
+  unique: number;
+  duplicates: number;
+  p50: number | null;
+  p99: number | null;
+  last: number | null;
+}
 
 interface RunResult {
   sc: Scenario;
   run: number;
-  load: LoadResult;
+  load: PublishResult;
   healthy: number;
   expected: number;
-  stats: ReceiverStats;
+  stats: Received;
   deliveredPerSec: number;
   lost: number;
   deferred: number;
@@ -416,38 +287,37 @@ interface RunResult {
 }
 
 async function main(): Promise<number> {
-  const startedAt = new Date();
-  const load1 = loadavg()[0];
+  const { startedAt, load1 } = bench;
 
   // 1. Kafka
-  if (process.env.KAFKA_BROKERS) {
-    brokers = process.env.KAFKA_BROKERS.split(',');
-    externalKafka = true;
-  } else {
-    const port = await freePorts(2); // the broker's port and its controller's, port + 1
-    say(`starting Kafka on 127.0.0.1:${port} (sluice kafka)...`);
-    const k = launch(
-      'kafka',
-      ['kafka', '--port', String(port), '--data-dir', scratch.kafkaDir(), '--fresh'],
-      process.env,
-      2,
-    );
-    await waitForLine(k, /Kafka broker ready/, 240_000, 'sluice kafka');
-    brokers = [`127.0.0.1:${port}`];
-  }
-  const kafkaLauncher = children.find((c) => c.name === 'kafka');
-  const kafkaPid = kafkaJavaPid({ brokers, launched: kafkaLauncher ?? null });
+  const kafka = await bench.startKafka();
+  const { brokers, external: externalKafka } = kafka;
+  const kafkaJava = kafkaPid(kafka);
 
   // 2. receiver and load generator
-  const receiverProc = forkTs('receiver', 'receiver.ts');
-  const receiver = rpc<ReceiverRequest, { ports?: number[]; stats?: ReceiverStats }>(receiverProc);
-  const listen = async (modes: PortMode[]) => (await receiver({ op: 'listen', modes })).ports!;
-  const receiverStats = async (latency: boolean) => (await receiver({ op: 'stats', latency })).stats!;
-  const loadProc = forkTs('load', 'load.ts');
-  const load = rpc<LoadRequest, { result: LoadResult }>(loadProc);
+  const { call: receiver, proc: receiverProc } = bench.receiver();
+  const { call: load, proc: loadProc } = bench.load();
+  const listen = async (modes: Mode[]) =>
+    (await receiver({ op: 'listen', ports: modes.map((m, i) => ({ name: `p${i}`, ...PORT[m] })) })).ports!;
+  /** Σ first 2xx over the ports (only `ok` ports answer 2xx): cheap, for polling. */
+  const delivered = async () =>
+    Object.values((await receiver({ op: 'progress' })).progress!).reduce((a, b) => a + b, 0);
+  const receiverStats = async (): Promise<Received> => {
+    const r = await receiver({ op: 'stats' });
+    const ports = r.stats!;
+    const lat: Latency = r.latency!;
+    const lasts = ports.map((p) => p.lastOkAt).filter((t): t is number => t !== null);
+    return {
+      ports,
+      unique: ports.reduce((n, p) => n + p.ok, 0),
+      duplicates: ports.reduce((n, p) => n + p.duplicates, 0),
+      p50: lat.p50,
+      p99: lat.p99,
+      last: lasts.length ? Math.max(...lasts) : null,
+    };
+  };
 
   // 3. Sluice
-  prefix = `bench-${randomBytes(4).toString('hex')}`;
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {
     ...sluiceEnv({ brokers, prefix, port, dataDir: scratch.dataDir() }),
@@ -456,73 +326,49 @@ async function main(): Promise<number> {
   };
   // `sluice start` may run several worker processes (SLUICE_WORKERS, default the core count);
   // with --ingresses, N single-process `sluice ingress` nodes take its place.
-  const front: { name: string; proc: ChildProcess; log: string; adminPort: number }[] = [];
+  const front: { name: string; launched: Launched; adminPort: number }[] = [];
   if (INGRESSES > 0) {
     say(`starting ${INGRESSES} sluice ingress (topic prefix ${prefix}) and ${DISPATCHERS} dispatcher(s)...`);
     for (let i = 1; i <= INGRESSES; i++) {
       const [p, ap] = i === 1 ? [port, await freePort()] : await Promise.all([freePort(), freePort()]);
       const name = `ingress-${i}`;
-      const node = launch(name, ['ingress'], { ...env, SLUICE_PORT: String(p), SLUICE_ADMIN_PORT: String(ap) }, 1);
-      front.push({ name, ...node, adminPort: ap });
+      const node = launch(name, ['ingress'], { ...env, SLUICE_PORT: String(p), SLUICE_ADMIN_PORT: String(ap) });
+      front.push({ name, launched: node, adminPort: ap });
     }
   } else {
     // The node's port (every worker summed, served by the primary) and one per worker after it.
     const adminPort = await freePorts(1 + (opt.workers ? Number(opt.workers) : availableParallelism()));
     say(`starting sluice start (topic prefix ${prefix}) and ${DISPATCHERS} extra dispatcher(s)...`);
-    const node = launch(
-      'sluice',
-      ['start'],
-      { ...env, SLUICE_PORT: String(port), SLUICE_ADMIN_PORT: String(adminPort) },
-      1,
-    );
-    front.push({ name: 'sluice', ...node, adminPort });
+    const node = launch('sluice', ['start'], {
+      ...env,
+      SLUICE_PORT: String(port),
+      SLUICE_ADMIN_PORT: String(adminPort),
+    });
+    front.push({ name: 'sluice', launched: node, adminPort });
   }
   base = `http://127.0.0.1:${port}`;
-  const dispatchers: ChildProcess[] = [];
-  const dispatcherAdminPorts: number[] = [];
-  for (let i = 1; i <= DISPATCHERS; i++) {
-    const ap = await freePort();
-    dispatcherAdminPorts.push(ap);
-    const d = launch(`dispatcher-${i}`, ['dispatcher'], { ...env, SLUICE_ADMIN_PORT: String(ap) }, 1);
-    dispatchers.push(d.proc);
-    await waitForLine(d, /dispatcher running/, 120_000, `dispatcher ${i}`);
-  }
-  for (const node of front) await waitReady(node, node.name, node.adminPort);
+  sluiceStartedAt ||= Date.now();
+  const dispatchers = await startDispatchers(children, SLUICE, env, DISPATCHERS, null, PROF);
+  for (const node of front) await waitReady(node.launched, node.name, node.adminPort);
   // Cluster workers of `sluice start`, if any, are the node children of the primary; all forked by now.
-  const sluiceWorkers = INGRESSES > 0 ? 0 : processTree(front[0].proc.pid!).length - 1;
+  const sluiceWorkers = INGRESSES > 0 ? 0 : processTree(front[0].launched.proc.pid!).length - 1;
   // `sluice start`'s admin port serves the sum of its workers (its /readyz: all of them ready).
-  adminPorts = front.map((n) => n.adminPort);
-  adminPorts.push(...dispatcherAdminPorts);
-
-  const frontName = (node: (typeof front)[number]) =>
-    INGRESSES > 0
-      ? node.name
-      : sluiceWorkers > 0
-        ? `sluice start (primary + ${sluiceWorkers} workers)`
-        : 'sluice start';
+  adminPorts = [...front.map((n) => n.adminPort), ...dispatchers.map((d) => d.adminPort)];
+  const frontName = (name: string) =>
+    INGRESSES > 0 ? name : sluiceWorkers > 0 ? `sluice start (primary + ${sluiceWorkers} workers)` : 'sluice start';
   sampler = new ProcSampler(() => {
     const m = new Map<string, number[]>();
-    if (kafkaPid) m.set('kafka (java)', [kafkaPid]);
-    for (const node of front) m.set(frontName(node), processTree(node.proc.pid!));
-    dispatchers.forEach((d, i) => {
-      m.set(`dispatcher-${i + 1}`, [d.pid!]);
-    });
+    if (kafkaJava) m.set('kafka (java)', [kafkaJava]);
+    for (const node of front) m.set(frontName(node.name), processTree(node.launched.proc.pid!));
+    for (const d of dispatchers) m.set(d.name, [d.launched.proc.pid!]);
     m.set('receiver', [receiverProc.pid!]);
     m.set('load', [loadProc.pid!]);
     return m;
   });
 
   // 4. credential
-  const created = await promisify(execFile)(
-    process.execPath,
-    [SLUICE, 'admin', 'create-client', '--tenant', 'bench', '--role', 'admin', '--json'],
-    { cwd: SLUICE_DIR, env },
-  );
-  client = JSON.parse(created.stdout.split('\n').find((l) => l.startsWith('{'))!);
-  await refreshToken();
-
-  const probe = await api('POST', '/v1/webhooks/events/batch', { events: [] });
-  const batchAvailable = probe.status !== 404;
+  client = await adminClient(SLUICE, SLUICE_DIR, env, 'bench');
+  const batchAvailable = (await api('POST', '/v1/webhooks/events/batch', { events: [] })).status !== 404;
   if (!batchAvailable)
     say('note: POST /v1/webhooks/events/batch answers 404: batch publish not available, batch scenarios skipped');
 
@@ -536,24 +382,20 @@ async function main(): Promise<number> {
       `the delivery consumer groups were not Stable with ${groupMembers} members within 90 s; measured anyway.`,
     );
   const warmUp = quick ? 50 : 1000;
-  await measure(
-    { name: 'warm-up', title: 'warm-up', modes: ok(1), publish: 'single', model: 'closed', events: warmUp, runs: 1 },
-    0,
-    0,
-  );
+  await measure(scenario('warm-up', 'warm-up', ok(1), 'single', 'closed', warmUp, 1), 0, 0);
   say(`warm-up: ${warmUp} events delivered (not reported)`);
 
   // --curve: what each process costs doing nothing, after the warm-up has settled.
   let idle: Map<string, Usage> | null = null;
   if (CURVE) {
     await sleep(5000);
-    const w = sampler!.begin();
+    const w = sampler.begin();
     await sleep(IDLE_SECONDS * 1000);
-    idle = sampler!.end(w);
+    idle = sampler.end(w);
     say(`idle: ${[...idle].map(([n, u]) => `${n} ${fmt((100 * u.cpuSec) / IDLE_SECONDS, 1)} %`).join(', ')}`);
   }
 
-  // 7. hop ceilings
+  // 5. hop ceilings
   const hops: string[] = [];
   const postCeiling = new Map<number, number>();
   if (!opt['skip-hops']) {
@@ -562,13 +404,9 @@ async function main(): Promise<number> {
       [10, 64, quick ? 2000 : 50_000],
     ]) {
       const ports = await listen(ok(endpoints));
-      const r = await runOnce<HopPostResult>('hop-post.ts', {
-        ports,
-        connections,
-        posts,
-        padBytes: PAD,
-      } satisfies HopPostSpec);
-      const s = await receiverStats(false);
+      const spec: HopPostSpec = { ports, connections, posts, padBytes: PAD };
+      const r = await runOnce<HopPostResult>('hop-post.ts', spec);
+      const s = await receiverStats();
       const rate = s.unique / ((s.last! - r.startedAt) / 1000);
       postCeiling.set(endpoints, rate);
       hops.push(
@@ -579,7 +417,7 @@ async function main(): Promise<number> {
       say(hops[hops.length - 1]);
     }
     const records = quick ? 5000 : 100_000;
-    const k = await runOnce<HopKafkaResult>('hop-kafka.ts', {
+    const spec: HopKafkaSpec = {
       brokers,
       topic: `${prefix}.hop-kafka`,
       records,
@@ -587,31 +425,29 @@ async function main(): Promise<number> {
       batch: 500,
       producers: 4,
       partitions: 6,
-    } satisfies HopKafkaSpec);
+    };
+    const k = await runOnce<HopKafkaResult>('hop-kafka.ts', spec);
     hops.push(
       `| Kafka produce (hop-kafka.ts) | ${fmt(records)} records of ~600 B, acks=-1, ` +
         `one request in flight, 4 producers × batches of 500, 6 partitions | ` +
         `${fmt(k.producePerSec)} records/s |`,
-    );
-    hops.push(
       `| Kafka consume (hop-kafka.ts) | the same records, one consumer group, ` +
         `timed from run() (join + first fetch ${fmt(k.consumerJoinMs)} ms included) | ` +
         `${fmt(k.consumePerSec)} records/s |`,
-    );
-    // Each event is 1 record on sluice.events and 1 DeliverySet (up to 100 endpoints) on sluice.deliveries.
-    for (const f of [1, 10])
-      hops.push(
-        `| Kafka-bound delivery ceiling, fan-out ${f} | produce rate × ${f}/2: ` +
+      // Each event is 1 record on sluice.events and 1 DeliverySet (up to 100 endpoints) on sluice.deliveries.
+      ...[1, 10].map(
+        (f) =>
+          `| Kafka-bound delivery ceiling, fan-out ${f} | produce rate × ${f}/2: ` +
           `each event is 1 event record + 1 delivery set of ${f} | ` +
           `≈ ${fmt((k.producePerSec * f) / 2)} deliveries/s |`,
-      );
+      ),
+    );
     say(hops.slice(-4).join('\n'));
   }
 
-  // 8. scenarios
+  // 6. scenarios, in the order asked for (--curve: the curve's points, then saturation)
   const results: RunResult[] = [];
   scenariosStartedAt = Date.now();
-  // In the order asked for (--curve: the curve's points, then saturation).
   for (const sc of selected.map((name) => SCENARIOS.find((s) => s.name === name)!)) {
     if (sc.publish === 'batch' && !batchAvailable) {
       notes.push(`${sc.name}: skipped, the batch route answered 404 (batch publish not available).`);
@@ -642,8 +478,7 @@ async function main(): Promise<number> {
       }
       results.push(r);
       const { load: lr, stats } = r;
-      const matchedOff = Object.keys(lr.matched).filter((k) => Number(k) !== sc.modes.length);
-      if (matchedOff.length > 0)
+      if (Object.keys(lr.matched).some((k) => Number(k) !== sc.modes.length))
         notes.push(
           `${sc.name} run ${run}: matched_endpoints ≠ ${sc.modes.length} on some publishes: ` +
             `${JSON.stringify(lr.matched)}.`,
@@ -658,121 +493,63 @@ async function main(): Promise<number> {
   }
   await Promise.all(liveEndpoints.map((id) => api('DELETE', `/v1/webhooks/endpoints/${id}`)));
 
-  /**
-   * One run: fresh endpoints (the old ones deleted, so the fan-out stays right), publish, wait, read. Null: no batch
-   * route.
-   */
+  /** One run: fresh endpoints (the old ones deleted: the fan-out stays right), publish, wait, read; null: no batch. */
   async function measure(sc: Scenario, run: number, rate: number): Promise<RunResult | null> {
     await Promise.all(liveEndpoints.map((id) => api('DELETE', `/v1/webhooks/endpoints/${id}`)));
     const ports = await listen(sc.modes);
-    liveEndpoints = await Promise.all(
-      ports.map(async (p) => {
-        const r = await api('POST', '/v1/webhooks/endpoints', {
-          url: `http://127.0.0.1:${p}/hook`,
-          events: ['inference.completed'],
-        });
-        if (r.status !== 201 || r.json.state !== 'ACTIVE')
-          throw new Error(`registering an endpoint answered ${r.status}: ${JSON.stringify(r.json)}`);
-        return r.json.id as string;
-      }),
-    );
+    liveEndpoints = await Promise.all(ports.map((p) => registerEndpoint(api, `http://127.0.0.1:${p}/hook`)));
     if (DISPATCHERS > 0) await sleep(1000); // every dispatcher's endpoint view sees the change
     const healthy = sc.modes.filter((m) => m === 'ok').length;
     const deferred0 = await deferredTotal();
     const window = sampler!.begin();
     const windowAt = Date.now();
-    const spec: LoadSpec = {
+    const { publish, model, events } = sc;
+    const spec = {
       base,
-      clientId: client.client_id,
-      clientSecret: client.client_secret,
-      publish: sc.publish,
+      client,
+      publish,
       batchSize: BATCH,
-      model: sc.model,
+      model,
       connections: CONCURRENCY,
       rate,
-      events: sc.events,
+      events,
       padBytes: PAD,
-      ...(sc.ids ? { ids: true } : {}),
     };
-    const lr = (await load({ op: 'run', spec })).result;
+    const lr = (await load({ op: 'publish', spec: { ...spec, ...(sc.ids ? { ids: true } : {}) } })).publish!;
     if (lr.batchUnavailable) {
       sampler!.end(window);
       return null;
     }
     const expected = lr.accepted * healthy;
-    const { stats, timedOut } = await waitForDeliveries(expected, deferred0);
+    const timedOut = await waitForDeliveries(expected, deferred0);
+    const stats = await receiverStats();
     const usage = sampler!.end(window);
     const deferred = (await deferredTotal()) - deferred0;
     const deliveredPerSec = stats.last ? stats.unique / (Math.max(1, stats.last - lr.firstSentAt) / 1000) : 0;
-    return {
-      sc,
-      run,
-      load: lr,
-      healthy,
-      expected,
-      stats,
-      deliveredPerSec,
-      lost: expected - stats.unique,
-      deferred,
-      timedOut,
-      usage,
-      wallSec: (Date.now() - windowAt) / 1000,
-    };
+    const lost = expected - stats.unique;
+    const wallSec = (Date.now() - windowAt) / 1000;
+    return { sc, run, load: lr, healthy, expected, stats, deliveredPerSec, lost, deferred, timedOut, usage, wallSec };
   }
 
-  /** --profile: what each feature costs, from the Sluice processes' profiles (feature-cost.ts). */
-  function featureSection(rs: RunResult[], names: string[]): string {
-    const dir = join(work, 'prof');
-    const files = existsSync(dir) ? readdirSync(dir).map((f) => join(dir, f)) : [];
-    const delivered = rs.reduce((n, r) => n + r.stats.unique, 0);
-    const cpu = rs.reduce((n, r) => n + names.reduce((m, p) => m + (r.usage.get(p)?.cpuSec ?? 0), 0), 0);
-    if (files.length === 0 || delivered === 0) return '(--profile: no profiles or no deliveries to read)';
-    const perThousand = (cpu * 1000) / delivered;
-    // Each profile starts with its process: skip its start-up, endpoint registration and warm-up.
-    const skipMs = (scenariosStartedAt ?? 0) - (sluiceStartedAt ?? 0);
-    const { busyMs, shares } = featureShares(files, { skipMs });
-    return [
-      `#### What each feature costs (profiles of this run, ${fmt(busyMs / 1000, 1)} busy CPU-s after the warm-up)`,
-      '',
-      `All Sluice processes: ${fmt(perThousand, 3)} CPU-s per 1,000 deliveries over the scenarios (profiling ` +
-        'itself adds some). A sample counts for a feature when its code is anywhere on the stack, so a row ' +
-        'includes what it calls (crypto, socket writes) and rows overlap.',
-      '',
-      '| feature | share of busy CPU | CPU-s per 1,000 deliveries |',
-      '|---|---:|---:|',
-      ...shares.map((s) => `| ${s.name} | ${fmt(100 * s.share, 1)} % | ${fmt(s.share * perThousand, 3)} |`),
-    ].join('\n');
-  }
-
-  async function waitForDeliveries(
-    expected: number,
-    deferred0: number,
-  ): Promise<{ stats: ReceiverStats; timedOut: boolean }> {
-    let last = -1;
-    let progressAt = Date.now();
-    for (;;) {
-      const s = await receiverStats(false);
-      if (s.unique >= expected) return { stats: await receiverStats(true), timedOut: false };
-      if (s.unique !== last) {
-        last = s.unique;
-        progressAt = Date.now();
-      }
+  /** True when the deliveries stopped coming before `expected` of them did. */
+  async function waitForDeliveries(expected: number, deferred0: number): Promise<boolean> {
+    for (let last = -1, progressAt = Date.now(); ; await sleep(250)) {
+      const n = await delivered();
+      if (n >= expected) return false;
+      if (n !== last) [last, progressAt] = [n, Date.now()];
       const quiet = Date.now() - progressAt;
       // A deferred delivery comes back through the 30 s rung: give those 30 s more.
-      if (quiet > QUIET_MS && (quiet > QUIET_MS + 30_000 || (await deferredTotal()) === deferred0))
-        return { stats: await receiverStats(true), timedOut: true };
-      await sleep(250);
+      if (quiet > QUIET_MS && (quiet > QUIET_MS + 30_000 || (await deferredTotal()) === deferred0)) return true;
     }
   }
 
-  // 10. report
-  const ceilingFor = (sc: Scenario) => postCeiling.get(sc.modes.length === 1 ? 1 : 10) ?? null;
+  // 7. report
   const scenarioRows = results.map((r) => {
     const others = Object.entries(r.load.statuses).filter(
       ([k]) => !(r.sc.publish === 'single' ? ['202'] : ['200', '202']).includes(k),
     );
     const itemErrs = Object.entries(r.load.itemErrors).map(([k, v]) => `item ${k}×${v}`);
-    const ceiling = ceilingFor(r.sc);
+    const ceiling = postCeiling.get(r.sc.modes.length === 1 ? 1 : 10) ?? null;
     const pct = r.sc.model === 'open' || ceiling === null ? '—' : `${fmt((100 * r.deliveredPerSec) / ceiling)} %`;
     return (
       `| ${r.sc.name} | ${r.run} | ${fmt(r.load.accepted)} × ${r.healthy} | ` +
@@ -783,18 +560,17 @@ async function main(): Promise<number> {
       `${[...others.map(([k, v]) => `${k}×${v}`), ...itemErrs].join(', ') || '—'} |`
     );
   });
-  const spreadRows = [...new Set(results.map((r) => r.sc))].map((sc) => {
+  const ran = [...new Set(results.map((r) => r.sc))];
+  const spreadRows = ran.map((sc) => {
     const xs = results.filter((r) => r.sc === sc).map((r) => r.deliveredPerSec);
-    return (
-      `| ${sc.name} | ${sc.title} | ${xs.length} | ${fmt(Math.min(...xs))} | ` +
-      `${fmt(median(xs))} | ${fmt(Math.max(...xs))} |`
-    );
+    const [min, max] = [Math.min(...xs), Math.max(...xs)];
+    return `| ${sc.name} | ${sc.title} | ${xs.length} | ${fmt(min)} | ${fmt(median(xs))} | ${fmt(max)} |`;
   });
   const unhealthy = results.find((r) => r.sc.name === 'unhealthy');
   const allHealthy = results.filter((r) => r.sc.name === 'f10-single');
   if (unhealthy && allHealthy.length > 0) {
     const ref = median(allHealthy.map((r) => r.deliveredPerSec));
-    const perPort = unhealthy.stats.ports.map((p: PortStats) => `${p.mode} ${fmt(p.received)}`).join(', ');
+    const perPort = unhealthy.stats.ports.map((p, i) => `${unhealthy.sc.modes[i]} ${fmt(p.requests)}`).join(', ');
     notes.push(
       `unhealthy: the ${unhealthy.healthy} healthy endpoints got ` +
         `${fmt(unhealthy.deliveredPerSec)} deliveries/s ` +
@@ -806,23 +582,23 @@ async function main(): Promise<number> {
   }
   const procNames = [...new Set(results.flatMap((r) => [...r.usage.keys()]))];
   const sluiceProcs = procNames.filter((n) => /^(sluice|ingress|dispatcher)/.test(n));
-  const resourceRows = [...new Set(results.map((r) => r.sc))].map((sc) => {
+  const sluiceCpuOf = (r: RunResult) => sluiceProcs.reduce((m, p) => m + (r.usage.get(p)?.cpuSec ?? 0), 0);
+  const resourceRows = ran.map((sc) => {
     const rs = results.filter((r) => r.sc === sc);
-    const delivered = rs.reduce((n, r) => n + r.stats.unique, 0);
-    const perThousand = (cpu: number) => fmt(delivered ? (cpu * 1000) / delivered : null, 3);
+    const deliveries = rs.reduce((n, r) => n + r.stats.unique, 0);
+    const perThousand = (cpu: number) => fmt(deliveries ? (cpu * 1000) / deliveries : null, 3);
     const cells = procNames.map((name) => {
       const us = rs.map((r) => r.usage.get(name)).filter((u): u is Usage => u !== undefined);
       if (us.length === 0) return '—';
       const cpu = us.reduce((n, u) => n + u.cpuSec, 0);
       return `${fmt(Math.max(...us.map((u) => u.peakRssMb)))} MB · ${perThousand(cpu)} s`;
     });
-    const sluiceCpu = rs.reduce((n, r) => n + sluiceProcs.reduce((m, p) => m + (r.usage.get(p)?.cpuSec ?? 0), 0), 0);
-    return `| ${sc.name} | ${fmt(delivered)} | ${cells.join(' | ')} | ${perThousand(sluiceCpu)} s |`;
+    const sluiceCpu = rs.reduce((n, r) => n + sluiceCpuOf(r), 0);
+    return `| ${sc.name} | ${fmt(deliveries)} | ${cells.join(' | ')} | ${perThousand(sluiceCpu)} s |`;
   });
 
-  const sluiceCpuOf = (r: RunResult) => sluiceProcs.reduce((m, p) => m + (r.usage.get(p)?.cpuSec ?? 0), 0);
   const curve = CURVE ? curveSection(results, sluiceCpuOf, idle, sluiceProcs) : null;
-  const command = benchCommand('bench:dispatch', ROOT, externalKafka ? brokers : null);
+  const command = bench.command('bench:dispatch');
   const kafkaHow = externalKafka ? `already running (${brokers.join(',')})` : 'started by the bench (`sluice kafka`)';
   const inWorkers = sluiceWorkers > 0 ? ` in each of ${sluiceWorkers} cluster workers` : '';
   const workersEnv = opt.workers ? `, SLUICE_WORKERS=${opt.workers}` : '';
@@ -838,9 +614,8 @@ async function main(): Promise<number> {
     '',
     `Sluice measured: commit ${measuredCommit(SLUICE_DIR)}${SLUICE_DIR === ROOT ? '' : ' (--sluice-dir)'}.`,
     '',
-    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ` +
-      `${fmt(totalmem() / 2 ** 30, 1)} GiB, ${type()} ${release()}, Node ${process.version}; ` +
-      `Kafka ${KAFKA_VERSION} ${kafkaHow}; ${startedAt.toISOString()}; 1-min load average at start ${fmt(load1, 2)}.`,
+    `Machine: ${machineLine()}; Kafka ${KAFKA_VERSION} ${kafkaHow}; ${startedAt.toISOString()}; ` +
+      `1-min load average at start ${fmt(load1, 2)}.`,
     `Processes: Kafka, ${sluiceProcesses}, ` +
       `the receiver, the load generator (${CONCURRENCY} connections) and the hop probes, ` +
       'each its own OS process on this machine. ' +
@@ -895,43 +670,32 @@ async function main(): Promise<number> {
   say('');
   say(section);
   if (opt.profile) {
-    // A process writes its profile as it exits.
-    await Promise.all(children.filter((c) => c.stage === 1).map((c) => stopProc(c.proc)));
+    await children.stopAll(['sluice']); // a process writes its profile as it exits
     say(`\n${featureSection(results, sluiceProcs)}`);
   }
 
-  // --check compares with the figure recorded in RESULTS.md and writes nothing there (unless --results).
-  let checkFailed = false;
-  const verdicts: string[] = [];
-  if (opt.check && curve) {
-    for (const [name, measured] of curve.points) {
-      const verdict = judgeCpu(recordedCpu(join(ROOT, 'bench/RESULTS.md'), opt['check-label']!, name), measured, name);
-      say(verdict.line);
-      verdicts.push(verdict.line);
-      checkFailed ||= !verdict.ok;
-    }
-  } else if (opt.check) {
-    const f10 = results.filter((r) => r.sc.name === 'f10-single');
-    const delivered = f10.reduce((n, r) => n + r.stats.unique, 0);
-    const cpu = f10.reduce((n, r) => n + sluiceCpuOf(r), 0);
-    if (delivered === 0) {
-      say('--check: f10-single did not run or delivered nothing');
-      checkFailed = true;
-    } else {
-      const verdict = judgeCpu(
-        recordedCpu(join(ROOT, 'bench/RESULTS.md'), opt['check-label']!, 'f10-single'),
-        (cpu * 1000) / delivered,
-        'f10-single',
-      );
-      say(verdict.line);
-      verdicts.push(verdict.line);
-      checkFailed = !verdict.ok;
-    }
-  }
-  // --check leaves the recorded figures alone and writes its own verdict beside them.
+  // --check compares with the figures recorded in RESULTS.md and writes its verdict beside them.
+  const points: [string, number | null][] = curve
+    ? curve.points
+    : [
+        [
+          'f10-single',
+          perThousandOf(
+            results.filter((r) => r.sc.name === 'f10-single'),
+            sluiceCpuOf,
+          ),
+        ],
+      ];
+  const verdicts = !opt.check
+    ? []
+    : points.map(([name, measured]) => {
+        if (measured === null) return { ok: false, line: '--check: f10-single did not run or delivered nothing' };
+        return judgeCpu(recordedCpu(RESULTS_MD, opt['check-label']!, name), measured, name);
+      });
+  for (const v of verdicts) say(v.line);
   if (opt.check && !quick)
     writeMarkedSection(
-      join(ROOT, 'bench/RESULTS.md'),
+      RESULTS_MD,
       'dispatch-check:last',
       [
         `### The last \`--check\` (${startedAt.toISOString()}, Sluice at ${measuredCommit(SLUICE_DIR)})`,
@@ -939,24 +703,49 @@ async function main(): Promise<number> {
         `Command: \`${command}\`; machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ` +
           `1-min load average at start ${fmt(load1, 2)}; against the \`${opt['check-label']}\` section.`,
         '',
-        ...verdicts.map((v) => `- ${v.replace(/^--check: /, '')}`),
+        ...verdicts.filter((v) => 'measured' in v).map((v) => `- ${v.line.replace(/^--check: /, '')}`),
       ].join('\n'),
     );
-  const resultsFile = opt.results ?? (quick || opt.check ? null : join(ROOT, 'bench/RESULTS.md'));
+  const resultsFile = opt.results ?? (quick || opt.check ? null : RESULTS_MD);
   if (resultsFile) {
-    writeSection(resultsFile, opt.label!, section);
+    writeDispatchSection(resultsFile, opt.label!, section);
     say(`\nwritten to ${resultsFile} (label "${opt.label}")`);
   } else say('\n(--quick: bench/RESULTS.md left alone; pass --results FILE to write the section)');
 
   const lossy = results.filter((r) => r.lost > 0);
   if (lossy.length > 0) {
-    process.stderr.write(
-      `lost deliveries among healthy endpoints: ` +
-        `${lossy.map((r) => `${r.sc.name} run ${r.run}: ${r.lost}`).join(', ')}\n`,
-    );
+    const list = lossy.map((r) => `${r.sc.name} run ${r.run}: ${r.lost}`).join(', ');
+    process.stderr.write(`lost deliveries among healthy endpoints: ${list}\n`);
     return 1;
   }
-  return checkFailed ? 1 : 0;
+  return verdicts.some((v) => !v.ok) ? 1 : 0;
+}
+
+/** Sluice's CPU-s per 1,000 deliveries over `rs`; null when they delivered nothing. */
+function perThousandOf(rs: RunResult[], sluiceCpuOf: (r: RunResult) => number): number | null {
+  const delivered = rs.reduce((n, r) => n + r.stats.unique, 0);
+  return delivered === 0 ? null : (rs.reduce((n, r) => n + sluiceCpuOf(r), 0) * 1000) / delivered;
+}
+
+/** --profile: what each feature costs, from the Sluice processes' profiles (feature-cost.ts). */
+function featureSection(rs: RunResult[], names: string[]): string {
+  const dir = join(scratch.path, 'prof');
+  const files = existsSync(dir) ? readdirSync(dir).map((f) => join(dir, f)) : [];
+  const perThousand = perThousandOf(rs, (r) => names.reduce((m, p) => m + (r.usage.get(p)?.cpuSec ?? 0), 0));
+  if (files.length === 0 || perThousand === null) return '(--profile: no profiles or no deliveries to read)';
+  // Each profile starts with its process: skip its start-up, endpoint registration and warm-up.
+  const { busyMs, shares } = featureShares(files, { skipMs: scenariosStartedAt - sluiceStartedAt });
+  return [
+    `#### What each feature costs (profiles of this run, ${fmt(busyMs / 1000, 1)} busy CPU-s after the warm-up)`,
+    '',
+    `All Sluice processes: ${fmt(perThousand, 3)} CPU-s per 1,000 deliveries over the scenarios (profiling ` +
+      'itself adds some). A sample counts for a feature when its code is anywhere on the stack, so a row ' +
+      'includes what it calls (crypto, socket writes) and rows overlap.',
+    '',
+    '| feature | share of busy CPU | CPU-s per 1,000 deliveries |',
+    '|---|---:|---:|',
+    ...shares.map((s) => `| ${s.name} | ${fmt(100 * s.share, 1)} % | ${fmt(s.share * perThousand, 3)} |`),
+  ].join('\n');
 }
 
 /**
@@ -974,12 +763,11 @@ function curveSection(
   const at8k = per.get('curve-8000') ?? NaN;
   const sat = per.get('f10-single') ?? NaN;
   const ratio = (a: number, b: number) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? a / b : NaN);
-  const target = (name: string) =>
-    name === 'curve-500' ? 1.5 : name === 'curve-2000' ? 1.2 : name === 'curve-8000' ? 1.2 : null;
+  const TARGETS: Record<string, number> = { 'curve-500': 1.5, 'curve-2000': 1.2, 'curve-8000': 1.2 };
   const lines = rows.map((r) => {
     const cost = per.get(r.sc.name)!;
     const against = r.sc.name === 'curve-8000' ? sat : r.sc.name === 'f10-single' ? NaN : at8k;
-    const t = target(r.sc.name);
+    const t = TARGETS[r.sc.name];
     const x = ratio(cost, against);
     return (
       `| ${r.sc.name === 'f10-single' ? 'saturation (f10-single)' : fmt((r.sc.rate ?? 0) * 10)} | ` +
@@ -1008,11 +796,4 @@ function curveSection(
   };
 }
 
-main().then(
-  (code) => shutdown(code),
-  (err: Error) => {
-    // After a signal, errors from the children going away are expected: the shutdown reports.
-    if (!shuttingDown) process.stderr.write(`bench:dispatch failed: ${err.stack ?? err}\n`);
-    return shutdown(2);
-  },
-);
+bench.run(main);

@@ -3,7 +3,7 @@
  * Kafka (`sluice kafka`, unless KAFKA_BROKERS is set), node 1 = `sluice start` (its default
  * workers: one cluster worker per core), node 2 = `sluice ingress`, the clients made with
  * `sluice admin create-client` (the revocation victims in bulk, bench/edge-outside/provision.ts),
- * and a Node load generator (bench/edge-outside/load.ts, undici).
+ * and a Node load generator (bench/harness/load.ts, undici).
  * This process only orchestrates: it starts them, asks the load generator to run each case,
  * samples /proc, and reports.
  *
@@ -25,24 +25,22 @@
  * and `<!-- edge-outside:end -->` of bench/RESULTS.md (or --results FILE) is replaced.
  * Exits 0, 1 when a case saw unexpected statuses, 2 on an error.
  */
-import { execFile, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { availableParallelism, cpus, loadavg } from 'node:os';
+import { availableParallelism, cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
 import { freePort, freePorts } from '../core/net/free-port.ts';
-import { Children, stop, tail, waitForLine, type Launched } from './harness/children.ts';
-import { printHelp, ROOT, resultsFile, say, sleep } from './harness/cli.ts';
-import { rpc } from './harness/ipc.ts';
-import { benchKafka, dropBenchTopics } from './harness/kafka.ts';
-import { machineCpu, ProcSampler, processTree } from './harness/proc-cpu.ts';
-import { Scratch } from './harness/scratch.ts';
+import { tail, waitForLine, type Launched } from './harness/children.ts';
+import { printHelp, ROOT, resultsFile, say, sleep, writeResults } from './harness/cli.ts';
+import type { Credentials, RevocationResult, TokenResult } from './harness/load.ts';
+import { BenchRun } from './harness/bench.ts';
+import { machineCpu, ProcSampler, processTree, type Usage } from './harness/proc-cpu.ts';
 import { sluiceEnv, waitReady } from './harness/sluice.ts';
-import type { Credentials, LoadReply, LoadRequest, TokenResult } from './edge-outside/ipc.ts';
+import { adminClient } from './harness/sluice-api.ts';
+import { fmt, percentile } from './harness/stats.ts';
 import type { ProvisionSpec } from './edge-outside/provision.ts';
-import { report, unexpectedOf, type Figures, type TokenCase } from './edge-outside/report.ts';
-import { writeMarkedSection } from './results-section.ts';
+import { machineLine, measuredCommit } from './results-section.ts';
 
 const SLUICE = join(ROOT, 'bin/sluice.js');
 
@@ -71,53 +69,12 @@ const ROUND_TIMEOUT_MS = 10_000;
 for (const [name, v] of Object.entries({ SECONDS, REVOCATIONS, IDLE_SECONDS }))
   if (!(Number.isFinite(v) && v > 0)) throw new Error(`${name.toLowerCase()} must be a positive number`);
 
-// ---------------------------------------------------------------- child processes and cleanup
-
-const scratch = new Scratch('bench-edge-outside');
-const children = new Children(scratch.path, ROOT);
-/** The `sluice admin` runs in flight (execFile: their output is their answer). */
-const cliRuns = new Set<ChildProcess>();
+const bench = new BenchRun('bench-edge-outside');
+const { scratch, children, prefix } = bench;
 let sampler: ProcSampler | null = null;
+bench.onShutdown(async () => sampler?.stop());
 let brokers: string[] = [];
-let prefix = '';
 let externalKafka = false;
-let shuttingDown = false;
-
-/** Stops every child (helpers, then Sluice, then Kafka), drops the topics of an external broker, exits. */
-async function shutdown(code: number): Promise<void> {
-  if (shuttingDown) return;
-  shuttingDown = true;
-  sampler?.stop();
-  await Promise.all([...cliRuns].map((p) => stop(p)));
-  await children.stopAll();
-  if (externalKafka && prefix) await dropBenchTopics(brokers, prefix);
-  scratch.keepLogs = code === 2; // exiting removes the work directory; a failed run keeps its logs
-  process.exit(code);
-}
-for (const [signal, code] of [
-  ['SIGINT', 130],
-  ['SIGTERM', 143],
-] as const) {
-  process.on(signal, () => {
-    process.stderr.write(`${signal}: stopping the child processes\n`);
-    void shutdown(code);
-  });
-}
-
-/** One `sluice admin create-client --json` run. */
-function createClient(env: NodeJS.ProcessEnv, role: string): Promise<Credentials> {
-  return new Promise((resolve, reject) => {
-    const args = [SLUICE, 'admin', 'create-client', '--tenant', 'bench', '--role', role, '--json'];
-    const p = execFile(process.execPath, args, { cwd: ROOT, env }, (err, stdout, stderr) => {
-      cliRuns.delete(p);
-      const line = stdout.split('\n').find((l) => l.startsWith('{'));
-      if (err || !line) return reject(new Error(`sluice admin create-client failed: ${err?.message ?? ''}\n${stderr}`));
-      const { client_id, client_secret } = JSON.parse(line) as Credentials;
-      resolve({ client_id, client_secret });
-    });
-    cliRuns.add(p);
-  });
-}
 
 /**
  * `count` clients of one role in one process (bench/edge-outside/provision.ts): a CLI run each
@@ -170,20 +127,15 @@ function workerIndexOf(pid: number): number | null {
 // ---------------------------------------------------------------- the run
 
 async function main(): Promise<number> {
-  const startedAt = new Date();
-  const load1 = loadavg()[0];
+  const { startedAt, load1 } = bench;
 
   // 1. Kafka
-  const kafka = await benchKafka(children, scratch, SLUICE, say);
-  brokers = kafka.brokers;
-  externalKafka = kafka.external;
+  ({ brokers, external: externalKafka } = await bench.startKafka());
 
   // 2. the load generator
-  const loadProc = children.forkTs('load', join(ROOT, 'bench/edge-outside/load.ts')).proc;
-  const load = rpc<LoadRequest, LoadReply>(loadProc);
+  const { call: load, proc: loadProc } = bench.load();
 
   // 3. Sluice: node 1 = `sluice start` (default workers: one per core), node 2 = `sluice ingress`
-  prefix = `bench-${randomBytes(4).toString('hex')}`;
   const workers = availableParallelism();
   const ports = await pickPorts(workers);
   const env: NodeJS.ProcessEnv = {
@@ -226,8 +178,8 @@ async function main(): Promise<number> {
   say(`creating ${TOKEN_CLIENTS + 1} clients with sluice admin create-client, ${REVOCATIONS + 1} in bulk...`);
   const t0 = Date.now();
   const tokenClients: Credentials[] = [];
-  for (let i = 0; i < TOKEN_CLIENTS; i++) tokenClients.push(await createClient(env, 'admin'));
-  const officer = await createClient(env, 'security-officer');
+  for (let i = 0; i < TOKEN_CLIENTS; i++) tokenClients.push(await adminClient(SLUICE, ROOT, env, 'bench'));
+  const officer = await adminClient(SLUICE, ROOT, env, 'bench', 'security-officer');
   const cliSeconds = (Date.now() - t0) / 1000;
   const [warmUp, ...victims] = await provision(env, 'security-officer', REVOCATIONS + 1);
   const created = TOKEN_CLIENTS + 1 + REVOCATIONS + 1;
@@ -304,39 +256,32 @@ async function main(): Promise<number> {
   const idleMachineCores = machineCores(idleMachine0);
 
   // report
-  const figures: Figures = {
-    command: ['bench:edge-outside', ROOT, externalKafka ? brokers : null],
+  const section = report({
     startedAt,
     load1,
-    brokers,
-    externalKafka,
     workers: byIndex.length,
-    cliClients: TOKEN_CLIENTS + 1,
     cliSeconds,
-    bulkClients: REVOCATIONS + 1,
     createSeconds,
-    connections: CONNECTIONS,
-    warmUpSeconds: WARM_UP_SECONDS,
-    seconds: SECONDS,
     tokenCases,
-    revocations: REVOCATIONS,
     revocation: rev,
-    roundTimeoutMs: ROUND_TIMEOUT_MS,
-    settleSeconds: SETTLE_SECONDS,
-    idleSeconds: IDLE_SECONDS,
     idle,
     idleMachineCores,
-  };
-  const section = report(figures);
+  });
   say('');
   say(section);
   const file = resultsFile(opt.results, quick);
-  if (file) {
-    writeMarkedSection(file, 'edge-outside', section);
-    say(`\nwritten to ${file}`);
-  } else say('\n(--quick: bench/RESULTS.md left alone; pass --results FILE to write the section)');
+  if (file) writeResults(file, 'edge-outside', section);
+  else say('\n(--quick: bench/RESULTS.md left alone; pass --results FILE to write the section)');
 
-  const unexpected = unexpectedOf(figures);
+  // Every answer a case did not expect: token requests other than 200, revocation rounds gone wrong.
+  const unexpected = [
+    ...tokenCases.flatMap((c) =>
+      Object.entries(c.result.statuses)
+        .filter(([k]) => k !== '200')
+        .map(([k, v]) => `tokens, ${c.label}: ${k} ×${v}`),
+    ),
+    ...Object.entries(rev.unexpected).map(([k, v]) => `revocation, ${k} ×${v}`),
+  ];
   if (unexpected.length > 0) {
     process.stderr.write(`unexpected statuses: ${unexpected.join('; ')}\n`);
     return 1;
@@ -344,11 +289,142 @@ async function main(): Promise<number> {
   return 0;
 }
 
-main().then(
-  (code) => shutdown(code),
-  (err: Error) => {
-    // After a signal, errors from the children going away are expected: the shutdown reports.
-    if (!shuttingDown) process.stderr.write(`bench:edge-outside failed: ${err.stack ?? err}\n`);
-    return shutdown(2);
-  },
-);
+// ---------------------------------------------------------------- report
+
+interface TokenCase {
+  label: string;
+  result: TokenResult;
+  /** CPU per process group over the measured seconds. */
+  usage: Map<string, Usage>;
+  /** Cores busy on the whole machine over the same seconds (/proc/stat): ours and anyone else's. */
+  machineCores: number;
+}
+
+const ms = (x: number | null | undefined) => fmt(x, x !== null && x !== undefined && x < 10 ? 2 : 1);
+const cpu = (u: Map<string, Usage>, name: string) => u.get(name)?.cpuSec ?? 0;
+/** CPU-s of the processes of this bench that run Sluice or the load. */
+const ours = (u: Map<string, Usage>) => cpu(u, 'sluice start') + cpu(u, 'sluice ingress') + cpu(u, 'load generator');
+const workerNames = (u: Map<string, Usage>) => [...u.keys()].filter((k) => k.startsWith('sluice start: worker'));
+
+/** p50, p99 and max of the rounds that saw one, and how many never did (NaN). */
+function spread(xs: number[]) {
+  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  const max = s.length ? s[s.length - 1] : null;
+  return { n: s.length, p50: percentile(s, 50), p99: percentile(s, 99), max, never: xs.length - s.length };
+}
+
+function report(f: {
+  startedAt: Date;
+  load1: number;
+  workers: number;
+  /** The CLI made the token clients and the officer in cliSeconds; provision.ts the rest, createSeconds in all. */
+  cliSeconds: number;
+  createSeconds: number;
+  tokenCases: TokenCase[];
+  revocation: RevocationResult;
+  idle: Map<string, Usage>;
+  idleMachineCores: number;
+}): string {
+  const kafkaHow = externalKafka ? `already running (${brokers.join(',')})` : 'started by the bench (`sluice kafka`)';
+  const tokenRows = f.tokenCases.map(({ label, result: r, usage: u, machineCores }) => {
+    const others = Object.entries(r.statuses).filter(([k]) => k !== '200');
+    const perThousand = (name: string) => fmt(r.ok ? (cpu(u, name) * 1000) / r.ok : null, 3);
+    const perWorker = workerNames(u).map((w) => fmt(cpu(u, w), 1));
+    const otherCell = others.map(([k, v]) => `${k}×${fmt(v)}`).join(', ') || '—';
+    return (
+      `| ${label} | ${fmt(r.okPerSec)} | ${fmt(r.ok)} | ${otherCell} | ` +
+      `${ms(r.p50)} | ${ms(r.p99)} | ${perThousand('sluice start')} | ` +
+      `${fmt(cpu(u, 'sluice start') / r.seconds, 2)} (${perWorker.join(' / ')} CPU-s) | ` +
+      `${perThousand('load generator')} | ${fmt(cpu(u, 'sluice ingress'), 2)} | ` +
+      `${fmt(machineCores, 2)} (${fmt(machineCores - ours(u) / r.seconds, 2)}) |`
+    );
+  });
+  const rev = f.revocation;
+  const revRow = (what: string, xs: number[]) => {
+    const s = spread(xs);
+    return `| ${what} | ${s.n} | ${ms(s.p50)} | ${ms(s.p99)} | ${ms(s.max)} | ${s.never} |`;
+  };
+  const revUnexpected = Object.entries(rev.unexpected).map(([k, v]) => `${k} ×${v}`);
+  const slowest = rev.node2Ms
+    .map((x, i) => ({ x, i }))
+    .filter((r) => Number.isFinite(r.x))
+    .sort((a, b) => b.x - a.x)
+    .slice(0, 5)
+    .map((r) => `#${r.i + 1} ${ms(r.x)}`);
+  const over = (xs: number[], limit: number) => xs.filter((x) => x > limit).length;
+  const idleRow = (name: string, label = `\`${name}\``) => {
+    const c = cpu(f.idle, name);
+    return `| ${label} | ${fmt(c, 2)} | ${fmt((100 * c) / IDLE_SECONDS, 2)} % |`;
+  };
+  return [
+    '## The token edge from outside, every piece its own OS process (`npm run bench:edge-outside`)',
+    '',
+    `Run: ${f.startedAt.toISOString().slice(0, 10)}, Sluice at ${measuredCommit(ROOT)}. ` +
+      `Command: \`${bench.command('bench:edge-outside')}\``,
+    '',
+    `Machine: ${machineLine()}; Kafka ${KAFKA_VERSION} ${kafkaHow}; ` +
+      `${f.startedAt.toISOString()}; 1-min load average at start ${fmt(f.load1, 2)} (the machine may be shared).`,
+    '',
+    `Processes, each its own OS process on this machine: Kafka; node 1 = \`sluice start\` (primary + ` +
+      `${f.workers} cluster workers, its default of one per core, each ingress + dispatcher); node 2 = ` +
+      '`sluice ingress`; the load generator (bench/harness/load.ts: undici, keep-alive, pipelining 1). ' +
+      `Before the cases, ${fmt(TOKEN_CLIENTS + 1)} clients (the token clients and the officer) were made by ` +
+      `\`sluice admin create-client\` runs, one at a time (${fmt(f.cliSeconds, 1)} s), and the ` +
+      `${fmt(REVOCATIONS + 1)} revocation victims by one process doing the same (bench/edge-outside/provision.ts; ` +
+      `${fmt(f.createSeconds - f.cliSeconds, 1)} s until every Sluice process had them all). ` +
+      "Both nodes share one issuer (node 1's URL). " +
+      '`SLUICE_TOKEN_RATE_PER_MINUTE=0`: the per-client token rate limit (default 600/min per node) is off, ' +
+      'so case 1 measures the issuance ceiling, not the limit. `SLUICE_RATE_LIMIT_PER_CLIENT` keeps its ' +
+      "default (10,000 requests/s per client per process, burst 20,000): a revocation round's polls stay far below it.",
+    '',
+    `### 1. Token issuance: closed model, ${CONNECTIONS} connections, POST /v1/auth/token to node 1`,
+    '',
+    `${WARM_UP_SECONDS} s warm-up (not counted), then ${SECONDS} s. tokens/s counts only the 200s; latency ` +
+      'of the 200s. CPU: user + system from /proc/<pid>/stat over the measured seconds; `sluice start` is ' +
+      'its primary + workers (cores busy = CPU-s per second; the workers in parentheses). Machine: cores busy ' +
+      'on the whole machine (/proc/stat), in parentheses those not used by `sluice start`, `sluice ingress` ' +
+      'or the load generator (Kafka, other users of the machine).',
+    '',
+    '| case | tokens/s (200s) | 200s | other responses | p50 ms | p99 ms | `sluice start` CPU-s / 1,000 tokens | ' +
+      '`sluice start` cores busy | load generator CPU-s / 1,000 tokens | `sluice ingress` CPU-s | ' +
+      'machine cores busy (others) |',
+    '|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...tokenRows,
+    '',
+    `### 2. Revocation seen by a client: ${fmt(REVOCATIONS)} rounds, one at a time`,
+    '',
+    'Each round: a fresh token of a victim (role security-officer) from node 1, checked (200) on both nodes; ' +
+      'then both nodes polled back to back with it (GET /v1/audit?limit=1, one keep-alive connection each) ' +
+      "while node 1 gets POST /v1/auth/revocations with the officer's token. Times run from sending the POST. " +
+      'Only a TOKEN_REVOKED 401 to a poll sent after the POST counts: a poll in flight when the POST left ' +
+      `that answers 200 is one more poll. Resolution: one poll round trip (p50 ${ms(rev.pollP50)} ms, ` +
+      `p99 ${ms(rev.pollP99)} ms over ${fmt(rev.polls)} polls). One unreported round first. Node 1's POST ` +
+      'and its polls travel on different connections, so possibly to different workers of `sluice start`.',
+    '',
+    `| from sending the POST until | rounds | p50 ms | p99 ms | max ms | never (${fmt(ROUND_TIMEOUT_MS / 1000)} s) |`,
+    '|---|---:|---:|---:|---:|---:|',
+    revRow('node 2 (`sluice ingress`) answers 401', rev.node2Ms),
+    revRow('node 1 (`sluice start`) answers 401', rev.node1Ms),
+    revRow('node 1 answers the POST 201', rev.postMs),
+    '',
+    `Slowest rounds at node 2 (round number, ms): ${slowest.join(', ') || '—'}. Rounds over 100 ms: ` +
+      `node 2 ${over(rev.node2Ms, 100)}, node 1 ${over(rev.node1Ms, 100)}, the 201 ${over(rev.postMs, 100)} ` +
+      `of ${rev.postMs.length}.`,
+    '',
+    ...(revUnexpected.length ? [`Unexpected answers: ${revUnexpected.join(', ')}.`, ''] : []),
+    `### 3. Idle CPU: ${IDLE_SECONDS} s with no requests, after ${SETTLE_SECONDS} s settling`,
+    '',
+    '| process | CPU-s | % of one core |',
+    '|---|---:|---:|',
+    idleRow('sluice ingress', '`sluice ingress` (node 2)'),
+    idleRow('sluice start', '`sluice start` (node 1, all its processes)'),
+    idleRow('sluice start: primary'),
+    ...workerNames(f.idle).map((w) => idleRow(w)),
+    idleRow('load generator', 'load generator (idle, for reference)'),
+    '',
+    `The whole machine meanwhile: ${fmt(f.idleMachineCores, 2)} cores busy ` +
+      '(/proc/stat; Kafka and any other user of the machine included).',
+  ].join('\n');
+}
+
+bench.run(main);

@@ -3,8 +3,8 @@
  * `rate_limit_per_second`, `max_in_flight`, a receiver's Retry-After and `ordering: "key"` hold
  * across a cluster of dispatchers? Every piece is its own OS process: Kafka (`sluice kafka`, unless
  * KAFKA_BROKERS is set), `sluice start` (one worker) and `--dispatchers N` extra `sluice dispatcher`
- * members (default 3), the receivers (bench/flow/receiver.ts) and the load generator
- * (bench/flow/load.ts). This process only orchestrates and reads the numbers. Sluice runs with
+ * members (default 3), the receiver and the load generator (bench/harness/receiver.ts, load.ts).
+ * This process only orchestrates and reads the numbers. Sluice runs with
  * SLUICE_TIME_SCALE `--time-scale` (600: the ladder's 30 s first rung is 50 ms; rates, in-flight
  * limits and Retry-After stay real time).
  *
@@ -41,33 +41,29 @@
  * the windows, M4's requests open, R's gaps, every event received, no failed attempt at L50 and
  * M4, no DLQ entry and nothing deferred in A, no inversion and nothing lost in B); 2 on an error.
  */
-import { randomBytes } from 'node:crypto';
-import { loadavg } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import kafkajs from 'kafkajs';
-import { type Admin, createKafka } from '../core/kafka/client.ts';
+import { createKafka } from '../core/kafka/client.ts';
 import { freePort } from '../core/net/free-port.ts';
-import { Children, type Launched } from './harness/children.ts';
-import { checkLabel, printHelp, ROOT, resultsFile, runBench, say, sleep, writeResults } from './harness/cli.ts';
-import { rpc } from './harness/ipc.ts';
-import { benchKafka, dropBenchTopics, settleGroups } from './harness/kafka.ts';
-import { Scratch } from './harness/scratch.ts';
-import { RECEIVER_ENV, sluiceEnv, startDispatchers, waitReady } from './harness/sluice.ts';
-import { adminClient, bearerToken, type BenchClient } from './harness/sluice-api.ts';
-import type {
-  FlowLoadRequest,
-  FlowPortSpec,
-  FlowPortStats,
-  FlowProgress,
-  FlowReceiverRequest,
-  FlowReceiverStats,
-  Latency,
-  OrderedResult,
-  StreamResult,
-} from './flow/ipc.ts';
-import { benchCommand, machineLine, measuredCommit } from './results-section.ts';
-import { fmt } from './state/report.ts';
+import { BenchRun } from './harness/bench.ts';
+import type { Launched } from './harness/children.ts';
+import { checkLabel, printHelp, ROOT, resultsFile, say, sleep, writeResults } from './harness/cli.ts';
+import type { StreamResult } from './harness/load.ts';
+import type { PortSpec, PortStats } from './harness/receiver.ts';
+import type { Latency } from './harness/stats.ts';
+import { settleGroups } from './harness/kafka.ts';
+import { RECEIVER_ENV, sluiceEnv, startDispatchers } from './harness/sluice.ts';
+import {
+  adminClient,
+  type Api,
+  type BenchClient,
+  bearerToken,
+  dlqEventIds,
+  registerEndpoint,
+  sluiceApi,
+} from './harness/sluice-api.ts';
+import { machineLine, measuredCommit } from './results-section.ts';
+import { fmt } from './harness/stats.ts';
 
 const { AssignerProtocol, Partitioners } = kafkajs;
 
@@ -106,7 +102,6 @@ const PER_KEY = Number(opt['per-key'] ?? (quick ? 50 : 100));
 const ORDERED_RATE = Number(opt['ordered-rate']);
 const FAIL_RATE = Number(opt['fail-rate']);
 const ORDERED_IN_FLIGHT = opt['ordered-in-flight'] === undefined ? null : Number(opt['ordered-in-flight']);
-const SLUICE = join(opt['sluice-dir'] ?? ROOT, 'bin/sluice.js');
 checkLabel(opt.label);
 for (const [name, v] of Object.entries({
   DISPATCHERS,
@@ -135,21 +130,8 @@ const HOLD_MS = 50;
 const RETRY_AFTER_S = 2;
 const ORDERED_DELAY_MAX_MS = 20;
 
-const scratch = new Scratch('flow');
-const children = new Children(scratch.path, ROOT);
-let brokers: string[] = [];
-let prefix = '';
-let externalKafka = false;
-let admin: Admin | null = null;
-
-async function shutdown(): Promise<void> {
-  await admin?.disconnect().catch(() => {});
-  await children.stopAll();
-  if (externalKafka && prefix) await dropBenchTopics(brokers, prefix);
-}
-scratch.onSignal(shutdown);
-
-type Client = BenchClient;
+const bench = new BenchRun('flow', opt['sluice-dir'] ?? ROOT);
+const { children, prefix, sluice: SLUICE } = bench;
 
 /** A Sluice process with a dispatcher in it: its Kafka client id names it in the consumer groups. */
 interface Node {
@@ -182,74 +164,49 @@ const delta = (after: Outcomes, before: Outcomes): Outcomes =>
   Object.fromEntries(Object.keys(after).map((k) => [k, after[k] - (before[k] ?? 0)]));
 
 /** Events/s from the first first-2xx to the last. */
-const rateOf = (s: FlowPortStats): number | null =>
+const rateOf = (s: PortStats): number | null =>
   s.firstOkAt !== null && s.lastOkAt !== null && s.lastOkAt > s.firstOkAt
     ? (s.ok - 1) / ((s.lastOkAt - s.firstOkAt) / 1000)
     : null;
-const secondsOf = (s: FlowPortStats): number | null =>
+const secondsOf = (s: PortStats): number | null =>
   s.firstOkAt !== null && s.lastOkAt !== null ? (s.lastOkAt - s.firstOkAt) / 1000 : null;
 const lat = (l: Latency) => `${fmt(l.p50)} / ${fmt(l.p99)} / ${fmt(l.max)}`;
 
 async function main(): Promise<number> {
-  const startedAt = new Date();
-  const load1 = loadavg()[0];
+  const { startedAt, load1 } = bench;
+  const { brokers } = await bench.startKafka();
+  const receiver = bench.receiver().call;
+  const load = bench.load().call;
 
-  // 1. Kafka
-  const kafka = await benchKafka(children, scratch, join(ROOT, 'bin/sluice.js'), say);
-  brokers = kafka.brokers;
-  externalKafka = kafka.external;
-
-  // 2. receivers and load generator
-  const receiver = rpc<
-    FlowReceiverRequest,
-    { ports?: number[]; progress?: FlowProgress; stats?: FlowReceiverStats; ids?: string[] }
-  >(children.forkTs('receiver', 'bench/flow/receiver.ts').proc);
-  const load = rpc<FlowLoadRequest, { results?: StreamResult[]; result?: OrderedResult }>(
-    children.forkTs('load', 'bench/flow/load.ts').proc,
-  );
-
-  // 3. Sluice: `sluice start` with one worker, and the extra dispatchers
-  prefix = `bench-${randomBytes(4).toString('hex')}`;
+  // Sluice: `sluice start` with one worker, and the extra dispatchers
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {
-    ...sluiceEnv({ brokers, prefix, port, dataDir: scratch.dataDir() }),
+    ...sluiceEnv({ brokers, prefix, port, dataDir: bench.scratch.dataDir() }),
     ...RECEIVER_ENV,
     SLUICE_WORKERS: '1',
     SLUICE_TIME_SCALE: String(TIME_SCALE),
   };
   say(`starting sluice start (topic prefix ${prefix}, time scale ${TIME_SCALE}) and ${DISPATCHERS} dispatcher(s)...`);
   const nodes: Node[] = [];
-  const startPort = await freePort();
-  const sluice = children.spawn(
-    'sluice',
-    SLUICE,
-    ['start'],
-    {
-      ...env,
-      SLUICE_PORT: String(port),
-      SLUICE_ADMIN_PORT: String(startPort),
-      SLUICE_KAFKA_CLIENT_ID: `${prefix}-start`,
-    },
-    'sluice',
-  );
-  nodes.push({ name: 'sluice start', clientId: `${prefix}-start`, adminPort: startPort, launched: sluice });
-  await waitReady(sluice, 'sluice start', startPort);
+  const started = await bench.sluiceStart(port, { ...env, SLUICE_KAFKA_CLIENT_ID: `${prefix}-start` });
+  nodes.push({ name: 'sluice start', clientId: `${prefix}-start`, ...started });
   for (const d of await startDispatchers(children, SLUICE, env, DISPATCHERS, prefix))
     nodes.push({ ...d, clientId: d.clientId! });
   const base = `http://127.0.0.1:${port}`;
-  admin = createKafka(brokers, `${prefix}-bench`).admin();
+  const admin = createKafka(brokers, `${prefix}-bench`).admin();
   await admin.connect();
+  bench.onShutdown(() => admin.disconnect());
 
   /** The node that owns the endpoint's partition of `sluice.lanes` now (by the group's assignment), or null. */
   const laneOwner = async (endpointId: string): Promise<Node | null> => {
     const topic = `${prefix}.lanes`;
-    const meta = await admin!.fetchTopicMetadata({ topics: [topic] });
+    const meta = await admin.fetchTopicMetadata({ topics: [topic] });
     const partition = Partitioners.DefaultPartitioner()({
       topic,
       partitionMetadata: meta.topics[0].partitions,
       message: { key: endpointId, value: null },
     });
-    const { groups } = await admin!.describeGroups([`${prefix}.dispatch-lanes`]);
+    const { groups } = await admin.describeGroups([`${prefix}.dispatch-lanes`]);
     for (const m of groups[0]?.members ?? []) {
       const a = AssignerProtocol.MemberAssignment.decode(m.memberAssignment);
       if (a?.assignment[topic]?.includes(partition)) return nodes.find((n) => n.clientId === m.clientId) ?? null;
@@ -257,56 +214,25 @@ async function main(): Promise<number> {
     return null;
   };
 
-  // 4. tenants and endpoints
+  // tenants and endpoints
   const createClient = (tenant: string) => adminClient(SLUICE, ROOT, env, tenant);
 
   const flow = await createClient('flow');
   const orderedClient = await createClient('ordered');
-  const tokenOf = (c: Client) => bearerToken(base, c);
+  const tokenOf = (c: BenchClient) => bearerToken(base, c);
 
-  const api = async (token: string, method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${base}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${token}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, body: (await res.json().catch(() => null)) as any };
-  };
-  const register = async (token: string, url: string, type: string): Promise<string> => {
-    const res = await api(token, 'POST', '/v1/webhooks/endpoints', { url, events: [type] });
-    if (res.status !== 201 || res.body?.state !== 'ACTIVE')
-      throw new Error(`registering ${url} answered ${res.status}: ${JSON.stringify(res.body)}`);
-    return res.body.id;
-  };
-  const patch = async (token: string, id: string, policy: Record<string, unknown>): Promise<void> => {
-    const res = await api(token, 'PATCH', `/v1/webhooks/endpoints/${id}`, policy);
+  const patch = async (api: Api, id: string, policy: Record<string, unknown>): Promise<void> => {
+    const res = await api('PATCH', `/v1/webhooks/endpoints/${id}`, policy);
     const echoed = Object.entries(policy).every(([k, v]) => res.body?.[k] === v);
     if (res.status !== 200 || !echoed)
       throw new Error(`PATCH ${id} ${JSON.stringify(policy)} answered ${res.status}: ${JSON.stringify(res.body)}`);
   };
-  const failedAttempts = async (token: string, id: string): Promise<number | null> => {
-    const res = await api(token, 'GET', `/v1/webhooks/stats?endpoint_id=${encodeURIComponent(id)}`);
+  const failedAttempts = async (id: string): Promise<number | null> => {
+    const res = await flowApi('GET', `/v1/webhooks/stats?endpoint_id=${encodeURIComponent(id)}`);
     return res.status === 200 ? (res.body.totals?.failed ?? null) : null;
   };
-  const dlqEventIds = async (token: string, id: string): Promise<string[]> => {
-    const ids: string[] = [];
-    for (let cursor: string | null = null, pages = 0; pages < 100; pages++) {
-      const page = cursor ? `&cursor=${encodeURIComponent(cursor)}` : '';
-      const q = `endpoint_id=${encodeURIComponent(id)}&limit=1000${page}`;
-      const res = await api(token, 'GET', `/v1/webhooks/dlq?${q}`);
-      if (res.status !== 200)
-        throw new Error(`GET /v1/webhooks/dlq answered ${res.status}: ${JSON.stringify(res.body)}`);
-      for (const e of res.body.data as { event_id: string }[]) ids.push(e.event_id);
-      cursor = res.body.next_cursor;
-      if (!cursor) break;
-    }
-    return ids;
-  };
 
-  const specs: FlowPortSpec[] = [
+  const specs: PortSpec[] = [
     { name: 'L50' },
     { name: 'M4', holdMs: HOLD_MS },
     { name: 'R', tooManyEvery: R_EVERY, retryAfterS: RETRY_AFTER_S },
@@ -316,6 +242,8 @@ async function main(): Promise<number> {
   const ports = (await receiver({ op: 'listen', ports: specs })).ports!;
   const urlOf = (name: string, query = '') =>
     `http://127.0.0.1:${ports[specs.findIndex((s) => s.name === name)]}/hook${query}`;
+  const flowApi = sluiceApi(base, () => flowToken);
+  const orderedApi = sluiceApi(base, () => orderedToken);
   const flowToken = await tokenOf(flow);
   const orderedToken = await tokenOf(orderedClient);
   const policies: Record<string, Record<string, unknown>> = {
@@ -326,8 +254,8 @@ async function main(): Promise<number> {
   const typeOf = (name: string) => `flow.${name.toLowerCase()}`;
   const ids: Record<string, string> = {};
   for (const name of ['L50', 'M4', 'R', 'U']) {
-    ids[name] = await register(flowToken, urlOf(name), typeOf(name));
-    if (policies[name]) await patch(flowToken, ids[name], policies[name]);
+    ids[name] = await registerEndpoint(flowApi, urlOf(name), { events: [typeOf(name)] });
+    if (policies[name]) await patch(flowApi, ids[name], policies[name]);
   }
   say(`registered L50, M4, R (limits set by PATCH) and U for tenant flow`);
 
@@ -344,10 +272,10 @@ async function main(): Promise<number> {
       .join(', ')}`,
   );
 
-  const progress = async () => (await receiver({ op: 'progress' })).progress!.ok;
+  const progress = async () => (await receiver({ op: 'progress' })).progress!;
   const portStats = async (splitAt?: number) => {
-    const all = (await receiver({ op: 'stats', splitAt })).stats!.ports;
-    return Object.fromEntries(all.map((s) => [s.name, s])) as Record<string, FlowPortStats>;
+    const all = (await receiver({ op: 'stats', splitAt })).stats!;
+    return Object.fromEntries(all.map((s) => [s.name, s])) as Record<string, PortStats>;
   };
   /** Waits until every named port answered 2xx to `want[name]` events, or the deadline; true when they all did. */
   const awaitDelivered = async (want: Record<string, number>, limitMs: number, label: string): Promise<boolean> => {
@@ -371,18 +299,13 @@ async function main(): Promise<number> {
     const results = (
       await load({
         op: 'flood',
-        spec: {
-          base,
-          clientId: flow.client_id,
-          clientSecret: flow.client_secret,
-          streams: streams.map((s) => ({ ...s, type: typeOf(s.name) })),
-        },
+        spec: { base, client: flow, streams: streams.map((s) => ({ ...s, type: typeOf(s.name) })) },
       })
-    ).results!;
+    ).flood!;
     return Object.fromEntries(streams.map((s, i) => [s.name, results[i]])) as Record<string, StreamResult>;
   };
 
-  // 5. A, phase 1: U alone
+  // A, phase 1: U alone
   const uStream = { name: 'U', events: U_EVENTS, batch: 500, connections: 4 };
   // A warm-up first (JIT, connections, the groups' first fetches), not measured.
   const warm = await flood([{ ...uStream, events: Math.min(U_EVENTS, 5000) }]);
@@ -399,7 +322,7 @@ async function main(): Promise<number> {
       `${fmt(rateOf(alone))} events/s${all1 ? '' : ' (NOT all within 120 s)'}`,
   );
 
-  // 6. A, phase 2: everything flooded at once
+  // A, phase 2: everything flooded at once
   const expectS = Math.max(
     L50_EVENTS / RATE,
     M4_EVENTS / (IN_FLIGHT * (1000 / HOLD_MS)),
@@ -425,8 +348,8 @@ async function main(): Promise<number> {
   const failed: Record<string, number | null> = {};
   const dlq: Record<string, number> = {};
   for (const name of ['L50', 'M4', 'R', 'U']) {
-    failed[name] = await failedAttempts(flowToken, ids[name]);
-    dlq[name] = (await dlqEventIds(flowToken, ids[name])).length;
+    failed[name] = await failedAttempts(ids[name]);
+    dlq[name] = (await dlqEventIds(flowApi, ids[name])).length;
   }
   for (const name of ['L50', 'M4', 'R', 'U'])
     say(
@@ -442,16 +365,16 @@ async function main(): Promise<number> {
   );
   say(`  outcomes (all dispatchers): ${JSON.stringify(out2)}`);
 
-  // 7. B: ordering, and the lane's owner killed halfway
+  // B: ordering, and the lane's owner killed halfway
   const total = KEYS * PER_KEY;
   let chosen: { id: string; type: string; owner: Node | null } | null = null;
   for (let c = 1; c <= 8 && chosen?.owner?.name.startsWith('dispatcher') !== true; c++) {
     const type = `ordered.c${c}`;
-    const id = await register(orderedToken, urlOf('O', `?c=${c}`), type);
+    const id = await registerEndpoint(orderedApi, urlOf('O', `?c=${c}`), { events: [type] });
     chosen = { id, type, owner: await laneOwner(id) };
   }
   const policy = { ordering: 'key', ...(ORDERED_IN_FLIGHT === null ? {} : { max_in_flight: ORDERED_IN_FLIGHT }) };
-  await patch(orderedToken, chosen!.id, policy);
+  await patch(orderedApi, chosen!.id, policy);
   const { id: orderedId, type: orderedType } = chosen!;
   await sleep(1500);
   say(
@@ -464,8 +387,7 @@ async function main(): Promise<number> {
     op: 'ordered',
     spec: {
       base,
-      clientId: orderedClient.client_id,
-      clientSecret: orderedClient.client_secret,
+      client: orderedClient,
       type: orderedType,
       keys: KEYS,
       perKey: PER_KEY,
@@ -474,9 +396,9 @@ async function main(): Promise<number> {
     },
   });
   let killed: { name: string; owner: boolean; at: number; after: number } | null = null;
-  const publishDone: { result: OrderedResult | null } = { result: null };
+  const publishDone: { result: StreamResult | null } = { result: null };
   publishing.then(
-    (r) => (publishDone.result = r.result!),
+    (r) => (publishDone.result = r.ordered!),
     () => {},
   );
   for (const deadline = Date.now() + 600_000; killed === null && Date.now() < deadline; await sleep(50)) {
@@ -495,7 +417,7 @@ async function main(): Promise<number> {
     );
   }
   if (killed === null) notes.push('B: no dispatcher was killed (half the events were never received).');
-  const published = (await publishing).result!;
+  const published = (await publishing).ordered!;
   // Every event delivered or dead-lettered; after the kill the lane waits out the session timeout (30 s).
   let dlqIds: string[] = [];
   for (let lastOk = -1, lastChange = Date.now(), lastSay = Date.now(), lastDlq = 0; ; await sleep(500)) {
@@ -507,7 +429,7 @@ async function main(): Promise<number> {
     if (ok >= published.accepted) break;
     if (Date.now() - lastChange > 5000 && Date.now() - lastDlq > 5000) {
       lastDlq = Date.now();
-      dlqIds = await dlqEventIds(orderedToken, orderedId);
+      dlqIds = await dlqEventIds(orderedApi, orderedId);
       if (ok + dlqIds.length >= published.accepted) break;
       if (Date.now() - lastChange > 120_000) {
         notes.push('B: no event delivered for 120 s; gave up waiting.');
@@ -521,7 +443,7 @@ async function main(): Promise<number> {
   }
   await sleep(1000);
   const so = (await portStats(killed?.at)).O;
-  dlqIds = await dlqEventIds(orderedToken, orderedId);
+  dlqIds = await dlqEventIds(orderedApi, orderedId);
   const delivered = new Set((await receiver({ op: 'ids', name: 'O' })).ids!);
   const dlqSet = new Set(dlqIds);
   const lostB = published.ids.filter((id) => !delivered.has(id) && !dlqSet.has(id)).length;
@@ -535,49 +457,37 @@ async function main(): Promise<number> {
       `${fmt(so.duplicates)} repeats; ${fmt(so.failed)} requests failed; ${fmt(oSeconds, 1)} s`,
   );
 
-  // 8. report
+  // report
   const commit = measuredCommit(opt['sluice-dir'] ?? ROOT);
-  const checks: { what: string; ok: boolean }[] = [
-    {
-      what: `L50: at most ${WINDOW_MAX} requests in any 1 s window (${fmt(s2.L50.maxInWindow)})`,
-      ok: s2.L50.maxInWindow <= WINDOW_MAX,
-    },
-    {
-      what: `R: at most ${WINDOW_MAX} requests in any 1 s window (${fmt(s2.R.maxInWindow)})`,
-      ok: s2.R.maxInWindow <= WINDOW_MAX,
-    },
-    { what: `M4: at most ${IN_FLIGHT} requests open at once (${fmt(s2.M4.maxOpen)})`, ok: s2.M4.maxOpen <= IN_FLIGHT },
-    {
-      what:
+  const A = ['L50', 'M4', 'R', 'U'];
+  const gap = s2.R.minGapAfter429;
+  const checks = (
+    [
+      ...['L50', 'R'].map((k) => [
+        `${k}: at most ${WINDOW_MAX} requests in any 1 s window (${fmt(s2[k].maxInWindow)})`,
+        s2[k].maxInWindow <= WINDOW_MAX,
+      ]),
+      [`M4: at most ${IN_FLIGHT} requests open at once (${fmt(s2.M4.maxOpen)})`, s2.M4.maxOpen <= IN_FLIGHT],
+      [
         `R: nothing sent within ${RETRY_AFTER_S} s of a 429, ${CLOCK_SLACK_MS} ms allowed for clock granularity ` +
-        `(least gap ${fmt(s2.R.minGapAfter429, 1)} ms)`,
-      ok:
-        s2.R.tooMany === 0 ||
-        (s2.R.minGapAfter429 !== null && s2.R.minGapAfter429 >= RETRY_AFTER_S * 1000 - CLOCK_SLACK_MS),
-    },
-    ...['L50', 'M4', 'R', 'U'].map((k) => ({
-      what: `A: ${k} received every event (${fmt(s2[k].ok)}/${fmt(pub2[k].accepted)})`,
-      ok: s2[k].ok >= pub2[k].accepted && all2,
-    })),
-    {
-      what: `A: U alone received every event (${fmt(alone.ok)}/${fmt(pub1.U.accepted)})`,
-      ok: alone.ok >= pub1.U.accepted,
-    },
-    ...['L50', 'M4'].map((k) => ({
-      what: `A: ${k} had no failed attempt (${fmt(failed[k])})`,
-      ok: failed[k] === 0,
-    })),
-    {
-      what: `A: nothing dead-lettered (${['L50', 'M4', 'R', 'U'].map((k) => `${k} ${dlq[k]}`).join(', ')})`,
-      ok: ['L50', 'M4', 'R', 'U'].every((k) => dlq[k] === 0),
-    },
-    {
-      what: `A: no delivery deferred (${fmt(out1.deferred ?? 0)} alone, ${fmt(out2.deferred ?? 0)} with the others)`,
-      ok: !out1.deferred && !out2.deferred,
-    },
-    { what: `B: no order inversion among first sightings (${fmt(ord.inversions)})`, ok: ord.inversions === 0 },
-    { what: `B: every event delivered or dead-lettered (${fmt(lostB)} neither)`, ok: lostB === 0 },
-  ];
+          `(least gap ${fmt(gap, 1)} ms)`,
+        s2.R.tooMany === 0 || (gap !== null && gap >= RETRY_AFTER_S * 1000 - CLOCK_SLACK_MS),
+      ],
+      ...A.map((k) => [
+        `A: ${k} received every event (${fmt(s2[k].ok)}/${fmt(pub2[k].accepted)})`,
+        s2[k].ok >= pub2[k].accepted && all2,
+      ]),
+      [`A: U alone received every event (${fmt(alone.ok)}/${fmt(pub1.U.accepted)})`, alone.ok >= pub1.U.accepted],
+      ...['L50', 'M4'].map((k) => [`A: ${k} had no failed attempt (${fmt(failed[k])})`, failed[k] === 0]),
+      [`A: nothing dead-lettered (${A.map((k) => `${k} ${dlq[k]}`).join(', ')})`, A.every((k) => dlq[k] === 0)],
+      [
+        `A: no delivery deferred (${fmt(out1.deferred ?? 0)} alone, ${fmt(out2.deferred ?? 0)} with the others)`,
+        !out1.deferred && !out2.deferred,
+      ],
+      [`B: no order inversion among first sightings (${fmt(ord.inversions)})`, ord.inversions === 0],
+      [`B: every event delivered or dead-lettered (${fmt(lostB)} neither)`, lostB === 0],
+    ] as [string, boolean][]
+  ).map(([what, ok]) => ({ what, ok }));
   const failedChecks = checks.filter((c) => !c.ok);
   for (const [phase, r] of [
     ['A, phase 1', pub1.U],
@@ -600,7 +510,7 @@ async function main(): Promise<number> {
     R: `every ${R_EVERY}th request 429, Retry-After: ${RETRY_AFTER_S}`,
     U: '204 at once',
   };
-  const rowA = (label: string, k: string, s: FlowPortStats, pub: StreamResult, f: number | null, d: number | null) =>
+  const rowA = (label: string, k: string, s: PortStats, pub: StreamResult, f: number | null, d: number | null) =>
     `| ${label} | ${policyText[k]} | ${receiverText[k]} | ${owners[k] ?? '—'} | ${fmt(pub.accepted)} | ` +
     `${fmt(s.ok)} | ${fmt(s.requests)} | ${fmt(s.duplicates)} | ${fmt(s.maxInWindow)} | ${fmt(s.maxOpen)} | ` +
     `${fmt(secondsOf(s), 1)} | ` +
@@ -620,7 +530,7 @@ async function main(): Promise<number> {
   const section = [
     `### flow control: ${opt.label} (${startedAt.toISOString().slice(0, 10)}, Sluice at ${commit})`,
     '',
-    `Command: \`${benchCommand('bench:flow', ROOT, externalKafka ? brokers : null)}\`; ` +
+    `Command: \`${bench.command('bench:flow')}\`; ` +
       `${opt['sluice-dir'] ? `Sluice from another checkout (\`--sluice-dir\`); ` : ''}` +
       `machine: ${machineLine()}, load average ${load1.toFixed(2)} at start. ` +
       `Processes: Kafka, \`sluice start\` (1 worker) + ${DISPATCHERS} \`sluice dispatcher\`, receivers, ` +
@@ -708,4 +618,4 @@ async function main(): Promise<number> {
   return failedChecks.length > 0 ? 1 : 0;
 }
 
-runBench(main, shutdown, scratch);
+bench.run(main);

@@ -25,28 +25,23 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { availableParallelism, cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { frontDoorConfig } from '../cli/commands/front-door.ts';
-import { createClient } from '../core/clients/provisioning.ts';
-import { loadConfig } from '../core/config.ts';
-import { openContext } from '../core/context.ts';
-import { freePort, freePorts } from '../core/net/free-port.ts';
+import { freePort } from '../core/net/free-port.ts';
 import { makeCerts } from '../test/helpers/certs.ts';
-import { fetchToken } from '../test/helpers/sluice.ts';
 import { Children, stop } from './harness/children.ts';
+import { printHelp, ROOT, say } from './harness/cli.ts';
 import { benchKafka, dropBenchTopics } from './harness/kafka.ts';
-import { ProcSampler, processTree } from './harness/proc-cpu.ts';
+import { ProcSampler } from './harness/proc-cpu.ts';
 import { Scratch } from './harness/scratch.ts';
-import { waitReady } from './harness/sluice.ts';
-import { median } from './harness/stats.ts';
+import { benchClients, startIngress } from './harness/sluice.ts';
+import { bearerToken } from './harness/sluice-api.ts';
+import { fmt, median } from './harness/stats.ts';
 import { benchCommand, measuredCommit, writeMarkedSection } from './results-section.ts';
-import { type CaseResult, runCase } from './suite/k6.ts';
+import { type CaseResult, k6Binary, runCase } from './suite/k6.ts';
 import { ROUTE } from './suite/route.ts';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SLUICE = join(ROOT, 'bin/sluice.js');
-const say = (line = '') => process.stdout.write(`${line}\n`);
 const load = () =>
   loadavg()
     .map((x) => x.toFixed(2))
@@ -63,13 +58,7 @@ const { values: opt } = parseArgs({
     help: { type: 'boolean', short: 'h' },
   },
 });
-if (opt.help) {
-  say(
-    'npm run bench:front-door -- [--quick] [--duration 10] [--rounds 3] [--vus 32] [--workers N] [--results FILE] ' +
-      '(see bench/front-door.ts)',
-  );
-  process.exit(0);
-}
+if (opt.help) printHelp(import.meta.url);
 const quick = opt.quick === true;
 const DURATION = Number(opt.duration ?? (quick ? 3 : 10));
 const VUS = Number(opt.vus ?? 32);
@@ -108,29 +97,18 @@ for (const [signal, code] of [
 ] as const)
   process.on(signal, () => void shutdown(code));
 
-/** `sluice ingress --workers N` on the bench's topics, with `env` added; resolves once every worker is ready. */
-async function startSluice(name: string, env: Record<string, string>) {
-  const port = await freePort();
-  const adminPort = await freePorts(WORKERS);
-  const proc = children.spawn(
-    name,
-    SLUICE,
-    ['ingress', '--workers', String(WORKERS), '--port', String(port), '--admin-port', String(adminPort)],
-    {
-      ...process.env,
-      KAFKA_BROKERS: kafka!.brokers.join(','),
-      SLUICE_TOPIC_PREFIX: prefix,
-      SLUICE_HOST: '127.0.0.1',
-      SLUICE_LOG_LEVEL: 'error',
-      SLUICE_ISSUER: '',
-      SLUICE_DATA_DIR: scratch.dataDir(name),
-      ...env,
-    },
-    'sluice',
-  );
-  for (let i = 0; i < WORKERS; i++) await waitReady(proc, 'sluice ingress', adminPort + i, undefined, 200);
-  return { port, proc, pids: () => processTree(proc.proc.pid!) };
-}
+/** `sluice ingress --workers N` on the bench's topics, with `env` added. */
+const startSluice = (name: string, env: Record<string, string>) =>
+  startIngress(children, name, SLUICE, WORKERS, {
+    ...process.env,
+    KAFKA_BROKERS: kafka!.brokers.join(','),
+    SLUICE_TOPIC_PREFIX: prefix,
+    SLUICE_HOST: '127.0.0.1',
+    SLUICE_LOG_LEVEL: 'error',
+    SLUICE_ISSUER: '',
+    SLUICE_DATA_DIR: scratch.dataDir(name),
+    ...env,
+  });
 
 interface Case {
   id: string;
@@ -150,10 +128,7 @@ interface Run {
   haproxyCpu: number | null;
 }
 
-const k6 = execFileSync('bash', [join(ROOT, 'scripts/install-k6.sh')], {
-  encoding: 'utf8',
-  stdio: ['ignore', 'pipe', 'inherit'],
-}).trim();
+const k6 = k6Binary();
 
 function specOf(c: Case, tokens: string[]) {
   return {
@@ -241,14 +216,8 @@ try {
   const doorPort = await startHaproxy(plain.port);
   const base = `http://127.0.0.1:${plain.port}`;
   // One client per VU: no client meets the per-client rate limit (10,000/s).
-  const ctx = await openContext(loadConfig({ KAFKA_BROKERS: kafka.brokers.join(','), SLUICE_TOPIC_PREFIX: prefix }), {
-    brokers: kafka.brokers,
-    component: 'bench-front-door',
-  });
-  const clients = [];
-  for (let i = 0; i < VUS; i++) clients.push(await createClient(ctx, { tenant: 'bench', role: 'admin' }));
-  await ctx.close();
-  const tokens = await Promise.all(clients.map((c) => fetchToken(base, c)));
+  const [clients] = await benchClients(kafka.brokers, prefix, VUS, ['admin']);
+  const tokens = await Promise.all(clients.map((c) => bearerToken(base, c)));
   cases.push(
     {
       id: 'plain',
@@ -311,10 +280,7 @@ if (RESULTS) {
 await shutdown(failed ? 1 : 0);
 
 function render(): string {
-  const f = (n: number | null, d = 0) =>
-    n !== null && Number.isFinite(n)
-      ? n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d })
-      : '—';
+  const f = fmt;
   const of = (id: string) => runs.get(id) ?? [];
   const plainRps = median(of('plain').map((r) => r.result.rps));
   const lines = [

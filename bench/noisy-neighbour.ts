@@ -2,8 +2,8 @@
  * The noisy-neighbour bench: can one tenant's slow receivers starve another tenant's deliveries?
  * Every piece is its own OS process: Kafka (`sluice kafka`, unless KAFKA_BROKERS is set),
  * `sluice start` (one worker) and `--dispatchers N` extra `sluice dispatcher` members (default 2:
- * three dispatchers in all), the receivers (bench/noisy/receiver.ts) and the load generator
- * (bench/noisy/load.ts). This process only orchestrates and reads the numbers.
+ * three dispatchers in all), the receiver and the load generator (bench/harness/receiver.ts, load.ts).
+ * This process only orchestrates and reads the numbers.
  *
  * Tenant `noisy` registers `--slow` endpoints (default 100) whose receivers answer the ping at
  * once and hold every other request for `--hold-ms` (15,000; Sluice gives up at 10 s), and floods
@@ -25,27 +25,15 @@
  * with --quick unless --results is given. Exits 1 when a quiet-tenant event was not received within
  * 30 s of its phase's end, or arrived out of order at its ordered endpoint.
  */
-import { randomBytes } from 'node:crypto';
-import { loadavg } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort } from '../core/net/free-port.ts';
-import { Children } from './harness/children.ts';
-import { checkLabel, printHelp, ROOT, resultsFile, runBench, say, sleep, writeResults } from './harness/cli.ts';
-import { rpc } from './harness/ipc.ts';
-import { benchKafka, dropBenchTopics, settleGroups } from './harness/kafka.ts';
-import { Scratch } from './harness/scratch.ts';
-import { RECEIVER_ENV, sluiceEnv, startDispatchers, waitReady } from './harness/sluice.ts';
-import { adminClient, bearerToken, type BenchClient } from './harness/sluice-api.ts';
-import type {
-  NoisyLoadRequest,
-  NoisyLoadResult,
-  NoisyLoadSpec,
-  NoisyReceiverRequest,
-  NoisyReceiverStats,
-} from './noisy/ipc.ts';
-import { benchCommand, machineLine, measuredCommit } from './results-section.ts';
-import { fmt } from './state/report.ts';
+import { BenchRun } from './harness/bench.ts';
+import { checkLabel, printHelp, ROOT, resultsFile, say, sleep, writeResults } from './harness/cli.ts';
+import { settleGroups } from './harness/kafka.ts';
+import { RECEIVER_ENV, sluiceEnv, startDispatchers } from './harness/sluice.ts';
+import { adminClient, type BenchClient, bearerToken, registerEndpoint, sluiceApi } from './harness/sluice-api.ts';
+import { machineLine, measuredCommit } from './results-section.ts';
+import { fmt } from './harness/stats.ts';
 
 const { values: opt } = parseArgs({
   options: {
@@ -92,103 +80,60 @@ const QUIET_KINDS: Array<{ name: string; body: Record<string, unknown> }> = [
 const QUIET_KEYS = 8;
 /** Whether the quiet endpoint at this index keeps order (its inversions are failures). */
 const ordered = (i: number) => QUIET_KINDS[i].body.ordering === 'key';
-const SLUICE = join(opt['sluice-dir'] ?? ROOT, 'bin/sluice.js');
 checkLabel(opt.label);
 for (const [name, v] of Object.entries({ SLOW, HOLD_MS, FLOOD_BATCH, FLOOD_EVERY_MS, RATE, SECONDS, BASELINE_SECONDS }))
   if (!Number.isFinite(v) || v <= 0) throw new Error(`${name} must be a positive number`);
 
-const scratch = new Scratch('noisy');
-const children = new Children(scratch.path, ROOT);
-let brokers: string[] = [];
-let prefix = '';
-let externalKafka = false;
-
-async function shutdown(): Promise<void> {
-  await children.stopAll();
-  if (externalKafka && prefix) await dropBenchTopics(brokers, prefix);
-}
-scratch.onSignal(shutdown);
-
-type Client = BenchClient;
+const bench = new BenchRun('noisy', opt['sluice-dir'] ?? ROOT);
+const { children, prefix, sluice: SLUICE } = bench;
 
 async function main(): Promise<number> {
-  const startedAt = new Date();
-  const load1 = loadavg()[0];
+  const { startedAt, load1 } = bench;
+  const { brokers } = await bench.startKafka();
+  const receiver = bench.receiver().call;
+  const load = bench.load().call;
 
-  // 1. Kafka
-  const kafka = await benchKafka(children, scratch, join(ROOT, 'bin/sluice.js'), say);
-  brokers = kafka.brokers;
-  externalKafka = kafka.external;
-
-  // 2. receivers and load generator
-  const receiver = rpc<NoisyReceiverRequest, { ports?: number[]; stats?: NoisyReceiverStats }>(
-    children.forkTs('receiver', 'bench/noisy/receiver.ts').proc,
-  );
-  const load = rpc<NoisyLoadRequest, { result: NoisyLoadResult }>(children.forkTs('load', 'bench/noisy/load.ts').proc);
-
-  // 3. Sluice: `sluice start` with one worker, and the extra dispatchers
-  prefix = `bench-${randomBytes(4).toString('hex')}`;
+  // Sluice: `sluice start` with one worker, and the extra dispatchers
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {
-    ...sluiceEnv({ brokers, prefix, port, dataDir: scratch.dataDir() }),
+    ...sluiceEnv({ brokers, prefix, port, dataDir: bench.scratch.dataDir() }),
     ...RECEIVER_ENV,
     SLUICE_WORKERS: '1',
   };
-  const adminPorts = [await freePort()];
   say(`starting sluice start (topic prefix ${prefix}) and ${DISPATCHERS} extra dispatcher(s)...`);
-  const sluice = children.spawn(
-    'sluice',
-    SLUICE,
-    ['start'],
-    { ...env, SLUICE_PORT: String(port), SLUICE_ADMIN_PORT: String(adminPorts[0]) },
-    'sluice',
-  );
-  await waitReady(sluice, 'sluice start', adminPorts[0]);
+  const adminPorts = [(await bench.sluiceStart(port, env)).adminPort];
   for (const d of await startDispatchers(children, SLUICE, env, DISPATCHERS)) adminPorts.push(d.adminPort);
   const base = `http://127.0.0.1:${port}`;
 
-  // 4. two tenants, their endpoints
+  // Two tenants, their endpoints
   const createClient = (tenant: string) => adminClient(SLUICE, ROOT, env, tenant);
 
   const noisy = await createClient('noisy');
   const quiet = await createClient('quiet');
-  const tokenOf = (c: Client) => bearerToken(base, c);
+  const tokenOf = (c: BenchClient) => bearerToken(base, c);
 
-  const call = async (token: string, method: string, path: string, body: unknown, want: number) => {
-    const res = await fetch(`${base}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    const answer = (await res.json()) as { id?: string; state?: string };
-    if (res.status !== want) throw new Error(`${method} ${path} answered ${res.status}: ${JSON.stringify(answer)}`);
-    return answer;
-  };
-  const register = async (token: string, url: string, extra: Record<string, unknown>) => {
-    const body = await call(
-      token,
-      'POST',
-      '/v1/webhooks/endpoints',
-      { url, events: ['inference.completed'], ...extra },
-      201,
-    );
-    if (body.state !== 'ACTIVE') throw new Error(`registering ${url}: state ${body.state}`);
-    return body.id!;
-  };
-  const ports = (await receiver({ op: 'listen', slow: SLOW, holdMs: HOLD_MS, fast: QUIET_KINDS.length })).ports!;
+  // The noisy tenant's ports share one tally ('slow'): its requests held at once are over all of them.
+  const specs = [
+    ...Array.from({ length: SLOW }, () => ({ name: 'slow', holdMs: HOLD_MS })),
+    ...QUIET_KINDS.map((k) => ({ name: k.name, ordered: true })),
+  ];
+  const ports = (await receiver({ op: 'listen', ports: specs })).ports!;
   const noisyToken = await tokenOf(noisy);
   const quietToken = await tokenOf(quiet);
+  const noisyApi = sluiceApi(base, () => noisyToken);
+  const quietApi = sluiceApi(base, () => quietToken);
   const slowPorts = ports.slice(0, SLOW);
   for (let i = 0; i < slowPorts.length; i += 10)
     await Promise.all(
       slowPorts.slice(i, i + 10).map(async (p) => {
-        const id = await register(noisyToken, `http://127.0.0.1:${p}/hook`, NOISY_KINDS[NOISY]);
-        if (NOISY === 'paused-ordered')
-          await call(noisyToken, 'PATCH', `/v1/webhooks/endpoints/${id}`, { disabled: true }, 200);
+        const id = await registerEndpoint(noisyApi, `http://127.0.0.1:${p}/hook`, NOISY_KINDS[NOISY]);
+        if (NOISY !== 'paused-ordered') return;
+        const r = await noisyApi('PATCH', `/v1/webhooks/endpoints/${id}`, { disabled: true });
+        if (r.status !== 200) throw new Error(`pausing ${id} answered ${r.status}: ${JSON.stringify(r.body)}`);
       }),
     );
   for (const [i, kind] of QUIET_KINDS.entries())
-    await register(quietToken, `http://127.0.0.1:${ports[SLOW + i]}/hook`, kind.body);
+    await registerEndpoint(quietApi, `http://127.0.0.1:${ports[SLOW + i]}/hook`, kind.body);
   say(`registered ${SLOW} ${NOISY} endpoints (tenant noisy) and ${QUIET_KINDS.length} fast endpoints (tenant quiet)`);
 
   const notes: string[] = [];
@@ -196,7 +141,7 @@ async function main(): Promise<number> {
     notes.push(`the consumer groups were not Stable with ${1 + DISPATCHERS} members within 90 s; measured anyway.`);
   await sleep(1000); // every dispatcher's endpoint view has the endpoints
 
-  // 5. the two phases
+  // The two phases
   const inFlightMax = new Map<number, number>();
   const lagMax = new Map<number, number>();
   const sampleInFlight = async () => {
@@ -212,42 +157,43 @@ async function main(): Promise<number> {
       if (lag) lagMax.set(p, Math.max(lagMax.get(p) ?? 0, Math.round(Number(lag[1]) * 1000)));
     }
   };
+  const readStats = async () => {
+    const all = (await receiver({ op: 'stats' })).stats!;
+    const slow = all.find((p) => p.name === 'slow');
+    return {
+      fast: QUIET_KINDS.map((k) => all.find((p) => p.name === k.name)!),
+      slowReceived: slow?.requests ?? 0,
+      slowHeldMax: slow?.maxOpen ?? 0,
+    };
+  };
   const phase = async (name: string, flood: boolean, seconds: number) => {
-    await receiver({ op: 'window' });
+    await receiver({ op: 'reset', names: QUIET_KINDS.map((k) => k.name) });
     // One scrape first: prom-client's delay is the longest since the last scrape (or the start).
     await sampleInFlight();
     inFlightMax.clear();
     lagMax.clear();
     const timer = setInterval(() => void sampleInFlight(), 500);
-    const spec: NoisyLoadSpec = {
+    const spec = {
       base,
-      probe: { clientId: quiet.client_id, clientSecret: quiet.client_secret, rate: RATE, seconds, keys: QUIET_KEYS },
-      flood: flood
-        ? {
-            clientId: noisy.client_id,
-            clientSecret: noisy.client_secret,
-            batch: FLOOD_BATCH,
-            everyMs: FLOOD_EVERY_MS,
-            keys: 10,
-          }
-        : null,
+      probe: { client: quiet, rate: RATE, seconds, keys: QUIET_KEYS },
+      flood: flood ? { client: noisy, batch: FLOOD_BATCH, everyMs: FLOOD_EVERY_MS, keys: 10 } : null,
     };
     say(`${name}: ${seconds} s...`);
-    const result = (await load({ op: 'run', spec })).result;
+    const result = (await load({ op: 'probe', spec })).probe!;
     // The quiet tenant's last deliveries: wait for them (30 s at most).
-    let stats = (await receiver({ op: 'stats' })).stats!;
-    const missing = () => stats.fast.some((f) => f.unique < result.probeAccepted);
+    let stats = await readStats();
+    const missing = () => stats.fast.some((f) => f.seen < result.probeAccepted);
     for (const deadline = Date.now() + 30_000; missing() && Date.now() < deadline; ) {
       await sleep(250);
-      stats = (await receiver({ op: 'stats' })).stats!;
+      stats = await readStats();
     }
     clearInterval(timer);
-    const lost = stats.fast.map((f) => result.probeAccepted - f.unique);
+    const lost = stats.fast.map((f) => result.probeAccepted - f.seen);
     for (const [i, f] of stats.fast.entries())
       say(
-        `${name}: quiet ${QUIET_KINDS[i].name}: ${fmt(f.unique)}/${fmt(result.probeAccepted)} delivered, ` +
-          `p50 ${fmt(f.p50)} ms, p99 ${fmt(f.p99)} ms, max ${fmt(f.max)} ms` +
-          (ordered(i) ? `, ${fmt(f.inversions)} inversions` : ''),
+        `${name}: quiet ${QUIET_KINDS[i].name}: ${fmt(f.seen)}/${fmt(result.probeAccepted)} delivered, ` +
+          `p50 ${fmt(f.latency.p50)} ms, p99 ${fmt(f.latency.p99)} ms, max ${fmt(f.latency.max)} ms` +
+          (ordered(i) ? `, ${fmt(f.ordered!.inversions)} inversions` : ''),
       );
     say(
       `${name}: quiet publish answered in p50 ${fmt(result.probeAnswerP50)} ms, p99 ${fmt(result.probeAnswerP99)} ms`,
@@ -263,13 +209,14 @@ async function main(): Promise<number> {
   const alone = await phase('quiet tenant alone', false, BASELINE_SECONDS);
   const flooded = await phase('with the flood', true, SECONDS);
 
-  // 6. report
+  // Report
   const commit = measuredCommit(opt['sluice-dir'] ?? ROOT);
   const rows = [alone, flooded].flatMap((p) =>
     p.stats.fast.map(
       (f, i) =>
-        `| ${p.name} | ${QUIET_KINDS[i].name} | ${fmt(p.result.probeAccepted)} | ${fmt(f.p50)} | ${fmt(f.p99)} | ` +
-        `${fmt(f.max)} | ${fmt(p.lost[i])} | ${fmt(f.duplicates)} | ${ordered(i) ? fmt(f.inversions) : '—'} | ` +
+        `| ${p.name} | ${QUIET_KINDS[i].name} | ${fmt(p.result.probeAccepted)} | ${fmt(f.latency.p50)} | ` +
+        `${fmt(f.latency.p99)} | ${fmt(f.latency.max)} | ${fmt(p.lost[i])} | ${fmt(f.duplicates)} | ` +
+        `${ordered(i) ? fmt(f.ordered!.inversions) : '—'} | ` +
         `${p.flood && i === 0 ? `${fmt(p.result.floodAccepted)} → ${fmt(p.result.floodDeliveries)}` : '—'} | ` +
         `${p.flood && i === 0 ? fmt(p.stats.slowHeldMax) : '—'} | ` +
         `${i === 0 ? p.inFlight.map((n) => fmt(n)).join(' / ') || '—' : '—'} | ` +
@@ -280,7 +227,7 @@ async function main(): Promise<number> {
   const section = [
     `### noisy neighbour: ${opt.label} (${startedAt.toISOString().slice(0, 10)}, Sluice at ${commit})`,
     '',
-    `Command: \`${benchCommand('bench:noisy', ROOT, externalKafka ? brokers : null)}\`; ` +
+    `Command: \`${bench.command('bench:noisy')}\`; ` +
       `${opt['sluice-dir'] ? `Sluice from another checkout (\`--sluice-dir\`); ` : ''}` +
       `machine: ${machineLine()}, load average ${load1.toFixed(2)} at start. ` +
       `Processes: Kafka, \`sluice start\` (1 worker) + ${DISPATCHERS} \`sluice dispatcher\`, ` +
@@ -304,9 +251,9 @@ async function main(): Promise<number> {
   say(section);
   writeResults(resultsFile(opt.results, quick), `noisy-neighbour:${opt.label}`, section);
   const failed = [alone, flooded].some(
-    (p) => p.lost.some((n) => n > 0) || p.stats.fast.some((f, i) => ordered(i) && f.inversions > 0),
+    (p) => p.lost.some((n) => n > 0) || p.stats.fast.some((f, i) => ordered(i) && f.ordered!.inversions > 0),
   );
   return failed ? 1 : 0;
 }
 
-runBench(main, shutdown, scratch);
+bench.run(main);

@@ -2,9 +2,9 @@
  * The recovery bench: does a recovery of a large window (`POST /v1/webhooks/endpoints/{id}/recover`)
  * leave the live deliveries of the same endpoint their publish-to-receipt p99? Every piece is its own
  * OS process: Kafka (`sluice kafka`, unless KAFKA_BROKERS is set), `sluice start` (`--workers`, 1),
- * the receiver (bench/noisy/receiver.ts: its fast port records publish-to-receipt latency from
- * `data.sent_at`) and the load generator (bench/noisy/load.ts: one event per request on a fixed
- * schedule). This process only orchestrates and reads the numbers.
+ * the receiver (bench/harness/receiver.ts: publish-to-receipt latency from `data.sent_at`) and the
+ * load generator (bench/harness/load.ts: one event per request on a fixed schedule).
+ * This process only orchestrates and reads the numbers.
  *
  * One tenant, one endpoint. `--backlog` (20,000) dead-lettered deliveries of the endpoint are written
  * onto its DLQ topic with a plain Kafka producer (as the dispatcher would have written them after 17
@@ -22,23 +22,17 @@
  * --quick unless --results is given. Exits 1 when a live event was lost or the recovery did not send
  * every delivery it found within 30 s of its expected end.
  */
-import { randomBytes } from 'node:crypto';
-import { loadavg } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createKafka } from '../core/kafka/client.ts';
 import type { DlqEntry } from '../core/webhooks/records.ts';
 import { freePort } from '../core/net/free-port.ts';
-import { Children } from './harness/children.ts';
-import { checkLabel, printHelp, ROOT, resultsFile, runBench, say, sleep, writeResults } from './harness/cli.ts';
-import { rpc } from './harness/ipc.ts';
-import { benchKafka, dropBenchTopics, settleGroups } from './harness/kafka.ts';
-import { Scratch } from './harness/scratch.ts';
-import { sluiceEnv, waitReady } from './harness/sluice.ts';
-import { adminClient, bearerToken } from './harness/sluice-api.ts';
-import type { NoisyLoadRequest, NoisyLoadResult, NoisyReceiverRequest, NoisyReceiverStats } from './noisy/ipc.ts';
-import { benchCommand, machineLine, measuredCommit } from './results-section.ts';
-import { fmt } from './state/report.ts';
+import { BenchRun } from './harness/bench.ts';
+import { checkLabel, printHelp, ROOT, resultsFile, say, sleep, writeResults } from './harness/cli.ts';
+import { settleGroups } from './harness/kafka.ts';
+import { sluiceEnv } from './harness/sluice.ts';
+import { adminClient, bearerToken, dlqEventIds, registerEndpoint, sluiceApi } from './harness/sluice-api.ts';
+import { machineLine, measuredCommit } from './results-section.ts';
+import { fmt } from './harness/stats.ts';
 
 const { values: opt } = parseArgs({
   options: {
@@ -69,17 +63,8 @@ checkLabel(opt.label);
 for (const [name, v] of Object.entries({ BACKLOG, RATE, SECONDS, BASELINE_SECONDS, SHARE, CAPACITY, WORKERS }))
   if (!Number.isFinite(v) || v <= 0) throw new Error(`${name} must be a positive number`);
 
-const scratch = new Scratch('recovery');
-const children = new Children(scratch.path, ROOT);
-let brokers: string[] = [];
-let prefix = '';
-let externalKafka = false;
-
-async function shutdown(): Promise<void> {
-  await children.stopAll();
-  if (externalKafka && prefix) await dropBenchTopics(brokers, prefix);
-}
-scratch.onSignal(shutdown);
+const bench = new BenchRun('recovery');
+const { prefix, sluice: SLUICE } = bench;
 
 /** `n` dead letters of the endpoint, last attempted over the hour before `now`. */
 function backlog(endpointId: string, n: number, now: number): DlqEntry[] {
@@ -106,61 +91,30 @@ function backlog(endpointId: string, n: number, now: number): DlqEntry[] {
 }
 
 async function main(): Promise<number> {
-  const startedAt = new Date();
-  const load1 = loadavg()[0];
+  const { startedAt, load1 } = bench;
+  const { brokers } = await bench.startKafka();
+  const receiver = bench.receiver().call;
+  const load = bench.load().call;
 
-  // 1. Kafka
-  const kafka = await benchKafka(children, scratch, join(ROOT, 'bin/sluice.js'), say);
-  brokers = kafka.brokers;
-  externalKafka = kafka.external;
-
-  // 2. the receiver and the load generator
-  const receiver = rpc<NoisyReceiverRequest, { ports?: number[]; stats?: NoisyReceiverStats }>(
-    children.forkTs('receiver', 'bench/noisy/receiver.ts').proc,
-  );
-  const load = rpc<NoisyLoadRequest, { result: NoisyLoadResult }>(children.forkTs('load', 'bench/noisy/load.ts').proc);
-
-  // 3. Sluice
-  prefix = `bench-${randomBytes(4).toString('hex')}`;
+  // Sluice
   const port = await freePort();
-  const adminPort = await freePort();
   const env: NodeJS.ProcessEnv = {
-    ...sluiceEnv({ brokers, prefix, port, dataDir: scratch.dataDir() }),
+    ...sluiceEnv({ brokers, prefix, port, dataDir: bench.scratch.dataDir() }),
     SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
     SLUICE_WORKERS: String(WORKERS),
     SLUICE_RECOVERY_SHARE: String(SHARE),
     SLUICE_RECOVERY_CAPACITY_PER_SECOND: String(CAPACITY),
   };
   say(`starting sluice start (topic prefix ${prefix}, ${WORKERS} worker(s))...`);
-  const sluice = children.spawn(
-    'sluice',
-    join(ROOT, 'bin/sluice.js'),
-    ['start'],
-    { ...env, SLUICE_PORT: String(port), SLUICE_ADMIN_PORT: String(adminPort) },
-    'sluice',
-  );
-  await waitReady(sluice, 'sluice start', adminPort);
+  await bench.sluiceStart(port, env);
   const base = `http://127.0.0.1:${port}`;
 
-  // 4. the tenant, its endpoint, its backlog
-  const client = await adminClient(join(ROOT, 'bin/sluice.js'), ROOT, env, TENANT);
+  // The tenant, its endpoint, its backlog
+  const client = await adminClient(SLUICE, ROOT, env, TENANT);
   const token = await bearerToken(base, client);
-  const api = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${base}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    return { status: res.status, body: (await res.json().catch(() => null)) as any };
-  };
-  const [fastPort] = (await receiver({ op: 'listen', slow: 0, holdMs: 1, fast: 1 })).ports!;
-  const ep = await api('POST', '/v1/webhooks/endpoints', {
-    url: `http://127.0.0.1:${fastPort}/hook`,
-    events: ['inference.completed'],
-  });
-  if (ep.status !== 201 || ep.body.state !== 'ACTIVE')
-    throw new Error(`registering the endpoint answered ${ep.status}: ${JSON.stringify(ep.body)}`);
-  const endpointId: string = ep.body.id;
+  const api = sluiceApi(base, () => token);
+  const [fastPort] = (await receiver({ op: 'listen', ports: [{ name: 'live' }] })).ports!;
+  const endpointId = await registerEndpoint(api, `http://127.0.0.1:${fastPort}/hook`);
 
   const now = Date.now();
   const entries = backlog(endpointId, BACKLOG, now);
@@ -174,14 +128,7 @@ async function main(): Promise<number> {
   await producer.disconnect();
   // The DLQ view has them all once a recovery's count would find them.
   for (const deadline = Date.now() + 120_000; ; await sleep(1000)) {
-    let n = 0;
-    let cursor: string | null = null;
-    do {
-      const q = `endpoint_id=${endpointId}&limit=1000${cursor ? `&cursor=${cursor}` : ''}`;
-      const page = await api('GET', `/v1/webhooks/dlq?${q}`);
-      n += page.body.data.length;
-      cursor = page.body.next_cursor;
-    } while (cursor);
+    const n = (await dlqEventIds(api, endpointId, Number.POSITIVE_INFINITY)).length;
     if (n >= BACKLOG) break;
     if (Date.now() > deadline) throw new Error(`the DLQ listed ${n} of ${BACKLOG} entries after 120 s`);
   }
@@ -190,18 +137,21 @@ async function main(): Promise<number> {
   if (!(await settleGroups(brokers, prefix, WORKERS)))
     notes.push('the consumer groups were not Stable within 90 s; measured anyway.');
 
-  // 5. live alone, then live beside the recovery
-  const probe = { clientId: client.client_id, clientSecret: client.client_secret, rate: RATE, keys: 1 };
+  // Live alone, then live beside the recovery
   const live = async (seconds: number) => {
-    await receiver({ op: 'window' });
-    const result = (await load({ op: 'run', spec: { base, probe: { ...probe, seconds }, flood: null } })).result;
-    return result;
+    await receiver({ op: 'reset' });
+    return (await load({ op: 'probe', spec: { base, probe: { client, rate: RATE, keys: 1, seconds }, flood: null } }))
+      .probe!;
+  };
+  /** The live port's first receipts, repeats and latency in the window. */
+  const liveStats = async () => {
+    const [s] = (await receiver({ op: 'stats' })).stats!;
+    return { unique: s.seen, duplicates: s.duplicates, ...s.latency };
   };
   /** Waits until the window's live events are in (30 s at most); the stats of the window. */
   const settle = async (liveAccepted: number, extra: () => number) => {
-    let stats = (await receiver({ op: 'stats' })).stats!.fast[0];
     for (const deadline = Date.now() + 30_000; ; await sleep(250)) {
-      stats = (await receiver({ op: 'stats' })).stats!.fast[0];
+      const stats = await liveStats();
       if (stats.unique >= liveAccepted + extra() || Date.now() > deadline) return stats;
     }
   };
@@ -211,7 +161,7 @@ async function main(): Promise<number> {
   const alone = await settle(aloneLoad.probeAccepted, () => 0);
   say(`live alone: p50 ${fmt(alone.p50)} ms, p99 ${fmt(alone.p99)} ms, max ${fmt(alone.max)} ms`);
 
-  await receiver({ op: 'window' });
+  await receiver({ op: 'reset' });
   const since = new Date(now - 2 * 3600_000).toISOString();
   const started = await api('POST', `/v1/webhooks/endpoints/${endpointId}/recover`, { since });
   if (started.status !== 202)
@@ -236,7 +186,7 @@ async function main(): Promise<number> {
   const during = Math.min(SECONDS, Math.max(2, Math.floor(started.body.found / ratePerSecond) - 1));
   const duringLoad = await live(during);
   await sleep(3000); // the last live events' receipts (their latency counts, whatever comes beside them)
-  const duringStats = (await receiver({ op: 'stats' })).stats!.fast[0];
+  const duringStats = await liveStats();
   // Then the job to its end.
   const expectedEnd = jobStarted + (started.body.found / ratePerSecond) * 1000 + 30_000;
   while (job.state === 'running' && Date.now() < expectedEnd) await sleep(500);
@@ -250,15 +200,15 @@ async function main(): Promise<number> {
       `delivered ${fmt(job.delivered)}, failed ${fmt(job.failed)} in ${jobSeconds.toFixed(1)} s ` +
       `(${(job.sent / Math.max(jobSeconds, 0.001)).toFixed(1)}/s, busiest second ${busiest})`,
   );
-  const after = (await receiver({ op: 'stats' })).stats!.fast[0];
+  const after = await liveStats();
   const liveLost = Math.max(0, aloneLoad.probeAccepted - alone.unique);
 
-  // 6. report
+  // Report
   const commit = measuredCommit(ROOT);
   const section = [
     `### recovery: ${opt.label} (${startedAt.toISOString().slice(0, 10)}, Sluice at ${commit})`,
     '',
-    `Command: \`${benchCommand('bench:recovery', ROOT, externalKafka ? brokers : null)}\`; ` +
+    `Command: \`${bench.command('bench:recovery')}\`; ` +
       `machine: ${machineLine()}, load average ${load1.toFixed(2)} at start. ` +
       `Processes: Kafka, \`sluice start\` (${WORKERS} worker(s)), receiver, load generator. ` +
       `One tenant, one endpoint: ${fmt(BACKLOG)} dead letters recovered at SLUICE_RECOVERY_SHARE ${SHARE} of ` +
@@ -283,4 +233,4 @@ async function main(): Promise<number> {
   return liveLost > 0 || incomplete ? 1 : 0;
 }
 
-runBench(main, shutdown, scratch);
+bench.run(main);

@@ -1,8 +1,7 @@
 /**
  * One marked section of bench/RESULTS.md, between `<!-- <name>:begin -->` and `<!-- <name>:end -->`:
  * replaced in place, else added (at the end, or before the first "## " heading); the rest of the
- * file is left alone. The state bench and the suite write theirs with it; the dispatch bench keeps
- * labelled blocks inside its own markers (bench/dispatch/results.ts).
+ * file is left alone. The dispatch bench keeps labelled blocks inside its own markers.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -15,17 +14,30 @@ export function writeMarkedSection(
   body: string,
   where: 'end' | 'after-intro' = 'end',
 ): void {
-  const begin = `<!-- ${name}:begin -->`;
-  const end = `<!-- ${name}:end -->`;
-  let text = existsSync(file) ? readFileSync(file, 'utf8') : '# Benchmark results\n';
+  const text = existsSync(file) ? readFileSync(file, 'utf8') : '# Benchmark results\n';
+  writeFileSync(file, placeSection(text, name, body, where === 'after-intro' ? text.indexOf('\n## ') + 1 : -1));
+}
+
+/** `text` with the block `name` replaced in place, else put at `at` (-1: at the end). */
+function placeSection(text: string, name: string, body: string, at: number): string {
+  const [begin, end] = [`<!-- ${name}:begin -->`, `<!-- ${name}:end -->`];
   const block = `${begin}\n${body.trim()}\n${end}`;
-  const start = text.indexOf(begin);
-  const stop = text.indexOf(end);
-  const intro = where === 'after-intro' ? text.indexOf('\n## ') : -1;
-  if (start >= 0 && stop > start) text = text.slice(0, start) + block + text.slice(stop + end.length);
-  else if (intro >= 0) text = `${text.slice(0, intro + 1)}${block}\n\n${text.slice(intro + 1)}`;
-  else text = `${text.trimEnd()}\n\n${block}\n`;
-  writeFileSync(file, text);
+  const [start, stop] = [text.indexOf(begin), text.indexOf(end)];
+  if (start >= 0 && stop > start) return text.slice(0, start) + block + text.slice(stop + end.length);
+  if (at > 0) return `${text.slice(0, at)}${block}\n\n${text.slice(at)}`;
+  return `${text.trimEnd()}\n\n${block}\n`;
+}
+
+/**
+ * The dispatch bench's labelled run: `<!-- dispatch:<label>:begin/end -->` inside its own container
+ * (`<!-- dispatch:begin/end -->`, made with its heading when missing), replaced in place, else added last.
+ */
+export function writeDispatchSection(file: string, label: string, body: string): void {
+  let text = existsSync(file) ? readFileSync(file, 'utf8') : '# Benchmark results\n';
+  const [begin, end] = ['<!-- dispatch:begin -->', '<!-- dispatch:end -->'];
+  const heading = '## Webhook dispatch, every piece its own OS process (`npm run bench:dispatch`)';
+  if (!text.includes(begin) || !text.includes(end)) text = `${text.trimEnd()}\n\n${begin}\n${heading}\n\n${end}\n`;
+  writeFileSync(file, placeSection(text, `dispatch:${label}`, body, text.indexOf(end)));
 }
 
 /**

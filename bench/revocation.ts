@@ -10,13 +10,15 @@
  */
 import { performance } from 'node:perf_hooks';
 import { cpus } from 'node:os';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../core/config.ts';
 import { openContext } from '../core/context.ts';
 import { createClient, type CreatedClient } from '../core/clients/provisioning.ts';
 import { startLocalKafka, type LocalKafka } from '../core/kafka/local-broker.ts';
+import { cpuSec } from './harness/proc-cpu.ts';
 import { Scratch } from './harness/scratch.ts';
+import { percentile } from './harness/stats.ts';
 import { freePorts } from '../core/net/free-port.ts';
 import { cliEnv, spawnIngress, type IngressProcess } from '../test/helpers/cli.ts';
 import { freePort, uniquePrefix } from '../test/helpers/sluice.ts';
@@ -172,40 +174,28 @@ for (let i = 0; i < N; i++) {
   answer201.push(t201 - sent);
 }
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
-};
+const pct = (xs: number[], p: number) =>
+  percentile(
+    [...xs].sort((a, b) => a - b),
+    p,
+  ) ?? Number.NaN;
 const fmt = (x: number) => (Number.isNaN(x) ? 'never' : `${x.toFixed(1)} ms`);
+/** p50, p99 and max of `xs`, for the printout. */
+const spread = (xs: number[]) => `p50 ${fmt(pct(xs, 50))}  p99 ${fmt(pct(xs, 99))}  max ${fmt(Math.max(...xs))}`;
 process.stdout.write(
   `\nrevocation propagation: ${N} revocations through node 1, ${NODES} ingress processes, ` +
     `${cpus().length} cores, Kafka ${brokers.join(',')}\n`,
 );
 process.stdout.write("time from the 201 until the node refuses the revoked client's token (TOKEN_REVOKED):\n");
-latencies.forEach((xs, k) => {
-  process.stdout.write(
-    `  node ${k + 1}${k === 0 ? ' (answered the 201)' : ''}: ` +
-      `p50 ${fmt(pct(xs, 50))}  p99 ${fmt(pct(xs, 99))}  max ${fmt(Math.max(...xs))}\n`,
-  );
-});
-const all = latencies.flat();
-process.stdout.write(`  all nodes: p50 ${fmt(pct(all, 50))}  p99 ${fmt(pct(all, 99))}  max ${fmt(Math.max(...all))}\n`);
+for (const [k, xs] of latencies.entries())
+  process.stdout.write(`  node ${k + 1}${k === 0 ? ' (answered the 201)' : ''}: ${spread(xs)}\n`);
+process.stdout.write(`  all nodes: ${spread(latencies.flat())}\n`);
 process.stdout.write(`time from sending the POST until the node refuses the token (includes the audit append):\n`);
-fromSent.forEach((xs, k) => {
-  process.stdout.write(
-    `  node ${k + 1}: p50 ${fmt(pct(xs, 50))}  p99 ${fmt(pct(xs, 99))}  max ${fmt(Math.max(...xs))}\n`,
-  );
-});
-process.stdout.write(
-  `POST /v1/auth/revocations until its 201: p50 ${fmt(pct(answer201, 50))}  p99 ` +
-    `${fmt(pct(answer201, 99))}  max ${fmt(Math.max(...answer201))}\n`,
-);
+for (const [k, xs] of fromSent.entries()) process.stdout.write(`  node ${k + 1}: ${spread(xs)}\n`);
+process.stdout.write(`POST /v1/auth/revocations until its 201: ${spread(answer201)}\n`);
 
 /** CPU time (user + system) of a process, in seconds. */
-const cpuSeconds = (pid: number) => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (100/s on Linux)
-};
+const cpuSeconds = (pid: number) => cpuSec([pid]);
 const idleSeconds = Number(values['idle-seconds']);
 await new Promise((r) => setTimeout(r, 2000)); // let the last requests' work settle
 const before = nodes.map((n) => cpuSeconds(n.pid));

@@ -1,8 +1,8 @@
 /**
  * State at scale ("State that scales"): 100,000 endpoints of one tenant, 1,000 small tenants,
  * 1,000,000 DLQ entries, with every piece its own OS process: Kafka (`sluice kafka`, unless
- * KAFKA_BROKERS is set), `sluice start --workers 1`, the `sluice admin` CLI and the dispatch
- * bench's webhook receiver. This process only orchestrates, fills Kafka and measures.
+ * KAFKA_BROKERS is set), `sluice start --workers 1`, the `sluice admin` CLI and the benches'
+ * webhook receiver. This process only orchestrates, fills Kafka and measures.
  *
  *   npm run bench:state -- [--quick] [--results FILE] [--requests N] [--keep-logs]
  *       [--sluice-node-args="--trace-gc ..."]   (node flags for every `sluice start`, to diagnose)
@@ -21,11 +21,9 @@
  * the section between `<!-- state:begin -->` and `<!-- state:end -->` of bench/RESULTS.md is
  * replaced. Peak RSS and CPU per process and phase come from /proc (bench/harness/proc-cpu.ts).
  */
-import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
-import { cpus, loadavg, release, totalmem, type } from 'node:os';
+import { cpus } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../core/config.ts';
 import { createKafka } from '../core/kafka/client.ts';
@@ -34,13 +32,15 @@ import { ensureTopics } from '../core/kafka/topic-admin.ts';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
 import { topicNames, topicSpecs } from '../core/topics.ts';
 import { freePort } from '../core/net/free-port.ts';
-import type { ReceiverRequest } from './dispatch/ipc.ts';
-import { Children, stop, tail, type Launched } from './harness/children.ts';
+import { stop, tail, type Launched } from './harness/children.ts';
 import { rpc } from './harness/ipc.ts';
-import { benchKafka, dropBenchTopics, kafkaPid as kafkaJavaPid } from './harness/kafka.ts';
+import type { ReceiverReply, ReceiverRequest } from './harness/receiver.ts';
+import { kafkaPid as kafkaJavaPid } from './harness/kafka.ts';
 import { machineCpu, ProcSampler, processTree, type Usage } from './harness/proc-cpu.ts';
-import { Scratch } from './harness/scratch.ts';
-import { benchCommand, measuredCommit } from './results-section.ts';
+import { printHelp, ROOT, say, sleep } from './harness/cli.ts';
+import { BenchRun } from './harness/bench.ts';
+import { sluiceEnv } from './harness/sluice.ts';
+import { machineLine, measuredCommit, writeMarkedSection } from './results-section.ts';
 import {
   BIG,
   EVENT_TYPES,
@@ -61,12 +61,10 @@ import {
 import { fill, type FillProgress } from './state/fill.ts';
 import { Caller, repeat, stats, type Stats } from './state/http.ts';
 import type { BurstRequest } from './state/burst.ts';
-import { fmt, heapParts, rssParts, verdict, writeStateSection, type HeapParts } from './state/report.ts';
+import { heapParts, rssParts, verdict, type HeapParts } from './state/report.ts';
+import { fmt } from './harness/stats.ts';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SLUICE = join(ROOT, 'bin/sluice.js');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const say = (line = '') => process.stdout.write(`${line}\n`);
 
 const { values: opt } = parseArgs({
   options: {
@@ -78,10 +76,7 @@ const { values: opt } = parseArgs({
     help: { type: 'boolean', short: 'h' },
   },
 });
-if (opt.help) {
-  say(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('*/')[0]);
-  process.exit(0);
-}
+if (opt.help) printHelp(import.meta.url);
 const quick = opt.quick === true;
 const SCALE = quick ? 1 / 20 : 1;
 /** Requests per latency row (at least 200 by default, --quick included: they are cheap). */
@@ -98,36 +93,14 @@ type Credentials = { client_id: string; client_secret: string };
 
 // ---------------------------------------------------------------- processes and cleanup
 
-const scratch = new Scratch('bench-state');
-const children = new Children(scratch.path, ROOT);
-const closers: Array<() => Promise<void>> = [];
+const bench = new BenchRun('bench-state', ROOT, 'bench-state');
+const { scratch, children, prefix } = bench;
 let sampler: ProcSampler | null = null;
+bench.onShutdown(async () => sampler?.stop());
 let brokers: string[] = [];
-let prefix = '';
 let externalKafka = false;
-let shuttingDown = false;
-
-async function shutdown(code: number): Promise<void> {
-  if (shuttingDown) return;
-  shuttingDown = true;
-  sampler?.stop();
-  for (const c of closers.splice(0).reverse()) await c().catch(() => {});
-  await children.stopAll();
-  if (externalKafka && prefix) await dropBenchTopics(brokers, prefix);
-  // Exiting removes the work directory; a failed run keeps its logs (Kafka's in kafka/logs), not
-  // the gigabytes of data beside them.
-  scratch.keepLogs = code === 2 || Boolean(opt['keep-logs']);
-  process.exit(code);
-}
-for (const [signal, code] of [
-  ['SIGINT', 130],
-  ['SIGTERM', 143],
-] as const) {
-  process.on(signal, () => {
-    process.stderr.write(`${signal}: stopping the child processes\n`);
-    void shutdown(code);
-  });
-}
+// A failed run keeps its logs (Kafka's in kafka/logs), not the gigabytes of data beside them.
+scratch.keepLogs = opt['keep-logs'] === true;
 
 // ---------------------------------------------------------------- results collected on the way
 
@@ -172,18 +145,15 @@ function progress(p: FillProgress): void {
 // ---------------------------------------------------------------- the run
 
 async function main(): Promise<number> {
-  const startedAt = new Date();
-  const load1 = loadavg()[0];
+  const { startedAt, load1 } = bench;
 
   // Kafka
-  const broker = await benchKafka(children, scratch, SLUICE, say);
-  brokers = broker.brokers;
-  externalKafka = broker.external;
+  const broker = await bench.startKafka();
+  ({ brokers, external: externalKafka } = broker);
   const kafkaPid = kafkaJavaPid(broker);
 
   // Topics, producers, the receiver the endpoints point at
   const config = loadConfig({});
-  prefix = `bench-state-${randomBytes(4).toString('hex')}`;
   const topics = topicNames(prefix);
   const kafka = createKafka(brokers, 'sluice-bench-state');
   await ensureTopics(kafka, topicSpecs(prefix, config.topicPartitions));
@@ -191,16 +161,18 @@ async function main(): Promise<number> {
     [1, 2, 3].map(async () => {
       const p = new DurableProducer(kafka);
       await p.connect();
-      closers.push(() => p.disconnect());
+      bench.onShutdown(() => p.disconnect());
       return p;
     }),
   );
   const producer = producers[0];
-  const receiver = children.forkTs('receiver', join(ROOT, 'bench/dispatch/receiver.ts'));
-  const { ports } = await rpc<ReceiverRequest, { ports: number[] }>(receiver.proc)({
-    op: 'listen',
-    modes: ['ok', 'ok', 'ok'],
-  });
+  const receiver = children.forkTs('receiver', join(ROOT, 'bench/harness/receiver.ts'));
+  const ports = (
+    await rpc<ReceiverRequest, ReceiverReply>(receiver.proc)({
+      op: 'listen',
+      ports: [1, 2, 3].map((i) => ({ name: `p${i}` })),
+    })
+  ).ports!;
   const plan = makePlan(SCALE, ports);
   const masterKey = config.masterKey;
 
@@ -210,14 +182,9 @@ async function main(): Promise<number> {
   const base = `http://127.0.0.1:${port}`;
   const childEnv = (dataDir: string): NodeJS.ProcessEnv => {
     const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      KAFKA_BROKERS: brokers.join(','),
-      SLUICE_TOPIC_PREFIX: prefix,
-      SLUICE_DATA_DIR: dataDir,
-      SLUICE_HOST: '127.0.0.1',
+      ...sluiceEnv({ brokers, prefix, port, dataDir }),
       SLUICE_PORT: String(port),
       SLUICE_ADMIN_PORT: String(adminPort),
-      SLUICE_ISSUER: base,
       SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true',
       SLUICE_LOG_LEVEL: 'warn',
     };
@@ -344,7 +311,7 @@ async function main(): Promise<number> {
   };
   const caller = async (tenant: string, credentials: Credentials) => {
     const c = new Caller(base, tenant, credentials);
-    closers.push(() => c.close());
+    bench.onShutdown(() => c.close());
     await c.login();
     return c;
   };
@@ -360,6 +327,10 @@ async function main(): Promise<number> {
     await repeat(WARM_UP, (i) => get(c, path(i)));
     return repeat(n, (i) => get(c, path(i)));
   };
+  /** A row of timeGets, held to p99 < `target` ms (none: not a target). */
+  const timed = async (group: Row['group'], query: string, c: Caller, path: (i: number) => string, target = 10) =>
+    row(group, query, await timeGets(c, path), target > 0 ? target : undefined);
+  const EPS = '/v1/webhooks/endpoints?limit=100';
   const publish = async (c: Caller) => {
     const first = await c.expect('POST', '/v1/webhooks/events', {
       type: 'inference.completed',
@@ -426,11 +397,7 @@ async function main(): Promise<number> {
       `baseline (before the fill): POST /v1/webhooks/events, ${smallName} (3 endpoints)`,
       await publish(small),
     );
-    row(
-      'endpoints',
-      `baseline: GET /v1/webhooks/endpoints?limit=100, ${smallName}`,
-      await timeGets(small, () => '/v1/webhooks/endpoints?limit=100'),
-    );
+    await timed('endpoints', `baseline: GET ${EPS}, ${smallName}`, small, () => EPS, 0);
     await small.close();
   });
   await stopSluice('baseline node, after its bench connections were closed');
@@ -497,37 +464,18 @@ async function main(): Promise<number> {
       const e = bigEndpoint(plan, masterKey, i);
       return `${e.created_at}.${e.id}`;
     };
-    row(
-      'endpoints',
-      'big: first GET /v1/webhooks/endpoints?limit=100 after start (sorts the tenant once)',
-      [await get(bigC, '/v1/webhooks/endpoints?limit=100')],
-      10,
-    );
-    row(
-      'endpoints',
-      'big: GET /v1/webhooks/endpoints?limit=100, first page',
-      await timeGets(bigC, () => '/v1/webhooks/endpoints?limit=100'),
-      10,
-    );
-    row(
-      'endpoints',
-      'big: endpoints, deep page (random cursor)',
-      await timeGets(bigC, () => `/v1/webhooks/endpoints?limit=100&cursor=${endpointCursor(rand(plan.bigEndpoints))}`),
-      10,
-    );
-    row(
-      'endpoints',
-      `${smallName}: endpoints, first page`,
-      await timeGets(small, () => '/v1/webhooks/endpoints?limit=100'),
-      10,
-    );
+    row('endpoints', `big: first GET ${EPS} after start (sorts the tenant once)`, [await get(bigC, EPS)], 10);
+    await timed('endpoints', `big: GET ${EPS}, first page`, bigC, () => EPS);
+    const deep = () => `${EPS}&cursor=${endpointCursor(rand(plan.bigEndpoints))}`;
+    await timed('endpoints', 'big: endpoints, deep page (random cursor)', bigC, deep);
+    await timed('endpoints', `${smallName}: endpoints, first page`, small, () => EPS);
     const changed = await repeat(quick ? 10 : 20, async (r) => {
       const e = bigEndpoint(plan, masterKey, rand(plan.bigEndpoints));
       await producer.send(topics.endpoints, [
         endpointRecord({ ...e, metadata: { bench: 'state', round: r }, updated_at: Date.now() }),
       ]);
       await sleep(300); // the node's view has it by then
-      return get(bigC, '/v1/webhooks/endpoints?limit=100');
+      return get(bigC, EPS);
     });
     row('endpoints', 'big: endpoints first page, right after one of its endpoints changed', changed, 10);
 
@@ -538,12 +486,7 @@ async function main(): Promise<number> {
         `big's first DLQ page is not the oldest 100 entries (got ${first.json.data.length}, ` +
           `first ${first.json.data[0]?.id}).`,
       );
-    row(
-      'dlq',
-      'big: GET /v1/webhooks/dlq?limit=100, first page',
-      await timeGets(bigC, () => dlqPath({ limit: 100 })),
-      10,
-    );
+    await timed('dlq', 'big: GET /v1/webhooks/dlq?limit=100, first page', bigC, () => dlqPath({ limit: 100 }));
     const walk: number[] = [];
     let cursor: string | null = null;
     let misplaced = 0;
@@ -560,12 +503,8 @@ async function main(): Promise<number> {
     row('dlq', `big: DLQ walk with next_cursor, pages 1–${fmt(walk.length)} (every page)`, walk, 10);
     row('dlq', `big: DLQ walk, pages ${fmt(walk.length - 199)}–${fmt(walk.length)}`, walk.slice(-200), 10);
     const anyDepth = () => cursorOf(bigDlqPosition(plan, rand(plan.dlq)));
-    row(
-      'dlq',
-      'big: DLQ page at any depth (random cursor `<deadMs>.<id>`)',
-      await timeGets(bigC, () => dlqPath({ limit: 100, cursor: anyDepth() })),
-      10,
-    );
+    const anyPage = () => dlqPath({ limit: 100, cursor: anyDepth() });
+    await timed('dlq', 'big: DLQ page at any depth (random cursor `<deadMs>.<id>`)', bigC, anyPage);
     const ep = (i: number) => bigEndpointId(i % plan.dlqEndpoints);
     const et = (i: number) => EVENT_TYPES[i % EVENT_TYPES.length];
     const filters: [string, (i: number) => Record<string, string>][] = [
@@ -581,24 +520,12 @@ async function main(): Promise<number> {
         check.json.data.some((e: any) => Object.entries(want).some(([k, v]) => e[k] !== v))
       )
         notes.push(`filter ${name}: the first page did not hold 100 matching entries.`);
-      row(
-        'dlq',
-        `big: DLQ filtered by ${name}, first page`,
-        await timeGets(bigC, (i) => dlqPath({ ...f(i), limit: 100 })),
-        10,
-      );
-      row(
-        'dlq',
-        `big: DLQ filtered by ${name}, any depth (random cursor)`,
-        await timeGets(bigC, (i) => dlqPath({ ...f(i), limit: 100, cursor: anyDepth() })),
-        10,
-      );
+      await timed('dlq', `big: DLQ filtered by ${name}, first page`, bigC, (i) => dlqPath({ ...f(i), limit: 100 }));
+      const deepFiltered = (i: number) => dlqPath({ ...f(i), limit: 100, cursor: anyDepth() });
+      await timed('dlq', `big: DLQ filtered by ${name}, any depth (random cursor)`, bigC, deepFiltered);
     }
-    row(
-      'dlq',
-      `${smallName}: DLQ first page (${plan.dlqPerSmall} entries)`,
-      await timeGets(small, () => dlqPath({ limit: 100 })),
-      10,
+    await timed('dlq', `${smallName}: DLQ first page (${plan.dlqPerSmall} entries)`, small, () =>
+      dlqPath({ limit: 100 }),
     );
     row('publish', `after the fill: POST /v1/webhooks/events, ${smallName} (3 endpoints)`, await publish(small));
     row(
@@ -711,13 +638,9 @@ async function main(): Promise<number> {
     if (fresh.length > 0)
       notes.push(`warm restart: the node did not take its old store directory but ${fresh.join(', ')}.`);
     const bigC = await caller(BIG, bigCreds);
-    row('dlq', 'after the warm restart: big DLQ first page', await timeGets(bigC, () => dlqPath({ limit: 100 })), 10);
-    row(
-      'dlq',
-      'after the warm restart: big DLQ any depth (random cursor)',
-      await timeGets(bigC, () => dlqPath({ limit: 100, cursor: cursorOf(bigDlqPosition(plan, rand(plan.dlq))) })),
-      10,
-    );
+    await timed('dlq', 'after the warm restart: big DLQ first page', bigC, () => dlqPath({ limit: 100 }));
+    const anyPage = () => dlqPath({ limit: 100, cursor: cursorOf(bigDlqPosition(plan, rand(plan.dlq))) });
+    await timed('dlq', 'after the warm restart: big DLQ any depth (random cursor)', bigC, anyPage);
   });
   await stopSluice('restarted node, at the end');
 
@@ -730,7 +653,7 @@ async function main(): Promise<number> {
   say(section);
   const resultsFile = opt.results ?? (quick ? null : join(ROOT, 'bench/RESULTS.md'));
   if (resultsFile) {
-    writeStateSection(resultsFile, section);
+    writeMarkedSection(resultsFile, 'state', section);
     say(`\nwritten to ${resultsFile}`);
   } else say('\n(--quick: bench/RESULTS.md left alone; pass --results FILE to write the section)');
   return 0;
@@ -762,7 +685,7 @@ const PROCS = ['Kafka (java)', 'sluice start', 'sluice admin (CLI)'];
 const RSS_LIMIT_MB = 256;
 
 function report(r: ReportInput): string {
-  const command = benchCommand('bench:state', ROOT, externalKafka ? brokers : null);
+  const command = bench.command('bench:state');
   const ms = (x: number) => fmt(x, x < 10 ? 2 : 1);
   const peak = (proc: string) => {
     let best: { mb: number; phase: string } = { mb: 0, phase: '—' };
@@ -863,9 +786,7 @@ function report(r: ReportInput): string {
     '',
     `Sluice measured: commit ${measuredCommit(ROOT)}.`,
     '',
-    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ` +
-      `${fmt(totalmem() / 2 ** 30, 1)} GiB, ${type()} ${release()}, Node ${process.version}; ` +
-      `${r.kafkaNote}; ${r.startedAt.toISOString()}; ` +
+    `Machine: ${machineLine()}; ${r.kafkaNote}; ${r.startedAt.toISOString()}; ` +
       `1-min load average at start ${fmt(r.load1, 2)} (the machine is shared).`,
     '',
     `State, written straight into Kafka with \`DurableProducer\` (acks=all; ` +
@@ -878,7 +799,7 @@ function report(r: ReportInput): string {
     '',
     `Processes: Kafka, \`sluice start --workers 1\` (one process: ingress + dispatcher, ` +
       `its own SLUICE_DATA_DIR), \`sluice admin create-client\`, ` +
-      `the dispatch bench's receiver (the endpoints' target), ` +
+      `the benches' receiver (the endpoints' target), ` +
       `and for the bursts a writer process; this process fills Kafka and measures. Latency: ` +
       `sequential requests over one keep-alive connection, ` +
       `from sending to the last byte of the body; ${N} per row after ${WARM_UP} untimed ` +
@@ -938,10 +859,4 @@ function report(r: ReportInput): string {
   ].join('\n');
 }
 
-main().then(
-  (code) => shutdown(code),
-  (err: Error) => {
-    if (!shuttingDown) process.stderr.write(`bench:state failed: ${err.stack ?? err}\n`);
-    return shutdown(2);
-  },
-);
+bench.run(main);

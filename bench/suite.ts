@@ -25,26 +25,22 @@ import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../core/config.ts';
-import { openContext } from '../core/context.ts';
-import { createClient } from '../core/clients/provisioning.ts';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
 import { freePort, freePorts } from '../core/net/free-port.ts';
 import { Children, waitForLine } from './harness/children.ts';
+import { printHelp, ROOT, say } from './harness/cli.ts';
+import { fmt } from './harness/stats.ts';
 import { dropBenchTopics } from './harness/kafka.ts';
 import { Scratch } from './harness/scratch.ts';
-import { waitReady } from './harness/sluice.ts';
+import { benchClients, startIngress } from './harness/sluice.ts';
+import { bearerToken } from './harness/sluice-api.ts';
+import { writeMarkedSection } from './results-section.ts';
 import { ROUTE } from './suite/route.ts';
-import { runCase, type CaseResult, type CaseSpec } from './suite/k6.ts';
+import { k6Binary, runCase, type CaseResult, type CaseSpec } from './suite/k6.ts';
 import { DEFAULT_FETCH_WAIT_MS, judge, type Verdict } from './suite/targets.ts';
-import { writeSuiteSection } from './suite/results.ts';
-import { fetchToken } from '../test/helpers/sluice.ts';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RUN_TS = join(ROOT, 'bin/run-ts.js');
-const say = (line = '') => process.stdout.write(`${line}\n`);
 const SCENARIOS = ['edge', 'revocation', 'dispatch', 'state'] as const;
 
 const { values: opt } = parseArgs({
@@ -60,10 +56,7 @@ const { values: opt } = parseArgs({
     help: { type: 'boolean', short: 'h' },
   },
 });
-if (opt.help) {
-  say(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('*/')[0]);
-  process.exit(0);
-}
+if (opt.help) printHelp(import.meta.url);
 const quick = opt.quick === true;
 const only = opt.only ? opt.only.split(',') : [...SCENARIOS];
 for (const s of only)
@@ -103,10 +96,7 @@ for (const [signal, code] of [
 
 // ---------------------------------------------------------------- set-up
 
-const k6 = execFileSync('bash', [join(ROOT, 'scripts/install-k6.sh')], {
-  encoding: 'utf8',
-  stdio: ['ignore', 'pipe', 'inherit'],
-}).trim();
+const k6 = k6Binary();
 const k6Version = execFileSync(k6, ['version'], { encoding: 'utf8' }).trim().split('\n')[0];
 const commit = (() => {
   try {
@@ -166,8 +156,6 @@ async function withServer<T>(
 }
 
 async function edge(): Promise<EdgeReport> {
-  const port = await freePort();
-  const adminPort = await freePorts(WORKERS);
   const env = {
     ...process.env,
     KAFKA_BROKERS: brokers.join(','),
@@ -179,29 +167,20 @@ async function edge(): Promise<EdgeReport> {
     // The token case measures issuance itself: the per-client issuance limit (600/min) is off.
     SLUICE_TOKEN_RATE_PER_MINUTE: '0',
   };
-  const sluice = children.spawn(
+  const { port, launched: sluice } = await startIngress(
+    children,
     'sluice-ingress',
     join(SLUICE_DIR, 'bin/sluice.js'),
-    ['ingress', '--workers', String(WORKERS), '--port', String(port), '--admin-port', String(adminPort)],
+    WORKERS,
     env,
-    'sluice',
   );
-  for (let i = 0; i < WORKERS; i++) await waitReady(sluice, 'the server', adminPort + i, undefined, 200);
   const base = `http://127.0.0.1:${port}`;
   const issuer = ((await (await fetch(`${base}/.well-known/oauth-authorization-server`)).json()) as { issuer: string })
     .issuer;
 
   // Enough clients that none meets the per-client rate limit (default 10,000/s): one per VU.
-  const config = loadConfig(env);
-  const ctx = await openContext(config, { brokers, component: 'bench-suite' });
-  const grant = (c: { client_id: string; client_secret: string }) => fetchToken(base, c);
-  const wide = [];
-  const narrow = [];
-  for (let i = 0; i < VUS; i++) {
-    wide.push(await createClient(ctx, { tenant: 'bench', role: 'admin' }));
-    narrow.push(await createClient(ctx, { tenant: 'bench', role: 'inference-reader' }));
-  }
-  await ctx.close();
+  const [wide, narrow] = await benchClients(brokers, prefix, VUS, ['admin', 'inference-reader']);
+  const grant = (c: { client_id: string; client_secret: string }) => bearerToken(base, c);
   const wideTokens = await Promise.all(wide.map(grant));
   const narrowTokens = await Promise.all(narrow.map(grant));
   const bodies = wide.map((c) => ({
@@ -396,7 +375,7 @@ for (const c of edgeReport?.cases ?? []) if (c.unexpected.length > 0) failed = t
 const report = renderReport();
 say(`\n${report}`);
 if (RESULTS) {
-  writeSuiteSection(RESULTS, report);
+  writeMarkedSection(RESULTS, 'suite', report, 'after-intro');
   say(`\nwrote the suite's section of ${RESULTS}`);
 }
 const missed = verdicts.filter((v) => !v.met);
@@ -406,8 +385,7 @@ if (opt.check && missed.length > 0)
 await shutdown(failed || (opt.check && missed.length > 0) ? 1 : 0);
 
 function renderReport(): string {
-  const f = (n: number, d = 0) =>
-    Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }) : '—';
+  const f = fmt;
   const lines: string[] = [];
   lines.push(`## The suite (\`npm run bench${quick ? ' -- --quick' : ''}\`)`, '');
   lines.push(`Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC on ${machine}.`);

@@ -7,7 +7,25 @@
  *   spec (argv[2], JSON): HopKafkaSpec; answers one HopKafkaResult over IPC and exits.
  */
 import { createKafka } from '../../core/kafka/client.ts';
-import type { HopKafkaResult, HopKafkaSpec } from './ipc.ts';
+
+export interface HopKafkaSpec {
+  brokers: string[];
+  topic: string;
+  records: number;
+  recordBytes: number;
+  batch: number;
+  producers: number;
+  partitions: number;
+}
+export interface HopKafkaResult {
+  produced: number;
+  producePerSec: number;
+  consumed: number;
+  /** From consumer.run() (group join included) to the last record. */
+  consumePerSec: number;
+  /** From consumer.run() to the first batch: group join and first fetch. */
+  consumerJoinMs: number;
+}
 
 const spec = JSON.parse(process.argv[2]) as HopKafkaSpec;
 const kafka = createKafka(spec.brokers, 'sluice-bench-hop');

@@ -9,7 +9,19 @@
 import { randomBytes } from 'node:crypto';
 import { Pool } from 'undici';
 import { signDelivery } from '../../outbound/signing.ts';
-import type { HopPostResult, HopPostSpec } from './ipc.ts';
+
+export interface HopPostSpec {
+  ports: number[];
+  connections: number;
+  posts: number;
+  padBytes: number;
+}
+export interface HopPostResult {
+  startedAt: number;
+  endedAt: number;
+  ok: number;
+  failed: number;
+}
 
 const spec = JSON.parse(process.argv[2]) as HopPostSpec;
 const tag = randomBytes(4).toString('hex');

@@ -26,8 +26,9 @@ export class Children {
   constructor(
     /** Where the logs go. */
     private readonly work: string,
-    /** The Sluice checkout: cwd of every child. */
+    /** The Sluice checkout: cwd of every child (of the Sluice processes: `sluiceRoot`, another checkout). */
     private readonly root: string,
+    private readonly sluiceRoot = root,
   ) {}
 
   /**
@@ -45,7 +46,7 @@ export class Children {
     const log = this.logFile(name);
     const out = createWriteStream(log);
     const proc = spawn(process.execPath, [...shebangNodeFlags(script), ...nodeArgs, script, ...args], {
-      cwd: this.root,
+      cwd: stage === 'sluice' ? this.sluiceRoot : this.root,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -81,8 +82,9 @@ export class Children {
     return { proc, log, exited };
   }
 
-  async stopAll(): Promise<void> {
-    for (const stage of STAGES) await Promise.all(this.list.filter((c) => c.stage === stage).map((c) => stop(c.proc)));
+  /** Stops the children of `stages`, stage by stage (all of them by default). */
+  async stopAll(stages = STAGES): Promise<void> {
+    for (const stage of stages) await Promise.all(this.list.filter((c) => c.stage === stage).map((c) => stop(c.proc)));
   }
 }
 

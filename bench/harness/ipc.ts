@@ -1,9 +1,9 @@
 /**
  * A tiny request/reply layer over Node's IPC channel between a bench and its helper processes: each
- * request carries an id; the child answers with the same id, or with `error`.
+ * request carries an id; the child answers with the same id, or with `error`. The messages of the
+ * shared helpers are declared beside them (receiver.ts, load.ts).
  */
 import type { ChildProcess } from 'node:child_process';
-
 type Reply = { id: number; error?: string; [k: string]: unknown };
 
 /** Parent side: `call(msg)` resolves with the child's reply to that message. */

@@ -24,12 +24,11 @@ function statFields(pid: number): string[] | null {
   }
 }
 
+/** CPU seconds (user + system) the processes `pids` have used so far. */
+export const cpuSec = (pids: number[]): number => pids.reduce((n, pid) => n + (cpuTicks(pid) ?? 0), 0) / CLK_TCK;
+
 /** CPU seconds (user + system) a process and its children of `comm` have used so far. */
-export function treeCpuSec(root: number, comm = 'node'): number {
-  let ticks = 0;
-  for (const pid of processTree(root, comm)) ticks += cpuTicks(pid) ?? 0;
-  return ticks / CLK_TCK;
-}
+export const treeCpuSec = (root: number, comm = 'node'): number => cpuSec(processTree(root, comm));
 
 function cpuTicks(pid: number): number | null {
   const f = statFields(pid);

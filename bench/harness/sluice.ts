@@ -1,6 +1,10 @@
 /** Sluice processes of a bench: their environment, their readiness, the extra `sluice dispatcher` members. */
-import { freePort } from '../../core/net/free-port.ts';
+import { createClient, type CreatedClient } from '../../core/clients/provisioning.ts';
+import { loadConfig } from '../../core/config.ts';
+import { openContext } from '../../core/context.ts';
+import { freePort, freePorts } from '../../core/net/free-port.ts';
 import { type Children, type Launched, tail, waitForLine } from './children.ts';
+import { processTree } from './proc-cpu.ts';
 
 /** The environment every bench's Sluice shares: the broker, the topic prefix, the node's own address. */
 export function sluiceEnv(o: { brokers: string[]; prefix: string; port: number; dataDir: string }): NodeJS.ProcessEnv {
@@ -59,6 +63,7 @@ export async function startDispatchers(
   env: NodeJS.ProcessEnv,
   count: number,
   clientIdPrefix: string | null = null,
+  nodeArgs: string[] = [],
 ): Promise<Dispatcher[]> {
   const out: Dispatcher[] = [];
   for (let i = 1; i <= count; i++) {
@@ -71,6 +76,7 @@ export async function startDispatchers(
       ['dispatcher'],
       { ...env, SLUICE_ADMIN_PORT: String(adminPort), ...(clientId ? { SLUICE_KAFKA_CLIENT_ID: clientId } : {}) },
       'sluice',
+      nodeArgs,
     );
     await waitForLine(launched, /dispatcher running/, 120_000, `dispatcher ${i}`);
     out.push({ name, adminPort, clientId, launched });
@@ -79,3 +85,35 @@ export async function startDispatchers(
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * `sluice ingress --workers N` (k6 targets of the suite and the front-door bench), with `env` over
+ * the bench's; resolves once every worker is ready.
+ */
+export async function startIngress(
+  children: Children,
+  name: string,
+  sluice: string,
+  workers: number,
+  env: NodeJS.ProcessEnv,
+): Promise<{ port: number; launched: Launched; pids: () => number[] }> {
+  const port = await freePort();
+  const adminPort = await freePorts(workers);
+  const args = ['ingress', '--workers', String(workers), '--port', String(port), '--admin-port', String(adminPort)];
+  const launched = children.spawn(name, sluice, args, env, 'sluice');
+  for (let i = 0; i < workers; i++) await waitReady(launched, name, adminPort + i, undefined, 200);
+  return { port, launched, pids: () => processTree(launched.proc.pid!) };
+}
+
+/** `count` clients of `role` made in this process (no CLI run each), as `sluice admin create-client` does. */
+export async function benchClients(brokers: string[], prefix: string, count: number, roles: string[]) {
+  const ctx = await openContext(loadConfig({ KAFKA_BROKERS: brokers.join(','), SLUICE_TOPIC_PREFIX: prefix }), {
+    brokers,
+    component: 'bench',
+  });
+  const out: CreatedClient[][] = roles.map(() => []);
+  for (let i = 0; i < count; i++)
+    for (const [r, role] of roles.entries()) out[r].push(await createClient(ctx, { tenant: 'bench', role }));
+  await ctx.close();
+  return out;
+}

@@ -1,17 +1,6 @@
-/**
- * The state bench's report helpers; its section of bench/RESULTS.md is `<!-- state:begin/end -->`.
- */
+/** The state bench's report helpers. */
 import { readFileSync } from 'node:fs';
-import { writeMarkedSection } from '../results-section.ts';
-
-export function writeStateSection(file: string, body: string): void {
-  writeMarkedSection(file, 'state', body);
-}
-
-export const fmt = (n: number | null | undefined, digits = 0) =>
-  n === null || n === undefined || !Number.isFinite(n)
-    ? '—'
-    : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+import { fmt } from '../harness/stats.ts';
 
 /** "met (…)" / "MISSED (…)" for a value against an upper bound. */
 export function verdict(value: number | null, limit: number, unit: string): string {

@@ -1,11 +1,20 @@
 /** One edge case of the suite: a k6 run of bench/k6/case.js and what its summary says. */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ROOT } from '../harness/cli.ts';
 import { treeCpuSec } from '../harness/proc-cpu.ts';
 
 const SCRIPT = fileURLToPath(new URL('../k6/case.js', import.meta.url));
+
+/** The k6 binary (scripts/install-k6.sh installs it once). */
+export const k6Binary = (): string =>
+  execFileSync('bash', [join(ROOT, 'scripts/install-k6.sh')], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }).trim();
 
 export interface CaseSpec {
   id: string;

@@ -5,8 +5,8 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * bench/RESULTS.md holds only what bench commands wrote: their marked sections (bench/results-section.ts,
- * bench/dispatch/results.ts), after the file's title and the paragraph saying so. Notes written by
- * hand go to bench/HISTORY.md, where no command overwrites them and none passes for a command's output.
+ * the dispatch bench's labelled blocks too), after the file's title and the paragraph saying so. Notes
+ * written by hand go to bench/HISTORY.md, where no command overwrites them and none passes for a command's output.
  */
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const file = join(root, 'bench/RESULTS.md');

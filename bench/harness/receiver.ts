@@ -1,16 +1,57 @@
 /**
- * The receivers of the flow-control bench, its own process (forked with IPC by
- * bench/flow-control.ts): one node:http server per port spec (bench/flow/ipc.ts), each answering
- * the ping at once and every delivery as its spec says (held, 429 with Retry-After every n-th,
- * 500 at random, a random delay), and recording what the bench checks: arrivals (the most in any
- * 1 s window), requests open at once, the time from a 429 to the next request, first receipts and
- * repeats, publish-to-first-2xx latency, and for an ordered port each key's order of first sightings.
+ * The benches' webhook receiver, its own process (forked with IPC): one node:http server per port
+ * spec (bench/harness/ipc.ts), so each endpoint is its own origin. Every port answers the ping 200
+ * at once and each delivery as its spec says (204, held, hung, 429 with Retry-After every n-th,
+ * failing at random, a random delay); ports of one name share one tally. A tally records what the
+ * benches check: requests (the most in any 1 s window, the most open at once), first receipts and
+ * repeats, the time from a 429 to the next request, publish-to-first-2xx latency (`data.sent_at`),
+ * and for an ordered port each key's order (`data.key`, `data.seq`).
  */
-import type { RequestListener, Server } from 'node:http';
-import { serve } from '../harness/ipc.ts';
-import { closeAll, listenLocal, portOf, readJson } from '../harness/receiver-http.ts';
-import { percentile } from '../harness/stats.ts';
-import type { FlowPortSpec, FlowPortStats, FlowReceiverRequest, Latency, OrderedStats } from './ipc.ts';
+import { createServer, type IncomingMessage, type RequestListener, type Server } from 'node:http';
+import { serve } from './ipc.ts';
+import { type Latency, latency } from './stats.ts';
+
+/** How one receiver port answers a delivery (a `ping` is always answered 200 at once). */
+export interface PortSpec {
+  /** Ports of one name share one tally (a tenant's hundred slow endpoints). */
+  name: string;
+  /** Never answers a delivery: the socket stays open. */
+  hang?: boolean;
+  /** Holds every delivery this long before its 204 (ms). */
+  holdMs?: number;
+  /** Every `tooManyEvery`-th request is answered 429 with `Retry-After: retryAfterS` (sent on failRate too). */
+  tooManyEvery?: number;
+  retryAfterS?: number;
+  /** This share of requests (0..1), drawn at random, is answered `failStatus` (500) at once. */
+  failRate?: number;
+  failStatus?: number;
+  /** The others are answered after a random 0..delayMaxMs. */
+  delayMaxMs?: number;
+  /** Deliveries carry `data: {key, seq, sent_at}`: per-key order is checked. */
+  ordered?: boolean;
+}
+
+export type ReceiverRequest =
+  /** Opens one server per spec (closing the previous ones); answers their ports in the same order. */
+  | { op: 'listen'; ports: PortSpec[] }
+  /** Forgets what the named tallies (every one when absent) recorded: a new measuring window. */
+  | { op: 'reset'; names?: string[] }
+  /** Per name: event ids answered 2xx at least once (cheap, for polling). */
+  | { op: 'progress' }
+  /** `splitAt` (epoch ms, a kill): an ordered port's latencies before and after it. */
+  | { op: 'stats'; splitAt?: number }
+  /** The event ids a name answered 2xx at least once. */
+  | { op: 'ids'; name: string };
+
+export type PortStats = ReturnType<typeof stats>;
+export interface ReceiverReply {
+  ports?: number[];
+  progress?: Record<string, number>;
+  stats?: PortStats[];
+  /** Publish to first 2xx over every port. */
+  latency?: Latency;
+  ids?: string[];
+}
 
 interface OrderedEvent {
   key: string;
@@ -19,7 +60,7 @@ interface OrderedEvent {
   okAt: number | null;
 }
 
-/** What one port recorded since its last reset (a window). */
+/** What the ports of one name recorded since their last reset (a window). */
 class Tally {
   requests = 0;
   readonly seen = new Set<string>();
@@ -47,21 +88,30 @@ class Tally {
   readonly examples: string[] = [];
 }
 
-interface Port {
-  spec: FlowPortSpec;
-  server: Server;
-  rec: Tally;
+let servers: Server[] = [];
+let specs: PortSpec[] = [];
+const tallies = new Map<string, Tally>();
+
+function readJson(req: IncomingMessage): Promise<any> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      try {
+        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+      } catch {
+        resolve(null);
+      }
+    });
+  });
 }
 
-let ports: Port[] = [];
-
-function handler(port: Port): RequestListener {
-  const { spec } = port;
+function handler(spec: PortSpec): RequestListener {
   return async (req, res) => {
     const arrived = performance.now();
     const body = (await readJson(req)) ?? {};
     if (body.type === 'ping') return void res.writeHead(200).end();
-    const r = port.rec; // the record of the window this request arrived in
+    const r = tallies.get(spec.name)!; // the tally of the window this request arrived in
     r.requests++;
     r.arrivals.push(arrived);
     if (r.pending429 !== null) {
@@ -127,36 +177,34 @@ function handler(port: Port): RequestListener {
           r.maxOkSeq.set(ev.key, Math.max(top ?? -1, ev.seq));
         }
       }
-      res.writeHead(204).end();
+      if (!res.destroyed) res.writeHead(204).end();
     };
 
+    if (spec.hang) return; // the dispatcher's own timeout ends the attempt
     if (spec.tooManyEvery && r.requests % spec.tooManyEvery === 0) {
       r.tooMany++;
       fail(429, { 'retry-after': String(spec.retryAfterS ?? 1) });
       r.pending429 = performance.now();
       return;
     }
-    if (spec.failRate && Math.random() < spec.failRate) return fail(500);
+    if (spec.failRate && Math.random() < spec.failRate)
+      return fail(spec.failStatus ?? 500, spec.retryAfterS ? { 'retry-after': String(spec.retryAfterS) } : {});
     const wait = (spec.holdMs ?? 0) + (spec.delayMaxMs ? Math.random() * spec.delayMaxMs : 0);
-    if (wait > 0) setTimeout(succeed, wait);
+    if (wait > 0) setTimeout(succeed, wait).unref();
     else succeed();
   };
 }
 
-async function open(port: Omit<Port, 'server'>): Promise<Port> {
-  const p = port as Port;
-  p.server = await listenLocal(handler(p));
-  return p;
-}
-
-function latency(values: number[]): Latency {
-  const sorted = Array.from(Float64Array.from(values).sort());
-  return {
-    count: sorted.length,
-    p50: percentile(sorted, 50),
-    p99: percentile(sorted, 99),
-    max: sorted.length ? sorted[sorted.length - 1] : null,
-  };
+function listen(spec: PortSpec): Promise<Server> {
+  const server = createServer(handler(spec));
+  // Longer than the dispatcher's 30 s keep-alive, so the client always closes an idle socket first
+  // (a server-side close racing a new request would show up as a spurious failed attempt).
+  server.keepAliveTimeout = 65_000;
+  server.requestTimeout = 0;
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve(server));
+  });
 }
 
 /** The most values of an ascending list inside any window [t, t + width). */
@@ -169,7 +217,12 @@ function maxInWindow(sorted: number[], width: number): number {
   return best;
 }
 
-function orderedStats(r: Tally, splitAt: number): OrderedStats {
+/**
+ * Inversions: first sightings (and first 2xx) of an event id whose seq is below an earlier one of its
+ * key. Latencies of the events answered 2xx before `splitAt`, split by whether a failure of their key
+ * came between their publish and their first 2xx, and after it; the longest gap between first 2xx.
+ */
+function orderedStats(r: Tally, splitAt: number) {
   const clear: number[] = [];
   const behind: number[] = [];
   const after: number[] = [];
@@ -214,8 +267,8 @@ function orderedStats(r: Tally, splitAt: number): OrderedStats {
   };
 }
 
-function stats(p: Port, splitAt: number): FlowPortStats {
-  const r = p.rec;
+/** maxInWindow: most requests in any 1 s; duplicates: requests for an id answered 2xx already. */
+function stats(name: string, r: Tally, splitAt: number) {
   let firstOkAt: number | null = null;
   let lastOkAt: number | null = null;
   for (const t of r.okAt.values()) {
@@ -223,7 +276,7 @@ function stats(p: Port, splitAt: number): FlowPortStats {
     if (lastOkAt === null || t > lastOkAt) lastOkAt = t;
   }
   return {
-    name: p.spec.name,
+    name,
     requests: r.requests,
     seen: r.seen.size,
     ok: r.okAt.size,
@@ -231,31 +284,42 @@ function stats(p: Port, splitAt: number): FlowPortStats {
     failed: r.failed,
     maxInWindow: maxInWindow(r.arrivals, 1000),
     maxOpen: r.maxOpen,
+    openNow: r.open,
     firstOkAt,
     lastOkAt,
     tooMany: r.tooMany,
     minGapAfter429: r.minGapAfter429,
     latency: latency(r.latencies),
-    ordered: p.spec.ordered ? orderedStats(r, splitAt) : null,
+    ordered: specs.some((s) => s.name === name && s.ordered) ? orderedStats(r, splitAt) : null,
   };
 }
 
-serve<FlowReceiverRequest>(async (m) => {
+serve<ReceiverRequest>(async (m) => {
   if (m.op === 'listen') {
-    closeAll(ports.map((p) => p.server));
-    ports = await Promise.all(m.ports.map((spec) => open({ spec, rec: new Tally() })));
-    return { ports: ports.map((p) => portOf(p.server)) };
+    for (const s of servers) {
+      s.closeAllConnections();
+      s.close();
+    }
+    specs = m.ports;
+    tallies.clear();
+    for (const s of specs) tallies.set(s.name, new Tally());
+    servers = await Promise.all(specs.map(listen));
+    return { ports: servers.map((s) => (s.address() as { port: number }).port) };
   }
   if (m.op === 'reset') {
-    for (const p of ports) if (!m.names || m.names.includes(p.spec.name)) p.rec = new Tally();
+    for (const name of tallies.keys()) if (!m.names || m.names.includes(name)) tallies.set(name, new Tally());
     return {};
   }
-  if (m.op === 'progress')
-    return { progress: { ok: Object.fromEntries(ports.map((p) => [p.spec.name, p.rec.okAt.size])) } };
+  if (m.op === 'progress') return { progress: Object.fromEntries([...tallies].map(([k, r]) => [k, r.okAt.size])) };
   if (m.op === 'ids') {
-    const p = ports.find((q) => q.spec.name === m.name);
-    if (!p) throw new Error(`no port named ${m.name}`);
-    return { ids: [...p.rec.okAt.keys()] };
+    const r = tallies.get(m.name);
+    if (!r) throw new Error(`no port named ${m.name}`);
+    return { ids: [...r.okAt.keys()] };
   }
-  return { stats: { ports: ports.map((p) => stats(p, m.splitAt ?? Number.POSITIVE_INFINITY)) } };
+  const splitAt = m.splitAt ?? Number.POSITIVE_INFINITY;
+  return {
+    stats: [...tallies].map(([name, r]) => stats(name, r, splitAt)),
+    // Over every port: the dispatch bench's latency of all healthy deliveries.
+    latency: latency([...tallies.values()].flatMap((r) => r.latencies)),
+  };
 });

@@ -34,8 +34,6 @@ export interface Range<K extends Key> {
 }
 
 const FIRST_BATCH = 32;
-/** Keys per statement of getMany. */
-const GET_MANY = 64;
 const MAX_BATCH = 1024;
 
 /** Prepared statements of one connection, finalized when it closes. */
@@ -73,24 +71,6 @@ export class Table<V, K extends Key = Key> {
   get(key: K): V | undefined {
     const row = this.stmts.get(`SELECT v FROM ${this.name} WHERE k = ?`).get([encodeKey(key)]);
     return row ? this.decode(row.v) : undefined;
-  }
-
-  /**
-   * The values of many keys (undefined where absent), in the order asked: one statement per
-   * GET_MANY keys instead of one per key (a filtered DLQ page reads 100 entries by key).
-   */
-  getMany(keys: readonly K[]): (V | undefined)[] {
-    const found = new Map<string, V>();
-    const sql = `SELECT k, v FROM ${this.name} WHERE k IN (${new Array(GET_MANY).fill('?').join(',')})`;
-    const encoded = keys.map((k) => encodeKey(k));
-    for (let i = 0; i < encoded.length; i += GET_MANY) {
-      const chunk = encoded.slice(i, i + GET_MANY);
-      // Padded with its last key: one statement text, whatever the count.
-      while (chunk.length < GET_MANY) chunk.push(chunk[chunk.length - 1]);
-      for (const row of this.stmts.get(sql).all(chunk))
-        found.set(Buffer.from(row.k as Uint8Array).toString('latin1'), this.decode(row.v));
-    }
-    return encoded.map((k) => found.get(Buffer.from(k).toString('latin1')));
   }
 
   doesExist(key: K): boolean {

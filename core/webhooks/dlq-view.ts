@@ -202,12 +202,7 @@ export class DlqView implements StoredView {
   ): { data: string[]; next_cursor: string | null } {
     this.sweep(nowMs);
     const page = pageOf(this.listed(tenantId, q, q.after, nowMs, q.limit + 1), (p) => p, q.after, q.limit);
-    // A filtered list found positions in its index: their entries are read in one go.
-    const unread = page.data.filter((p) => p.json === undefined);
-    const read = this.entries.getMany(unread.map((p) => [tenantId, p.key, p.id] as [string, number, string]));
-    const json = new Map(unread.map((p, i) => [p, read[i] === undefined ? undefined : entryJson(read[i]!)]));
-    const data = page.data.map((p) => p.json ?? json.get(p)).filter((j): j is string => j !== undefined);
-    return { data, next_cursor: page.next_cursor };
+    return { data: page.data.map((p) => p.json ?? this.jsonAt(tenantId, p)!), next_cursor: page.next_cursor };
   }
 
   /**

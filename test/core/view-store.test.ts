@@ -145,24 +145,6 @@ t.test('putNew writes only new keys; ranged removes take what they say and count
   await store.close();
 });
 
-t.test('getMany answers each key asked for in order, absent ones undefined, past one statement', async (t) => {
-  const store = ViewStore.temporary();
-  const tbl = store.table<number, [string, number]>('many');
-  await store.transaction(() => {
-    for (let n = 0; n < 200; n += 2) tbl.put(['a', n], n * 10);
-  });
-  // 150 keys (more than one statement's 64), out of order, with repeats and keys never written.
-  const asked = Array.from({ length: 150 }, (_, i) => ['a', (i * 37) % 201] as [string, number]);
-  asked.push(['a', 4], ['z', 4]);
-  t.same(
-    tbl.getMany(asked),
-    asked.map(([p, n]) => (p === 'a' && n % 2 === 0 && n < 200 ? n * 10 : undefined)),
-    'the stored value of each even key of a, undefined for the rest',
-  );
-  t.same(tbl.getMany([]), [], 'no keys, no values');
-  await store.close();
-});
-
 t.test('a transaction commits whole or, when it throws, not at all', async (t) => {
   const store = ViewStore.temporary();
   const tbl = store.table<string, string>('tx');

@@ -8,12 +8,12 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { createRequire } from 'node:module';
+import { lazyModule } from '../core/lazy-module.ts';
 import { projectPath } from '../core/paths.ts';
 
 /** yaml (72 modules) is loaded only when the YAML is parsed: a process that finds the JSON never needs it. */
-const requireModule = createRequire(import.meta.url);
-const parse = (text: string): unknown => (requireModule('yaml') as typeof import('yaml')).parse(text);
+const yaml = lazyModule<typeof import('yaml')>('yaml');
+const parse = (text: string): unknown => yaml().parse(text);
 
 export const CONTRACT_PATH = projectPath('contracts/openapi.yaml');
 /**

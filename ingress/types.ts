@@ -77,5 +77,10 @@ export interface RequestCheck {
 export type RequestChecks = (method: string, pattern: string) => RequestCheck | undefined;
 
 export function json(status: number, value: unknown, headers: Record<string, string> = {}): Reply {
-  return { status, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(value) };
+  return jsonText(status, JSON.stringify(value), headers);
+}
+
+/** A reply whose JSON body is already text (e.g. stored JSON spliced together). */
+export function jsonText(status: number, body: string, headers: Record<string, string> = {}): Reply {
+  return { status, headers: { 'content-type': 'application/json', ...headers }, body };
 }

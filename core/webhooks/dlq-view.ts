@@ -202,7 +202,9 @@ export class DlqView implements StoredView {
   ): { data: string[]; next_cursor: string | null } {
     this.sweep(nowMs);
     const page = pageOf(this.listed(tenantId, q, q.after, nowMs, q.limit + 1), (p) => p, q.after, q.limit);
-    return { data: page.data.map((p) => p.json ?? this.jsonAt(tenantId, p)!), next_cursor: page.next_cursor };
+    // An index position whose entry is gone is left out: an undefined would make the body invalid JSON.
+    const data = page.data.map((p) => p.json ?? this.jsonAt(tenantId, p)).filter((j): j is string => j !== undefined);
+    return { data, next_cursor: page.next_cursor };
   }
 
   /**

@@ -3,9 +3,9 @@
  * request is proxied to the configured upstream with the caller's tenant, region and client in
  * headers. The client's Authorization header never leaves the edge.
  */
-import { createRequire } from 'node:module';
 import type { Config } from '../../core/config.ts';
 import { SluiceError, invalidRequest } from '../../core/errors.ts';
+import { lazyModule } from '../../core/lazy-module.ts';
 import { segmentKey } from '../canonical-path.ts';
 import type { AppRequest, IncomingRequest, Reply, Route } from '../types.ts';
 
@@ -13,12 +13,7 @@ import type { AppRequest, IncomingRequest, Reply, Route } from '../types.ts';
  * undici (110 modules, ~0.15 CPU-s to load) is loaded by the first proxied request, not by every
  * process that builds the routes: most never proxy one.
  */
-const requireModule = createRequire(import.meta.url);
-let undici: typeof import('undici') | undefined;
-const request: typeof import('undici').request = (...args) => {
-  undici ??= requireModule('undici') as typeof import('undici');
-  return undici.request(...args);
-};
+const undici = lazyModule<typeof import('undici')>('undici');
 
 /** Never forwarded: hop-by-hop (RFC 9110 §7.6.1; `expect` was answered at the edge), or the client's own. */
 const HOP_BY_HOP = new Set([
@@ -147,14 +142,14 @@ export function dataPlaneRoutes(config: Readonly<Config>, timeoutMs = 30_000): R
       headers['x-forwarded-for'] = req.remoteAddress;
       const target = upstreamUrl(base, family.prefix, req.path, req.query);
       try {
-        const up = await request(target, {
+        const up = await undici().request(target, {
           method: req.method as 'GET',
           headers,
           body: req.rawBody.length > 0 ? req.rawBody : undefined,
           headersTimeout: timeoutMs,
           bodyTimeout: timeoutMs,
           maxRedirections: 0,
-        } as Parameters<typeof request>[1]);
+        } as Parameters<typeof import('undici').request>[1]);
         const body = Buffer.from(await up.body.arrayBuffer());
         const out: Record<string, string> = Object.create(null);
         for (const [k, v] of Object.entries(up.headers))

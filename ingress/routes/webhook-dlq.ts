@@ -8,7 +8,7 @@ import { SluiceError } from '../../core/errors.ts';
 import { readCursor } from '../../core/paging.ts';
 import { replayDlq, type ReplayDeps } from '../../core/webhooks/dlq-replay.ts';
 import type { DlqEntry } from '../../core/webhooks/records.ts';
-import { json, type AppRequest, type Route } from '../types.ts';
+import { json, jsonText, type AppRequest, type Route } from '../types.ts';
 
 /** A bulk replay the contract's BulkReplayRequest admitted (a null filter is no filter). */
 interface BulkReplay {
@@ -22,8 +22,7 @@ export function webhookDlqRoutes(ctx: ReplayDeps): Route[] {
     const q = req.queryValues as { limit: number; endpoint_id?: string; event_type?: string };
     const after = readCursor(req.query);
     const filter = { endpoint_id: q.endpoint_id, event_type: q.event_type, limit: q.limit, after };
-    const body = ctx.dlq.listJson(req.auth!.claims.tenant_id, filter, ctx.clock.now());
-    return { status: 200, headers: { 'content-type': 'application/json' }, body };
+    return jsonText(200, ctx.dlq.listJson(req.auth!.claims.tenant_id, filter, ctx.clock.now()));
   };
 
   const replayOne = async (req: AppRequest) => {

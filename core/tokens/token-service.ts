@@ -120,13 +120,17 @@ export class TokenService {
     };
   }
 
+  /** Whether `token` was verified before and is still held: such a string is a well-formed token. */
+  isCached(token: string): boolean {
+    return this.cache.has(token);
+  }
+
   /** Verifies a bearer token or throws a 401 SluiceError with the precise code. */
   verify(token: string): VerifiedToken {
     const nowS = this.clock.now() / 1000;
-    const skew = this.opts.clockSkewSeconds;
     const cached = this.cache.get(token);
     if (cached) {
-      if (nowS >= cached.claims.exp + skew) {
+      if (nowS >= cached.claims.exp + this.opts.clockSkewSeconds) {
         this.cache.delete(token);
         throw new SluiceError('TOKEN_EXPIRED', 'the access token has expired', {}, bearerError('expired'));
       }

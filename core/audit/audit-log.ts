@@ -10,9 +10,9 @@
  * view are the context's (ctx.audit, ctx.auditView), built by openContext for view sets that keep the audit view.
  */
 import type { Context } from '../context.ts';
-import type { AuditInput, AppendedEntry } from './audit-writer.ts';
+import type { AuditInput, AppendedEntry, AlongWithAudit } from './audit-writer.ts';
 
-export type { AuditInput, AppendedEntry };
+export type { AuditInput, AppendedEntry, AlongWithAudit };
 
 /** What an audit append reads of the process's context: its audit writer. */
 export type AuditDeps = Pick<Context, 'audit'>;
@@ -22,15 +22,17 @@ export async function appendAudit(ctx: AuditDeps, e: AuditInput): Promise<Append
 }
 
 /**
- * Resolves once Kafka committed the entry; `visible` resolves once this node's audit view shows it.
- * For a write that must come after its audit entry (a revocation) and may overlap the view's wait:
+ * Resolves once Kafka committed the entry, with the records `along` builds from it in the same
+ * transaction (a write that must never land without its audit entry: a revocation); `visible`
+ * resolves once this node's audit view shows the entry.
  *
- *   const { entry, visible } = await appendAuditCommitted(ctx, {...});
- *   await Promise.all([visible, writeTheRecord(entry.id)]);
+ *   const { entry, visible } = await appendAuditCommitted(ctx, {...}, (e) => [{ topic, key, value }]);
+ *   await Promise.all([visible, untilTheRecordIsSeen()]);
  */
 export function appendAuditCommitted(
   ctx: AuditDeps,
   e: AuditInput,
+  along?: (entry: AppendedEntry) => AlongWithAudit[],
 ): Promise<{ entry: AppendedEntry; visible: Promise<void> }> {
-  return ctx.audit.appendCommitted(e);
+  return ctx.audit.appendCommitted(e, along);
 }

@@ -29,6 +29,13 @@ export interface AppendedEntry {
   hash: string;
 }
 
+/** A record committed in the audit entry's transaction: both land, or neither. */
+export interface AlongWithAudit {
+  topic: string;
+  key: string;
+  value: string;
+}
+
 export interface AuditWriterDeps {
   kafka: Kafka;
   topic: string;
@@ -71,8 +78,11 @@ export class AuditWriter {
    * accounts for), with `visible` resolving once this node's view shows it: a caller overlaps its
    * next write with that wait instead of queueing behind it. Only the transactions are serialised.
    */
-  appendCommitted(input: AuditInput): Promise<{ entry: AppendedEntry; visible: Promise<void> }> {
-    const run = this.queue.then(() => this.appendNow(input));
+  appendCommitted(
+    input: AuditInput,
+    along?: (entry: AppendedEntry) => AlongWithAudit[],
+  ): Promise<{ entry: AppendedEntry; visible: Promise<void> }> {
+    const run = this.queue.then(() => this.appendNow(input, along));
     this.queue = run.catch(() => {});
     return run.then((entry) => {
       const visible = this.waitVisible(entry.id);
@@ -81,7 +91,14 @@ export class AuditWriter {
     });
   }
 
-  private async appendNow(input: AuditInput): Promise<AppendedEntry> {
+  /**
+   * `along` names the records the entry accounts for, committed in its transaction (each attempt
+   * asks again, so what it builds belongs to the attempt that commits).
+   */
+  private async appendNow(
+    input: AuditInput,
+    along?: (entry: AppendedEntry) => AlongWithAudit[],
+  ): Promise<AppendedEntry> {
     const { view, clock, topic } = this.deps;
     const id = newId('aud');
     const at = new Date(clock.now()).toISOString();
@@ -98,16 +115,20 @@ export class AuditWriter {
       const seq = tail.seq + 1;
       const reason = input.reason ?? null;
       const entry: AuditEntry = sealEntry({ id, seq, at, tenant_id, actor, action, subject, reason }, tail.hash);
+      const appended = { id, seq: entry.seq, hash: entry.hash };
+      const topicMessages = [{ topic, messages: [{ key: entry.tenant_id, value: JSON.stringify(entry) }] }];
+      for (const r of along?.(appended) ?? [])
+        topicMessages.push({ topic: r.topic, messages: [{ key: r.key, value: r.value }] });
       const tx = await this.producer!.transaction();
       try {
-        await tx.send({ topic, acks: -1, messages: [{ key: entry.tenant_id, value: JSON.stringify(entry) }] });
+        await tx.sendBatch({ acks: -1, topicMessages });
         await tx.commit();
       } catch (err) {
         await tx.abort().catch(() => {});
         throw err;
       }
       this.tails.set(tenant_id, { seq: entry.seq, hash: entry.hash });
-      return { id, seq: entry.seq, hash: entry.hash };
+      return appended;
     };
     try {
       // Any failure (fenced, coordinator moved, broker gone) is met the same way: drop the

@@ -1,13 +1,12 @@
 /**
- * Emergency revocation and its undoing. Both write the audit entry first, then the compacted
- * `sluice.revocations` record (a tombstone re-enables), and return once this node's view shows it.
- * A revocation sends its record as soon as Kafka committed the audit entry, while this node's
- * audit view is still catching up with it: the order in Kafka is the same, the wait is shorter.
+ * Emergency revocation and its undoing, each returning once this node's view shows it. A revocation
+ * commits its audit entry and the compacted `sluice.revocations` record in one Kafka transaction
+ * (both or neither). A re-enable writes its audit entry first, then the record's tombstone.
  *
  *   const { record, created } = await revokeClient(ctx, { clientId, reason, actor, tenant: auth.tenantId });
  */
 import type { Context } from '../context.ts';
-import { DAY_MS, writeState, type WriteStateDeps } from '../context.ts';
+import { DAY_MS, waitFor, writeState, type WriteStateDeps } from '../context.ts';
 import { SluiceError } from '../errors.ts';
 import { hashSecret, newId, newSecret } from '../secrets.ts';
 import { nextSecretCreatedAt, usesCertificate } from './client-registry.ts';
@@ -26,10 +25,9 @@ export interface RevokeInput {
 }
 
 /** What a revocation reads of the process's context. */
-export type RevokeDeps = Pick<Context, 'clients' | 'revocations' | 'revoking' | 'topics'> &
+export type RevokeDeps = Pick<Context, 'changes' | 'clients' | 'clock' | 'revocations' | 'revoking' | 'topics'> &
   PushDeps &
-  AuditDeps &
-  WriteStateDeps;
+  AuditDeps;
 
 /** `created` is false when the client was already revoked: the existing record comes back unchanged. */
 export async function revokeClient(
@@ -47,34 +45,36 @@ export async function revokeClient(
   const record = await ctx.revoking.run(client.client_id, async () => {
     // Other regions refuse the client at once (provisionally) instead of after the Kafka path below.
     void pushRevocation(ctx, { client_id: client.client_id, revoked_at: ctx.clock.now() });
-    const { entry: audit, visible } = await appendAuditCommitted(ctx, {
-      tenant_id: client.tenant_id,
-      actor: input.actor,
-      action: 'credential.revoked',
-      subject: client.client_id,
-      reason: input.reason,
-    });
-    const record: RevocationRecord = {
-      revocation_id: newId('rev'),
-      client_id: client.client_id,
-      tenant_id: client.tenant_id,
-      reason: input.reason,
-      actor: input.actor,
-      revoked_at: ctx.clock.now(),
-      audit_entry_id: audit.id,
-    };
-    await Promise.all([
-      visible,
-      writeState(
-        ctx,
-        ctx.topics.revocations,
-        client.client_id,
-        record,
-        () => ctx.revocations.get(client.client_id)?.revocation_id === record.revocation_id,
-        'revocation record',
-      ),
-    ]);
-    return record;
+    // The record goes in the audit entry's transaction: no revocation without its entry, and one
+    // commit for both instead of a second write after the first (what other nodes wait for).
+    let record: RevocationRecord | null = null;
+    const { visible } = await appendAuditCommitted(
+      ctx,
+      {
+        tenant_id: client.tenant_id,
+        actor: input.actor,
+        action: 'credential.revoked',
+        subject: client.client_id,
+        reason: input.reason,
+      },
+      (audit) => {
+        record = {
+          revocation_id: newId('rev'),
+          client_id: client.client_id,
+          tenant_id: client.tenant_id,
+          reason: input.reason,
+          actor: input.actor,
+          revoked_at: ctx.clock.now(),
+          audit_entry_id: audit.id,
+        };
+        return [{ topic: ctx.topics.revocations, key: client.client_id, value: JSON.stringify(record) }];
+      },
+    );
+    const written = record as RevocationRecord | null;
+    if (!written) throw new Error('the audit append committed without building the revocation record');
+    const seen = () => ctx.revocations.get(client.client_id)?.revocation_id === written.revocation_id;
+    await Promise.all([visible, waitFor(ctx.changes, seen, 10_000, 'revocation record')]);
+    return written;
   });
   return { record, created: true };
 }

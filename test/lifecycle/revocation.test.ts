@@ -1,5 +1,6 @@
 import t from 'tap';
-import { startTestNode, call } from '../helpers/sluice.ts';
+import { createKafka } from '../../core/kafka/client.ts';
+import { startTestNode, call, brokers } from '../helpers/sluice.ts';
 
 const node = await startTestNode();
 t.teardown(() => node.close());
@@ -63,6 +64,50 @@ t.test('revocation: 201 with the record, then secret and old tokens refused, new
     prev_hash: /^[0-9a-f]{64}$/,
     hash: /^[0-9a-f]{64}$/,
   });
+});
+
+t.test('a revocation record is committed in its audit entry’s transaction: both or neither', async (t) => {
+  const victim = await node.client('inference-reader', 'acme');
+  const res = await call(node.base, 'POST', '/v1/auth/revocations', {
+    token: officerToken,
+    body: { client_id: victim.client_id, reason: 'one transaction' },
+  });
+  t.equal(res.status, 201);
+  // Read both topics as written (read_uncommitted sees every batch, committed or not) and find the
+  // batches holding the record and its entry: each written inside a transaction, by one producer.
+  const kafka = createKafka(brokers(), 'revocation-test');
+  const consumer = kafka.consumer({ groupId: `${node.config.topicPrefix}-tx-check`, readUncommitted: true });
+  const { topics } = node.ctx;
+  const found = new Map<string, { transactional: boolean; producerId: string }>();
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topics: [topics.revocations, topics.audit], fromBeginning: true });
+    const done = new Promise<void>((resolve) => {
+      void consumer.run({
+        eachBatch: async ({ batch }) => {
+          for (const m of batch.messages) {
+            const value = m.value?.toString() ?? '';
+            const ours =
+              (batch.topic === topics.revocations && m.key?.toString() === victim.client_id) ||
+              (batch.topic === topics.audit && value.includes(res.json.audit_entry_id));
+            // kafkajs keeps each record's batch header (attributes, producer) beside it.
+            const header = (m as unknown as { batchContext: { inTransaction: boolean; producerId: string } })
+              .batchContext;
+            if (ours) found.set(batch.topic, { transactional: header.inTransaction, producerId: header.producerId });
+          }
+          if (found.size === 2) resolve();
+        },
+      });
+    });
+    await Promise.race([done, new Promise((r) => setTimeout(r, 15_000))]);
+  } finally {
+    await consumer.disconnect();
+  }
+  const record = found.get(topics.revocations);
+  const entry = found.get(topics.audit);
+  t.equal(record?.transactional, true, 'the revocation record was written in a transaction');
+  t.equal(entry?.transactional, true, 'and its audit entry');
+  t.equal(record?.producerId, entry?.producerId, 'by the same transactional producer');
 });
 
 t.test("unknown client and another tenant's client are 404; the other tenant's client keeps working", async (t) => {

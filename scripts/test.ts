@@ -147,9 +147,9 @@ function buildServer(): void {
 /**
  * tap runs each test file with the plugins compiled into node_modules/@tapjs/test/test-built, and
  * a fresh `npm ci` ships tap's default set, @tapjs/typescript (ts-node) among them, where .taprc
- * loads tsx instead and leaves out the plugins no test uses. tap rebuilds that set when a run starts with another, but two lanes starting
- * at once rebuild it over each other and every test file then fails to load. So it is rebuilt
- * here, once, before any lane starts.
+ * loads tsx instead and leaves out the plugins no test uses. tap rebuilds that set when a run
+ * starts with another, but two lanes starting at once rebuild it over each other and every test
+ * file then fails to load. So it is rebuilt here, once, before any lane starts.
  */
 function prepareTap(): void {
   const built = join(root, 'node_modules/@tapjs/test/test-built/dist/esm/index.js');

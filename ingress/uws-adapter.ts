@@ -5,7 +5,7 @@
  * inside cork(), and never let an exception escape a uWS callback.
  */
 import uWS from '@trufflesuite/uws-js-unofficial';
-import type { Pipeline } from './pipeline.ts';
+import { isPromise, type Pipeline } from './pipeline.ts';
 import { tooLarge } from './problem.ts';
 import { invalidRequest, SluiceBaseError } from '../core/errors.ts';
 import type { IncomingRequest, Reply } from './types.ts';
@@ -175,9 +175,9 @@ export function listen(
           : readBody(res, maxBodyBytes, (settle) => (onAbort = settle));
       const back = () => pipeline.back(incoming, front, () => body);
       // The handler runs in the request span's context, so what it writes to Kafka carries it.
-      (traced ? withContext(traced.ctx, back) : back()).then(write, (err) =>
-        write(pipeline.errorReply(err, incoming, front.route)),
-      );
+      const reply = traced ? withContext(traced.ctx, back) : back();
+      if (!isPromise(reply)) return write(reply);
+      reply.then(write, (err) => write(pipeline.errorReply(err, incoming, front.route)));
     } catch (err) {
       write(pipeline.errorReply(err, incoming, undefined));
     }

@@ -14,6 +14,16 @@ export interface RevocationRecord {
   audit_entry_id: string;
 }
 
+/**
+ * How long after `revoked_at` a token of the revoked client is still refused. Every node mints
+ * tokens for the client until it reads the revocation record (tens of milliseconds later, or up to
+ * SLUICE_KAFKA_STALE_MS, 10 s, before a node out of touch fails closed), and a token minted in
+ * that gap carries an `iat` after `revoked_at`: without this reach it would verify everywhere for
+ * its whole lifetime. No legitimate token of a revoked client is minted after the record is read,
+ * and a re-enable removes the record (and this refusal) altogether.
+ */
+export const REVOCATION_REACH_MS = 60_000;
+
 export class RevocationList implements StateView {
   private readonly revoked = new Map<string, RevocationRecord>();
   /** Revocations pushed by a peer (core/clients/revocation-push.ts) whose Kafka record has not arrived yet. */
@@ -50,10 +60,13 @@ export class RevocationList implements StateView {
     this.onChange?.(clientId);
   }
 
-  /** A token issued (iat, in seconds) to a revoked client before the revocation is refused. */
+  /**
+   * A token issued (iat, in seconds) to a revoked client before the revocation, or up to
+   * REVOCATION_REACH_MS after it, is refused. A peer's push revokes only what was issued before it.
+   */
   refuses(clientId: string, issuedAtSeconds: number): boolean {
     const rec = this.revoked.get(clientId);
-    if (rec !== undefined) return issuedAtSeconds * 1000 <= rec.revoked_at + 999;
+    if (rec !== undefined) return issuedAtSeconds * 1000 <= rec.revoked_at + REVOCATION_REACH_MS;
     const pushed = this.pushed.get(clientId);
     if (pushed === undefined) return false;
     if (this.clock.now() > pushed.until) {

@@ -8,7 +8,7 @@ import t from 'tap';
 import { createHmac } from 'node:crypto';
 import { ManualClock } from '../../core/clock.ts';
 import { createLogger } from '../../core/log.ts';
-import { RevocationList } from '../../core/clients/revocation-list.ts';
+import { RevocationList, REVOCATION_REACH_MS } from '../../core/clients/revocation-list.ts';
 import {
   PROVISIONAL_TTL_MS,
   pushRevocation,
@@ -77,6 +77,31 @@ t.test('a push from a peer holds the client revoked until its Kafka record, or 5
   list.apply({ topic: 'revocations', partition: 0, offset: 0n, key: 'cl_recorded', value: null } as never);
   t.notOk(list.refuses('cl_recorded', iat(clock.now() - 1000)), 'the Kafka record replaces the push');
 });
+
+t.test(
+  'a Kafka record also refuses tokens minted before a node read it (up to a minute after revoked_at)',
+  async (t) => {
+    const list = new RevocationList('revocations', clock);
+    const revokedAt = clock.now();
+    const record = { revocation_id: 'rev_1', client_id: 'cl_gap', tenant_id: 'acme', reason: 'leak', actor: 'x' };
+    const value = Buffer.from(JSON.stringify({ ...record, revoked_at: revokedAt, audit_entry_id: 'aud_1' }));
+    list.apply({ topic: 'revocations', partition: 0, offset: '1', key: 'cl_gap', value, headers: {}, timestamp: 0 });
+    t.ok(list.refuses('cl_gap', iat(revokedAt - 60_000)), 'a token issued before the revocation is refused');
+    t.ok(list.refuses('cl_gap', iat(revokedAt + 2000)), 'so is one a node minted 2 s later, before it read the record');
+    t.ok(list.refuses('cl_gap', iat(revokedAt + REVOCATION_REACH_MS)), 'up to REVOCATION_REACH_MS');
+    t.notOk(list.refuses('cl_gap', iat(revokedAt + REVOCATION_REACH_MS + 1000)), 'and no further');
+    list.apply({
+      topic: 'revocations',
+      partition: 0,
+      offset: '2',
+      key: 'cl_gap',
+      value: null,
+      headers: {},
+      timestamp: 0,
+    });
+    t.notOk(list.refuses('cl_gap', iat(revokedAt + 2000)), 'a re-enable (the tombstone) lifts it');
+  },
+);
 
 t.test('pushes that are not signed by this cluster, stale or malformed change nothing', async (t) => {
   const list = receiving.revocations;

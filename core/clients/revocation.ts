@@ -47,7 +47,9 @@ export async function revokeClient(
     void pushRevocation(ctx, { client_id: client.client_id, revoked_at: ctx.clock.now() });
     // The record goes in the audit entry's transaction: no revocation without its entry, and one
     // commit for both instead of a second write after the first (what other nodes wait for).
-    let record: RevocationRecord | null = null;
+    // Set by the callback of the attempt that committed (one that found its entry already
+    // committed is a repeat of an attempt that set it), so set once the append resolves.
+    let record!: RevocationRecord;
     const { visible } = await appendAuditCommitted(
       ctx,
       {
@@ -70,11 +72,10 @@ export async function revokeClient(
         return [{ topic: ctx.topics.revocations, key: client.client_id, value: JSON.stringify(record) }];
       },
     );
-    const written = record as RevocationRecord | null;
-    if (!written) throw new Error('the audit append committed without building the revocation record');
-    const seen = () => ctx.revocations.get(client.client_id)?.revocation_id === written.revocation_id;
+    const { revocation_id } = record;
+    const seen = () => ctx.revocations.get(client.client_id)?.revocation_id === revocation_id;
     await Promise.all([visible, waitFor(ctx.changes, seen, 10_000, 'revocation record')]);
-    return written;
+    return record;
   });
   return { record, created: true };
 }

@@ -102,9 +102,10 @@ async function publish(
   let named: Named[] = [];
   inputs.forEach((input, index) => {
     const id = input.id ?? newId('evt');
-    const matched = matchedEndpoints(ctx.endpoints, eventOf(tenantId, id, input, now, seenAt));
+    const event = eventOf(tenantId, id, input, now, seenAt);
+    const matched = matchedEndpoints(ctx.endpoints, event);
     if (input.id === undefined) {
-      events.push(eventOf(tenantId, id, input, now, seenAt));
+      events.push(event);
       results[index] = ok(id, matched, false);
       return;
     }

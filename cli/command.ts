@@ -4,6 +4,11 @@ import { UsageError } from './args.ts';
 export interface Command {
   summary: string;
   run(argv: string[]): Promise<number>;
+  /**
+   * The process exits as soon as run() resolves: what it leaves behind (a view consumer leaving
+   * its group once its fetch in flight is answered, core/kafka/state-consumer.ts) is not waited for.
+   */
+  exitWhenDone?: boolean;
 }
 
 export type Action = (argv: string[]) => Promise<number>;
@@ -12,6 +17,7 @@ export type Action = (argv: string[]) => Promise<number>;
 export function actionCommand(name: string, summary: string, usage: string, actions: Record<string, Action>): Command {
   return {
     summary,
+    exitWhenDone: true,
     async run(argv) {
       const [action, ...rest] = argv;
       if (!action || action === '--help' || action === '-h') {

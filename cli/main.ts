@@ -25,7 +25,20 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`sluice: unknown command "${name}"\n\n${USAGE}\n`);
     return 2;
   }
-  return command.run(rest);
+  const code = await command.run(rest);
+  if (command.exitWhenDone) await exitWhenWritten(code);
+  return code;
+}
+
+/**
+ * Exits once what was written to stdout and stderr is out: a child's stdio is a socket (async), so
+ * an exit at once cut a long `sluice dlq list` short. Writes are ordered: an empty write's callback
+ * comes after every earlier one.
+ */
+async function exitWhenWritten(code: number): Promise<never> {
+  const flushed = (s: NodeJS.WriteStream) => new Promise<void>((res) => s.write('', () => res()));
+  await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+  process.exit(code);
 }
 
 main(process.argv.slice(2)).then(

@@ -140,6 +140,8 @@ export class StateConsumer {
   lastContactAt = 0;
   ready = false;
   private stopped = false;
+  /** The batch being applied, which stop() lets finish. */
+  private applying: Promise<void> | null = null;
   /** Next offset to read per "topic:partition", past control records too (read_committed). */
   private readonly positions = new Map<string, bigint>();
   /** The store of the stored views (null: none among the views). */
@@ -275,7 +277,17 @@ export class StateConsumer {
     await this.untilCaughtUp(readyPromise);
   }
 
-  private async eachBatch(batch: Batch): Promise<void> {
+  private eachBatch(batch: Batch): Promise<void> {
+    // A fetch answered after stop() is dropped: the views keep what they read until then.
+    if (this.stopped) return Promise.resolve();
+    const applying = this.apply(batch).finally(() => {
+      if (this.applying === applying) this.applying = null;
+    });
+    this.applying = applying;
+    return applying;
+  }
+
+  private async apply(batch: Batch): Promise<void> {
     const records: StateRecord[] = batch.messages.map((m) => ({
       topic: batch.topic,
       partition: batch.partition,
@@ -476,9 +488,16 @@ export class StateConsumer {
     return this.members.reduce((n, m) => n + m.rebuilds, 0);
   }
 
+  /**
+   * Stops following the topics; the views keep what they read. A member leaves its group only once
+   * its fetch in flight is answered (up to its wait: 3-5 s when idle), and a view consumer commits
+   * nothing in a group of its own, so waiting for that buys nothing: the leave goes on behind, a
+   * batch answered meanwhile is dropped, and stop() waits only for a batch being applied.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
-    await Promise.all(this.members.map((m) => m.stop()));
+    for (const m of this.members) m.stop().catch(() => {});
+    await this.applying?.catch(() => {});
   }
 }
 

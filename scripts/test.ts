@@ -50,24 +50,11 @@ async function laneBroker(name: string): Promise<{ brokers: string; stop: () => 
 const TEST_JOBS = 3;
 
 /**
- * Test folders a fault lane runs once its fault tests are done, TEST_JOBS - 1 files at a time: the
- * fault tests mostly wait, and the tests lane is the longest. The fault lane ended ~290 s before
- * the tests lane (869 against 1,157 s in a full run at d7aec75) before it took cli and contracts
- * (~340 s of the tests lane's file time); the regions lane ends ~520 s before the others.
+ * Test folders the fault lane runs once its fault tests are done, TEST_JOBS - 1 files at a time:
+ * the fault lane ended ~290 s before the other (869 against 1,157 s in a full run), with a core
+ * to spare. These folders' files took ~340 s of the other lane's time (cli 122, contracts 216).
  */
-const SPILL: Record<string, string[]> = {
-  faults: ['test/cli/', 'test/contracts/'],
-  regions: ['test/lifecycle/'],
-};
-const spilled = (f: string) => Object.values(SPILL).some((dirs) => dirs.some((dir) => f.startsWith(dir)));
-const spilledTo = (lane: string, f: string) => SPILL[lane].some((dir) => f.startsWith(dir));
-
-/**
- * The fault test that brings its own three brokers, Toxiproxy and six Sluice processes in network
- * namespaces: the longest file (281 s of the fault lane's 777 in a full run at 9887c15), mostly
- * waiting on its 80 ms round trips and its cut. It runs in a lane of its own beside the others.
- */
-const REGIONS = 'test/faults/regions.test.ts';
+const SPILL = ['test/cli/', 'test/contracts/'];
 
 interface TapRun {
   args: string[];
@@ -76,16 +63,17 @@ interface TapRun {
 }
 
 /**
- * Three lanes run side by side, each with its own broker: the tests (TEST_JOBS files at a time);
- * the fault tests one at a time, then their SPILL folders; the regions test (its own brokers in
- * network namespaces), then its SPILL folder. The fault tests kill brokers and dispatchers under
- * load and wait out what that costs (session timeouts, leader elections), so they are mostly
- * waiting; two that kill on the same machine starve each other's recovery, and on another lane's
- * broker they would slow every test that shares it. Arguments given: one tap run of those.
+ * Two lanes run side by side, each with its own broker: the tests (TEST_JOBS files at a time), and
+ * the fault tests one at a time, then the SPILL folders. The fault tests kill brokers and
+ * dispatchers under load and wait out what that costs (session timeouts, leader elections), so
+ * they are mostly waiting; two of them side by side starve each other's recovery, and on the
+ * other lane's broker they would slow every test that shares it. Arguments given: one tap run of
+ * those, as before.
  */
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
   const files = args.length > 0 ? [] : testFiles();
+  const spilled = (f: string) => SPILL.some((dir) => f.startsWith(dir));
   const lanes: { name: string; runs: TapRun[] }[] =
     args.length > 0
       ? [{ name: 'tests', runs: [{ args }] }]
@@ -97,15 +85,8 @@ async function main(): Promise<number> {
           {
             name: 'faults',
             runs: [
-              { args: ['--jobs', '1', ...files.filter((f) => isFault(f) && f !== REGIONS)], childLogs: true },
-              { args: ['--jobs', String(TEST_JOBS - 1), ...files.filter((f) => spilledTo('faults', f))] },
-            ],
-          },
-          {
-            name: 'regions',
-            runs: [
-              { args: ['--jobs', '1', REGIONS], childLogs: true },
-              { args: ['--jobs', String(TEST_JOBS - 1), ...files.filter((f) => spilledTo('regions', f))] },
+              { args: ['--jobs', '1', ...files.filter(isFault)], childLogs: true },
+              { args: ['--jobs', String(TEST_JOBS - 1), ...files.filter(spilled)] },
             ],
           },
         ];

@@ -239,7 +239,11 @@ function serverProperties(id: number, port: number, n: number, controllerPorts: 
     // it gets 30 s.
     'replica.lag.time.max.ms=10000',
     `broker.session.timeout.ms=${n === 1 ? 30_000 : 3000}`,
-    'broker.heartbeat.interval.ms=500',
+    // Alone, it has no failover to hurry: a heartbeat every 2 s (Kafka's default; 500 ms in a
+    // cluster here) and a no-op metadata record every 5 s (default 500 ms) halve an idle broker's
+    // CPU (3.5 % of a core to 1.8 %, 20 s samples after start).
+    `broker.heartbeat.interval.ms=${n === 1 ? 2000 : 500}`,
+    ...(n === 1 ? ['metadata.max.idle.interval.ms=5000'] : []),
     '',
   ].join('\n');
 }

@@ -180,7 +180,8 @@ export interface LocalKafka {
   port: number;
   dataDir: string;
   nodes: LocalKafkaNode[];
-  stop(): Promise<void>;
+  /** Stops every broker; SIGKILL for one whose data goes with it (no controlled shutdown to wait for). */
+  stop(signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
 }
 
 function portOpen(port: number): Promise<boolean> {
@@ -313,8 +314,8 @@ export async function startLocalKafka(opts: LocalKafkaOptions): Promise<LocalKaf
     port: base,
     dataDir,
     nodes,
-    async stop() {
-      await Promise.all(nodes.map((node) => node.stop()));
+    async stop(signal) {
+      await Promise.all(nodes.map((node) => node.stop(signal)));
     },
   };
 }

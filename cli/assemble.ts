@@ -170,14 +170,9 @@ export async function startNode(config: Readonly<Config>, opts: NodeOptions): Pr
     async close() {
       await ingress?.close();
       await admin?.close();
-      // Each worker's consumers, the views' and the history's wait out a fetch in flight (up to 3 s idle) before
-      // they leave their groups: side by side, a node stops in one such wait, not three. The views
-      // keep what they read, so a worker finishing its attempts still finds its endpoints.
-      await Promise.all([
-        ...Object.values(workers).map((w) => w.stop().catch(() => {})),
-        ctx.stopViews(),
-        history?.stop().catch(() => {}),
-      ]);
+      // Each worker's group consumers wait out a fetch in flight (up to 3 s idle) before they leave
+      // their groups: side by side, a node stops in one such wait, not one per worker.
+      await Promise.all(Object.values(workers).map((w) => w.stop().catch(() => {})));
       await ctx.close();
       await tracing.stop();
     },

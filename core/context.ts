@@ -73,14 +73,8 @@ export interface Context {
   log: Logger;
   /** The process's one set of counters and gauges, rendered on its admin port. */
   metrics: Metrics;
-  /** Run by close(), last added first, before the producer stops (e.g. the audit writer's producer). */
+  /** Run by close() before the state consumer and producer stop (e.g. the audit writer's producer). */
   closers: Array<() => Promise<void>>;
-  /**
-   * Stops the state consumer (once; close() calls it too): the views keep what they read. Each of
-   * its members waits out its fetch in flight (up to the state fetch wait, 3 s) before it leaves,
-   * so a process stopping its workers stops the views beside them, not after them.
-   */
-  stopViews(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -190,7 +184,6 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
   const audit = views.has('audit')
     ? new AuditWriter({ kafka, topic: topics.audit, transactionalId, view: views.audit, state, clock, log })
     : notOpened<AuditWriter>('the audit writer', views.set);
-  let viewsStopped: Promise<void> | undefined;
   const ctx: Context = {
     metrics,
     config: issuer === config.issuer ? config : Object.freeze({ ...config, issuer }),
@@ -216,14 +209,10 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
     store,
     log,
     closers: [],
-    stopViews: () => (viewsStopped ??= state.stop().catch(() => {})),
     async close() {
-      const closers = async () => {
-        for (const c of ctx.closers.splice(0).reverse()) await c().catch(() => {});
-        if (views.has('audit')) await audit.close().catch(() => {});
-      };
-      // Side by side: the closers' consumers (the attempt history) wait out their fetches too.
-      await Promise.all([closers(), ctx.stopViews()]);
+      for (const c of ctx.closers.splice(0).reverse()) await c().catch(() => {});
+      if (views.has('audit')) await audit.close().catch(() => {});
+      await state.stop().catch(() => {});
       await store.close().catch(() => {});
       storeDir.release();
       await producer.disconnect().catch(() => {});

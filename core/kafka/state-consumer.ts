@@ -140,8 +140,8 @@ export class StateConsumer {
   lastContactAt = 0;
   ready = false;
   private stopped = false;
-  /** The batch being applied, which stop() lets finish. */
-  private applying: Promise<void> | null = null;
+  /** The batches being applied (one per member at most), which stop() lets finish. */
+  private readonly applying = new Set<Promise<void>>();
   /** Next offset to read per "topic:partition", past control records too (read_committed). */
   private readonly positions = new Map<string, bigint>();
   /** The store of the stored views (null: none among the views). */
@@ -280,10 +280,8 @@ export class StateConsumer {
   private eachBatch(batch: Batch): Promise<void> {
     // A fetch answered after stop() is dropped: the views keep what they read until then.
     if (this.stopped) return Promise.resolve();
-    const applying = this.apply(batch).finally(() => {
-      if (this.applying === applying) this.applying = null;
-    });
-    this.applying = applying;
+    const applying = this.apply(batch).finally(() => this.applying.delete(applying));
+    this.applying.add(applying);
     return applying;
   }
 
@@ -497,7 +495,7 @@ export class StateConsumer {
   async stop(): Promise<void> {
     this.stopped = true;
     for (const m of this.members) m.stop().catch(() => {});
-    await this.applying?.catch(() => {});
+    await Promise.allSettled(this.applying);
   }
 }
 

@@ -48,6 +48,16 @@ export interface AuditWriterDeps {
 
 const ATTEMPTS = 10;
 const CATCH_UP_MS = 10_000;
+/** Entries one transaction takes at most (each ~300 bytes, with what it accounts for). */
+const MAX_GROUP = 100;
+
+interface PendingAppend {
+  input: AuditInput;
+  along?: (entry: AppendedEntry) => AlongWithAudit[];
+  id: string;
+  resolve: (entry: AppendedEntry) => void;
+  reject: (err: unknown) => void;
+}
 
 export class AuditWriter {
   private producer: Producer | null = null;
@@ -58,7 +68,9 @@ export class AuditWriter {
    */
   private claimed = false;
   private readonly tails = new Map<string, ChainLink>();
-  private queue: Promise<unknown> = Promise.resolve();
+  /** Appends waiting for the transaction in flight; the next transaction takes all of them. */
+  private pending: PendingAppend[] = [];
+  private flushing: Promise<void> | null = null;
   private closed = false;
 
   constructor(private readonly deps: AuditWriterDeps) {}
@@ -76,49 +88,80 @@ export class AuditWriter {
   /**
    * Resolves once Kafka committed the entry (what "audit entry first" needs before the write it
    * accounts for), with `visible` resolving once this node's view shows it: a caller overlaps its
-   * next write with that wait instead of queueing behind it. Only the transactions are serialised.
+   * next write with that wait instead of queueing behind it. Only the transactions are serialised:
+   * entries asked for while one is in flight are committed together in the next (group commit: a
+   * transaction costs several round trips to the coordinator, the same for one entry or fifty).
    */
   appendCommitted(
     input: AuditInput,
     along?: (entry: AppendedEntry) => AlongWithAudit[],
   ): Promise<{ entry: AppendedEntry; visible: Promise<void> }> {
-    const run = this.queue.then(() => this.appendNow(input, along));
-    this.queue = run.catch(() => {});
-    return run.then((entry) => {
+    if (this.closed) return Promise.reject(unavailable('the audit log did not take the entry: closed'));
+    const committed = new Promise<AppendedEntry>((resolve, reject) => {
+      this.pending.push({ input, along, id: newId('aud'), resolve, reject });
+    });
+    this.flushing ??= this.flush();
+    return committed.then((entry) => {
       const visible = this.waitVisible(entry.id);
       visible.catch(() => {}); // observed by the caller; never an unhandled rejection here
       return { entry, visible };
     });
   }
 
+  private async flush(): Promise<void> {
+    while (this.pending.length > 0) {
+      const batch = this.pending.splice(0, MAX_GROUP);
+      try {
+        const entries = await this.appendNow(batch);
+        for (const [i, p] of batch.entries()) p.resolve(entries[i]);
+      } catch (err) {
+        for (const p of batch) p.reject(err);
+      }
+    }
+    this.flushing = null;
+  }
+
   /**
-   * `along` names the records the entry accounts for, committed in its transaction (each attempt
-   * asks again, so what it builds belongs to the attempt that commits).
+   * Commits the batch's entries, in order, in one transaction. `along` names the records each
+   * entry accounts for, committed in its transaction (each attempt asks again, so what it builds
+   * belongs to the attempt that commits).
    */
-  private async appendNow(
-    input: AuditInput,
-    along?: (entry: AppendedEntry) => AlongWithAudit[],
-  ): Promise<AppendedEntry> {
+  private async appendNow(batch: PendingAppend[]): Promise<AppendedEntry[]> {
     const { view, clock, topic } = this.deps;
-    const id = newId('aud');
     const at = new Date(clock.now()).toISOString();
     if (this.closed) throw unavailable('the audit log did not take the entry: closed');
-    const once = async (): Promise<AppendedEntry> => {
+    const once = async (): Promise<AppendedEntry[]> => {
       if (!this.producer || !this.claimed) await this.claim();
-      // An earlier attempt may have committed before its acknowledgement was lost.
-      const done = view.get(id);
-      if (done) return { id, seq: done.seq, hash: done.hash };
-      const { tenant_id, actor, action, subject } = input;
+      // An earlier attempt may have committed before its acknowledgement was lost: all of the
+      // batch then, as one transaction.
+      const done = batch.map((p) => view.get(p.id));
+      if (done.every((d) => d !== undefined))
+        return batch.map((p, i) => ({ id: p.id, seq: done[i]!.seq, hash: done[i]!.hash }));
+      if (done.some((d) => d !== undefined))
+        throw unavailable('the audit view shows part of a transaction: reading on');
       // Once claimed, only this writer appends: the view, which had read the whole log then, knows
       // each tenant's tail up to this writer's own appends, and those are in `tails`.
-      const tail = this.tails.get(tenant_id) ?? view.tenantTail(tenant_id) ?? { seq: 0, hash: GENESIS_HASH };
-      const seq = tail.seq + 1;
-      const reason = input.reason ?? null;
-      const entry: AuditEntry = sealEntry({ id, seq, at, tenant_id, actor, action, subject, reason }, tail.hash);
-      const appended = { id, seq: entry.seq, hash: entry.hash };
-      const topicMessages = [{ topic, messages: [{ key: entry.tenant_id, value: JSON.stringify(entry) }] }];
-      for (const r of along?.(appended) ?? [])
-        topicMessages.push({ topic: r.topic, messages: [{ key: r.key, value: r.value }] });
+      const tails = new Map(this.tails);
+      const appended: AppendedEntry[] = [];
+      const byTopic = new Map<string, { key: string; value: string }[]>([[topic, []]]);
+      for (const { id, input, along } of batch) {
+        const { tenant_id, actor, action, subject } = input;
+        const tail = tails.get(tenant_id) ?? view.tenantTail(tenant_id) ?? { seq: 0, hash: GENESIS_HASH };
+        const reason = input.reason ?? null;
+        const entry: AuditEntry = sealEntry(
+          { id, seq: tail.seq + 1, at, tenant_id, actor, action, subject, reason },
+          tail.hash,
+        );
+        tails.set(tenant_id, { seq: entry.seq, hash: entry.hash });
+        const one = { id, seq: entry.seq, hash: entry.hash };
+        appended.push(one);
+        byTopic.get(topic)!.push({ key: entry.tenant_id, value: JSON.stringify(entry) });
+        for (const r of along?.(one) ?? []) {
+          if (!byTopic.has(r.topic)) byTopic.set(r.topic, []);
+          byTopic.get(r.topic)!.push({ key: r.key, value: r.value });
+        }
+      }
+      const topicMessages = [...byTopic].map(([t, messages]) => ({ topic: t, messages }));
       const tx = await this.producer!.transaction();
       try {
         await tx.sendBatch({ acks: -1, topicMessages });
@@ -127,7 +170,7 @@ export class AuditWriter {
         await tx.abort().catch(() => {});
         throw err;
       }
-      this.tails.set(tenant_id, { seq: entry.seq, hash: entry.hash });
+      for (const [tenant, tail] of tails) this.tails.set(tenant, tail);
       return appended;
     };
     try {
@@ -201,7 +244,7 @@ export class AuditWriter {
 
   async close(): Promise<void> {
     this.closed = true;
-    await this.queue;
+    await this.flushing;
     await this.drop();
     await this.admin?.disconnect().catch(() => {});
     this.admin = null;

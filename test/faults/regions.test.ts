@@ -1,6 +1,6 @@
 /**
  * A short form of `npm run lab:regions` (scripts/lab-regions.ts): three regions in network
- * namespaces, 40 ms each way between them through Toxiproxy, 30 revocations sent to region a
+ * namespaces, 40 ms each way between them through Toxiproxy, 20 revocations sent to region a
  * (b and c refuse the token within 250 ms), then region c cut off for 10 s under load (a and b go
  * on, c fails closed, revocations made meanwhile apply in c before it serves again, nothing lost).
  * Needs root for the namespaces: skipped with the reason otherwise.
@@ -52,12 +52,12 @@ t.test('three regions at 80 ms RTT: revocation everywhere, a region cut off', { 
     setTimeout(() => process.exit(), 1000).unref();
   });
 
-  const rev = await measureRevocation(lab, ctx, 15, (l) => t.comment(l));
+  const rev = await measureRevocation(lab, ctx, 10, (l) => t.comment(l));
   for (const r of ['b', 'c'] as const) t.comment(`revocation reaches ${r}: ${fmtStats(rev.fromSent[r])}`);
   // Every revoked token is refused in b and c; how fast (p99 ≤ 250 ms at 80 ms RTT) is the lab's
   // measure (npm run lab:regions, bench/RESULTS.md), not this test's: a busy CI machine is slow.
   t.same(rev.missed, { b: 0, c: 0 }, 'b and c refuse every revoked token');
-  t.equal(rev.fromSent.b.n + rev.fromSent.c.n, 15 * 2, 'each of the 30 revocations reached its region');
+  t.equal(rev.fromSent.b.n + rev.fromSent.c.n, 10 * 2, 'each of the 20 revocations reached its region');
 
   const admin = await createClient(ctx, { tenant: 'lab', role: 'admin', region: 'a' });
   await registerReceivers(lab, await knownToken(lab.region('a').base, admin), receivers);

@@ -3,6 +3,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import { startTestNode, call } from '../helpers/sluice.ts';
 import { cliEnv, runCli } from '../helpers/cli.ts';
 import { appendAudit } from '../../core/audit/audit-log.ts';
+import { topicNames } from '../../core/topics.ts';
 import { sealEntry, checkLink, checkTenantChain, GENESIS_HASH, type AuditEntry } from '../../core/audit/entry.ts';
 
 const a = await startTestNode();
@@ -50,6 +51,46 @@ t.test('concurrent appends from two nodes form one unbroken chain', async (t) =>
   );
   const last = page.json.data[page.json.data.length - 1];
   t.same(out.tenant_head, { seq: last.seq, hash: last.hash }, "--tenant prints the tenant's last entry");
+});
+
+t.test('appends asked for at once share transactions: fewer commits than entries, each chain unbroken', async (t) => {
+  const admin = new Kafka({ brokers: a.config.kafkaBrokers!, logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  t.teardown(() => admin.disconnect());
+  const audit = topicNames(a.config.topicPrefix).audit;
+  const end = async () => Number((await admin.fetchTopicOffsets(audit)).find((o) => o.partition === 0)!.high);
+  await appendAudit(a.ctx, { tenant_id: 'group-x', actor: 't', action: 'test.group', subject: 'first' });
+  const before = await end();
+  const results = await Promise.all(
+    Array.from({ length: 40 }, (_, i) =>
+      appendAudit(a.ctx, {
+        tenant_id: i % 2 ? 'group-x' : 'group-y',
+        actor: 't',
+        action: 'test.group',
+        subject: `s${i}`,
+      }),
+    ),
+  );
+  // Each transaction takes its entries' offsets and one for its commit marker.
+  const transactions = (await end()) - before - 40;
+  t.ok(transactions >= 1 && transactions < 40, `40 entries in ${transactions} transactions`);
+  const x = results.filter((_, i) => i % 2).map((r) => r.seq);
+  const y = results.filter((_, i) => i % 2 === 0).map((r) => r.seq);
+  t.same(
+    x,
+    Array.from({ length: 20 }, (_, i) => i + 2),
+    'group-x: 2 to 21 in the order asked',
+  );
+  t.same(
+    y,
+    Array.from({ length: 20 }, (_, i) => i + 1),
+    'group-y: 1 to 20 in the order asked',
+  );
+  for (const tenant of ['group-x', 'group-y']) {
+    const verify = await runCli(['audit', 'verify', '--json', '--tenant', tenant], cliEnv(a.config));
+    t.equal(verify.code, 0, verify.stdout + verify.stderr);
+    t.equal(JSON.parse(verify.stdout).ok, true, `${tenant}'s chain verifies`);
+  }
 });
 
 t.test('the chain links: each entry carries the previous hash and its own', async (t) => {

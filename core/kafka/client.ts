@@ -12,6 +12,7 @@ import './coordinator-patch.ts';
 import './fetch-wait.ts';
 import './empty-batch-patch.ts';
 import './rejoin-patch.ts';
+import './metadata-patch.ts';
 
 // kafkajs is CommonJS and spreads its error classes into its exports, out of sight of named imports.
 const {

@@ -1,5 +1,5 @@
 /**
- * The kafkajs internals Sluice's fixes replace (request-queue-patch.ts, coordinator-patch.ts,
+ * The kafkajs internals Sluice's fixes replace (request-queue-patch.ts, coordinator-patch.ts, metadata-patch.ts,
  * rejoin-patch.ts, fetch-wait.ts, empty-batch-patch.ts), loaded only after checking that kafkajs
  * is the version they were written for and that what they replace is still there: a renamed
  * method would otherwise leave a fix installed and never called. Either failure stops start-up

@@ -1,7 +1,8 @@
 /**
  * core/kafka/metadata-patch.ts: a client that targets no topic yet (an admin creating a topic)
- * asks Kafka for none, where kafkajs asked for every topic of the cluster; a send still finds its topic, and listTopics still
- * lists them all. On a real broker, reading what each metadata request was answered with.
+ * asks Kafka for none, where kafkajs asked for every topic of the cluster; a send still finds its
+ * topic, and listTopics still lists them all. On a real broker, reading what each metadata
+ * request was answered with.
  */
 import t from 'tap';
 import { createRequire } from 'node:module';

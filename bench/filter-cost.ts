@@ -11,6 +11,7 @@ import { machineLine, measuredCommit, writeMarkedSection } from './results-secti
 import { compileFilter, eventBudget, filterInput, runFilter } from '../core/webhooks/filters/endpoint-filter.ts';
 import { selectByFilter } from '../core/webhooks/filters/filter-cache.ts';
 import type { EndpointRecord } from '../core/webhooks/records.ts';
+import { PROJECT_ROOT } from '../core/paths.ts';
 
 const seconds = Number(process.argv[process.argv.indexOf('--seconds') + 1]) || 2;
 
@@ -83,7 +84,7 @@ const WORST_RUNS = 20;
 for (let i = 0; i < WORST_RUNS; i++) selectByFilter(heavy, long);
 const worst = Number(process.hrtime.bigint() - t0) / WORST_RUNS;
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ROOT = PROJECT_ROOT;
 const lines = [
   '## Endpoint filters (`npm run bench:filters`, issue 35)',
   '',

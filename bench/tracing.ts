@@ -13,10 +13,10 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { PROJECT_ROOT } from '../core/paths.ts';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ROOT = PROJECT_ROOT;
 const { values: opt } = parseArgs({
   options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } },
 });

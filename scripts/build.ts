@@ -9,9 +9,9 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { PROJECT_ROOT } from '../core/paths.ts';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
+const root = PROJECT_ROOT;
 const dist = resolve(process.argv[2] ?? join(root, 'dist'));
 
 rmSync(dist, { recursive: true, force: true });

@@ -4,8 +4,10 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { settingsTable } from '../core/config.ts';
+import { projectPath } from '../core/paths.ts';
+import { pathToFileURL } from 'node:url';
 
-const file = new URL('../docs/configuration.md', import.meta.url);
+const file = pathToFileURL(projectPath('docs/configuration.md'));
 const BLOCK = /(<!-- settings:begin -->\n)[\s\S]*?(\n<!-- settings:end -->)/;
 
 const doc = readFileSync(file, 'utf8');

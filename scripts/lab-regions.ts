@@ -15,7 +15,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../core/config.ts';
 import { openContext, type Context } from '../core/context.ts';
 import { createClient } from '../core/clients/provisioning.ts';
@@ -35,8 +34,9 @@ import {
   until,
   type LabReceiver,
 } from './lab/measure.ts';
+import { PROJECT_ROOT } from '../core/paths.ts';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
+const root = PROJECT_ROOT;
 const { values } = parseArgs({
   options: {
     'one-way-ms': { type: 'string', default: '40' },

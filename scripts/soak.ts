@@ -14,13 +14,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { loadConfig } from '../core/config.ts';
 import { startLocalKafka } from '../core/kafka/local-broker.ts';
 import { Scratch } from '../bench/harness/scratch.ts';
 import { freePort, freePorts } from '../core/net/free-port.ts';
+import { PROJECT_ROOT } from '../core/paths.ts';
 
 const { values } = parseArgs({
   options: {
@@ -32,7 +32,7 @@ const { values } = parseArgs({
 const MINUTES = Number(values.minutes);
 const RATE = Number(values.rate);
 const OUTAGE_MS = Number(values['outage-s']) * 1000;
-const root = fileURLToPath(new URL('..', import.meta.url));
+const root = PROJECT_ROOT;
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

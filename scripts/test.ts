@@ -11,11 +11,11 @@ import { freePorts } from '../core/net/free-port.ts';
 import { join } from 'node:path';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../core/config.ts';
 import { startLocalKafka, writeClassArchive } from '../core/kafka/local-broker.ts';
+import { PROJECT_ROOT } from '../core/paths.ts';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
+const root = PROJECT_ROOT;
 
 /** A broker for one lane of the run: the given KAFKA_BROKERS, or a local one started for it. */
 async function laneBroker(name: string): Promise<{ brokers: string; stop: () => Promise<void> }> {
@@ -77,17 +77,19 @@ async function main(): Promise<number> {
   const spilled = (f: string) => SPILL.some((dir) => f.startsWith(dir));
   const lanes: { name: string; runs: TapRun[] }[] =
     args.length > 0
-      ? [{ name: 'tests', runs: [{ args }] }]
+      ? [{ name: 'tests', runs: [{ args: args.map(compiled) }] }]
       : [
           {
             name: 'tests',
-            runs: [{ args: ['--jobs', String(TEST_JOBS), ...files.filter((f) => !isFault(f) && !spilled(f))] }],
+            runs: [
+              { args: ['--jobs', String(TEST_JOBS), ...files.filter((f) => !isFault(f) && !spilled(f)).map(compiled)] },
+            ],
           },
           {
             name: 'faults',
             runs: [
-              { args: ['--jobs', '1', ...files.filter(isFault)], childLogs: true },
-              { args: ['--jobs', String(TEST_JOBS - 1), ...files.filter(spilled)] },
+              { args: ['--jobs', '1', ...files.filter(isFault).map(compiled)], childLogs: true },
+              { args: ['--jobs', String(TEST_JOBS - 1), ...files.filter(spilled).map(compiled)] },
             ],
           },
         ];
@@ -95,9 +97,9 @@ async function main(): Promise<number> {
   // time limit: the first run on a machine builds them from their Go modules (minutes, shown as it
   // goes), later runs find them in .cache/bin.
   if (args.length === 0) prepareTools();
-  // npm test has compiled the server; a run of chosen files compiles what changed since (seconds),
-  // so the Sluice processes its tests start run the compiled sources of this checkout.
-  else buildServer();
+  // npm test has compiled everything (build:all); a run of chosen files compiles what changed since
+  // (seconds), so its tests, and the Sluice processes they start, run the sources of this checkout.
+  else buildAll();
   await prepareClassArchive();
   prepareTap();
   const started = Date.now();
@@ -166,11 +168,11 @@ async function main(): Promise<number> {
   return code;
 }
 
-function buildServer(): void {
+function buildAll(): void {
   const at = Date.now();
-  const run = spawnSync('npm', ['run', '--silent', 'build:server'], { cwd: root, stdio: 'inherit' });
-  if (run.status !== 0) throw new Error('npm run build:server failed: the tests would run a stale build');
-  console.log(`# build: the server compiled into build/ in ${Math.round((Date.now() - at) / 1000)} s`);
+  const run = spawnSync('npm', ['run', '--silent', 'build:all'], { cwd: root, stdio: 'inherit' });
+  if (run.status !== 0) throw new Error('npm run build:all failed: the tests would run a stale build');
+  console.log(`# build: the server and the tests compiled into build/ in ${Math.round((Date.now() - at) / 1000)} s`);
 }
 
 /**
@@ -260,6 +262,15 @@ function reportSkips(skipped: Skipped[], counted: number): void {
 
 const isFault = (file: string) => file.startsWith('test/faults/');
 
+/**
+ * A test file's compiled form, which tap runs with plain node: `npm run build:all` compiles the
+ * tests with everything else into build/ (tsx in each test process cost ~1 CPU-s of loader hooks
+ * per file, ~150 CPU-s a run). Other arguments pass through.
+ */
+const compiled = (arg: string) => (/^test\/.*\.test\.ts$/.test(arg) ? `build/${arg.replace(/\.ts$/, '.js')}` : arg);
+/** The source a compiled test file's name (tap's `build/test/x.test.js`) comes from. */
+const source = (name: string) => name.replace(/^build\/(test\/\S*?)\.js\b/, '$1.ts');
+
 /** Every test file, as tap's `include` would find them. */
 function testFiles(): string[] {
   const walk = (dir: string): string[] =>
@@ -300,16 +311,26 @@ function merged(runs: TapResult[]): TapResult {
   }));
 }
 
+/** How long a test file may run: tap's own default for a file, as .taprc sets it. */
+const FILE_TIMEOUT_S = Number(/^timeout:\s*(\d+)/m.exec(readFileSync(join(root, '.taprc'), 'utf8'))?.[1] ?? 300);
+
+/**
+ * Runs test files `jobs` at a time, each with plain node (its `t` from tap writes TAP), and reports
+ * them as tap's runner did: `# Subtest: <file>`, its output indented, `ok N - <file> # time=`, then
+ * the run's `# { total, pass, fail, skip }`. tap's runner put its @tapjs/processinfo module hooks into
+ * every test file's process (a loader thread and a message per module loaded: ~1.5 CPU-s a file,
+ * ~200 CPU-s a run) to map coverage, which this suite does not collect.
+ */
 async function runTap(args: string[], env: NodeJS.ProcessEnv, holdAs: string | null): Promise<TapResult> {
   const started = Date.now();
   let held = '';
-  const tap = spawn(join(root, 'node_modules/.bin/tap'), args, {
-    stdio: ['inherit', 'pipe', 'inherit'],
-    env,
-    cwd: root,
-  });
-  let tail = '';
-  let partial = '';
+  let jobs = TEST_JOBS;
+  const files: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === '--jobs') jobs = Number(args[++i]);
+    else if (args[i].startsWith('--jobs=')) jobs = Number(args[i].slice(7));
+    else files.push(args[i]);
+  }
   let file = '';
   const skipped: Skipped[] = [];
   /** Tests that ended with no assertion (a plan of `1..0` without a skip): each one fails the run. */
@@ -319,7 +340,12 @@ async function runTap(args: string[], env: NodeJS.ProcessEnv, holdAs: string | n
   /** Each failing assertion: its file, the tests it sits in, and the first lines of its diagnostic. */
   const failures: string[] = [];
   let diagnostic = 0;
-  const line = (l: string) => {
+  const line = (raw: string) => {
+    // Named by their sources: `build/test/x.test.js` reads as `test/x.test.ts`.
+    const l = raw.replace(
+      /^(\s*(?:# Subtest: |(?:not )?ok \d+ - ))(build\/test\/\S+)/,
+      (_, head, name) => head + source(name),
+    );
     const named = /^(\s*)# Subtest: (.*)$/.exec(l);
     if (named) {
       for (const at of open.keys()) if (at >= named[1].length) open.delete(at);
@@ -351,26 +377,82 @@ async function runTap(args: string[], env: NodeJS.ProcessEnv, holdAs: string | n
     if (skip && !skip[1].startsWith('test/')) skipped.push({ file, name: skip[1], reason: skip[2] });
     else if (skip) skipped.push({ file: skip[1].split(' ')[0], name: '(the whole file)', reason: skip[2] });
   };
-  tap.stdout!.on('data', (chunk: Buffer) => {
-    const text = chunk.toString();
-    if (holdAs === null) process.stdout.write(chunk);
+  const totals = { total: 0, pass: 0, fail: 0, skip: 0 };
+  let index = 0;
+  const emit = (text: string) => {
+    if (holdAs === null) process.stdout.write(text);
     else held += text;
-    tail = (tail + text).slice(-4096);
-    const lines = (partial + text).split('\n');
-    partial = lines.pop() ?? '';
-    for (const l of lines) line(l);
-  });
-  const code = await new Promise<number>((resolve) => tap.once('close', (c, sig) => resolve(c ?? (sig ? 1 : 0))));
-  if (partial) line(partial);
-  const summary = /# \{ total: (\d+)(?:, pass: (\d+))?(?:, fail: (\d+))?(?:, skip: (\d+))?/.exec(tail);
-  const n = (i: number) => Number(summary?.[i] ?? 0);
+    for (const l of text.split('\n')) line(l);
+  };
+  const runOne = (file: string, n: number) =>
+    new Promise<void>((resolve) => {
+      const at = Date.now();
+      const child = spawn(
+        process.execPath,
+        ['--enable-source-maps', `--import=${join(root, 'build/test/helpers/plain-children.js')}`, file],
+        {
+          cwd: root,
+          env: { ...env, TAP: '1', TAP_TIMEOUT: String(FILE_TIMEOUT_S) },
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      );
+      let out = '';
+      child.stdout!.on('data', (c: Buffer) => {
+        out += c.toString();
+      });
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        child.kill('SIGKILL');
+      }, FILE_TIMEOUT_S * 1000);
+      child.once('close', (code, signal) => {
+        clearTimeout(timer);
+        const name = source(file);
+        const summary = /^# \{ total: (\d+)(?:, pass: (\d+))?(?:, fail: (\d+))?(?:, skip: (\d+))?/m.exec(out);
+        const wholeSkip = /^1\.\.0 # (?:SKIP\b:?\s*)?(.*)$/im.exec(out);
+        const ok = code === 0 && !timedOut;
+        if (summary) {
+          totals.total += Number(summary[1]);
+          totals.pass += Number(summary[2] ?? 0);
+          totals.fail += Number(summary[3] ?? 0);
+          totals.skip += Number(summary[4] ?? 0);
+        }
+        const why = timedOut ? ` (timed out after ${FILE_TIMEOUT_S} s)` : !ok ? ` (exit ${code ?? signal})` : '';
+        // A crash or a timeout is a failure of its own (its stderr is in the log above).
+        if (!ok && !Number(summary?.[3] ?? 0)) {
+          totals.fail++;
+          const last = out.trimEnd().split('\n').slice(-10).join('\n');
+          failures.push(`${name}${why}, no failing assertion reported; its last lines:\n${last}`);
+        }
+        const indented = out.replace(/\n$/, '').replace(/^(?=.)/gm, '    ');
+        const head = `# Subtest: ${name}\n${indented}\n`;
+        const time = ` # time=${Date.now() - at}ms`;
+        if (wholeSkip && ok) emit(`${head}ok ${n} - ${name} # SKIP ${wholeSkip[1]}\n\n`);
+        else emit(`${head}${ok ? 'ok' : 'not ok'} ${n} - ${name}${why}${time}\n\n`);
+        resolve();
+      });
+    });
+  emit('TAP version 14\n');
+  const worker = async () => {
+    while (index < files.length) {
+      const i = index++;
+      await runOne(files[i], i + 1);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(jobs, files.length)) }, worker));
+  const counts = Object.entries(totals)
+    .filter(([k, v]) => k === 'total' || v > 0)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join(', ');
+  emit(`1..${files.length}\n# { ${counts} }\n# time=${Date.now() - started}ms\n`);
   const ms = Date.now() - started;
   if (holdAs !== null) held = `# ---- lane ${holdAs} (run beside the tests above) ----\n${held}`;
+  const failed = totals.fail > 0;
   return {
-    code: code || (empty.length > 0 ? 1 : 0),
-    pass: n(2),
-    fail: summary ? n(3) : 1,
-    skip: n(4),
+    code: failed || empty.length > 0 ? 1 : 0,
+    pass: totals.pass,
+    fail: totals.fail,
+    skip: totals.skip,
     skipped,
     empty,
     failures,

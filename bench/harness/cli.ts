@@ -4,9 +4,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeMarkedSection } from '../results-section.ts';
 import type { Scratch } from './scratch.ts';
+import { PROJECT_ROOT } from '../../core/paths.ts';
 
 /** The Sluice checkout the benches live in. */
-export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const ROOT = PROJECT_ROOT;
 export const say = (line = '') => process.stdout.write(`${line}\n`);
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

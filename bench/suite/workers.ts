@@ -4,9 +4,9 @@
  * workers are told again which file to run.
  */
 import cluster from 'node:cluster';
-import { fileURLToPath } from 'node:url';
+import { projectPath } from '../../core/paths.ts';
 
-const RUN_TS = fileURLToPath(new URL('../../bin/run-ts.js', import.meta.url));
+const RUN_TS = projectPath('bin/run-ts.js');
 
 /** In the primary: forks `n` workers of `script` and prints `ready` once all listen. In a worker: runs `serve`. */
 export async function onWorkers(n: number, script: string, serve: () => Promise<void>): Promise<void> {

@@ -18,13 +18,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../../core/config.ts';
 import { brokerFiles, ensureKafkaJars, formatStorage } from '../../core/kafka/local-broker.ts';
 import { createLabNet, sweepStaleLabs, whyNoNamespaces, type LabNet } from './net.ts';
 import { toxiproxyApi, toxiproxyServer, type ToxiproxyApi } from './toxiproxy.ts';
+import { PROJECT_ROOT } from '../../core/paths.ts';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = PROJECT_ROOT;
 const SLUICE = join(ROOT, 'bin', 'sluice.js');
 export const REGIONS = ['a', 'b', 'c'] as const;
 export type Region = (typeof REGIONS)[number];

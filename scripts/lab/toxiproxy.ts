@@ -10,9 +10,9 @@
  *   await api.enable('k-b', false); // cut: drops the proxy's connections and refuses new ones
  */
 import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { PROJECT_ROOT } from '../../core/paths.ts';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = PROJECT_ROOT;
 
 /** The server's path, building it through scripts/install-toxiproxy.sh when missing. */
 export function toxiproxyServer(log: (line: string) => void = () => {}): string {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { benchCommand, measuredCommit } from '../../bench/results-section.ts';
+import { PROJECT_ROOT } from '../../core/paths.ts';
 
 const ROOT = '/home/ci/sluice';
 
@@ -38,8 +39,7 @@ t.equal(
 t.test('no tracked file names where this checkout lives', async (t) => {
   const { execFileSync } = await import('node:child_process');
   const { readFileSync } = await import('node:fs');
-  const { fileURLToPath } = await import('node:url');
-  const root = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
+  const root = PROJECT_ROOT;
   const files = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' }).split('\0').filter(Boolean);
   const naming = files.filter((f) => {
     try {

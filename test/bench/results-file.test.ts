@@ -1,14 +1,14 @@
 import t from 'tap';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { PROJECT_ROOT } from '../../core/paths.ts';
 
 /**
  * bench/RESULTS.md holds only what bench commands wrote: their marked sections (bench/results-section.ts,
  * the dispatch bench's labelled blocks too), after the file's title and the paragraph saying so. Notes
  * written by hand go to bench/HISTORY.md, where no command overwrites them and none passes for a command's output.
  */
-const root = fileURLToPath(new URL('../..', import.meta.url));
+const root = PROJECT_ROOT;
 const file = join(root, 'bench/RESULTS.md');
 
 /** The sources of bench/ and scripts/, where every writer of a section lives. */

@@ -5,10 +5,10 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { brokers } from '../helpers/sluice.ts';
+import { PROJECT_ROOT } from '../../core/paths.ts';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
+const root = PROJECT_ROOT;
 const dir = mkdtempSync(join(tmpdir(), 'sluice-suite-smoke-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 const results = join(dir, 'RESULTS.md');

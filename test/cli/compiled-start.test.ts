@@ -20,11 +20,11 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { freePort } from '../../core/net/free-port.ts';
 import { brokers, uniquePrefix } from '../helpers/sluice.ts';
+import { PROJECT_ROOT } from '../../core/paths.ts';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
+const root = PROJECT_ROOT;
 const bin = join(root, 'bin/sluice.js');
 
 /** The commands of a process's children, from /proc. */

@@ -5,12 +5,12 @@ import { execFile } from 'node:child_process';
 import { readFileSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { startTestNode } from '../helpers/sluice.ts';
 import { verifyProvider } from '../../contracts/verify/verifier.ts';
 import { failed } from '../../contracts/verify/report.ts';
+import { PROJECT_ROOT } from '../../core/paths.ts';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
+const root = PROJECT_ROOT;
 // With a dispatcher, whose fan-out counts the event types (listEventTypes checks a published one shows).
 const node = await startTestNode({}, { dispatcher: true });
 const target = new URL(node.base);

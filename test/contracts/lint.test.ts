@@ -3,15 +3,15 @@ import { readFileSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { loadContract, listOperations, CONTRACT_PATH } from '../../contracts/contract.ts';
 import { ContractSchemas } from '../../contracts/schemas.ts';
 import { KNOWN_EVENT_KINDS } from '../../core/webhooks/records.ts';
 import { ALL_SCOPES } from '../../core/scopes.ts';
 import { ERRORS } from '../../core/errors.ts';
+import { PROJECT_ROOT } from '../../core/paths.ts';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
+const root = PROJECT_ROOT;
 const doc = loadContract();
 const ops = listOperations(doc);
 

@@ -1,9 +1,9 @@
 import t from 'tap';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { PROJECT_ROOT } from '../../core/paths.ts';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
+const root = PROJECT_ROOT;
 
 function tsFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {

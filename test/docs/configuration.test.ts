@@ -6,8 +6,10 @@
 import t from 'tap';
 import { readdirSync, readFileSync } from 'node:fs';
 import { ALL_SETTINGS, DERIVED_SETTINGS, loadConfig, SETTINGS, settingsTable } from '../../core/config.ts';
+import { PROJECT_ROOT } from '../../core/paths.ts';
+import { pathToFileURL } from 'node:url';
 
-const root = new URL('../../', import.meta.url);
+const root = pathToFileURL(`${PROJECT_ROOT}/`);
 const docs = readFileSync(new URL('docs/configuration.md', root), 'utf8');
 
 t.test('the table in docs/configuration.md is the schema rendered', async (t) => {

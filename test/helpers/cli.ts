@@ -2,11 +2,11 @@
 import { createWriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import type { Config } from '../../core/config.ts';
 import { shebangNodeFlags } from '../../cli/heap.ts';
+import { projectPath } from '../../core/paths.ts';
 
-export const SLUICE_BIN = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url));
+export const SLUICE_BIN = projectPath('bin/sluice.js');
 /** The Node flags the `sluice` executable runs with: server processes here run as an operator's would. */
 const SERVER_FLAGS = shebangNodeFlags(SLUICE_BIN);
 

@@ -1,10 +1,10 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { createHash, createHmac } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { brokers, uniquePrefix, freePort, freePorts, call } from '../helpers/sluice.ts';
+import { PROJECT_ROOT } from '../../core/paths.ts';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
+const root = PROJECT_ROOT;
 
 t.test(
   'sluice start --workers 2: two processes share the port, node and workers serve admin ports, SIGTERM stops all',

@@ -5,14 +5,14 @@
  * TypeScript type-checks against the shipped declarations.
  */
 import t from 'tap';
+import { PROJECT_ROOT } from '../../core/paths.ts';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { newEndpointSecret, signDelivery } from '../../outbound/signing.ts';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
+const root = PROJECT_ROOT;
 const work = mkdtempSync(join(tmpdir(), 'sluice-pack-'));
 t.teardown(() => rmSync(work, { recursive: true, force: true }));
 

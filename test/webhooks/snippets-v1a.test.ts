@@ -6,16 +6,16 @@
  * Python module skips its part, saying so.
  */
 import t from 'tap';
+import { PROJECT_ROOT } from '../../core/paths.ts';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { call, startTestNode } from '../helpers/sluice.ts';
 import { publish, receiver, type Hit, type TestReceiver } from '../dispatcher/receiver.ts';
 import { newSigningKeyPair } from '../../core/webhooks/signing-keys.ts';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
+const root = PROJECT_ROOT;
 const doc = readFileSync(join(root, 'docs/webhooks.md'), 'utf8');
 function snippet(tag: string): string {
   const m = new RegExp(`\`\`\`${tag}\\n([\\s\\S]*?)\`\`\``).exec(doc);

@@ -5,16 +5,16 @@
  * secret. Go runs offline (standard library only). A missing interpreter skips its part, saying so.
  */
 import t from 'tap';
+import { PROJECT_ROOT } from '../../core/paths.ts';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { call, startTestNode } from '../helpers/sluice.ts';
 import { publish, receiver, registerEndpoint, type Hit, type TestReceiver } from '../dispatcher/receiver.ts';
 import { newEndpointSecret } from '../../outbound/signing.ts';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
+const root = PROJECT_ROOT;
 const doc = readFileSync(join(root, 'docs/webhooks.md'), 'utf8');
 function snippet(lang: string): string {
   const m = new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``).exec(doc);

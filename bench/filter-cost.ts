@@ -6,7 +6,7 @@
  *
  *   npm run bench:filters [-- --seconds 2 --write]   (--write: its section of bench/RESULTS.md)
  */
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { machineLine, measuredCommit, writeMarkedSection } from './results-section.ts';
 import { compileFilter, eventBudget, filterInput, runFilter } from '../core/webhooks/filters/endpoint-filter.ts';
 import { selectByFilter } from '../core/webhooks/filters/filter-cache.ts';
@@ -102,5 +102,4 @@ const lines = [
     `${(worst / 1e6).toFixed(2)} ms.`,
 ];
 console.log(lines.join('\n'));
-if (process.argv.includes('--write'))
-  writeMarkedSection(fileURLToPath(new URL('RESULTS.md', import.meta.url)), 'filters', lines.join('\n'));
+if (process.argv.includes('--write')) writeMarkedSection(join(ROOT, 'bench/RESULTS.md'), 'filters', lines.join('\n'));

@@ -3,11 +3,10 @@ import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ROOT } from '../harness/cli.ts';
 import { treeCpuSec } from '../harness/proc-cpu.ts';
 
-const SCRIPT = fileURLToPath(new URL('../k6/case.js', import.meta.url));
+const SCRIPT = join(ROOT, 'bench/k6/case.js');
 
 /** The k6 binary (scripts/install-k6.sh installs it once). */
 export const k6Binary = (): string =>

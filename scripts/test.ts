@@ -400,8 +400,18 @@ async function runTap(args: string[], env: NodeJS.ProcessEnv, holdAs: string | n
         },
       );
       let out = '';
+      // One file at a time, unheld (a run of chosen files, say): its output shows as it comes.
+      const live = holdAs === null && Math.min(jobs, files.length) === 1;
+      let shown = 0;
+      const show = () => {
+        const end = out.lastIndexOf('\n') + 1;
+        if (end > shown) emit(out.slice(shown, end).replace(/^(?=.)/gm, '    '));
+        shown = Math.max(shown, end);
+      };
+      if (live) emit(`# Subtest: ${source(file)}\n`);
       child.stdout!.on('data', (c: Buffer) => {
         out += c.toString();
+        if (live) show();
       });
       let timedOut = false;
       const timer = setTimeout(() => {
@@ -427,8 +437,10 @@ async function runTap(args: string[], env: NodeJS.ProcessEnv, holdAs: string | n
           const last = out.trimEnd().split('\n').slice(-10).join('\n');
           failures.push(`${name}${why}, no failing assertion reported; its last lines:\n${last}`);
         }
+        if (live) out += out.endsWith('\n') || out === '' ? '' : '\n';
+        if (live) show();
         const indented = out.replace(/\n$/, '').replace(/^(?=.)/gm, '    ');
-        const head = `# Subtest: ${name}\n${indented}\n`;
+        const head = live ? '' : `# Subtest: ${name}\n${indented}\n`;
         const time = ` # time=${Date.now() - at}ms`;
         if (wholeSkip && ok) emit(`${head}ok ${n} - ${name} # SKIP ${wholeSkip[1]}\n\n`);
         else emit(`${head}${ok ? 'ok' : 'not ok'} ${n} - ${name}${why}${time}\n\n`);

@@ -76,6 +76,8 @@ interface TapRun {
  */
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
+  const unknown = args.find((a) => a.startsWith('-') && a !== '--jobs' && !a.startsWith('--jobs='));
+  if (unknown) throw new Error(`unknown option ${unknown}: npm test takes test files, and --jobs N (files at once)`);
   const files = args.length > 0 ? [] : testFiles();
   const spilled = (f: string) => SPILL.some((dir) => f.startsWith(dir));
   const lanes: { name: string; runs: TapRun[] }[] =
@@ -334,6 +336,8 @@ async function runTap(args: string[], env: NodeJS.ProcessEnv, holdAs: string | n
   for (let i = 0; i < args.length; i++) {
     if (args[i] === '--jobs') jobs = Number(args[++i]);
     else if (args[i].startsWith('--jobs=')) jobs = Number(args[i].slice(7));
+    else if (args[i].startsWith('-'))
+      throw new Error(`unknown option ${args[i]}: npm test takes test files, and --jobs N (files at once)`);
     else files.push(args[i]);
   }
   let file = '';

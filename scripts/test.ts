@@ -443,10 +443,9 @@ async function runTap(args: string[], env: NodeJS.ProcessEnv, holdAs: string | n
           const last = out.trimEnd().split('\n').slice(-10).join('\n');
           failures.push(`${name}${why}, no failing assertion reported; its last lines:\n${last}`);
         }
-        if (live) out += out.endsWith('\n') || out === '' ? '' : '\n';
+        if (live && out !== '' && !out.endsWith('\n')) out += '\n';
         if (live) show();
-        const indented = out.replace(/\n$/, '').replace(/^(?=.)/gm, '    ');
-        const head = live ? '' : `# Subtest: ${name}\n${indented}\n`;
+        const head = live ? '' : `# Subtest: ${name}\n${out.replace(/\n$/, '').replace(/^(?=.)/gm, '    ')}\n`;
         const time = ` # time=${Date.now() - at}ms`;
         if (wholeSkip && ok) emit(`${head}ok ${n} - ${name} # SKIP ${wholeSkip[1]}\n\n`);
         else emit(`${head}${ok ? 'ok' : 'not ok'} ${n} - ${name}${why}${time}\n\n`);

@@ -13,6 +13,7 @@ import { performance } from 'node:perf_hooks';
 import { Client, type Dispatcher, Pool } from 'undici';
 import { serve } from './ipc.ts';
 import { percentile } from './stats.ts';
+import { closedLoop } from './wait.ts';
 
 export interface Credentials {
   client_id: string;
@@ -119,14 +120,6 @@ const failure = (err: unknown) => {
   const e = err as { code?: string; cause?: { code?: string } };
   return `error:${e.cause?.code ?? e.code ?? 'unknown'}`;
 };
-
-/** `connections` workers, each calling `step` until it returns false. */
-const closedLoop = (connections: number, step: () => Promise<boolean>) =>
-  Promise.all(
-    Array.from({ length: connections }, async () => {
-      while (await step());
-    }),
-  );
 
 /** `send(i)` at t0 + i × intervalMs for i = 0, 1, … while `more(i, dueAt)`; resolves once all answered. */
 async function openLoop(

@@ -21,3 +21,11 @@ export async function untilStalled(
   }
   return last;
 }
+
+/** `connections` workers, each calling `step` until it returns false. */
+export const closedLoop = (connections: number, step: () => Promise<boolean>) =>
+  Promise.all(
+    Array.from({ length: connections }, async () => {
+      while (await step());
+    }),
+  );

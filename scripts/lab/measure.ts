@@ -10,7 +10,7 @@ import { performance } from 'node:perf_hooks';
 import type { Context } from '../../core/context.ts';
 import { createClient, type CreatedClient } from '../../core/clients/provisioning.ts';
 import { REGIONS, type Lab, type Region } from './regions.ts';
-import { untilStalled } from '../../bench/harness/wait.ts';
+import { closedLoop, untilStalled } from '../../bench/harness/wait.ts';
 
 export interface Stats {
   n: number;
@@ -40,10 +40,12 @@ type ClientInput = Parameters<typeof createClient>[1];
 export async function createClients(ctx: Context, inputs: ClientInput[]): Promise<CreatedClient[]> {
   const out: CreatedClient[] = new Array(inputs.length);
   let next = 0;
-  const worker = async () => {
-    for (let i = next++; i < inputs.length; i = next++) out[i] = await createClient(ctx, inputs[i]);
-  };
-  await Promise.all(Array.from({ length: Math.min(8, inputs.length) }, worker));
+  await closedLoop(8, async () => {
+    const i = next++;
+    if (i >= inputs.length) return false;
+    out[i] = await createClient(ctx, inputs[i]);
+    return true;
+  });
   return out;
 }
 

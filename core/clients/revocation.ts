@@ -7,7 +7,7 @@
  */
 import type { Context } from '../context.ts';
 import { DAY_MS, waitFor, writeState, type WriteStateDeps } from '../context.ts';
-import { SluiceError } from '../errors.ts';
+import { SluiceError, unavailable } from '../errors.ts';
 import { hashSecret, newId, newSecret } from '../secrets.ts';
 import { nextSecretCreatedAt, usesCertificate } from './client-registry.ts';
 import { writeClient, type WriteClientDeps } from './provisioning.ts';
@@ -25,11 +25,19 @@ export interface RevokeInput {
 }
 
 /** What a revocation reads of the process's context. */
-export type RevokeDeps = Pick<Context, 'changes' | 'clients' | 'clock' | 'revocations' | 'revoking' | 'topics'> &
+export type RevokeDeps = Pick<
+  Context,
+  'changes' | 'clients' | 'clock' | 'config' | 'revocations' | 'revoking' | 'topics'
+> &
   PushDeps &
   AuditDeps;
 
-/** `created` is false when the client was already revoked: the existing record comes back unchanged. */
+/**
+ * `created` is false when the client was already revoked: the existing record comes back unchanged.
+ * A revocation not through within `config.revocationAnswerMs` (Kafka's transaction coordinator not
+ * answering) throws 503 UNAVAILABLE and goes on in the background; a repeat joins it (200 once
+ * through), so a caller is never held longer than that bound, whatever Kafka does.
+ */
 export async function revokeClient(
   ctx: RevokeDeps,
   input: RevokeInput,
@@ -41,43 +49,73 @@ export async function revokeClient(
   const existing = ctx.revocations.get(client.client_id);
   if (existing) return { record: existing, created: false };
   const running = ctx.revoking.current(client.client_id);
-  if (running) return running.then((record) => ({ record, created: false }));
-  const record = await ctx.revoking.run(client.client_id, async () => {
-    // Other regions refuse the client at once (provisionally) instead of after the Kafka path below.
-    void pushRevocation(ctx, { client_id: client.client_id, revoked_at: ctx.clock.now() });
-    // The record goes in the audit entry's transaction: no revocation without its entry, and one
-    // commit for both instead of a second write after the first (what other nodes wait for).
-    // Set by the callback of the attempt that committed (one that found its entry already
-    // committed is a repeat of an attempt that set it), so set once the append resolves.
-    let record!: RevocationRecord;
-    const { visible } = await appendAuditCommitted(
-      ctx,
-      {
-        tenant_id: client.tenant_id,
-        actor: input.actor,
-        action: 'credential.revoked',
-        subject: client.client_id,
-        reason: input.reason,
-      },
-      (audit) => {
-        record = {
-          revocation_id: newId('rev'),
-          client_id: client.client_id,
-          tenant_id: client.tenant_id,
-          reason: input.reason,
-          actor: input.actor,
-          revoked_at: ctx.clock.now(),
-          audit_entry_id: audit.id,
-        };
-        return [{ topic: ctx.topics.revocations, key: client.client_id, value: JSON.stringify(record) }];
-      },
+  if (running) return { record: await withinBound(ctx, running), created: false };
+  const flight = ctx.revoking.run(client.client_id, () => revokeNow(ctx, client, input));
+  return { record: await withinBound(ctx, flight), created: true };
+}
+
+/** The revocation under way, or 503 once the bound passes (it goes on; its failure is a repeat's to see). */
+async function withinBound(ctx: RevokeDeps, flight: Promise<RevocationRecord>): Promise<RevocationRecord> {
+  const ms = ctx.config.revocationAnswerMs;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          unavailable(
+            `the revocation is not committed after ${ms} ms (Kafka's transaction coordinator is not ` +
+              'answering); it goes on in the background: send it again to see it through',
+          ),
+        ),
+      ms,
     );
-    const { revocation_id } = record;
-    const seen = () => ctx.revocations.get(client.client_id)?.revocation_id === revocation_id;
-    await Promise.all([visible, waitFor(ctx.changes, seen, 10_000, 'revocation record')]);
-    return record;
   });
-  return { record, created: true };
+  flight.catch(() => {}); // a flight that fails after the 503 is seen by the next repeat, which starts anew
+  try {
+    return await Promise.race([flight, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function revokeNow(
+  ctx: RevokeDeps,
+  client: { client_id: string; tenant_id: string },
+  input: RevokeInput,
+): Promise<RevocationRecord> {
+  // Other regions refuse the client at once (provisionally) instead of after the Kafka path below.
+  void pushRevocation(ctx, { client_id: client.client_id, revoked_at: ctx.clock.now() });
+  // The record goes in the audit entry's transaction: no revocation without its entry, and one
+  // commit for both instead of a second write after the first (what other nodes wait for).
+  // Set by the callback of the attempt that committed (one that found its entry already
+  // committed is a repeat of an attempt that set it), so set once the append resolves.
+  let record!: RevocationRecord;
+  const { visible } = await appendAuditCommitted(
+    ctx,
+    {
+      tenant_id: client.tenant_id,
+      actor: input.actor,
+      action: 'credential.revoked',
+      subject: client.client_id,
+      reason: input.reason,
+    },
+    (audit) => {
+      record = {
+        revocation_id: newId('rev'),
+        client_id: client.client_id,
+        tenant_id: client.tenant_id,
+        reason: input.reason,
+        actor: input.actor,
+        revoked_at: ctx.clock.now(),
+        audit_entry_id: audit.id,
+      };
+      return [{ topic: ctx.topics.revocations, key: client.client_id, value: JSON.stringify(record) }];
+    },
+  );
+  const { revocation_id } = record;
+  const seen = () => ctx.revocations.get(client.client_id)?.revocation_id === revocation_id;
+  await Promise.all([visible, waitFor(ctx.changes, seen, 10_000, 'revocation record')]);
+  return record;
 }
 
 /** What lifting a revocation reads of the process's context. */

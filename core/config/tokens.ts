@@ -36,6 +36,15 @@ export const TOKEN_SETTINGS = {
     read: (env): Readonly<Record<string, readonly string[]>> => Object.freeze(parseRoles(env)),
   },
   clockSkewSeconds: intSetting('tokens', 'SLUICE_CLOCK_SKEW_SECONDS', 5, 0, 60, 'leeway on `exp`, `nbf`, `iat`'),
+  revocationAnswerMs: intSetting(
+    'tokens',
+    'SLUICE_REVOCATION_ANSWER_MS',
+    5000,
+    100,
+    60_000,
+    'a revocation Kafka has not committed within this long (its transaction coordinator not ' +
+      'answering) is answered 503 with `Retry-After` and goes on in the background; a repeat joins it',
+  ),
   tokenCacheSize: intSetting(
     'tokens',
     'SLUICE_TOKEN_CACHE_SIZE',

@@ -2,7 +2,8 @@
  * A tap on the connections of one kafkajs client to the real broker, given to kafkajs as its
  * `socketFactory`: it logs each request the client writes, by API name (and, for a fetch, the wait
  * it asks of the broker), and it can cut the client's connections the way a dying broker does (a
- * reset), so a test sees on the wire what kafkajs (and Sluice's fixes in it) did about it.
+ * reset) or swallow requests the way an unreachable one does (no answer, no error), so a test sees
+ * on the wire what kafkajs (and Sluice's fixes in it) did about it.
  */
 import { connect, type Socket } from 'node:net';
 import type { ISocketFactory } from 'kafkajs';
@@ -22,6 +23,9 @@ const API_NAMES: Record<number, string> = {
   14: 'SyncGroup',
   18: 'ApiVersions',
   19: 'CreateTopics',
+  22: 'InitProducerId',
+  24: 'AddPartitionsToTxn',
+  26: 'EndTxn',
 };
 
 /** A request as kafkajs writes it: one buffer, size, API key, version, correlation id, client id. */
@@ -55,6 +59,8 @@ export class KafkaWire {
   readonly fetchMinBytes: number[] = [];
   private readonly open = new Set<Socket>();
   private cut: { api: string; done: () => void } | null = null;
+  /** Requests of these APIs are not written while held: they wait for an answer that never comes. */
+  private held = new Set<string>();
 
   readonly socketFactory: ISocketFactory = ({ host, port, onConnect }) => {
     const socket = connect({ host, port }, onConnect);
@@ -71,6 +77,10 @@ export class KafkaWire {
         socket.once('close', done);
         socket.destroy(reset());
         return false;
+      }
+      if (api !== null && this.held.has(api)) {
+        this.log.push(`held ${api}`);
+        return true;
       }
       if (api !== null) this.log.push(api);
       if (api === 'Fetch') {
@@ -100,6 +110,16 @@ export class KafkaWire {
     return new Promise((done) => {
       this.cut = { api, done };
     });
+  }
+
+  /** Swallows every request of `apis` from now on until release(): the broker never hears of them. */
+  hold(apis: string[]): void {
+    this.held = new Set(apis);
+  }
+
+  /** Writes requests of every API again (those swallowed stay unanswered: kafkajs times them out). */
+  release(): void {
+    this.held = new Set();
   }
 
   /** Resets every open connection of the client, as a broker that died; resolves once all closed. */

@@ -146,6 +146,9 @@ export function ensureKafkaJars(cacheDir: string, log: (line: string) => void = 
   return libs;
 }
 
+/** C1 only: a JVM tool or a short-lived broker starts on less CPU (LocalKafkaOptions.jit). */
+const QUICK_START_JIT = '-XX:TieredStopAtLevel=1';
+
 export interface LocalKafkaOptions {
   cacheDir: string;
   /** The first broker's port; broker i listens on port + 2i and its controller on port + 2i + 1. */
@@ -162,6 +165,14 @@ export interface LocalKafkaOptions {
   startTimeoutMs?: number;
   /** More JVM flags for every broker (writeClassArchive's). */
   jvmFlags?: string[];
+  /**
+   * 'quick-start' (the default): C1 only, the least CPU over a broker's first minutes, for one a
+   * test starts and stops. 'full': the JVM's tiered compilation, for a broker that runs long
+   * (`sluice kafka`, `sluice start`'s own, a test lane's): it spends more CPU compiling at first,
+   * then less per request; a dispatch bench's broker with it took 0.213 CPU-s per 1,000 deliveries
+   * at 2,000/s and 0.024 at saturation, against 0.253 and 0.030 (bench/RESULTS.md).
+   */
+  jit?: 'quick-start' | 'full';
   /** How long a stopped broker has to exit before it is killed (default 10 s). */
   stopGraceMs?: number;
 }
@@ -300,7 +311,7 @@ export async function startLocalKafka(opts: LocalKafkaOptions): Promise<LocalKaf
       serverPropertiesFor(i),
       libs,
       opts.heapMb ?? 512,
-      { jvmFlags: opts.jvmFlags ?? [], stopGraceMs: opts.stopGraceMs ?? 10_000 },
+      { jvmFlags: opts.jvmFlags ?? [], stopGraceMs: opts.stopGraceMs ?? 10_000, jit: opts.jit ?? 'quick-start' },
     ),
   );
   function serverPropertiesFor(i: number) {
@@ -355,7 +366,7 @@ export function brokerFiles(
     `-Xms${initialHeapMb}m`,
     `-Xmx${heapMb}m`,
     '-XX:+UseG1GC',
-    '-XX:TieredStopAtLevel=1',
+    QUICK_START_JIT,
     `-Dlog4j2.configurationFile=${log4j}`,
     '-cp',
     `${libs}/*`,
@@ -383,9 +394,10 @@ function brokerNode(
   properties: (dataDir: string) => string,
   libs: string,
   heapMb: number,
-  more: { jvmFlags: string[]; stopGraceMs: number },
+  more: { jvmFlags: string[]; stopGraceMs: number; jit: 'quick-start' | 'full' },
 ): LocalKafkaNode & { launch(deadline: number): Promise<void> } {
   const { props, logDir, java: javaBase } = brokerFiles(dataDir, properties(dataDir), libs, 256, heapMb);
+  const brokerJava = more.jit === 'full' ? javaBase.filter((f) => f !== QUICK_START_JIT) : javaBase;
   let child: ChildProcess | null = null;
   let exitPromise: Promise<void> = Promise.resolve();
   const onParentExit = () => child?.kill('SIGKILL');
@@ -400,7 +412,7 @@ function brokerNode(
       const cds = classArchive(libs);
       formatStorage(dataDir, [...cds.flags, ...javaBase], props, CLUSTER_ID);
       const out = openSync(join(logDir, 'stdout.log'), 'a');
-      const c = spawn('java', [...cds.flags, ...more.jvmFlags, ...javaBase, 'kafka.Kafka', props], {
+      const c = spawn('java', [...cds.flags, ...more.jvmFlags, ...brokerJava, 'kafka.Kafka', props], {
         stdio: ['ignore', out, out],
         detached: false,
       });

@@ -166,11 +166,12 @@ export interface LocalKafkaOptions {
   /** More JVM flags for every broker (writeClassArchive's). */
   jvmFlags?: string[];
   /**
-   * 'quick-start' (the default): C1 only, the least CPU over a broker's first minutes, for one a
-   * test starts and stops. 'full': the JVM's tiered compilation, for a broker that runs long
-   * (`sluice kafka`, `sluice start`'s own, a test lane's): it spends more CPU compiling at first,
+   * 'quick-start' (the default): C1 only, the least CPU over a broker's first minutes, for the
+   * test run's brokers (a full run with its lane brokers fully compiled took 1,436 CPU-s, not
+   * ~1,250). 'full': the JVM's tiered compilation, for a broker under steady load for long
+   * (`sluice kafka`, `sluice start`'s own, the benches'): it spends more CPU compiling at first,
    * then less per request; a dispatch bench's broker with it took 0.213 CPU-s per 1,000 deliveries
-   * at 2,000/s and 0.024 at saturation, against 0.253 and 0.030 (bench/RESULTS.md).
+   * at 2,000/s and 0.024 at saturation, against 0.253 and 0.030 (docs/operations.md).
    */
   jit?: 'quick-start' | 'full';
   /** How long a stopped broker has to exit before it is killed (default 10 s). */

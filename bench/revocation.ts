@@ -53,7 +53,6 @@ if (!brokers) {
     port: await freePorts(2),
     dataDir: scratch.kafkaDir(),
     fresh: true,
-    jit: 'full',
   });
   brokers = local.brokers;
 }

@@ -18,7 +18,7 @@ export async function kafkaFor(
     throw new ConfigError('KAFKA_BROKERS', `is not set: ${hint}`);
   }
   say(`KAFKA_BROKERS is not set: starting the embedded local Kafka on 127.0.0.1:${config.kafkaPort}`);
-  const local = await startLocalKafka({ cacheDir: config.cacheDir, port: config.kafkaPort, log: say, jit: 'full' });
+  const local = await startLocalKafka({ cacheDir: config.cacheDir, port: config.kafkaPort, log: say });
   return { brokers: local.brokers, local };
 }
 

@@ -31,8 +31,6 @@ async function laneBroker(name: string): Promise<{ brokers: string; stop: () => 
     dataDir: kafkaDir,
     fresh: true,
     log: (l) => console.log(`# ${name}: ${l}`),
-    // It serves its lane for the whole run: compiled fully, it spends less per request (local-broker.ts).
-    jit: 'full',
   });
   console.log(`# ${name}: test Kafka broker ready at ${kafka.brokers.join(',')} in ${Date.now() - started} ms`);
   // The broker's log directory (up to a few hundred MB per run) goes with it.

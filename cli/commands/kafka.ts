@@ -65,7 +65,6 @@ export const kafka: Command = {
       dataDir: values['data-dir'],
       fresh: values.fresh,
       log: say,
-      jit: 'full',
     });
     say(
       `Kafka ${nodes > 1 ? `cluster of ${nodes} brokers` : 'broker'} ready at ${k.brokers.join(',')}  ` +

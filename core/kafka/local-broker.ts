@@ -146,9 +146,6 @@ export function ensureKafkaJars(cacheDir: string, log: (line: string) => void = 
   return libs;
 }
 
-/** C1 only: a JVM tool or a short-lived broker starts on less CPU (LocalKafkaOptions.jit). */
-const QUICK_START_JIT = '-XX:TieredStopAtLevel=1';
-
 export interface LocalKafkaOptions {
   cacheDir: string;
   /** The first broker's port; broker i listens on port + 2i and its controller on port + 2i + 1. */
@@ -165,15 +162,6 @@ export interface LocalKafkaOptions {
   startTimeoutMs?: number;
   /** More JVM flags for every broker (writeClassArchive's). */
   jvmFlags?: string[];
-  /**
-   * 'quick-start' (the default): C1 only, the least CPU over a broker's first minutes, for the
-   * test run's brokers (a full run with its lane brokers fully compiled took 1,436 CPU-s, not
-   * ~1,250). 'full': the JVM's tiered compilation, for a broker under steady load for long
-   * (`sluice kafka`, `sluice start`'s own, the benches'): it spends more CPU compiling at first,
-   * then less per request; a dispatch bench's broker with it took 0.213 CPU-s per 1,000 deliveries
-   * at 2,000/s and 0.024 at saturation, against 0.253 and 0.030 (docs/operations.md).
-   */
-  jit?: 'quick-start' | 'full';
   /** How long a stopped broker has to exit before it is killed (default 10 s). */
   stopGraceMs?: number;
 }
@@ -312,7 +300,7 @@ export async function startLocalKafka(opts: LocalKafkaOptions): Promise<LocalKaf
       serverPropertiesFor(i),
       libs,
       opts.heapMb ?? 512,
-      { jvmFlags: opts.jvmFlags ?? [], stopGraceMs: opts.stopGraceMs ?? 10_000, jit: opts.jit ?? 'quick-start' },
+      { jvmFlags: opts.jvmFlags ?? [], stopGraceMs: opts.stopGraceMs ?? 10_000 },
     ),
   );
   function serverPropertiesFor(i: number) {
@@ -367,7 +355,7 @@ export function brokerFiles(
     `-Xms${initialHeapMb}m`,
     `-Xmx${heapMb}m`,
     '-XX:+UseG1GC',
-    QUICK_START_JIT,
+    '-XX:TieredStopAtLevel=1',
     `-Dlog4j2.configurationFile=${log4j}`,
     '-cp',
     `${libs}/*`,
@@ -395,10 +383,9 @@ function brokerNode(
   properties: (dataDir: string) => string,
   libs: string,
   heapMb: number,
-  more: { jvmFlags: string[]; stopGraceMs: number; jit: 'quick-start' | 'full' },
+  more: { jvmFlags: string[]; stopGraceMs: number },
 ): LocalKafkaNode & { launch(deadline: number): Promise<void> } {
   const { props, logDir, java: javaBase } = brokerFiles(dataDir, properties(dataDir), libs, 256, heapMb);
-  const brokerJava = more.jit === 'full' ? javaBase.filter((f) => f !== QUICK_START_JIT) : javaBase;
   let child: ChildProcess | null = null;
   let exitPromise: Promise<void> = Promise.resolve();
   const onParentExit = () => child?.kill('SIGKILL');
@@ -413,7 +400,7 @@ function brokerNode(
       const cds = classArchive(libs);
       formatStorage(dataDir, [...cds.flags, ...javaBase], props, CLUSTER_ID);
       const out = openSync(join(logDir, 'stdout.log'), 'a');
-      const c = spawn('java', [...cds.flags, ...more.jvmFlags, ...brokerJava, 'kafka.Kafka', props], {
+      const c = spawn('java', [...cds.flags, ...more.jvmFlags, ...javaBase, 'kafka.Kafka', props], {
         stdio: ['ignore', out, out],
         detached: false,
       });

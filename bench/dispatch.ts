@@ -390,8 +390,9 @@ async function main(): Promise<number> {
   say(`warm-up: ${warmUp} events delivered (not reported)`);
   if (CURVE) {
     // The curve's points run fan-out 10 on the open model, which the warm-up above barely touches: V8
-    // optimises those paths over the first minute of such load, on threads of its own (~0.1-0.2 of a
-    // core at 500/s, nothing after). That is start-up, not the cost of a delivery, so it is paid here.
+    // optimises those paths over the first minute of such load at 500/s, on threads of its own (0.2
+    // of a core, falling to 0.02). That is start-up, not the cost of a delivery, so it is paid here,
+    // at 2,000/s for 45 s (3 s with --quick).
     const events = (CURVE_WARM_RATE * CURVE_WARM_SECONDS) / 10;
     const warm = scenario('curve-warm-up', 'curve warm-up', ok(10), 'single', 'open', events, 1);
     await measure(warm, 0, CURVE_WARM_RATE / 10);

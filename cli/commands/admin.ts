@@ -145,12 +145,12 @@ export const ACTIONS: Record<string, (argv: string[]) => Promise<number>> = {
     return withContext(
       'admin',
       async (ctx) => {
-        const { record, created } = await revokeClient(ctx, {
-          clientId,
-          reason,
-          actor: operator(values.actor),
-          tenant: null,
-        });
+        // No bound: this process closes when the revocation returns, so it waits for it to be through.
+        const { record, created } = await revokeClient(
+          ctx,
+          { clientId, reason, actor: operator(values.actor), tenant: null },
+          Number.POSITIVE_INFINITY,
+        );
         const out = {
           revocation_id: record.revocation_id,
           client_id: record.client_id,

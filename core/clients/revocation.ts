@@ -27,20 +27,23 @@ export interface RevokeInput {
 /** What a revocation reads of the process's context. */
 export type RevokeDeps = Pick<
   Context,
-  'changes' | 'clients' | 'clock' | 'config' | 'revocations' | 'revoking' | 'topics'
+  'changes' | 'clients' | 'clock' | 'config' | 'log' | 'revocations' | 'revoking' | 'topics'
 > &
   PushDeps &
   AuditDeps;
 
 /**
  * `created` is false when the client was already revoked: the existing record comes back unchanged.
- * A revocation not through within `config.revocationAnswerMs` (Kafka's transaction coordinator not
- * answering) throws 503 UNAVAILABLE and goes on in the background; a repeat joins it (200 once
- * through), so a caller is never held longer than that bound, whatever Kafka does.
+ * A revocation not through (committed and in this node's view) within `answerWithinMs` (default
+ * `config.revocationAnswerMs`; a Kafka transaction coordinator not answering, a region cut) throws
+ * 503 UNAVAILABLE and goes on in the background; a repeat that reaches this process joins it (200
+ * once through). One on another process or node starts its own (a second audit entry if both
+ * commit). The CLI, which closes its context when this returns, passes Infinity.
  */
 export async function revokeClient(
   ctx: RevokeDeps,
   input: RevokeInput,
+  answerWithinMs = ctx.config.revocationAnswerMs,
 ): Promise<{ record: RevocationRecord; created: boolean }> {
   const client = ctx.clients.get(input.clientId);
   // Another tenant's client is indistinguishable from an unknown one.
@@ -49,28 +52,45 @@ export async function revokeClient(
   const existing = ctx.revocations.get(client.client_id);
   if (existing) return { record: existing, created: false };
   const running = ctx.revoking.current(client.client_id);
-  if (running) return { record: await withinBound(ctx, running), created: false };
+  if (running) return { record: await withinBound(ctx, client.client_id, running, answerWithinMs), created: false };
   const flight = ctx.revoking.run(client.client_id, () => revokeNow(ctx, client, input));
-  return { record: await withinBound(ctx, flight), created: true };
+  return { record: await withinBound(ctx, client.client_id, flight, answerWithinMs), created: true };
 }
 
-/** The revocation under way, or 503 once the bound passes (it goes on; its failure is a repeat's to see). */
-async function withinBound(ctx: RevokeDeps, flight: Promise<RevocationRecord>): Promise<RevocationRecord> {
-  const ms = ctx.config.revocationAnswerMs;
+/** Revocations under way whose failure is logged (one answered 503 already). */
+const watched = new WeakSet<Promise<RevocationRecord>>();
+
+/** The revocation under way, or 503 once `ms` pass: it goes on, and a failure after that is logged. */
+async function withinBound(
+  ctx: RevokeDeps,
+  clientId: string,
+  flight: Promise<RevocationRecord>,
+  ms: number,
+): Promise<RevocationRecord> {
+  if (!Number.isFinite(ms)) return flight;
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          unavailable(
-            `the revocation is not committed after ${ms} ms (Kafka's transaction coordinator is not ` +
-              'answering); it goes on in the background: send it again to see it through',
-          ),
+    timer = setTimeout(() => {
+      // Nobody waits for it any more: a failure is the operator's to see (the client is not revoked),
+      // logged once however many calls it answered 503.
+      const under = ctx.revoking.current(clientId) ?? flight;
+      if (!watched.has(under)) {
+        watched.add(under);
+        under.catch((err: Error) =>
+          ctx.log.error('a revocation answered 503 failed in the background; it must be sent again', {
+            client_id: clientId,
+            error: err.message,
+          }),
+        );
+      }
+      reject(
+        unavailable(
+          `the revocation is not through after ${ms} ms (Kafka has not committed it, or this node has ` +
+            'not read it back); it goes on in the background: send it again until it answers 200',
         ),
-      ms,
-    );
+      );
+    }, ms);
   });
-  flight.catch(() => {}); // a flight that fails after the 503 is seen by the next repeat, which starts anew
   try {
     return await Promise.race([flight, late]);
   } finally {

@@ -1,6 +1,7 @@
 /**
- * Token settings: audience, roles, clock skew, the verified-token cache, the issuer and the master key,
- * and the public development key used without one (refused beyond loopback unless allowed).
+ * Token settings: audience, roles, clock skew, how long a revocation may take before it answers 503,
+ * the verified-token cache, the issuer and the master key, and the public development key used
+ * without one (refused beyond loopback unless allowed).
  */
 import { createHash } from 'node:crypto';
 import { ConfigError } from '../errors.ts';
@@ -40,10 +41,11 @@ export const TOKEN_SETTINGS = {
     'tokens',
     'SLUICE_REVOCATION_ANSWER_MS',
     5000,
-    100,
+    1000,
     60_000,
-    'a revocation Kafka has not committed within this long (its transaction coordinator not ' +
-      'answering) is answered 503 with `Retry-After` and goes on in the background; a repeat joins it',
+    'a revocation not through within this long (Kafka has not committed it, or this node has not ' +
+      'read it back) is answered 503 with `Retry-After` and goes on in the background; a repeat ' +
+      'reaching the same process joins it (`sluice admin revoke` waits without this bound)',
   ),
   tokenCacheSize: intSetting(
     'tokens',

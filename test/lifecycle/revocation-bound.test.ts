@@ -45,9 +45,16 @@ const revoke = (clientId: string) =>
   });
 
 t.test('an unanswered transaction: 503 at the bound, the revocation finishes once Kafka answers', async (t) => {
-  // The tapped writer claims the chain with a first revocation, Kafka answering.
-  const first = await revoke((await node.client('inference-reader', 'acme')).client_id);
-  t.equal(first.status, 201, 'a revocation through the tapped writer commits while Kafka answers');
+  // The tapped writer claims the chain at its first append (the client.created entries below);
+  // a first revocation shows it commits while Kafka answers (retried: a loaded machine may take
+  // longer than the bound, which is not what this test is about).
+  const first = (await node.client('inference-reader', 'acme')).client_id;
+  let firstStatus = 0;
+  for (const deadline = Date.now() + 30_000; firstStatus !== 201 && firstStatus !== 200; ) {
+    firstStatus = (await revoke(first)).status;
+    if (Date.now() > deadline) break;
+  }
+  t.ok(firstStatus === 201 || firstStatus === 200, `a revocation through the tapped writer commits (${firstStatus})`);
 
   const victim = await node.client('inference-reader', 'acme');
   const oldToken = await node.token(victim);
@@ -57,28 +64,39 @@ t.test('an unanswered transaction: 503 at the bound, the revocation finishes onc
   const answeredIn = Date.now() - sentAt;
   t.equal(res.status, 503, 'answered 503 while the transaction cannot commit');
   t.equal(res.json?.code, 'UNAVAILABLE');
-  t.match(res.json?.detail, /not committed after 1000 ms.*goes on in the background/);
+  t.match(res.json?.detail, /not through after 1000 ms.*goes on in the background/);
   t.equal(res.headers.get('retry-after'), '1', 'with Retry-After');
   t.ok(answeredIn >= ANSWER_MS, `not before the bound (${answeredIn} ms)`);
   t.ok(wire.log.includes('held AddPartitionsToTxn'), 'the transaction reached the (held) coordinator');
 
+  const under = ctx.revoking.current(victim.client_id);
+  t.ok(under, 'the revocation goes on after its 503');
   const repeat = await revoke(victim.client_id);
-  t.equal(repeat.status, 503, 'a repeat while Kafka is still silent joins it and is answered 503 too');
+  t.equal(repeat.status, 503, 'a repeat while Kafka is still silent is answered 503 too');
+  t.equal(ctx.revoking.current(victim.client_id), under, 'the repeat joined the revocation under way');
 
   wire.release();
+  const statuses: number[] = [];
   let done = repeat;
-  for (let i = 0; i < 240 && done.status !== 200; i++) {
+  for (const deadline = Date.now() + 60_000; done.status === 503 && Date.now() < deadline; ) {
     await new Promise((r) => setTimeout(r, 250));
     done = await revoke(victim.client_id);
+    statuses.push(done.status);
   }
-  t.equal(done.status, 200, 'once Kafka answers, a repeat finds the revocation through (200)');
+  t.same(
+    statuses.filter((s) => s !== 503),
+    [200],
+    `once Kafka answers, a repeat finds the revocation through: 200, after ${statuses.length - 1} more 503s`,
+  );
   t.match(done.json, { client_id: victim.client_id, audit_entry_id: /^aud_/, revocation_id: /^rev_/ });
 
+  // Appends commit in order: once this one is visible, a second revocation entry would be too.
+  await writer.append({ tenant_id: 'acme', actor: 'test', action: 'test.sentinel', subject: victim.client_id });
   const audit = await call(node.base, 'GET', '/v1/audit?limit=1000', { token: officerToken });
   const entries = audit.json.data.filter(
     (e: { action: string; subject: string }) => e.action === 'credential.revoked' && e.subject === victim.client_id,
   );
-  t.equal(entries.length, 1, 'one audit entry for the three calls');
+  t.equal(entries.length, 1, `one audit entry for the ${statuses.length + 2} calls`);
   t.equal(entries[0].id, done.json.audit_entry_id, 'the entry the record names');
   const refused = await call(node.base, 'GET', '/v1/inference/models', { token: oldToken });
   t.equal(refused.json?.code, 'TOKEN_REVOKED', 'the client is refused');

@@ -136,6 +136,18 @@ const scenario = (
   runs: number,
   more: Partial<Scenario> = {},
 ): Scenario => ({ name, title, modes, publish, model, events, runs, ...more });
+/** A point of the cost curve: fan-out 10, open model, `deliveries` a second for `seconds`. */
+const curvePoint = (name: string, deliveries: number, seconds: number): Scenario =>
+  scenario(
+    name,
+    `fan-out 10, single, open model at ${deliveries} deliveries/s`,
+    ok(10),
+    'single',
+    'open',
+    (deliveries * seconds) / 10,
+    1,
+    { rate: deliveries / 10 },
+  );
 const SCENARIOS: Scenario[] = [
   scenario('f1-single', 'fan-out 1, single publish', ok(1), 'single', 'closed', size(20_000, 200), REPEAT),
   scenario(
@@ -178,20 +190,7 @@ const SCENARIOS: Scenario[] = [
     size(10_000, 100),
     1,
   ),
-  ...CURVE_RATES.map((d) =>
-    scenario(
-      `curve-${d}`,
-      `fan-out 10, single, open model at ${d} deliveries/s`,
-      ok(10),
-      'single',
-      'open',
-      (d * CURVE_SECONDS) / 10,
-      1,
-      {
-        rate: d / 10,
-      },
-    ),
-  ),
+  ...CURVE_RATES.map((d) => curvePoint(`curve-${d}`, d, CURVE_SECONDS)),
   scenario('big', 'fan-out 10, single publish, big', ok(10), 'single', 'closed', size(100_000, 100_000), 1),
 ];
 const selected = CURVE
@@ -393,10 +392,9 @@ async function main(): Promise<number> {
     // optimises those paths over the first minute of such load at 500/s, on threads of its own (0.2
     // of a core, falling to 0.02). That is start-up, not the cost of a delivery, so it is paid here,
     // at 2,000/s for 45 s (3 s with --quick).
-    const events = (CURVE_WARM_RATE * CURVE_WARM_SECONDS) / 10;
-    const warm = scenario('curve-warm-up', 'curve warm-up', ok(10), 'single', 'open', events, 1);
-    await measure(warm, 0, CURVE_WARM_RATE / 10);
-    say(`curve warm-up: ${fmt(events * 10)} deliveries at ${fmt(CURVE_WARM_RATE)}/s (not reported)`);
+    const warm = curvePoint('curve-warm-up', CURVE_WARM_RATE, CURVE_WARM_SECONDS);
+    await measure(warm, 0, warm.rate!);
+    say(`curve warm-up: ${fmt(warm.events * 10)} deliveries at ${fmt(CURVE_WARM_RATE)}/s (not reported)`);
   }
 
   // --curve: what each process costs doing nothing, after the warm-up has settled.

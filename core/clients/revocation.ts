@@ -7,6 +7,7 @@
  */
 import type { Context } from '../context.ts';
 import { DAY_MS, waitFor, writeState, type WriteStateDeps } from '../context.ts';
+import { withDeadline } from '../deadline.ts';
 import { SluiceError, unavailable } from '../errors.ts';
 import { hashSecret, newId, newSecret } from '../secrets.ts';
 import { nextSecretCreatedAt, usesCertificate } from './client-registry.ts';
@@ -68,34 +69,24 @@ async function withinBound(
   ms: number,
 ): Promise<RevocationRecord> {
   if (!Number.isFinite(ms)) return flight;
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      // Nobody waits for it any more: a failure is the operator's to see (the client is not revoked),
-      // logged once however many calls it answered 503.
-      const under = ctx.revoking.current(clientId) ?? flight;
-      if (!watched.has(under)) {
-        watched.add(under);
-        under.catch((err: Error) =>
-          ctx.log.error('a revocation answered 503 failed in the background; it must be sent again', {
-            client_id: clientId,
-            error: err.message,
-          }),
-        );
-      }
-      reject(
-        unavailable(
-          `the revocation is not through after ${ms} ms (Kafka has not committed it, or this node has ` +
-            'not read it back); it goes on in the background: send it again until it answers 200',
-        ),
+  return withDeadline(flight, ms, () => {
+    // Nobody waits for it any more: a failure is the operator's to see (the client is not revoked),
+    // logged once however many calls it answered 503.
+    const under = ctx.revoking.current(clientId) ?? flight;
+    if (!watched.has(under)) {
+      watched.add(under);
+      under.catch((err: Error) =>
+        ctx.log.error('a revocation answered 503 failed in the background; it must be sent again', {
+          client_id: clientId,
+          error: err.message,
+        }),
       );
-    }, ms);
+    }
+    return unavailable(
+      `the revocation is not through after ${ms} ms (Kafka has not committed it, or this node has ` +
+        'not read it back); it goes on in the background: send it again until it answers 200',
+    );
   });
-  try {
-    return await Promise.race([flight, late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 async function revokeNow(

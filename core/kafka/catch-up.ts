@@ -15,6 +15,7 @@
 import type { Kafka } from 'kafkajs';
 import { keptAdmin } from './kept-admin.ts';
 import { unavailable } from '../errors.ts';
+import { withDeadline } from '../deadline.ts';
 
 /** How long a read waits for the end of the topic, and for the view to reach it. */
 export const CATCH_UP_MS = 5000;
@@ -34,16 +35,14 @@ export function topicCatchUp(kafka: Kafka, reader: Reader, topic: string, timeou
   const admin = keptAdmin(kafka);
 
   const endOf = async (): Promise<{ partition: number; high: string }[]> => {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-    });
     try {
-      return await admin.use((a) => Promise.race([a.fetchTopicOffsets(topic), late]));
+      return await withDeadline(
+        admin.use((a) => a.fetchTopicOffsets(topic)),
+        timeoutMs,
+        () => new Error(`no answer within ${timeoutMs} ms`),
+      );
     } catch (err) {
       throw unavailable(`the end of ${topic} could not be read: ${(err as Error).message}`);
-    } finally {
-      clearTimeout(timer);
     }
   };
 

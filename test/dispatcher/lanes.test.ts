@@ -103,13 +103,17 @@ t.test('a rate-limited endpoint gets no more than its rate in any second, and al
   await publishMany('lanes.rate', 60);
   const hits = await r.until((e) => e.length >= 60, 20_000, '60 deliveries');
   const at = hits.map((h) => h.at).sort((a, b) => a - b);
+  // The limit holds for when Sluice sends; these are arrival times, which a loaded machine shifts by
+  // tens of milliseconds (a full run once saw 22 in a second). Arrivals within 900 ms were sent within
+  // 1 s unless delayed by more than 100 ms apart: no more than the rate and its one-token burst.
+  // Without the limit, all 60 arrive within well under a second.
   let most = 0;
   for (let i = 0; i < at.length; i++) {
     let j = i;
-    while (j < at.length && at[j] - at[i] < 1000) j++;
+    while (j < at.length && at[j] - at[i] < 900) j++;
     most = Math.max(most, j - i);
   }
-  t.ok(most <= 21, `at most 21 in any 1 s window (saw ${most})`);
+  t.ok(most <= 21, `at most 21 in any 900 ms window of arrivals (saw ${most})`);
   t.ok(at[at.length - 1] - at[0] >= 2500, `60 at 20/s take about 3 s (took ${at[at.length - 1] - at[0]} ms)`);
 });
 

@@ -76,8 +76,8 @@ interface TapRun {
  */
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
-  const unknown = args.find((a) => a.startsWith('-') && a !== '--jobs' && !a.startsWith('--jobs='));
-  if (unknown) throw new Error(`unknown option ${unknown}: npm test takes test files, and --jobs N (files at once)`);
+  // Read here, before any broker starts, so a wrong option fails at once (runTap reads the same).
+  parseRunArgs(args);
   const files = args.length > 0 ? [] : testFiles();
   const spilled = (f: string) => SPILL.some((dir) => f.startsWith(dir));
   const lanes: { name: string; runs: TapRun[] }[] =
@@ -321,6 +321,22 @@ function merged(runs: TapResult[]): TapResult {
 /** How long a test file may run: tap's own default for a file, as .taprc sets it. */
 const FILE_TIMEOUT_S = Number(/^timeout:\s*(\d+)/m.exec(readFileSync(join(root, '.taprc'), 'utf8'))?.[1] ?? 300);
 
+/** Test files and `--jobs N` (files at once); any other option is refused. */
+function parseRunArgs(args: string[]): { jobs: number; files: string[] } {
+  let jobs = TEST_JOBS;
+  const files: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === '--jobs') jobs = Number(args[++i]);
+    else if (args[i].startsWith('--jobs=')) jobs = Number(args[i].slice(7));
+    else if (args[i].startsWith('-'))
+      throw new Error(`unknown option ${args[i]}: npm test takes test files, and --jobs N (files at once)`);
+    else files.push(args[i]);
+  }
+  return { jobs, files };
+}
+
+const indent = (text: string) => text.replace(/^(?=.)/gm, '    ');
+
 /**
  * Runs test files `jobs` at a time, each with plain node (its `t` from tap writes TAP), and reports
  * them as tap's runner did: `# Subtest: <file>`, its output indented, `ok N - <file> # time=`, then
@@ -331,15 +347,7 @@ const FILE_TIMEOUT_S = Number(/^timeout:\s*(\d+)/m.exec(readFileSync(join(root, 
 async function runTap(args: string[], env: NodeJS.ProcessEnv, holdAs: string | null): Promise<TapResult> {
   const started = Date.now();
   let held = '';
-  let jobs = TEST_JOBS;
-  const files: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    if (args[i] === '--jobs') jobs = Number(args[++i]);
-    else if (args[i].startsWith('--jobs=')) jobs = Number(args[i].slice(7));
-    else if (args[i].startsWith('-'))
-      throw new Error(`unknown option ${args[i]}: npm test takes test files, and --jobs N (files at once)`);
-    else files.push(args[i]);
-  }
+  const { jobs, files } = parseRunArgs(args);
   let file = '';
   const skipped: Skipped[] = [];
   /** Tests that ended with no assertion (a plan of `1..0` without a skip): each one fails the run. */
@@ -411,7 +419,7 @@ async function runTap(args: string[], env: NodeJS.ProcessEnv, holdAs: string | n
       let shown = 0;
       const show = () => {
         const end = out.lastIndexOf('\n') + 1;
-        if (end > shown) emit(out.slice(shown, end).replace(/^(?=.)/gm, '    '));
+        if (end > shown) emit(indent(out.slice(shown, end)));
         shown = Math.max(shown, end);
       };
       if (live) emit(`# Subtest: ${source(file)}\n`);
@@ -445,7 +453,7 @@ async function runTap(args: string[], env: NodeJS.ProcessEnv, holdAs: string | n
         }
         if (live && out !== '' && !out.endsWith('\n')) out += '\n';
         if (live) show();
-        const head = live ? '' : `# Subtest: ${name}\n${out.replace(/\n$/, '').replace(/^(?=.)/gm, '    ')}\n`;
+        const head = live ? '' : `# Subtest: ${name}\n${indent(out.replace(/\n$/, ''))}\n`;
         const time = ` # time=${Date.now() - at}ms`;
         if (wholeSkip && ok) emit(`${head}ok ${n} - ${name} # SKIP ${wholeSkip[1]}\n\n`);
         else emit(`${head}${ok ? 'ok' : 'not ok'} ${n} - ${name}${why}${time}\n\n`);

@@ -24,6 +24,7 @@ import { EventTypeCounts } from '../core/webhooks/event-type-counts.ts';
 import { type DispatcherDeps, startDispatcher } from '../dispatcher/index.ts';
 import { type RotationDeps, RotationScheduler } from '../core/rotation/scheduler.ts';
 import { startTracing } from '../core/tracing.ts';
+import { stopStep } from '../core/stop-steps.ts';
 
 export interface NodeOptions {
   brokers: string[];
@@ -168,13 +169,15 @@ export async function startNode(config: Readonly<Config>, opts: NodeOptions): Pr
     workers,
     adminPort: ingress ? ingress.adminPort : admin!.port,
     async close() {
-      await ingress?.close();
+      await stopStep('ingress', async () => ingress?.close());
       await admin?.close();
       // Each worker's group consumers wait out a fetch in flight (up to 3 s idle) before they leave
       // their groups: side by side, a node stops in one such wait, not one per worker.
-      await Promise.all(Object.values(workers).map((w) => w.stop().catch(() => {})));
+      await Promise.all(
+        Object.entries(workers).map(([name, w]) => stopStep(`worker ${name}`, () => w.stop()).catch(() => {})),
+      );
       await ctx.close();
-      await tracing.stop();
+      await stopStep('tracing', () => tracing.stop());
     },
   };
 }

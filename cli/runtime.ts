@@ -2,6 +2,7 @@
 import { loadConfig, type Config } from '../core/config.ts';
 import { ConfigError } from '../core/errors.ts';
 import { openContext, type Context, type ContextOptions } from '../core/context.ts';
+import { stopStepsUnderWay } from '../core/stop-steps.ts';
 import { startLocalKafka, type LocalKafka } from '../core/kafka/local-broker.ts';
 
 export function say(line: string): void {
@@ -45,7 +46,7 @@ export function untilSignal(graceMs = 15_000): Promise<string> {
   return new Promise((resolve) => {
     const first = (signal: string) => {
       const force = () => {
-        process.stderr.write(`sluice: shutdown did not finish; exiting\n`);
+        process.stderr.write(`sluice: shutdown did not finish; exiting. Still under way: ${stopStepsUnderWay()}\n`);
         process.exit(1);
       };
       setTimeout(force, graceMs).unref();

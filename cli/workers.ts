@@ -11,6 +11,7 @@ import { CLI_SETTINGS } from '../core/config.ts';
 import { ConfigError } from '../core/errors.ts';
 import { UsageError } from './args.ts';
 import { say, untilSignal } from './runtime.ts';
+import { stopStepsUnderWay } from '../core/stop-steps.ts';
 import { startAggregateAdmin } from './admin-aggregate.ts';
 
 const WORKER_INDEX = 'SLUICE_WORKER_INDEX';
@@ -95,7 +96,13 @@ function untilPrimarySaysStop(graceMs = 15_000): Promise<string> {
     const onMessage = (m: unknown) => {
       if (m !== 'shutdown') return;
       process.off('message', onMessage);
-      setTimeout(() => process.exit(1), graceMs).unref();
+      const force = () => {
+        process.stderr.write(
+          `sluice worker: shutdown did not finish; exiting. Still under way: ${stopStepsUnderWay()}\n`,
+        );
+        process.exit(1);
+      };
+      setTimeout(force, graceMs).unref();
       resolve('shutdown');
     };
     process.on('message', onMessage);

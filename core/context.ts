@@ -37,6 +37,7 @@ import { Metrics } from './metrics.ts';
 import { ConfigError, unavailable } from './errors.ts';
 import { ViewStore } from './store/view-store.ts';
 import { claimStoreDir, storeName, type StoreDir } from './store/location.ts';
+import { stopStep } from './stop-steps.ts';
 
 export interface Context {
   config: Readonly<Config>;
@@ -210,12 +211,14 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
     log,
     closers: [],
     async close() {
-      for (const c of ctx.closers.splice(0).reverse()) await c().catch(() => {});
-      if (views.has('audit')) await audit.close().catch(() => {});
-      await state.stop().catch(() => {});
+      const closers = ctx.closers.splice(0).reverse();
+      for (const [i, c] of closers.entries())
+        await stopStep(`context: closer ${i + 1} of ${closers.length}`, c).catch(() => {});
+      if (views.has('audit')) await stopStep('context: audit writer', () => audit.close()).catch(() => {});
+      await stopStep('context: state views', () => state.stop()).catch(() => {});
       await store.close().catch(() => {});
       storeDir.release();
-      await producer.disconnect().catch(() => {});
+      await stopStep('context: producer', () => producer.disconnect()).catch(() => {});
     },
   };
   if (config.kafkaRack) {

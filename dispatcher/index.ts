@@ -27,6 +27,7 @@ import type { Outcome } from './ladder.ts';
 import type { GroupConsumer } from './consume.ts';
 import { waitUntil } from '../core/poll.ts';
 import type { TraceContext } from '../core/tracing.ts';
+import { stopStep } from '../core/stop-steps.ts';
 
 export type { Outcome } from './ladder.ts';
 
@@ -170,13 +171,22 @@ export async function startDispatcher(ctx: DispatcherDeps): Promise<Dispatcher> 
             recording: recorder.pending,
           });
       };
-      await Promise.all([fanOut.stop(), settled()]);
-      await filterErrors.stop();
+      await Promise.all([
+        stopStep('dispatcher: fan-out batches under way', () => fanOut.stop()),
+        stopStep('dispatcher: attempts in flight and their outcomes', settled),
+      ]);
+      await stopStep('dispatcher: filter errors', () => filterErrors.stop());
       recorder.stopped = true;
       // Everything that can finish has: commit what is durable and leave the groups.
-      await Promise.all([deliveries.stop(0), rungs.stop(0), lanes.stop(0)]);
+      await Promise.all([
+        stopStep('dispatcher: deliveries commit and leave', () => deliveries.stop(0)),
+        stopStep('dispatcher: rungs commit and leave', () => rungs.stop(0)),
+        stopStep('dispatcher: lanes commit and leave', () => lanes.stop(0)),
+      ]);
       recorder.flushReports();
-      await Promise.all([deliverer.close(), reports.disconnect().catch(() => {}), typeCounts.stop().catch(() => {})]);
+      await stopStep('dispatcher: closing its clients', () =>
+        Promise.all([deliverer.close(), reports.disconnect().catch(() => {}), typeCounts.stop().catch(() => {})]),
+      );
     },
   };
 }

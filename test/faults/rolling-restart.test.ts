@@ -28,12 +28,17 @@ t.teardown(async () => {
 const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms));
 const received = () => new Set(r.events().map((h) => h.body.id as string));
 
-async function dispatcher(): Promise<ChildProcess> {
-  const { child } = await spawnDispatcher(prefix, env, (c) => {
+interface Member {
+  child: ChildProcess;
+  output: () => string;
+}
+
+async function dispatcher(): Promise<Member> {
+  const { child, output } = await spawnDispatcher(prefix, env, (c) => {
     children.add(c);
     c.once('exit', () => children.delete(c));
   });
-  return child;
+  return { child, output };
 }
 
 t.test('SIGTERM one dispatcher at a time under load, each replaced: nothing lost, nothing repeated', async (t) => {
@@ -46,10 +51,17 @@ t.test('SIGTERM one dispatcher at a time under load, each replaced: nothing lost
   const exits: { code: number | null; signal: string | null }[] = [];
   for (const old of members) {
     const exited = new Promise<{ code: number | null; signal: string | null }>((res) =>
-      old.once('exit', (code, signal) => res({ code, signal })),
+      old.child.once('exit', (code, signal) => res({ code, signal })),
     );
-    old.kill('SIGTERM');
-    exits.push(await exited);
+    const termAt = Date.now();
+    old.child.kill('SIGTERM');
+    const exit = await exited;
+    exits.push(exit);
+    // What a member that did not stop cleanly printed (its stderr is the test's own).
+    const tail = exit.code === 0 ? '' : `; its output:\n${old.output().slice(-2000)}`;
+    t.comment(
+      `member ${old.child.pid} exited ${exit.code ?? exit.signal} ${Date.now() - termAt} ms after SIGTERM${tail}`,
+    );
     await dispatcher();
     await sleep(3000);
   }

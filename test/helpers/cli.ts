@@ -118,16 +118,23 @@ export function spawnDispatcher(
       SLUICE_PORT: '0',
       SLUICE_ADMIN_PORT: '0',
     },
-    stdio: ['ignore', 'pipe', logDir ? 'pipe' : 'inherit'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   track(child);
-  if (logDir) child.stderr?.pipe(createWriteStream(join(logDir, `dispatcher-${prefix}-${child.pid}.log`)));
+  child.stderr?.pipe(
+    logDir ? createWriteStream(join(logDir, `dispatcher-${prefix}-${child.pid}.log`)) : process.stderr,
+  );
+  // Its stderr is kept as well: a member that exits 1 says why there (cli/runtime.ts).
   let out = '';
+  let err = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    err = (err + d.toString()).slice(-8000);
+  });
   return new Promise((resolve, reject) => {
     child.stdout?.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /dispatcher running \(admin: (\S+)\)/.exec(out);
-      if (m) resolve({ child, metrics: m[1], output: () => out });
+      if (m) resolve({ child, metrics: m[1], output: () => (err ? `${out}\n[stderr]\n${err}` : out) });
     });
     child.once('exit', (code) => reject(new Error(`sluice dispatcher exited during start-up (${code}):\n${out}`)));
   });

@@ -151,6 +151,7 @@ async function main(): Promise<number> {
     empty.push(...r.empty);
     failures.push(...r.failures);
   }
+  reportCpu(results.flatMap((r) => r.cpu));
   console.log(
     `${totals.pass} passed, ${totals.fail} failed${totals.skip ? `, ${totals.skip} skipped` : ''} ` +
       `in ${Math.round((Date.now() - started) / 1000)} s`,
@@ -301,6 +302,8 @@ interface TapResult {
   failures: string[];
   held: string;
   ms: number;
+  /** CPU-s of each file, its own and its exited children's (test/helpers/plain-children.ts). */
+  cpu: { file: string; seconds: number }[];
 }
 
 /** The runs of one lane, side by side, as one result. */
@@ -315,6 +318,7 @@ function merged(runs: TapResult[]): TapResult {
     failures: [...a.failures, ...r.failures],
     held: a.held + r.held,
     ms: Math.max(a.ms, r.ms),
+    cpu: [...a.cpu, ...r.cpu],
   }));
 }
 
@@ -395,6 +399,7 @@ async function runTap(args: string[], env: NodeJS.ProcessEnv, holdAs: string | n
     else if (skip) skipped.push({ file: skip[1].split(' ')[0], name: '(the whole file)', reason: skip[2] });
   };
   const totals = { total: 0, pass: 0, fail: 0, skip: 0 };
+  const cpuByFile: TapResult['cpu'] = [];
   let index = 0;
   const emit = (text: string) => {
     if (holdAs === null) process.stdout.write(text);
@@ -454,7 +459,10 @@ async function runTap(args: string[], env: NodeJS.ProcessEnv, holdAs: string | n
         if (live && out !== '' && !out.endsWith('\n')) out += '\n';
         if (live) show();
         const head = live ? '' : `# Subtest: ${name}\n${indent(out.replace(/\n$/, ''))}\n`;
-        const time = ` # time=${Date.now() - at}ms`;
+        const cpu = /^# cpu: ([\d.]+) s, its children ([\d.]+) s$/m.exec(out);
+        const seconds = cpu ? Number(cpu[1]) + Number(cpu[2]) : null;
+        if (seconds !== null) cpuByFile.push({ file: name, seconds });
+        const time = ` # time=${Date.now() - at}ms${seconds === null ? '' : ` cpu=${seconds.toFixed(1)}s`}`;
         if (wholeSkip && ok) emit(`${head}ok ${n} - ${name} # SKIP ${wholeSkip[1]}\n\n`);
         else emit(`${head}${ok ? 'ok' : 'not ok'} ${n} - ${name}${why}${time}\n\n`);
         resolve();
@@ -486,7 +494,19 @@ async function runTap(args: string[], env: NodeJS.ProcessEnv, holdAs: string | n
     failures,
     held,
     ms,
+    cpu: cpuByFile,
   };
+}
+
+/** What the test files cost in CPU, with the costliest: where a shorter run has to come from. */
+function reportCpu(cpu: TapResult['cpu']): void {
+  if (cpu.length === 0) return;
+  const total = cpu.reduce((sum, c) => sum + c.seconds, 0);
+  const most = [...cpu].sort((a, b) => b.seconds - a.seconds).slice(0, 12);
+  console.log(
+    `# cpu: ${Math.round(total)} CPU-s in ${cpu.length} test files and the processes they started; the most:`,
+  );
+  for (const c of most) console.log(`#   ${c.seconds.toFixed(1).padStart(6)} s  ${c.file}`);
 }
 
 main().then(

@@ -432,7 +432,7 @@ async function run(executablePath: string): Promise<void> {
 
     // Pause: the list shows it; resume.
     await page.click('#pause');
-    await page.locator('#actions-result').getByText('Paused:').waitFor();
+    t.equal(await actionOutcome(page, 'Paused:'), 'Paused:', 'the pause is answered');
     t.match(await page.locator('#endpoint-manage h2').innerText(), /PAUSED/);
     t.same(patches.at(-1), { disabled: true });
     t.equal((await apiEndpoint(id)).json.disabled, true);
@@ -442,7 +442,7 @@ async function run(executablePath: string): Promise<void> {
     await page.screenshot({ path: join(shots, 'console-paused.png'), fullPage: true });
     await row.locator('button.open').click();
     await page.click('#resume');
-    await page.locator('#actions-result').getByText('Resumed:').waitFor();
+    t.equal(await actionOutcome(page, 'Resumed:'), 'Resumed:', 'the resume is answered');
     t.equal((await apiEndpoint(id)).json.disabled, false);
     t.notMatch(await page.locator('#endpoint-manage h2').innerText(), /PAUSED/);
 
@@ -556,4 +556,15 @@ async function run(executablePath: string): Promise<void> {
     t.same(violations, [], 'no CSP violations or page errors');
     await context.close();
   });
+}
+
+/**
+ * An endpoint action's outcome: its result line once it reads `expected`, or the problem shown
+ * beside the actions (a refused request), so a failure says what the console showed.
+ */
+async function actionOutcome(page: import('playwright-core').Page, expected: string): Promise<string> {
+  const done = page.locator('#actions-result').getByText(expected);
+  const problem = page.locator('#endpoint-manage [role=alert]:not([hidden])');
+  await done.or(problem).first().waitFor();
+  return (await done.isVisible()) ? expected : `the console showed: ${await problem.first().innerText()}`;
 }

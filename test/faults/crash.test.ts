@@ -181,6 +181,10 @@ t.test('a SIGKILL behind a slow endpoint repeats what was in flight, not all its
   first.kill('SIGKILL');
   await new Promise((r) => first.once('exit', r));
   const atKill = fastReceipts();
+  // What the killed member had committed: printed when the repeats say the commits did not carry.
+  const committedAtKill = await groupsBehind(node.ctx.kafka, prefix, { metadata: true }).catch((err: Error) => [
+    `(not read: ${err.message})`,
+  ]);
   const distinct = () => new Set(fast.flatMap((r, i) => r.receipts().map((h) => `${h.body.id}@${i}`))).size;
   t.ok(atKill > 0, `${atKill} fast deliveries before the kill`);
   first = await startDispatcher();
@@ -219,7 +223,10 @@ t.test('a SIGKILL behind a slow endpoint repeats what was in flight, not all its
     }
   const heldBack = [...seen].filter(([key, c]) => c > 1 && firstAt.get(key)! < killedAt - HELD_BACK_MS).length;
   t.comment(`${heldBack} of the repeats were first received over ${HELD_BACK_MS / 1000} s before the kill`);
-  if (heldBack > 16) for (const line of dispatcherWarnings()) t.comment(line);
+  if (heldBack > 16) {
+    t.comment(`committed at the kill: ${committedAtKill.join('; ') || 'everything'}`);
+    for (const line of dispatcherWarnings()) t.comment(line);
+  }
   t.ok(
     heldBack <= 16,
     `${heldBack} repeats of deliveries finished over ${HELD_BACK_MS / 1000} s before the kill: the commit carried ` +

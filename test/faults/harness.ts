@@ -227,7 +227,11 @@ export async function groupCoordinator(admin: Admin, prefix: string): Promise<nu
  * whose committed offset is behind their end, as `group topic[partition] committed/end` (printed
  * when a test finds deliveries missing: which stage holds them).
  */
-export async function groupsBehind(kafka: import('kafkajs').Kafka, prefix: string): Promise<string[]> {
+export async function groupsBehind(
+  kafka: import('kafkajs').Kafka,
+  prefix: string,
+  opts: { metadata?: boolean } = {},
+): Promise<string[]> {
   const admin = kafka.admin();
   await admin.connect();
   try {
@@ -243,8 +247,10 @@ export async function groupsBehind(kafka: import('kafkajs').Kafka, prefix: strin
           const end = ends.get(`${topic}[${p.partition}]`) ?? '?';
           const committed = p.offset === '-1' ? '0' : p.offset;
           const [g, tp] = [groupId.slice(prefix.length + 1), topic.slice(prefix.length + 1)];
+          // With `metadata`, the length of the offset map committed beside it (dispatcher/offset-map.ts).
+          const map = opts.metadata ? ` map ${p.metadata?.length ?? 0} chars` : '';
           if (end !== '?' && BigInt(committed) < BigInt(end))
-            out.push(`${g} ${tp}[${p.partition}] ${committed}/${end}`);
+            out.push(`${g} ${tp}[${p.partition}] ${committed}/${end}${map}`);
         }
     return out;
   } finally {

@@ -40,6 +40,8 @@ export class Member {
   private current: Consumer | null = null;
   private stopped = false;
   private rebuilding: Promise<void> | null = null;
+  /** Ends a rebuild's wait at once: a stop does not sit out a backoff of up to 10 s. */
+  private wake: (() => void) | null = null;
   private unregisterWait: (() => void) | null = null;
   /** Dead consumers replaced so far. */
   rebuilds = 0;
@@ -80,7 +82,7 @@ export class Member {
     this.rebuilding = (async () => {
       this.rebuilds++;
       await dead?.disconnect().catch(() => {});
-      await new Promise((r) => setTimeout(r, FIRST_REBUILD_MS));
+      await this.sleep(FIRST_REBUILD_MS);
       if (this.stopped) return;
       await retry(
         () =>
@@ -92,6 +94,7 @@ export class Member {
           backoff: doubling(2 * FIRST_REBUILD_MS, MAX_REBUILD_MS),
           isRetriable: () => true,
           stopped: () => this.stopped,
+          sleep: (ms) => this.sleep(ms),
           onRetry: (err) => this.opts.onRebuildFailed?.(err as Error),
         },
       ).then(
@@ -104,8 +107,20 @@ export class Member {
     return this.rebuilding;
   }
 
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
+    this.wake?.();
     await this.rebuilding?.catch(() => {});
     await this.current?.disconnect().catch(() => {});
     this.unregisterWait?.();

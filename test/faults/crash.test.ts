@@ -137,12 +137,19 @@ t.test('a SIGKILL behind a slow endpoint repeats what was in flight, not all its
   receivers.push(...fast);
   // Answers every event after 6 s (slower than SLUICE_DISPATCH_SLOW_MS, within the 10 s attempt
   // timeout), the ping at once.
+  let firstSlowAnswerAt: number | null = null;
   const slow = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const ping = Buffer.concat(chunks).toString().includes('"type":"ping"');
-      setTimeout(() => res.end('ok'), ping ? 0 : SLOW_ANSWER_MS);
+      setTimeout(
+        () => {
+          if (!ping) firstSlowAnswerAt ??= Date.now();
+          res.end('ok');
+        },
+        ping ? 0 : SLOW_ANSWER_MS,
+      );
     });
   });
   await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
@@ -170,12 +177,20 @@ t.test('a SIGKILL behind a slow endpoint repeats what was in flight, not all its
       });
     await node.ctx.producer.send(node.ctx.topics.events, records);
   };
-  // 60 events every 250 ms; the kill comes after 8 s.
+  // 60 events every 250 ms; the kill comes after 8 s, and at least 2 s after the slow endpoint's
+  // first answer: until that answer nothing tells the dispatcher the endpoint is slow, and every
+  // delivery set waits on its attempt (on a loaded machine the answer came after 8 s, and all 5,448
+  // fast deliveries before the kill repeated). From it on, its deliveries go to a rung and the
+  // sets finish without it.
   const started = Date.now();
-  while (Date.now() - started < 8000) {
+  const answeredLongEnough = () => firstSlowAnswerAt !== null && Date.now() - firstSlowAnswerAt >= 2000;
+  while (Date.now() - started < 8000 || !answeredLongEnough()) {
+    if (Date.now() - started > 60_000) break;
     await publish(60);
     await new Promise((r) => setTimeout(r, 250));
   }
+  t.ok(firstSlowAnswerAt !== null, 'the slow endpoint answered before the kill');
+  t.comment(`the slow endpoint first answered ${(firstSlowAnswerAt ?? Number.NaN) - started} ms into publishing`);
   const fastReceipts = () => fast.reduce((s, r) => s + r.receipts().length, 0);
   const killedAt = Date.now();
   first.kill('SIGKILL');

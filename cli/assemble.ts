@@ -15,6 +15,7 @@ import { rotateKeys } from '../core/rotation/key-rotation.ts';
 import { startIngress, type Ingress } from '../ingress/server.ts';
 import { startAdminServer } from '../ingress/admin-server.ts';
 import { startPeerServer } from '../core/clients/revocation-push.ts';
+import { releasableKafka } from '../core/kafka/client.ts';
 import { relayRevocations } from './workers.ts';
 import { loadContract } from '../contracts/contract.ts';
 import { compileRequestChecks } from '../contracts/requests.ts';
@@ -83,14 +84,17 @@ const HISTORY_IDLE_WAIT_MS = 3000;
  * The event type counts (core/webhooks/event-type-counts.ts), as busy and for people too, share it.
  */
 async function startHistory(
-  ctx: Pick<Context, 'changes' | 'closers' | 'config' | 'kafka' | 'log' | 'store'>,
+  ctx: Pick<Context, 'changes' | 'closers' | 'config' | 'log' | 'store'>,
+  brokers: string[],
   views: StoredView[],
 ): Promise<StateConsumer> {
   // Its own store beside the node's: a store is emptied whole when a topic it follows
   // was re-created, which must not take the DLQ and the audit views with it.
   const store = await ViewStore.open(join(ctx.store.path, 'history'));
   ctx.closers.push(() => store.close());
-  const history = new StateConsumer(ctx.kafka, views, {
+  // Its own client, let go once it stops: its leave is not waited for (core/kafka/client.ts).
+  const client = releasableKafka(brokers, ctx.config.kafkaClientId, ctx.config.kafkaRack);
+  const history = new StateConsumer(client.kafka, views, {
     groupPrefix: `${ctx.config.topicPrefix}-history`,
     maxWaitMs: HISTORY_IDLE_WAIT_MS,
     batching: { minBytes: 64 * 1024, waitMs: 1000 },
@@ -100,7 +104,10 @@ async function startHistory(
     changes: ctx.changes,
     onError: (err) => ctx.log.error('attempt history view error', { error: err.message }),
   });
-  ctx.closers.push(() => history.stop());
+  ctx.closers.push(async () => {
+    await history.stop();
+    client.release();
+  });
   await history.start();
   return history;
 }
@@ -131,7 +138,7 @@ export async function startNode(config: Readonly<Config>, opts: NodeOptions): Pr
     ctx.metrics.eventTypesIgnored.inc();
     if (first) ctx.log.warn('a tenant has more event types than its list holds; the others are ignored', { tenant });
   });
-  const history = roles.ingress ? await startHistory(ctx, [attempts, eventTypes]) : null;
+  const history = roles.ingress ? await startHistory(ctx, opts.brokers, [attempts, eventTypes]) : null;
   // Every node makes sure a key signs now (the same audited step the rotation scheduler runs).
   await rotateKeys(ctx);
   await waitFor(ctx.changes, () => ctx.keys.signingKey(ctx.clock.now()) !== null, 10_000, 'a signing key');
@@ -171,8 +178,9 @@ export async function startNode(config: Readonly<Config>, opts: NodeOptions): Pr
     async close() {
       await stopStep('ingress', async () => ingress?.close());
       await admin?.close();
-      // Each worker's group consumers wait out a fetch in flight (up to 3 s idle) before they leave
-      // their groups: side by side, a node stops in one such wait, not one per worker.
+      // A dispatcher's group consumers wait out a fetch in flight (up to 3 s idle) before they
+      // leave their groups (the rotation leader ends its own with a record): side by side, a node
+      // stops in one such wait, not one per worker.
       await Promise.all(
         Object.entries(workers).map(([name, w]) => stopStep(`worker ${name}`, () => w.stop()).catch(() => {})),
       );

@@ -12,7 +12,7 @@ import { hostname } from 'node:os';
 import type { Kafka } from './kafka/client.ts';
 import type { Config } from './config.ts';
 import { systemClock, type Clock } from './clock.ts';
-import { createKafka } from './kafka/client.ts';
+import { createKafka, releasableKafka } from './kafka/client.ts';
 import { DurableProducer } from './kafka/producers.ts';
 import { ensureTopics } from './kafka/topic-admin.ts';
 import { StateConsumer } from './kafka/state-consumer.ts';
@@ -121,7 +121,9 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
       `cannot open the view store in ${storeDir.path}: ${(err as Error).message}`,
     );
   });
-  const state = new StateConsumer(kafka, views.opened, {
+  // Its own client, let go once the views stop: their leaves are not waited for.
+  const viewClient = releasableKafka(opts.brokers, config.kafkaClientId, config.kafkaRack);
+  const state = new StateConsumer(viewClient.kafka, views.opened, {
     groupPrefix: config.topicPrefix,
     changes,
     maxWaitMs: config.stateFetchWaitMs,
@@ -216,6 +218,7 @@ export async function openContext(config: Readonly<Config>, opts: ContextOptions
         await stopStep(`context: closer ${i + 1} of ${closers.length}`, c).catch(() => {});
       if (views.has('audit')) await stopStep('context: audit writer', () => audit.close()).catch(() => {});
       await stopStep('context: state views', () => state.stop()).catch(() => {});
+      viewClient.release();
       await store.close().catch(() => {});
       storeDir.release();
       await stopStep('context: producer', () => producer.disconnect()).catch(() => {});

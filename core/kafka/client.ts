@@ -5,7 +5,8 @@
  * so another client replacing kafkajs (last release 2.2.4, 2023) starts in this folder.
  */
 import kafkajs, { Kafka, logLevel } from 'kafkajs';
-import type { Producer, Admin, IHeaders, Consumer, ConsumerConfig, EachBatchPayload } from 'kafkajs';
+import type { Producer, Admin, IHeaders, Consumer, ConsumerConfig, EachBatchPayload, ISocketFactory } from 'kafkajs';
+import { connect, type Socket } from 'node:net';
 import { SluiceBaseError, SluiceError } from '../errors.ts';
 import './request-queue-patch.ts';
 import './coordinator-patch.ts';
@@ -56,7 +57,12 @@ export function partitionOfKey(topic: string, key: string, count: number): numbe
 /** The rack (`client.rack`) a client was made for: its consumers fetch from the replica there. */
 const racks = new WeakMap<Kafka, string>();
 
-export function createKafka(brokers: string[], clientId: string, rack: string | null = null): Kafka {
+export function createKafka(
+  brokers: string[],
+  clientId: string,
+  rack: string | null = null,
+  socketFactory?: ISocketFactory,
+): Kafka {
   const kafka = new Kafka({
     clientId,
     brokers,
@@ -64,9 +70,41 @@ export function createKafka(brokers: string[], clientId: string, rack: string | 
     retry: { initialRetryTime: 100, retries: 8, maxRetryTime: 5000 },
     connectionTimeout: 3000,
     requestTimeout: 10000,
+    ...(socketFactory ? { socketFactory } : {}),
   });
   if (rack) racks.set(kafka, rack);
   return kafka;
+}
+
+/**
+ * A client whose connections can be let go: after `release()` none of its sockets, open or opened
+ * later, keeps the process alive. For consumers whose leave nobody waits for: a view consumer's
+ * group is its own and commits nothing, and its leave waits behind its fetch in flight (3-5 s when
+ * idle, core/kafka/state-consumer.ts), which held every stopping process that long after its work
+ * was done. The sockets are kafkajs's own (plain TCP, keep-alive after 60 s).
+ */
+export function releasableKafka(
+  brokers: string[],
+  clientId: string,
+  rack: string | null = null,
+): { kafka: Kafka; release(): void } {
+  const sockets = new Set<Socket>();
+  let released = false;
+  const socketFactory: ISocketFactory = ({ host, port, onConnect }) => {
+    const socket = connect({ host, port }, onConnect);
+    socket.setKeepAlive(true, 60_000);
+    if (released) socket.unref();
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    return socket;
+  };
+  return {
+    kafka: createKafka(brokers, clientId, rack, socketFactory),
+    release() {
+      released = true;
+      for (const s of sockets) s.unref();
+    },
+  };
 }
 
 export function rackOf(kafka: Kafka): string | null {

@@ -490,7 +490,9 @@ export class StateConsumer {
    * Stops following the topics; the views keep what they read. A member leaves its group only once
    * its fetch in flight is answered (up to its wait: 3-5 s when idle), and a view consumer commits
    * nothing in a group of its own, so waiting for that buys nothing: the leave goes on behind, a
-   * batch answered meanwhile is dropped, and stop() waits only for a batch being applied.
+   * batch answered meanwhile is dropped, and stop() waits only for a batch being applied. The
+   * owner lets go of the client's sockets after (core/kafka/client.ts `releasableKafka`), so the
+   * leave does not keep a process that is done alive either.
    */
   async stop(): Promise<void> {
     this.stopped = true;

@@ -10,8 +10,19 @@ import { Member } from '../kafka/member.ts';
 export class LeaderLease {
   private readonly member: Member;
   private leading = false;
-  /** `idleWaitMs`: a fetch's wait while nothing comes (SLUICE_IDLE_FETCH_WAIT_MS); records end it at once. */
-  constructor(kafka: Kafka, topic: string, groupId: string, idleWaitMs = 500) {
+  /**
+   * `idleWaitMs`: a fetch's wait while nothing comes (SLUICE_IDLE_FETCH_WAIT_MS); records end it at
+   * once. `wake` writes a record to `topic` that nothing reads: a stopping leader's leave waits
+   * behind its fetch in flight (the broker answers a connection's requests in order), and a record
+   * ends that fetch at once instead of after up to `idleWaitMs`.
+   */
+  constructor(
+    kafka: Kafka,
+    topic: string,
+    groupId: string,
+    idleWaitMs = 500,
+    private readonly wake: () => Promise<void> = async () => {},
+  ) {
     const lose = () => {
       this.leading = false;
     };
@@ -26,8 +37,14 @@ export class LeaderLease {
         maxWaitTimeInMs: 500,
         retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 200, maxRetryTime: 2000 },
       },
-      // A third of the session timeout at most: heartbeats go between fetches.
-      fetchWait: { busyMs: 500, idleMs: Math.min(Math.max(idleWaitMs, 500), 3000) },
+      // A third of the session timeout at most: heartbeats go between fetches. A follower has no
+      // partition and fetches nothing: kafkajs sleeps the wait instead, which a stop sits out, so
+      // it sleeps the short one (a timer, no request).
+      fetchWait: {
+        busyMs: 500,
+        idleMs: Math.min(Math.max(idleWaitMs, 500), 3000),
+        busy: () => !this.leading,
+      },
       topics: [topic],
       fromBeginning: false,
       run: { autoCommit: false, eachMessage: async () => {} },
@@ -53,7 +70,10 @@ export class LeaderLease {
   }
 
   async stop(): Promise<void> {
+    const leading = this.leading;
     this.leading = false;
+    const woken = leading ? this.wake().catch(() => {}) : Promise.resolve();
     await this.member.stop();
+    await woken;
   }
 }

@@ -26,6 +26,9 @@ export class RotationScheduler {
       ctx.topics.control,
       `${ctx.config.topicPrefix}.rotation-leader`,
       ctx.config.idleFetchWaitMs,
+      // A tombstone of a key no view reads (the event-id view reads `evt:` keys only).
+      () =>
+        ctx.producer.send(ctx.topics.control, [{ key: 'rotation-leader:stopping', value: null }], { timeoutMs: 2000 }),
     );
     await lease.start();
     const s = new RotationScheduler(ctx, lease);

@@ -13,6 +13,7 @@ import { freePorts } from '../../core/net/free-port.ts';
 import { call, startTestNode, type TestNode } from '../helpers/sluice.ts';
 import { receiver } from '../dispatcher/receiver.ts';
 import type { Admin } from '../../core/kafka/client.ts';
+import { orNullAfter } from '../helpers/guard.ts';
 
 export async function ownKafka(nodes = 1): Promise<LocalKafka & { cleanup(): Promise<void> }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sluice-fault-kafka-'));
@@ -60,7 +61,7 @@ export async function faultWorld(
   );
   const r = await receiver(200);
   t.teardown(async () => {
-    await Promise.race([node.close(), new Promise((res) => setTimeout(res, 15_000))]);
+    await orNullAfter(node.close(), 15_000);
     await r.close();
     await kafka.cleanup();
     setTimeout(() => process.exit(), 1000).unref();

@@ -8,6 +8,7 @@ import { startNode } from '../../cli/assemble.ts';
 import { createClient } from '../../core/clients/provisioning.ts';
 import { call, freePort, uniquePrefix } from '../helpers/sluice.ts';
 import { freePorts } from '../../core/net/free-port.ts';
+import { orNullAfter } from '../helpers/guard.ts';
 
 // A broker of this test's own, so that stopping it harms nobody else.
 const kafkaPort = await freePorts(2);
@@ -29,7 +30,7 @@ const node = await startNode(config, {
 const base = `http://127.0.0.1:${node.ingress!.port}`;
 const admin = `http://127.0.0.1:${node.ingress!.adminPort}`;
 t.teardown(async () => {
-  await Promise.race([node.close(), new Promise((r) => setTimeout(r, 5000))]);
+  await orNullAfter(node.close(), 5000);
   await kafka.stop();
   rmSync(dataDir, { recursive: true, force: true });
   // kafkajs keeps retrying the dead broker forever; once the report is out, leave.

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { createKafka } from '../../core/kafka/client.ts';
 import { startTestNode, call, brokers } from '../helpers/sluice.ts';
+import { orNullAfter } from '../helpers/guard.ts';
 
 const node = await startTestNode();
 t.teardown(() => node.close());
@@ -99,7 +100,7 @@ t.test('a revocation record is committed in its audit entry’s transaction: bot
         },
       });
     });
-    await Promise.race([done, new Promise((r) => setTimeout(r, 15_000))]);
+    await orNullAfter(done, 15_000);
   } finally {
     await consumer.disconnect();
   }

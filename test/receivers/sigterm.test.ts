@@ -10,6 +10,7 @@ import { createServer, type Server } from 'node:http';
 import { spawnDispatcher } from '../helpers/cli.ts';
 import { startTestNode, uniquePrefix } from '../helpers/sluice.ts';
 import { registerEndpoint } from '../dispatcher/receiver.ts';
+import { orNullAfter } from '../helpers/guard.ts';
 
 const EVENTS = Number(process.env.SIGTERM_EVENTS ?? 40);
 // Under SLUICE_DISPATCH_SLOW_MS (2 s): a slower answer would halve each endpoint's in-flight limit
@@ -79,7 +80,7 @@ async function sigterm(child: ChildProcess): Promise<{ code: number | null; sign
     child.once('exit', (code, signal) => r({ code, signal })),
   );
   child.kill('SIGTERM');
-  const res = await Promise.race([exited, new Promise<null>((r) => setTimeout(() => r(null), HANG_GUARD_MS))]);
+  const res = await orNullAfter(exited, HANG_GUARD_MS);
   if (res === null) {
     child.kill('SIGKILL');
     return { code: null, signal: 'timeout', ms: Date.now() - sent };

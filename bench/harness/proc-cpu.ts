@@ -30,6 +30,17 @@ export const cpuSec = (pids: number[]): number => pids.reduce((n, pid) => n + (c
 /** CPU seconds (user + system) a process and its children of `comm` have used so far. */
 export const treeCpuSec = (root: number, comm = 'node'): number => cpuSec(processTree(root, comm));
 
+/**
+ * A process's own CPU seconds and those of its children it has reaped (cutime, cstime: the
+ * processes it started and saw exit), or null when /proc does not have it.
+ */
+export function ownAndReapedCpuSec(pid: number): { own: number; reaped: number } | null {
+  const f = statFields(pid);
+  if (!f) return null;
+  const [utime, stime, cutime, cstime] = f.slice(11, 15).map(Number);
+  return { own: (utime + stime) / CLK_TCK, reaped: (cutime + cstime) / CLK_TCK };
+}
+
 function cpuTicks(pid: number): number | null {
   const f = statFields(pid);
   return f ? Number(f[11]) + Number(f[12]) : null; // utime, stime

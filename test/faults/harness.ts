@@ -13,7 +13,7 @@ import { freePorts } from '../../core/net/free-port.ts';
 import { call, startTestNode, type TestNode } from '../helpers/sluice.ts';
 import { receiver } from '../dispatcher/receiver.ts';
 import type { Admin } from '../../core/kafka/client.ts';
-import { orNullAfter } from '../helpers/guard.ts';
+import { orNullAfter } from '../../core/deadline.ts';
 
 export async function ownKafka(nodes = 1): Promise<LocalKafka & { cleanup(): Promise<void> }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sluice-fault-kafka-'));

@@ -9,7 +9,7 @@
  */
 import t from 'tap';
 import type { ChildProcess } from 'node:child_process';
-import { spawnDispatcher } from '../helpers/cli.ts';
+import { spawnDispatcher, type DispatcherProcess } from '../helpers/cli.ts';
 import { startTestNode, uniquePrefix } from '../helpers/sluice.ts';
 import { receiver, registerEndpoint } from '../dispatcher/receiver.ts';
 import { missing, publisher } from './harness.ts';
@@ -28,17 +28,11 @@ t.teardown(async () => {
 const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms));
 const received = () => new Set(r.events().map((h) => h.body.id as string));
 
-interface Member {
-  child: ChildProcess;
-  output: () => string;
-}
-
-async function dispatcher(): Promise<Member> {
-  const { child, output } = await spawnDispatcher(prefix, env, (c) => {
+function dispatcher(): Promise<DispatcherProcess> {
+  return spawnDispatcher(prefix, env, (c) => {
     children.add(c);
     c.once('exit', () => children.delete(c));
   });
-  return { child, output };
 }
 
 t.test('SIGTERM one dispatcher at a time under load, each replaced: nothing lost, nothing repeated', async (t) => {

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { ownAndReapedCpuSec } from '../../bench/harness/proc-cpu.ts';
 /**
  * Loaded into every test file's process (.taprc node-arg): the processes a test starts run as an
  * operator's would. tap's @tapjs/processinfo puts its module hooks into every child process (a
@@ -25,13 +25,6 @@ if (options !== undefined) {
  * nodes, brokers, receivers), from /proc at exit: the test runner shows it beside the file's time.
  */
 process.once('exit', () => {
-  try {
-    const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ');
-    // utime, stime, cutime, cstime: fields 14-17 of proc(5), 11-14 after the name.
-    const ticks = fields.slice(11, 15).map(Number);
-    const seconds = (i: number) => (ticks[i] + ticks[i + 1]) / 100;
-    process.stdout.write(`# cpu: ${seconds(0).toFixed(1)} s, its children ${seconds(2).toFixed(1)} s\n`);
-  } catch {
-    // Not Linux: no figure.
-  }
+  const cpu = ownAndReapedCpuSec(process.pid);
+  if (cpu) process.stdout.write(`# cpu: ${cpu.own.toFixed(1)} s, its children ${cpu.reaped.toFixed(1)} s\n`);
 });

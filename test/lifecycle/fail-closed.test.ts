@@ -8,7 +8,7 @@ import { startNode } from '../../cli/assemble.ts';
 import { createClient } from '../../core/clients/provisioning.ts';
 import { call, freePort, uniquePrefix } from '../helpers/sluice.ts';
 import { freePorts } from '../../core/net/free-port.ts';
-import { orNullAfter } from '../helpers/guard.ts';
+import { orNullAfter } from '../../core/deadline.ts';
 
 // A broker of this test's own, so that stopping it harms nobody else.
 const kafkaPort = await freePorts(2);

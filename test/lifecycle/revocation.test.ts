@@ -1,7 +1,7 @@
 import t from 'tap';
 import { createKafka } from '../../core/kafka/client.ts';
 import { startTestNode, call, brokers } from '../helpers/sluice.ts';
-import { orNullAfter } from '../helpers/guard.ts';
+import { orNullAfter } from '../../core/deadline.ts';
 
 const node = await startTestNode();
 t.teardown(() => node.close());

@@ -10,7 +10,7 @@ import { createServer, type Server } from 'node:http';
 import { spawnDispatcher } from '../helpers/cli.ts';
 import { startTestNode, uniquePrefix } from '../helpers/sluice.ts';
 import { registerEndpoint } from '../dispatcher/receiver.ts';
-import { orNullAfter } from '../helpers/guard.ts';
+import { orNullAfter } from '../../core/deadline.ts';
 
 const EVENTS = Number(process.env.SIGTERM_EVENTS ?? 40);
 // Under SLUICE_DISPATCH_SLOW_MS (2 s): a slower answer would halve each endpoint's in-flight limit

@@ -17,8 +17,13 @@ import { PROJECT_ROOT } from '../core/paths.ts';
 
 const root = PROJECT_ROOT;
 
+interface LaneBroker {
+  brokers: string;
+  stop: () => Promise<void>;
+}
+
 /** A broker for one lane of the run: the given KAFKA_BROKERS, or a local one started for it. */
-async function laneBroker(name: string): Promise<{ brokers: string; stop: () => Promise<void> }> {
+async function laneBroker(name: string): Promise<LaneBroker> {
   const given = process.env.KAFKA_BROKERS;
   if (given) return { brokers: given, stop: async () => {} };
   const config = loadConfig({ ...process.env, KAFKA_BROKERS: undefined });
@@ -108,19 +113,32 @@ async function main(): Promise<number> {
             ],
           },
         ];
-  // Tools some tests run (k6, Toxiproxy), built before any test starts and outside every test's
-  // time limit: the first run on a machine builds them from their Go modules (minutes, shown as it
-  // goes), later runs find them in .cache/bin.
-  if (args.length === 0) prepareTools();
-  // npm test has compiled everything (build:all); a run of chosen files compiles what changed since
-  // (seconds), so its tests, and the Sluice processes they start, run the sources of this checkout.
-  else buildAll();
-  await prepareClassArchive();
-  prepareTap();
+  // Before any test: the tools some tests run (k6, Toxiproxy: built from their Go modules on a
+  // machine's first run, minutes, shown as it goes; later runs find them in .cache/bin), the
+  // compiled tree, tap's plugin set and the brokers' class archive, all outside every test's time
+  // limit. A whole run (npm test) also lints and builds dist/, side by side with the compile and the
+  // lanes' brokers starting; a run of chosen files compiles what changed (seconds), so its tests,
+  // and the Sluice processes they start, run the sources of this checkout.
+  let brokers: Promise<LaneBroker>[];
+  if (args.length === 0) {
+    const archive = prepareClassArchive();
+    brokers = lanes.map((lane) => archive.then(() => laneBroker(lane.name)));
+    for (const b of brokers) b.catch(() => {}); // awaited below, or stopped when the prelude fails
+    if (!(await prelude())) {
+      await Promise.allSettled(brokers.map((b) => b.then((broker) => broker.stop())));
+      return 1;
+    }
+  } else {
+    buildAll();
+    await prepareClassArchive();
+    const tap = await prepareTap();
+    if (tap && !tap.ok) return 1;
+    brokers = lanes.map((lane) => laneBroker(lane.name));
+  }
   const started = Date.now();
   const results = await Promise.all(
     lanes.map(async (lane, i) => {
-      const broker = await laneBroker(lane.name);
+      const broker = await brokers[i];
       // The views' on-disk stores of every test node go to one directory removed after the run.
       const dataDir = mkdtempSync(join(tmpdir(), `sluice-test-state-${lane.name}-`));
       const env: NodeJS.ProcessEnv = { ...process.env, KAFKA_BROKERS: broker.brokers, SLUICE_DATA_DIR: dataDir };
@@ -200,28 +218,85 @@ function buildAll(): void {
  * starts with another, but two lanes starting at once rebuild it over each other and every test
  * file then fails to load. So it is rebuilt here, once, before any lane starts.
  */
-function prepareTap(): void {
+async function prepareTap(): Promise<StepResult | null> {
   const built = join(root, 'node_modules/@tapjs/test/test-built/dist/esm/index.js');
   const signature = existsSync(built) ? /export const signature = `([^`]*)`/.exec(readFileSync(built, 'utf8')) : null;
   // .taprc's `- "!@tapjs/<name>"` lines: the plugins the built set must leave out.
   const left = [...readFileSync(join(root, '.taprc'), 'utf8').matchAll(/^\s*-\s*"!(@tapjs\/[\w-]+)"/gm)].map(
     (m) => m[1],
   );
-  if (signature && !signature[1].split('\n').some((p) => left.includes(p))) return;
+  if (signature && !signature[1].split('\n').some((p) => left.includes(p))) return null;
+  const step = await runStep("tap's plugins rebuilt without @tapjs/typescript (as .taprc says)", [
+    join(root, 'node_modules/.bin/tap'),
+    'build',
+  ]);
+  report(step);
+  return step;
+}
+
+interface StepResult {
+  what: string;
+  ok: boolean;
+  ms: number;
+  /** Its stdout and stderr, interleaved. */
+  output: string;
+}
+
+/** Runs a command of the prelude with its output held, to be shown when it fails. */
+function runStep(what: string, [command, ...args]: string[]): Promise<StepResult> {
   const at = Date.now();
-  const run = spawnSync(join(root, 'node_modules/.bin/tap'), ['build'], { cwd: root, stdio: 'inherit' });
-  if (run.status !== 0) throw new Error('tap build failed: the test files would load with the wrong plugins');
-  console.log(`# tap: its plugins rebuilt without @tapjs/typescript (as .taprc says) in ${Date.now() - at} ms`);
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    const chunks: Buffer[] = [];
+    child.stdout.on('data', (c: Buffer) => chunks.push(c));
+    child.stderr.on('data', (c: Buffer) => chunks.push(c));
+    const done = (ok: boolean, extra = '') =>
+      resolve({ what, ok, ms: Date.now() - at, output: Buffer.concat(chunks).toString() + extra });
+    child.once('error', (err) => done(false, String(err)));
+    child.once('close', (code) => done(code === 0));
+  });
+}
+
+function report(step: StepResult): void {
+  console.log(`# prelude: ${step.what}: ${step.ok ? 'done' : 'FAILED'} in ${(step.ms / 1000).toFixed(1)} s`);
+  if (!step.ok) process.stdout.write(step.output.replace(/^/gm, '# | '));
+}
+
+/**
+ * What a whole run does before its first test, side by side (the compile, about 20 s, is the
+ * longest; in a row they took ~40 s): lint, dist/, the compile of everything into build/, tap's
+ * plugins and the tools. False when any failed (its output is shown): no test runs then.
+ */
+async function prelude(): Promise<boolean> {
+  const at = Date.now();
+  const steps = [
+    runStep('lint (npm run lint)', ['npm', 'run', '--silent', 'lint']),
+    runStep('dist/ built (npm run build)', ['npm', 'run', '--silent', 'build']),
+    runStep('everything compiled into build/ (npm run build:all)', ['npm', 'run', '--silent', 'build:all']),
+  ].map((p) => p.then((step) => (report(step), step)));
+  const tap = prepareTap();
+  await prepareTools();
+  const results = [...(await Promise.all(steps)), await tap];
+  console.log(`# prelude: ${Math.round((Date.now() - at) / 1000)} s`);
+  return results.every((r) => r === null || r.ok);
 }
 
 /** Builds the tools the suite runs (once per machine) and puts the Go they need on PATH. */
-function prepareTools(): void {
+async function prepareTools(): Promise<void> {
   for (const script of ['scripts/install-k6.sh', 'scripts/install-toxiproxy.sh']) {
     const at = Date.now();
     console.log(`# tools: ${script} (built once into .cache/bin; its progress follows)`);
-    const run = spawnSync('bash', [join(root, script)], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+    const run = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      const child = spawn('bash', [join(root, script)], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+      let stdout = '';
+      child.stdout.on('data', (c: Buffer) => {
+        stdout += c;
+      });
+      child.once('error', () => resolve({ code: null, stdout }));
+      child.once('close', (code) => resolve({ code, stdout }));
+    });
     const took = Math.round((Date.now() - at) / 1000);
-    if (run.status === 0) console.log(`# tools: ${String(run.stdout).trim()} ready in ${took} s`);
+    if (run.code === 0) console.log(`# tools: ${run.stdout.trim()} ready in ${took} s`);
     else console.log(`# tools: ${script} failed after ${took} s; the tests that need it will say so`);
   }
   // The Go snippet test runs docs/webhooks.md's Go: the toolchain fetched for k6 serves when none is installed.

@@ -273,7 +273,12 @@ async function prelude(): Promise<boolean> {
     runStep('lint (npm run lint)', ['npm', 'run', '--silent', 'lint']),
     runStep('dist/ built (npm run build)', ['npm', 'run', '--silent', 'build']),
     runStep('everything compiled into build/ (npm run build:all)', ['npm', 'run', '--silent', 'build:all']),
-  ].map((p) => p.then((step) => (report(step), step)));
+  ].map((p) =>
+    p.then((step) => {
+      report(step);
+      return step;
+    }),
+  );
   const tap = prepareTap();
   await prepareTools();
   const results = [...(await Promise.all(steps)), await tap];

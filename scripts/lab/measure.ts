@@ -123,6 +123,7 @@ export async function measureRevocation(lab: Lab, ctx: Context, n: number, log: 
     ['a', 'a', ...regions].map((region) => ({ tenant: 'lab', role: 'security-officer', region })),
   );
   const victims = created.map((c, i) => ({ c, region: regions[i] }));
+  log(`  ${created.length + 2} clients created`);
   let officerToken = await knownToken(a, officer);
   // Warm-up (`warm`): region a's first audit append claims the transactional audit writer.
   const last = victims[victims.length - 1];
@@ -134,6 +135,7 @@ export async function measureRevocation(lab: Lab, ctx: Context, n: number, log: 
   await knownToken(a, warm); // region a knows the client it revokes (else 404)
   const w = await call(a, 'POST', '/v1/auth/revocations', officerToken, { client_id: warm.client_id, reason: 'warm' });
   if (w.status !== 201) throw new Error(`warm-up revocation answered ${w.status}: ${JSON.stringify(w.json)}`);
+  log('  every region knows the clients; the warm-up revocation is done');
   const fromSent = { b: [] as number[], c: [] as number[] };
   const post201: number[] = [];
   const missed = { b: 0, c: 0 };

@@ -271,7 +271,7 @@ export async function startLab(opts: LabOptions): Promise<Lab> {
     // The brokers' class archive when there is one (npm test makes it first): half the CPU of a
     // broker's start and of its storage format (core/kafka/local-broker.ts).
     const java = [...classArchive(libs).flags, ...base];
-    formatStorage(dataDir, java, props, CLUSTER_ID);
+    await formatStorage(dataDir, java, props, CLUSTER_ID);
     brokerProcs.set(r, run(`kafka-${r}`, r, ['java', ...java, 'kafka.Kafka', props]));
   }
 
@@ -303,6 +303,8 @@ export async function startLab(opts: LabOptions): Promise<Lab> {
     // after the start, and a start across 80 ms RTT (every group join, topic check and view
     // catch-up a round trip or more) took ~30 s instead of ~10.
     log('starting 3 Kafka brokers (racks a, b, c)');
+    // One after another, a first: started together, any of the three could end up the KRaft
+    // controller, and the cut of c's (one run of it alone) held a and b's writes back 19 s.
     for (const r of REGIONS) await launchBroker(r);
     await waitForCluster(region('a').brokers, procs, 120_000);
     log('starting sluice ingress and dispatcher in each region');

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { loadConfig } from '../core/config.ts';
 import { startLocalKafka, writeClassArchive } from '../core/kafka/local-broker.ts';
 import { PROJECT_ROOT } from '../core/paths.ts';
+import { runCommand } from '../core/run-command.ts';
 
 const root = PROJECT_ROOT;
 
@@ -243,18 +244,10 @@ interface StepResult {
 }
 
 /** Runs a command of the prelude with its output held, to be shown when it fails. */
-function runStep(what: string, [command, ...args]: string[]): Promise<StepResult> {
+async function runStep(what: string, [command, ...args]: string[]): Promise<StepResult> {
   const at = Date.now();
-  return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-    const chunks: Buffer[] = [];
-    child.stdout.on('data', (c: Buffer) => chunks.push(c));
-    child.stderr.on('data', (c: Buffer) => chunks.push(c));
-    const done = (ok: boolean, extra = '') =>
-      resolve({ what, ok, ms: Date.now() - at, output: Buffer.concat(chunks).toString() + extra });
-    child.once('error', (err) => done(false, String(err)));
-    child.once('close', (code) => done(code === 0));
-  });
+  const run = await runCommand(command, args, { cwd: root });
+  return { what, ok: run.code === 0, ms: Date.now() - at, output: run.output };
 }
 
 function report(step: StepResult): void {
@@ -291,15 +284,7 @@ async function prepareTools(): Promise<void> {
   for (const script of ['scripts/install-k6.sh', 'scripts/install-toxiproxy.sh']) {
     const at = Date.now();
     console.log(`# tools: ${script} (built once into .cache/bin; its progress follows)`);
-    const run = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
-      const child = spawn('bash', [join(root, script)], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
-      let stdout = '';
-      child.stdout.on('data', (c: Buffer) => {
-        stdout += c;
-      });
-      child.once('error', () => resolve({ code: null, stdout }));
-      child.once('close', (code) => resolve({ code, stdout }));
-    });
+    const run = await runCommand('bash', [join(root, script)], { cwd: root, stderr: 'inherit' });
     const took = Math.round((Date.now() - at) / 1000);
     if (run.code === 0) console.log(`# tools: ${run.stdout.trim()} ready in ${took} s`);
     else console.log(`# tools: ${script} failed after ${took} s; the tests that need it will say so`);

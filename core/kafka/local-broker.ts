@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { SluiceBaseError } from '../errors.ts';
 import { freePorts } from '../net/free-port.ts';
 import { projectPath } from '../paths.ts';
+import { runCommand } from '../run-command.ts';
 
 const POM = projectPath('scripts/kafka/pom.xml');
 export const KAFKA_VERSION = '4.1.1';
@@ -370,20 +371,17 @@ export function brokerFiles(
  */
 export async function formatStorage(dataDir: string, java: string[], props: string, clusterId: string): Promise<void> {
   if (existsSync(join(dataDir, 'kraft', 'meta.properties'))) return;
-  const args = [...java, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', props, '--ignore-formatted'];
-  const { code, output } = await new Promise<{ code: number | null; output: string }>((resolve) => {
-    const f = spawn('java', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    f.stdout.on('data', (c: Buffer) => {
-      output += c;
-    });
-    f.stderr.on('data', (c: Buffer) => {
-      output += c;
-    });
-    f.once('error', (err) => resolve({ code: null, output: String(err) }));
-    f.once('close', (status) => resolve({ code: status, output }));
-  });
-  if (code !== 0) throw new LocalKafkaError('FORMAT_FAILED', `formatting Kafka storage failed: ${output.trim()}`);
+  const f = await runCommand('java', [
+    ...java,
+    'kafka.tools.StorageTool',
+    'format',
+    '-t',
+    clusterId,
+    '-c',
+    props,
+    '--ignore-formatted',
+  ]);
+  if (f.code !== 0) throw new LocalKafkaError('FORMAT_FAILED', `formatting Kafka storage failed: ${f.output.trim()}`);
 }
 
 /** One broker process: written config, launched, stoppable and restartable. */

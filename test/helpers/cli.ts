@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { Config } from '../../core/config.ts';
 import { shebangNodeFlags } from '../../cli/heap.ts';
 import { projectPath } from '../../core/paths.ts';
+import { runCommand } from '../../core/run-command.ts';
 
 export const SLUICE_BIN = projectPath('bin/sluice.js');
 /** The Node flags the `sluice` executable runs with: server processes here run as an operator's would. */
@@ -26,15 +27,7 @@ export function runCli(
   args: string[],
   env: NodeJS.ProcessEnv,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SLUICE_BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.once('error', reject);
-    child.once('exit', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runCommand(process.execPath, [SLUICE_BIN, ...args], { env });
 }
 
 export interface IngressProcess {

@@ -2,7 +2,7 @@
  * Webhook dispatch benchmark with every piece its own OS process, as an operator runs them:
  * Kafka (`sluice kafka`, unless KAFKA_BROKERS is set), `sluice start` (+ `--dispatchers N` extra
  * `sluice dispatcher` members), the node:http receiver and the Node load generator
- * (bench/harness/receiver.ts, load.ts) and the hop-ceiling probes (bench/dispatch/hop-*.ts).
+ * (harness/receiver.ts, load.ts) and the hop-ceiling probes (bench/dispatch/hop-*.ts).
  * This process only orchestrates: it starts them, registers endpoints, asks the load generator
  * to publish, waits until the receiver has every delivery, samples /proc, and reports.
  *
@@ -42,17 +42,17 @@ import type { HopKafkaResult, HopKafkaSpec } from './dispatch/hop-kafka.ts';
 import type { HopPostResult, HopPostSpec } from './dispatch/hop-post.ts';
 import { judgeCpu, recordedCpu } from './dispatch/cpu-check.ts';
 import { featureShares } from './dispatch/feature-cost.ts';
-import { machineLine, measuredCommit, writeDispatchSection, writeMarkedSection } from './results-section.ts';
-import { BenchRun } from './harness/bench.ts';
-import type { Launched } from './harness/children.ts';
-import { checkLabel, printHelp, ROOT, say, sleep } from './harness/cli.ts';
-import type { PublishResult } from './harness/load.ts';
-import type { PortSpec, PortStats } from './harness/receiver.ts';
-import { kafkaPid, settleGroups } from './harness/kafka.ts';
-import { ProcSampler, processTree, type Usage } from './harness/proc-cpu.ts';
-import { RECEIVER_ENV, sluiceEnv, startDispatchers, waitReady } from './harness/sluice.ts';
-import { adminClient, bearerToken, type BenchClient, registerEndpoint, sluiceApi } from './harness/sluice-api.ts';
-import { fmt, type Latency, median } from './harness/stats.ts';
+import { machineLine, measuredCommit, writeDispatchSection, writeMarkedSection } from '../harness/results-section.ts';
+import { BenchRun } from '../harness/bench.ts';
+import type { Launched } from '../harness/children.ts';
+import { checkLabel, printHelp, ROOT, say, sleep } from '../harness/cli.ts';
+import type { PublishResult } from '../harness/load.ts';
+import type { PortSpec, PortStats } from '../harness/receiver.ts';
+import { kafkaPid, settleGroups } from '../harness/kafka.ts';
+import { ProcSampler, processTree, type Usage } from '../harness/proc-cpu.ts';
+import { RECEIVER_ENV, sluiceEnv, startDispatchers, waitReady } from '../harness/sluice.ts';
+import { adminClient, bearerToken, type BenchClient, registerEndpoint, sluiceApi } from '../harness/sluice-api.ts';
+import { fmt, type Latency, median } from '../harness/stats.ts';
 
 const { values: opt } = parseArgs({
   options: {

@@ -3,7 +3,7 @@
  * Kafka (`sluice kafka`, unless KAFKA_BROKERS is set), node 1 = `sluice start` (its default
  * workers: one cluster worker per core), node 2 = `sluice ingress`, the clients made with
  * `sluice admin create-client` (the revocation victims in bulk, bench/edge-outside/provision.ts),
- * and a Node load generator (bench/harness/load.ts, undici).
+ * and a Node load generator (harness/load.ts, undici).
  * This process only orchestrates: it starts them, asks the load generator to run each case,
  * samples /proc, and reports.
  *
@@ -31,16 +31,16 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
 import { freePort, freePorts } from '../core/net/free-port.ts';
-import { tail, waitForLine, type Launched } from './harness/children.ts';
-import { printHelp, ROOT, resultsFile, say, sleep, writeResults } from './harness/cli.ts';
-import type { Credentials, RevocationResult, TokenResult } from './harness/load.ts';
-import { BenchRun } from './harness/bench.ts';
-import { machineCpu, ProcSampler, processTree, type Usage } from './harness/proc-cpu.ts';
-import { sluiceEnv, waitReady } from './harness/sluice.ts';
-import { adminClient } from './harness/sluice-api.ts';
-import { fmt, percentile } from './harness/stats.ts';
+import { tail, waitForLine, type Launched } from '../harness/children.ts';
+import { printHelp, ROOT, resultsFile, say, sleep, writeResults } from '../harness/cli.ts';
+import type { Credentials, RevocationResult, TokenResult } from '../harness/load.ts';
+import { BenchRun } from '../harness/bench.ts';
+import { machineCpu, ProcSampler, processTree, type Usage } from '../harness/proc-cpu.ts';
+import { sluiceEnv, waitReady } from '../harness/sluice.ts';
+import { adminClient } from '../harness/sluice-api.ts';
+import { fmt, percentile } from '../harness/stats.ts';
 import type { ProvisionSpec } from './edge-outside/provision.ts';
-import { machineLine, measuredCommit } from './results-section.ts';
+import { machineLine, measuredCommit } from '../harness/results-section.ts';
 
 const SLUICE = join(ROOT, 'bin/sluice.js');
 
@@ -367,7 +367,7 @@ function report(f: {
     '',
     `Processes, each its own OS process on this machine: Kafka; node 1 = \`sluice start\` (primary + ` +
       `${f.workers} cluster workers, its default of one per core, each ingress + dispatcher); node 2 = ` +
-      '`sluice ingress`; the load generator (bench/harness/load.ts: undici, keep-alive, pipelining 1). ' +
+      '`sluice ingress`; the load generator (harness/load.ts: undici, keep-alive, pipelining 1). ' +
       `Before the cases, ${fmt(TOKEN_CLIENTS + 1)} clients (the token clients and the officer) were made by ` +
       `\`sluice admin create-client\` runs, one at a time (${fmt(f.cliSeconds, 1)} s), and the ` +
       `${fmt(REVOCATIONS + 1)} revocation victims by one process doing the same (bench/edge-outside/provision.ts; ` +

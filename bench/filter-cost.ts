@@ -7,7 +7,7 @@
  *   npm run bench:filters [-- --seconds 2 --write]   (--write: its section of bench/RESULTS.md)
  */
 import { join } from 'node:path';
-import { machineLine, measuredCommit, writeMarkedSection } from './results-section.ts';
+import { machineLine, measuredCommit, writeMarkedSection } from '../harness/results-section.ts';
 import { compileFilter, eventBudget, filterInput, runFilter } from '../core/webhooks/filters/endpoint-filter.ts';
 import { selectByFilter } from '../core/webhooks/filters/filter-cache.ts';
 import type { EndpointRecord } from '../core/webhooks/records.ts';

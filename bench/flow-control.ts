@@ -3,7 +3,7 @@
  * `rate_limit_per_second`, `max_in_flight`, a receiver's Retry-After and `ordering: "key"` hold
  * across a cluster of dispatchers? Every piece is its own OS process: Kafka (`sluice kafka`, unless
  * KAFKA_BROKERS is set), `sluice start` (one worker) and `--dispatchers N` extra `sluice dispatcher`
- * members (default 3), the receiver and the load generator (bench/harness/receiver.ts, load.ts).
+ * members (default 3), the receiver and the load generator (harness/receiver.ts, load.ts).
  * This process only orchestrates and reads the numbers. Sluice runs with
  * SLUICE_TIME_SCALE `--time-scale` (600: the ladder's 30 s first rung is 50 ms; rates, in-flight
  * limits and Retry-After stay real time).
@@ -45,14 +45,14 @@ import { parseArgs } from 'node:util';
 import kafkajs from 'kafkajs';
 import { createKafka } from '../core/kafka/client.ts';
 import { freePort } from '../core/net/free-port.ts';
-import { BenchRun } from './harness/bench.ts';
-import type { Launched } from './harness/children.ts';
-import { checkLabel, printHelp, ROOT, resultsFile, say, sleep, writeResults } from './harness/cli.ts';
-import type { StreamResult } from './harness/load.ts';
-import type { PortSpec, PortStats } from './harness/receiver.ts';
-import type { Latency } from './harness/stats.ts';
-import { settleGroups } from './harness/kafka.ts';
-import { RECEIVER_ENV, sluiceEnv, startDispatchers } from './harness/sluice.ts';
+import { BenchRun } from '../harness/bench.ts';
+import type { Launched } from '../harness/children.ts';
+import { checkLabel, printHelp, ROOT, resultsFile, say, sleep, writeResults } from '../harness/cli.ts';
+import type { StreamResult } from '../harness/load.ts';
+import type { PortSpec, PortStats } from '../harness/receiver.ts';
+import type { Latency } from '../harness/stats.ts';
+import { settleGroups } from '../harness/kafka.ts';
+import { RECEIVER_ENV, sluiceEnv, startDispatchers } from '../harness/sluice.ts';
 import {
   adminClient,
   type Api,
@@ -61,9 +61,9 @@ import {
   dlqEventIds,
   registerEndpoint,
   sluiceApi,
-} from './harness/sluice-api.ts';
-import { machineLine, measuredCommit } from './results-section.ts';
-import { fmt } from './harness/stats.ts';
+} from '../harness/sluice-api.ts';
+import { machineLine, measuredCommit } from '../harness/results-section.ts';
+import { fmt } from '../harness/stats.ts';
 
 const { AssignerProtocol, Partitioners } = kafkajs;
 

@@ -2,7 +2,7 @@
  * The noisy-neighbour bench: can one tenant's slow receivers starve another tenant's deliveries?
  * Every piece is its own OS process: Kafka (`sluice kafka`, unless KAFKA_BROKERS is set),
  * `sluice start` (one worker) and `--dispatchers N` extra `sluice dispatcher` members (default 2:
- * three dispatchers in all), the receiver and the load generator (bench/harness/receiver.ts, load.ts).
+ * three dispatchers in all), the receiver and the load generator (harness/receiver.ts, load.ts).
  * This process only orchestrates and reads the numbers.
  *
  * Tenant `noisy` registers `--slow` endpoints (default 100) whose receivers answer the ping at
@@ -27,13 +27,13 @@
  */
 import { parseArgs } from 'node:util';
 import { freePort } from '../core/net/free-port.ts';
-import { BenchRun } from './harness/bench.ts';
-import { checkLabel, printHelp, ROOT, resultsFile, say, sleep, writeResults } from './harness/cli.ts';
-import { settleGroups } from './harness/kafka.ts';
-import { RECEIVER_ENV, sluiceEnv, startDispatchers } from './harness/sluice.ts';
-import { adminClient, type BenchClient, bearerToken, registerEndpoint, sluiceApi } from './harness/sluice-api.ts';
-import { machineLine, measuredCommit } from './results-section.ts';
-import { fmt } from './harness/stats.ts';
+import { BenchRun } from '../harness/bench.ts';
+import { checkLabel, printHelp, ROOT, resultsFile, say, sleep, writeResults } from '../harness/cli.ts';
+import { settleGroups } from '../harness/kafka.ts';
+import { RECEIVER_ENV, sluiceEnv, startDispatchers } from '../harness/sluice.ts';
+import { adminClient, type BenchClient, bearerToken, registerEndpoint, sluiceApi } from '../harness/sluice-api.ts';
+import { machineLine, measuredCommit } from '../harness/results-section.ts';
+import { fmt } from '../harness/stats.ts';
 
 const { values: opt } = parseArgs({
   options: {

@@ -2,8 +2,8 @@
  * The recovery bench: does a recovery of a large window (`POST /v1/webhooks/endpoints/{id}/recover`)
  * leave the live deliveries of the same endpoint their publish-to-receipt p99? Every piece is its own
  * OS process: Kafka (`sluice kafka`, unless KAFKA_BROKERS is set), `sluice start` (`--workers`, 1),
- * the receiver (bench/harness/receiver.ts: publish-to-receipt latency from `data.sent_at`) and the
- * load generator (bench/harness/load.ts: one event per request on a fixed schedule).
+ * the receiver (harness/receiver.ts: publish-to-receipt latency from `data.sent_at`) and the
+ * load generator (harness/load.ts: one event per request on a fixed schedule).
  * This process only orchestrates and reads the numbers.
  *
  * One tenant, one endpoint. `--backlog` (20,000) dead-lettered deliveries of the endpoint are written
@@ -26,13 +26,13 @@ import { parseArgs } from 'node:util';
 import { createKafka } from '../core/kafka/client.ts';
 import type { DlqEntry } from '../core/webhooks/records.ts';
 import { freePort } from '../core/net/free-port.ts';
-import { BenchRun } from './harness/bench.ts';
-import { checkLabel, printHelp, ROOT, resultsFile, say, sleep, writeResults } from './harness/cli.ts';
-import { settleGroups } from './harness/kafka.ts';
-import { sluiceEnv } from './harness/sluice.ts';
-import { adminClient, bearerToken, dlqEventIds, registerEndpoint, sluiceApi } from './harness/sluice-api.ts';
-import { machineLine, measuredCommit } from './results-section.ts';
-import { fmt } from './harness/stats.ts';
+import { BenchRun } from '../harness/bench.ts';
+import { checkLabel, printHelp, ROOT, resultsFile, say, sleep, writeResults } from '../harness/cli.ts';
+import { settleGroups } from '../harness/kafka.ts';
+import { sluiceEnv } from '../harness/sluice.ts';
+import { adminClient, bearerToken, dlqEventIds, registerEndpoint, sluiceApi } from '../harness/sluice-api.ts';
+import { machineLine, measuredCommit } from '../harness/results-section.ts';
+import { fmt } from '../harness/stats.ts';
 
 const { values: opt } = parseArgs({
   options: {

@@ -16,11 +16,11 @@ import { loadConfig } from '../core/config.ts';
 import { openContext } from '../core/context.ts';
 import { createClient, type CreatedClient } from '../core/clients/provisioning.ts';
 import { startLocalKafka, type LocalKafka } from '../core/kafka/local-broker.ts';
-import { cpuSec } from './harness/proc-cpu.ts';
-import { Scratch } from './harness/scratch.ts';
-import { percentile } from './harness/stats.ts';
+import { cpuSec } from '../harness/proc-cpu.ts';
+import { Scratch } from '../harness/scratch.ts';
+import { percentile } from '../harness/stats.ts';
 import { freePorts } from '../core/net/free-port.ts';
-import { cliEnv, spawnIngress, type IngressProcess } from '../test/helpers/cli.ts';
+import { cliEnv, spawnIngress, type IngressProcess } from '../harness/sluice-cli.ts';
 import { freePort, uniquePrefix } from '../test/helpers/sluice.ts';
 
 const { values } = parseArgs({

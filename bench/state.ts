@@ -19,7 +19,7 @@
  *
  * --quick divides every count by 20 and writes nothing unless --results FILE is given; otherwise
  * the section between `<!-- state:begin -->` and `<!-- state:end -->` of bench/RESULTS.md is
- * replaced. Peak RSS and CPU per process and phase come from /proc (bench/harness/proc-cpu.ts).
+ * replaced. Peak RSS and CPU per process and phase come from /proc (harness/proc-cpu.ts).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -32,15 +32,15 @@ import { ensureTopics } from '../core/kafka/topic-admin.ts';
 import { KAFKA_VERSION } from '../core/kafka/local-broker.ts';
 import { topicNames, topicSpecs } from '../core/topics.ts';
 import { freePort } from '../core/net/free-port.ts';
-import { stop, tail, type Launched } from './harness/children.ts';
-import { rpc } from './harness/ipc.ts';
-import type { ReceiverReply, ReceiverRequest } from './harness/receiver.ts';
-import { kafkaPid as kafkaJavaPid } from './harness/kafka.ts';
-import { machineCpu, ProcSampler, processTree, type Usage } from './harness/proc-cpu.ts';
-import { printHelp, ROOT, say, sleep } from './harness/cli.ts';
-import { BenchRun } from './harness/bench.ts';
-import { sluiceEnv } from './harness/sluice.ts';
-import { machineLine, measuredCommit, writeMarkedSection } from './results-section.ts';
+import { stop, tail, type Launched } from '../harness/children.ts';
+import { rpc } from '../harness/ipc.ts';
+import type { ReceiverReply, ReceiverRequest } from '../harness/receiver.ts';
+import { kafkaPid as kafkaJavaPid } from '../harness/kafka.ts';
+import { machineCpu, ProcSampler, processTree, type Usage } from '../harness/proc-cpu.ts';
+import { printHelp, ROOT, say, sleep } from '../harness/cli.ts';
+import { BenchRun } from '../harness/bench.ts';
+import { sluiceEnv } from '../harness/sluice.ts';
+import { machineLine, measuredCommit, writeMarkedSection } from '../harness/results-section.ts';
 import {
   BIG,
   EVENT_TYPES,
@@ -62,7 +62,7 @@ import { fill, type FillProgress } from './state/fill.ts';
 import { Caller, repeat, stats, type Stats } from './state/http.ts';
 import type { BurstRequest } from './state/burst.ts';
 import { heapParts, rssParts, verdict, type HeapParts } from './state/report.ts';
-import { fmt } from './harness/stats.ts';
+import { fmt } from '../harness/stats.ts';
 
 const SLUICE = join(ROOT, 'bin/sluice.js');
 
@@ -166,7 +166,7 @@ async function main(): Promise<number> {
     }),
   );
   const producer = producers[0];
-  const receiver = children.forkTs('receiver', join(ROOT, 'bench/harness/receiver.ts'));
+  const receiver = children.forkTs('receiver', join(ROOT, 'harness/receiver.ts'));
   const ports = (
     await rpc<ReceiverRequest, ReceiverReply>(receiver.proc)({
       op: 'listen',
@@ -804,7 +804,7 @@ function report(r: ReportInput): string {
       `sequential requests over one keep-alive connection, ` +
       `from sending to the last byte of the body; ${N} per row after ${WARM_UP} untimed ` +
       `warm-up requests unless n says otherwise. RSS: ` +
-      `VmRSS from /proc every 500 ms (bench/harness/proc-cpu.ts); ` +
+      `VmRSS from /proc every 500 ms (harness/proc-cpu.ts); ` +
       `for Sluice it includes its file-backed pages (code: the view store is read with pread, ` +
       `not mapped), shown apart in the resources table.`,
     '',

@@ -1,5 +1,5 @@
 /**
- * `npm run lab:regions`: three simulated regions on this machine (scripts/lab/regions.ts), with
+ * `npm run lab:regions`: three simulated regions on this machine (harness/lab/regions.ts), with
  * Toxiproxy adding the delay between them, and what Sluice does there: revocation propagation from
  * region a, the hot path per region with and without the delay, region c cut off under load, and
  * a region's broker killed under load. Prints the figures and writes them to bench/RESULTS.md
@@ -18,9 +18,9 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../core/config.ts';
 import { openContext, type Context } from '../core/context.ts';
 import { createClient } from '../core/clients/provisioning.ts';
-import { machineLine, measuredCommit, writeMarkedSection } from '../bench/results-section.ts';
-import { startLab, REGIONS, type Lab } from './lab/regions.ts';
-import { whyNoNamespaces } from './lab/net.ts';
+import { machineLine, measuredCommit, writeMarkedSection } from '../harness/results-section.ts';
+import { startLab, REGIONS, type Lab } from '../harness/lab/regions.ts';
+import { whyNoNamespaces } from '../harness/lab/net.ts';
 import {
   fmtStats,
   labReceiver,
@@ -33,7 +33,7 @@ import {
   tokenFor,
   until,
   type LabReceiver,
-} from './lab/measure.ts';
+} from '../harness/lab/measure.ts';
 import { PROJECT_ROOT } from '../core/paths.ts';
 
 const root = PROJECT_ROOT;

@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { loadConfig } from '../core/config.ts';
 import { startLocalKafka } from '../core/kafka/local-broker.ts';
-import { Scratch } from '../bench/harness/scratch.ts';
+import { Scratch } from '../harness/scratch.ts';
 import { freePort, freePorts } from '../core/net/free-port.ts';
 import { PROJECT_ROOT } from '../core/paths.ts';
 

@@ -78,7 +78,7 @@ const SPILL = [
 
 interface TapRun {
   args: string[];
-  /** The fault tests' dispatchers log at info into files a failing test can quote (test/helpers/cli.ts). */
+  /** The fault tests' dispatchers log at info into files a failing test can quote (harness/sluice-cli.ts). */
   childLogs?: boolean;
 }
 

@@ -7,7 +7,7 @@
  */
 import { createClient } from '../../core/clients/provisioning.ts';
 import { withContext } from '../../cli/runtime.ts';
-import type { Credentials } from '../harness/load.ts';
+import type { Credentials } from '../../harness/load.ts';
 
 export interface ProvisionSpec {
   /** KAFKA_BROKERS, SLUICE_TOPIC_PREFIX, SLUICE_DATA_DIR... as the Sluice processes have them. */

@@ -7,7 +7,7 @@ import { createKafka } from '../../core/kafka/client.ts';
 import { DurableProducer } from '../../core/kafka/producers.ts';
 import { topicNames } from '../../core/topics.ts';
 import type { Outcome } from '../../dispatcher/ladder.ts';
-import { serve } from '../harness/ipc.ts';
+import { serve } from '../../harness/ipc.ts';
 import { deadLetters, recordAll, type BurstRequest } from './burst.ts';
 
 const spec = JSON.parse(process.argv[2]) as { brokers: string[]; prefix: string };

@@ -6,7 +6,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { Client } from 'undici';
-import { percentile } from '../harness/stats.ts';
+import { percentile } from '../../harness/stats.ts';
 
 export interface Timed {
   status: number;

@@ -1,6 +1,6 @@
 /** The state bench's report helpers. */
 import { readFileSync } from 'node:fs';
-import { fmt } from '../harness/stats.ts';
+import { fmt } from '../../harness/stats.ts';
 
 /** "met (…)" / "MISSED (…)" for a value against an upper bound. */
 export function verdict(value: number | null, limit: number, unit: string): string {

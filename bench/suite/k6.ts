@@ -3,8 +3,8 @@ import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { ROOT } from '../harness/cli.ts';
-import { treeCpuSec } from '../harness/proc-cpu.ts';
+import { ROOT } from '../../harness/cli.ts';
+import { treeCpuSec } from '../../harness/proc-cpu.ts';
 
 const SCRIPT = join(ROOT, 'bench/k6/case.js');
 

@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { benchCommand, measuredCommit } from '../../bench/results-section.ts';
+import { benchCommand, measuredCommit } from '../../harness/results-section.ts';
 import { PROJECT_ROOT } from '../../core/paths.ts';
 
 const ROOT = '/home/ci/sluice';

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { ProcSampler } from '../../bench/harness/proc-cpu.ts';
+import { ProcSampler } from '../../harness/proc-cpu.ts';
 
 // Burns 600 ms of CPU, stays alive 1.5 s more (samples are taken every 500 ms), then exits.
 const BURN = `

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { PROJECT_ROOT } from '../../core/paths.ts';
 
 /**
- * bench/RESULTS.md holds only what bench commands wrote: their marked sections (bench/results-section.ts,
+ * bench/RESULTS.md holds only what bench commands wrote: their marked sections (harness/results-section.ts,
  * the dispatch bench's labelled blocks too), after the file's title and the paragraph saying so. Notes
  * written by hand go to bench/HISTORY.md, where no command overwrites them and none passes for a command's output.
  */

@@ -5,7 +5,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, freePorts } from '../../core/net/free-port.ts';
-import { runCli, SLUICE_BIN } from '../helpers/cli.ts';
+import { runCli, SLUICE_BIN } from '../../harness/sluice-cli.ts';
 
 const hold = (port: number) =>
   new Promise<Server>((resolve, reject) => {

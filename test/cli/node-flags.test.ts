@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DISPATCHER_V8_FLAGS, IDLE_V8_FLAGS, shebangNodeFlags } from '../../cli/heap.ts';
-import { SLUICE_BIN } from '../helpers/cli.ts';
+import { SLUICE_BIN } from '../../harness/sluice-cli.ts';
 
 t.test('the sluice executable and the workers of `sluice start` carry the idle flags', async (t) => {
   t.same(IDLE_V8_FLAGS, ['--no-memory-reducer']);

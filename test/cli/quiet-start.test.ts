@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../core/config.ts';
 import { freePort, freePorts } from '../../core/net/free-port.ts';
-import { SLUICE_BIN } from '../helpers/cli.ts';
+import { SLUICE_BIN } from '../../harness/sluice-cli.ts';
 
 t.test('a first start on a fresh local Kafka logs nothing at error level', async (t) => {
   const work = mkdtempSync(join(tmpdir(), 'sluice-quiet-start-'));

@@ -6,7 +6,7 @@
 import t from 'tap';
 import type { ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
-import { spawnDispatcher } from '../helpers/cli.ts';
+import { spawnDispatcher } from '../../harness/sluice-cli.ts';
 import { startTestNode, call, uniquePrefix } from '../helpers/sluice.ts';
 import { awaitMarker, receiver, registerEndpoint, type TestReceiver } from './receiver.ts';
 

@@ -6,7 +6,7 @@
 import t from 'tap';
 import { startTestNode, call, until } from '../helpers/sluice.ts';
 import { deadLetters, writeDeadLetters } from '../helpers/dead-letters.ts';
-import { cliEnv, runCli } from '../helpers/cli.ts';
+import { cliEnv, runCli } from '../../harness/sluice-cli.ts';
 import { receiver, registerEndpoint, type TestReceiver } from './receiver.ts';
 import type { DlqEntry } from '../../core/webhooks/records.ts';
 

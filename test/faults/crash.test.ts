@@ -3,9 +3,9 @@ import type { ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { spawnDispatcher } from '../helpers/cli.ts';
+import { spawnDispatcher } from '../../harness/sluice-cli.ts';
 import { startTestNode, uniquePrefix, call } from '../helpers/sluice.ts';
-import { untilStalled } from '../../bench/harness/wait.ts';
+import { untilStalled } from '../../harness/wait.ts';
 import { receiver, registerEndpoint, type TestReceiver } from '../dispatcher/receiver.ts';
 import { groupsBehind, whereAre } from './harness.ts';
 

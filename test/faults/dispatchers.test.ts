@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import type { ChildProcess } from 'node:child_process';
-import { spawnDispatcher } from '../helpers/cli.ts';
+import { spawnDispatcher } from '../../harness/sluice-cli.ts';
 import { startTestNode, uniquePrefix } from '../helpers/sluice.ts';
 import { receiver, registerEndpoint } from '../dispatcher/receiver.ts';
 import { publisher, missing } from './harness.ts';

@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import t from 'tap';
 import { loadConfig } from '../../core/config.ts';
 import { openContext } from '../../core/context.ts';
-import { whyNoNamespaces } from '../../scripts/lab/net.ts';
-import { startLab } from '../../scripts/lab/regions.ts';
+import { whyNoNamespaces } from '../../harness/lab/net.ts';
+import { startLab } from '../../harness/lab/regions.ts';
 import {
   fmtStats,
   knownToken,
@@ -20,7 +20,7 @@ import {
   measureCut,
   measureRevocation,
   registerReceivers,
-} from '../../scripts/lab/measure.ts';
+} from '../../harness/lab/measure.ts';
 import { createClient } from '../../core/clients/provisioning.ts';
 
 const why = whyNoNamespaces();

@@ -9,7 +9,7 @@
  */
 import t from 'tap';
 import type { ChildProcess } from 'node:child_process';
-import { spawnDispatcher, type DispatcherProcess } from '../helpers/cli.ts';
+import { spawnDispatcher, type DispatcherProcess } from '../../harness/sluice-cli.ts';
 import { startTestNode, uniquePrefix } from '../helpers/sluice.ts';
 import { receiver, registerEndpoint } from '../dispatcher/receiver.ts';
 import { missing, publisher } from './harness.ts';

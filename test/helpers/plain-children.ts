@@ -1,4 +1,4 @@
-import { ownAndReapedCpuSec } from '../../bench/harness/proc-cpu.ts';
+import { ownAndReapedCpuSec } from '../../harness/proc-cpu.ts';
 /**
  * Loaded into every test file's process (.taprc node-arg): the processes a test starts run as an
  * operator's would. tap's @tapjs/processinfo puts its module hooks into every child process (a

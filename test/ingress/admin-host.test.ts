@@ -13,11 +13,11 @@ import { ConfigError } from '../../core/errors.ts';
 import { Metrics } from '../../core/metrics.ts';
 import { adminUrl, startAdminServer } from '../../ingress/admin-server.ts';
 import { brokers, freePort, startDispatcherNode, startTestNode, uniquePrefix } from '../helpers/sluice.ts';
-import { runCli } from '../helpers/cli.ts';
+import { runCli } from '../../harness/sluice-cli.ts';
 
 /**
  * Addresses of this machine other than 127.0.0.1; not those of the regions lab (10.231.x.x, the
- * bridge scripts/lab/net.ts makes), which the faults lane beside this one takes down at any time.
+ * bridge harness/lab/net.ts makes), which the faults lane beside this one takes down at any time.
  */
 const otherAddresses = [
   ...(process.platform === 'linux' ? ['127.0.0.2'] : []),

@@ -18,9 +18,9 @@ import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import * as jose from 'jose';
-import { makeCerts, selfSigned, type Cert } from '../helpers/certs.ts';
+import { makeCerts, selfSigned, type Cert } from '../../harness/certs.ts';
 import { call, startTestNode, type TestNode } from '../helpers/sluice.ts';
-import { cliEnv, runCli } from '../helpers/cli.ts';
+import { cliEnv, runCli } from '../../harness/sluice-cli.ts';
 import { reenableClient } from '../../core/clients/revocation.ts';
 import { createCertificateClient } from '../../core/clients/provisioning.ts';
 

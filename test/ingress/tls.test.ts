@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../core/config.ts';
 import { ConfigError } from '../../core/errors.ts';
-import { type Cert, makeCerts } from '../helpers/certs.ts';
+import { type Cert, makeCerts } from '../../harness/certs.ts';
 import { rawHttp, rawHttps } from '../helpers/raw-http.ts';
 import { parseMetrics, sample } from '../helpers/prometheus.ts';
 import { freePort, startTestNode } from '../helpers/sluice.ts';

@@ -7,7 +7,7 @@
 import t from 'tap';
 import { Kafka, logLevel } from 'kafkajs';
 import { startTestNode, call, brokers, type TestNode } from '../helpers/sluice.ts';
-import { cliEnv, runCli } from '../helpers/cli.ts';
+import { cliEnv, runCli } from '../../harness/sluice-cli.ts';
 import { appendAudit } from '../../core/audit/audit-log.ts';
 import { verifyAuditLog } from '../../core/audit/verify.ts';
 import { createKafka } from '../../core/kafka/client.ts';

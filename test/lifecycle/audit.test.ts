@@ -1,7 +1,7 @@
 import t from 'tap';
 import { Kafka, logLevel } from 'kafkajs';
 import { startTestNode, call } from '../helpers/sluice.ts';
-import { cliEnv, runCli } from '../helpers/cli.ts';
+import { cliEnv, runCli } from '../../harness/sluice-cli.ts';
 import { appendAudit } from '../../core/audit/audit-log.ts';
 import { topicNames } from '../../core/topics.ts';
 import { sealEntry, checkLink, checkTenantChain, GENESIS_HASH, type AuditEntry } from '../../core/audit/entry.ts';

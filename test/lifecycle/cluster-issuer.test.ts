@@ -1,6 +1,6 @@
 import t from 'tap';
 import { startTestNode, call, freePort } from '../helpers/sluice.ts';
-import { cliEnv, runCli, spawnIngress } from '../helpers/cli.ts';
+import { cliEnv, runCli, spawnIngress } from '../../harness/sluice-cli.ts';
 
 // Node A sets SLUICE_ISSUER; the cluster records it beside the signing keys.
 const a = await startTestNode();

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { startTestNode, call, freePort } from '../helpers/sluice.ts';
-import { cliEnv, runCli, spawnIngress } from '../helpers/cli.ts';
+import { cliEnv, runCli, spawnIngress } from '../../harness/sluice-cli.ts';
 
 const a = await startTestNode();
 const b = await spawnIngress(cliEnv(a.config), await freePort(), await freePort());

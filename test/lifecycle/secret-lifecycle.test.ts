@@ -8,7 +8,7 @@
  */
 import t from 'tap';
 import { startTestNode, call, type TestNode } from '../helpers/sluice.ts';
-import { cliEnv, runCli } from '../helpers/cli.ts';
+import { cliEnv, runCli } from '../../harness/sluice-cli.ts';
 import { ManualClock } from '../../core/clock.ts';
 import { DAY_MS } from '../../core/context.ts';
 import { rotateSecret } from '../../core/rotation/secret-rotation.ts';

@@ -134,7 +134,7 @@ t.test('a stop does not wait for clients that hold keep-alive connections', asyn
 
 t.test('sluice ingress --workers 2: both processes issue tokens on the shared port', async (t) => {
   const { startTestNode } = await import('../helpers/sluice.ts');
-  const { cliEnv } = await import('../helpers/cli.ts');
+  const { cliEnv } = await import('../../harness/sluice-cli.ts');
   const node = await startTestNode();
   t.teardown(() => node.close());
   const c = await node.client('admin', 'acme');

@@ -11,7 +11,7 @@ import { loadConfig } from '../../core/config.ts';
 import { openContext } from '../../core/context.ts';
 import { unseal } from '../../core/secrets.ts';
 import { call, freePort, uniquePrefix } from '../helpers/sluice.ts';
-import { runCli, SLUICE_BIN } from '../helpers/cli.ts';
+import { runCli, SLUICE_BIN } from '../../harness/sluice-cli.ts';
 import { receiver, sleep } from '../dispatcher/receiver.ts';
 
 t.test('fields named like secrets are redacted and secret-looking values masked', async (t) => {

@@ -5,7 +5,7 @@
 import t from 'tap';
 import type { ChildProcess } from 'node:child_process';
 import { call, startTestNode, uniquePrefix } from '../helpers/sluice.ts';
-import { spawnDispatcher } from '../helpers/cli.ts';
+import { spawnDispatcher } from '../../harness/sluice-cli.ts';
 import { parseMetrics, sample } from '../helpers/prometheus.ts';
 import { receiver, registerEndpoint, publish, sleep, type TestReceiver } from '../dispatcher/receiver.ts';
 import { Metrics } from '../../core/metrics.ts';

@@ -21,8 +21,8 @@ import { createSecureContext, type TLSSocket } from 'node:tls';
 import { loadConfig } from '../../core/config.ts';
 import { ConfigError } from '../../core/errors.ts';
 import { Http1Agent } from '../../outbound/http1-agent.ts';
-import { makeCerts } from '../helpers/certs.ts';
-import { runCli, SLUICE_BIN } from '../helpers/cli.ts';
+import { makeCerts } from '../../harness/certs.ts';
+import { runCli, SLUICE_BIN } from '../../harness/sluice-cli.ts';
 import { call, fetchToken, freePort, uniquePrefix, until } from '../helpers/sluice.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'sluice-delivery-mtls-'));

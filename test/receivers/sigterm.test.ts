@@ -7,7 +7,7 @@
 import t from 'tap';
 import type { ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
-import { spawnDispatcher } from '../helpers/cli.ts';
+import { spawnDispatcher } from '../../harness/sluice-cli.ts';
 import { startTestNode, uniquePrefix } from '../helpers/sluice.ts';
 import { registerEndpoint } from '../dispatcher/receiver.ts';
 import { orNullAfter } from '../../core/deadline.ts';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { Kafka, logLevel } from 'kafkajs';
 import { startTestNode, brokers, uniquePrefix } from '../helpers/sluice.ts';
-import { cliEnv, runCli } from '../helpers/cli.ts';
+import { cliEnv, runCli } from '../../harness/sluice-cli.ts';
 import { ViewStore } from '../../core/store/view-store.ts';
 import { openContext } from '../../core/context.ts';
 import { SluiceError } from '../../core/errors.ts';

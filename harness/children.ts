@@ -3,7 +3,7 @@
  * own helpers (receiver, load generator). Each one's stdout and stderr go to <work>/<name>.log;
  * stopAll() stops them in stages (helpers, then Sluice, then Kafka).
  */
-import { shebangNodeFlags } from '../../cli/heap.ts';
+import { shebangNodeFlags } from '../cli/heap.ts';
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,6 +1,6 @@
 /**
  * The benches' webhook receiver, its own process (forked with IPC): one node:http server per port
- * spec (bench/harness/ipc.ts), so each endpoint is its own origin. Every port answers the ping 200
+ * spec (harness/ipc.ts), so each endpoint is its own origin. Every port answers the ping 200
  * at once and each delivery as its spec says (204, held, hung, 429 with Retry-After every n-th,
  * failing at random, a random delay); ports of one name share one tally. A tally records what the
  * benches check: requests (the most in any 1 s window, the most open at once), first receipts and

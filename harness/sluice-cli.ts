@@ -2,10 +2,10 @@
 import { createWriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
-import type { Config } from '../../core/config.ts';
-import { shebangNodeFlags } from '../../cli/heap.ts';
-import { projectPath } from '../../core/paths.ts';
-import { runCommand } from '../../core/run-command.ts';
+import type { Config } from '../core/config.ts';
+import { shebangNodeFlags } from '../cli/heap.ts';
+import { projectPath } from '../core/paths.ts';
+import { runCommand } from '../core/run-command.ts';
 
 export const SLUICE_BIN = projectPath('bin/sluice.js');
 /** The Node flags the `sluice` executable runs with: server processes here run as an operator's would. */

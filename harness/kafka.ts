@@ -1,6 +1,6 @@
 /** The broker a bench runs against, its topics and its consumer groups. */
-import { createKafka } from '../../core/kafka/client.ts';
-import { freePorts } from '../../core/net/free-port.ts';
+import { createKafka } from '../core/kafka/client.ts';
+import { freePorts } from '../core/net/free-port.ts';
 import { type Children, type Launched, waitForLine } from './children.ts';
 import { childPid, listenerPid } from './proc-cpu.ts';
 import type { Scratch } from './scratch.ts';

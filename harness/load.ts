@@ -1,6 +1,6 @@
 /**
  * The benches' load generator, its own process (forked with IPC), on undici keep-alive pools. One
- * run per request (bench/harness/ipc.ts), built from two loops: closed (N requests in flight, each
+ * run per request (harness/ipc.ts), built from two loops: closed (N requests in flight, each
  * sent as soon as the previous answered) and open (requests leave on a fixed schedule whether or
  * not earlier ones answered, so a slow server shows up as latency, not as a lower rate).
  *   publish:    `inference.completed` events, single or batch, closed or open (the dispatch bench)

@@ -2,8 +2,8 @@
 import { randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../../core/net/free-port.ts';
-import { benchCommand } from '../results-section.ts';
+import { freePort } from '../core/net/free-port.ts';
+import { benchCommand } from './results-section.ts';
 import { Children, type Launched } from './children.ts';
 import { ROOT, runBench, say } from './cli.ts';
 import { rpc } from './ipc.ts';
@@ -63,15 +63,15 @@ export class BenchRun {
     return this.kafka;
   }
 
-  /** The shared receiver (bench/harness/receiver.ts), its own process. */
+  /** The shared receiver (harness/receiver.ts), its own process. */
   receiver() {
-    const { proc } = this.children.forkTs('receiver', join(ROOT, 'bench/harness/receiver.ts'));
+    const { proc } = this.children.forkTs('receiver', join(ROOT, 'harness/receiver.ts'));
     return { call: rpc<ReceiverRequest, ReceiverReply>(proc), proc };
   }
 
-  /** The shared load generator (bench/harness/load.ts), its own process. */
+  /** The shared load generator (harness/load.ts), its own process. */
   load() {
-    const { proc } = this.children.forkTs('load', join(ROOT, 'bench/harness/load.ts'));
+    const { proc } = this.children.forkTs('load', join(ROOT, 'harness/load.ts'));
     return { call: rpc<LoadRequest, LoadReply>(proc), proc };
   }
 

@@ -2,9 +2,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { writeMarkedSection } from '../results-section.ts';
+import { writeMarkedSection } from './results-section.ts';
 import type { Scratch } from './scratch.ts';
-import { PROJECT_ROOT } from '../../core/paths.ts';
+import { PROJECT_ROOT } from '../core/paths.ts';
 
 /** The Sluice checkout the benches live in. */
 export const ROOT = PROJECT_ROOT;

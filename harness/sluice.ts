@@ -1,8 +1,8 @@
 /** Sluice processes of a bench: their environment, their readiness, the extra `sluice dispatcher` members. */
-import { createClient, type CreatedClient } from '../../core/clients/provisioning.ts';
-import { loadConfig } from '../../core/config.ts';
-import { openContext } from '../../core/context.ts';
-import { freePort, freePorts } from '../../core/net/free-port.ts';
+import { createClient, type CreatedClient } from '../core/clients/provisioning.ts';
+import { loadConfig } from '../core/config.ts';
+import { openContext } from '../core/context.ts';
+import { freePort, freePorts } from '../core/net/free-port.ts';
 import { type Children, type Launched, tail, waitForLine } from './children.ts';
 import { processTree } from './proc-cpu.ts';
 

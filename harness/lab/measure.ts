@@ -10,7 +10,7 @@ import { performance } from 'node:perf_hooks';
 import type { Context } from '../../core/context.ts';
 import { createClient, type CreatedClient } from '../../core/clients/provisioning.ts';
 import { REGIONS, type Lab, type Region } from './regions.ts';
-import { closedLoop, untilStalled } from '../../bench/harness/wait.ts';
+import { closedLoop, untilStalled } from '../wait.ts';
 
 export interface Stats {
   n: number;

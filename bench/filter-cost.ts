@@ -7,12 +7,14 @@
  *   npm run bench:filters [-- --seconds 2 --write]   (--write: its section of bench/RESULTS.md)
  */
 import { join } from 'node:path';
-import { machineLine, measuredCommit, writeMarkedSection } from '../harness/results-section.ts';
+import { ROOT, say, writeResults } from '../harness/cli.ts';
+import { provenance, table } from '../harness/report.ts';
+import { benchCommand } from '../harness/results-section.ts';
 import { compileFilter, eventBudget, filterInput, runFilter } from '../core/webhooks/filters/endpoint-filter.ts';
 import { selectByFilter } from '../core/webhooks/filters/filter-cache.ts';
 import type { EndpointRecord } from '../core/webhooks/records.ts';
-import { PROJECT_ROOT } from '../core/paths.ts';
 
+const startedAt = new Date();
 const seconds = Number(process.argv[process.argv.indexOf('--seconds') + 1]) || 2;
 
 const event = {
@@ -53,24 +55,25 @@ const cases: [string, string][] = [
   ['a walk of 20 items', 'data.items.exists(i, i.sku == "sku-19" && i.qty > 1)'],
 ];
 
-const rows: string[] = [];
-const none = nsPer(() => selectByFilter([{ id: 'ep_0', filter: null } as EndpointRecord], event));
-rows.push(`| no filter (selectByFilter, one endpoint) | ${none.toFixed(0)} |`);
-// Per event (once, whatever the number of endpoints with filters): the variables, data converted.
-const perEvent = nsPer(() => filterInput(event));
-rows.push(
-  `| the event's variables (once per event with any filtered endpoint; data of 20 items) | ${perEvent.toFixed(0)} |`,
-);
 const input = filterInput(event);
-for (const [name, source] of cases) {
-  const program = compileFilter(source);
+const rows: [string, number][] = [
+  [
+    'no filter (selectByFilter, one endpoint)',
+    nsPer(() => selectByFilter([{ id: 'ep_0', filter: null } as EndpointRecord], event)),
+  ],
+  // Per event (once, whatever the number of endpoints with filters): the variables, data converted.
+  [
+    "the event's variables (once per event with any filtered endpoint; data of 20 items)",
+    nsPer(() => filterInput(event)),
+  ],
   // Per endpoint: one evaluation on the event's budget.
-  const ns = nsPer(() => runFilter(program, input, eventBudget()));
-  const verdict = runFilter(program, input, eventBudget());
-  rows.push(`| ${name}: \`${source}\` (${verdict.matched ? 'true' : 'false'}) | ${ns.toFixed(0)} |`);
-}
-const compileNs = nsPer(() => compileFilter(cases[0][1]));
-rows.push(`| compiling the typical filter (once per endpoint and filter text) | ${compileNs.toFixed(0)} |`);
+  ...cases.map(([name, source]): [string, number] => {
+    const program = compileFilter(source);
+    const matched = runFilter(program, input, eventBudget()).matched;
+    return [`${name}: \`${source}\` (${matched})`, nsPer(() => runFilter(program, input, eventBudget()))];
+  }),
+  ['compiling the typical filter (once per endpoint and filter text)', nsPer(() => compileFilter(cases[0][1]))],
+];
 
 // The worst case of one event: 100 endpoints whose filters each walk a long list to their budget.
 const long = { ...event, data: { items: Array.from({ length: 100_000 }, (_, i) => i) } };
@@ -84,22 +87,22 @@ const WORST_RUNS = 20;
 for (let i = 0; i < WORST_RUNS; i++) selectByFilter(heavy, long);
 const worst = Number(process.hrtime.bigint() - t0) / WORST_RUNS;
 
-const ROOT = PROJECT_ROOT;
 const lines = [
   '## Endpoint filters (`npm run bench:filters`, issue 35)',
   '',
-  `${new Date().toISOString().slice(0, 10)}, Sluice at ${measuredCommit(ROOT)}; ` +
-    `machine: ${machineLine()}. ` +
-    `${seconds} s a case. A filter is compiled once per endpoint and text, then evaluated per event ` +
+  ...provenance({ command: benchCommand('bench:filters', ROOT, null), sluiceDir: ROOT, startedAt }),
+  '',
+  `${seconds} s a case. A filter is compiled once per endpoint and text, then evaluated per event ` +
     "and matching endpoint on the event's variables, made once per event.",
   '',
-  '| case | ns |',
-  '|---|---|',
-  ...rows,
+  ...table(
+    ['case', 'ns'],
+    rows.map(([name, ns]) => [name, ns.toFixed(0)]),
+  ),
   '',
   `The worst one event can cost the fan-out: 100 filters each walking a 100,000-item list ` +
     `(each charged the length before the walk, so refused at once; the event's budget bounds the rest): ` +
     `${(worst / 1e6).toFixed(2)} ms.`,
 ];
-console.log(lines.join('\n'));
-if (process.argv.includes('--write')) writeMarkedSection(join(ROOT, 'bench/RESULTS.md'), 'filters', lines.join('\n'));
+say(lines.join('\n'));
+if (process.argv.includes('--write')) writeResults(join(ROOT, 'bench/RESULTS.md'), 'filters', lines.join('\n'));

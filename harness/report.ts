@@ -5,14 +5,24 @@
 import { loadavg } from 'node:os';
 import { machineLine, measuredCommit } from './results-section.ts';
 
-/** "Command: `…`" and one line of commit, date, machine and load: the first lines of every section. */
-export function provenance(o: { command: string; sluiceDir: string; startedAt: Date; kafka?: string }): string[] {
+/**
+ * "Command: `…`" and one line of commit, date, machine and load: the first lines of every section.
+ * `load1`: the 1-min load average when the run started (BenchRun.load1); without it, the one now.
+ */
+export function provenance(o: {
+  command: string;
+  sluiceDir: string;
+  startedAt: Date;
+  kafka?: string;
+  load1?: number;
+}): string[] {
   const kafka = o.kafka ? `; ${o.kafka}` : '';
+  const load = o.load1 === undefined ? `at the end ${loadavg()[0].toFixed(2)}` : `at start ${o.load1.toFixed(2)}`;
   return [
     `Command: \`${o.command}\``,
     '',
     `Sluice at ${measuredCommit(o.sluiceDir)}; ${o.startedAt.toISOString()}; machine: ${machineLine()}${kafka}; ` +
-      `1-min load average at start ${loadavg()[0].toFixed(2)}.`,
+      `1-min load average ${load}.`,
   ];
 }
 

@@ -1,32 +1,31 @@
 /**
- * Writes generated records straight into a topic through DurableProducers (acks=all: the
- * producer Sluice itself uses), one chunk per send, one send in flight per producer.
+ * Writes generated records straight into a topic through DurableProducers (acks=all: the producer
+ * Sluice itself uses), one chunk per send, one send in flight per producer.
  */
 import type { DurableProducer, OutRecord } from '../../core/kafka/producers.ts';
+import { say } from '../../harness/cli.ts';
+import { fmt } from '../../harness/stats.ts';
 
 const CHUNK = 2000;
 
-export interface FillProgress {
-  what: string;
-  done: number;
-  total: number;
-  startedAt: number;
-}
-
-/** Produces records 0 … total-1 made by `make`; `onProgress` is called at most every `everyMs`. */
+/** Produces records 0 … total-1 made by `make`, saying how far it got every 5 s; a line for the section. */
 export async function fill(
   producers: DurableProducer[],
   topic: string,
   total: number,
   make: (i: number) => OutRecord,
   what: string,
-  onProgress: (p: FillProgress) => void,
-  everyMs = 5000,
-): Promise<{ ms: number; perSec: number }> {
+): Promise<string> {
   const startedAt = Date.now();
   let next = 0;
   let done = 0;
   let reportedAt = startedAt;
+  const progress = () => {
+    const s = Math.max(Date.now() - startedAt, 1) / 1000;
+    reportedAt = Date.now();
+    say(`  ${what}: ${fmt(done)} / ${fmt(total)}, ${fmt(done / s)}/s, ${fmt(s, 0)} s`);
+    return `${fmt(total)} ${what} in ${fmt(s, 1)} s (${fmt(total / s)}/s)`;
+  };
   const worker = async (producer: DurableProducer) => {
     while (next < total) {
       const from = next;
@@ -35,15 +34,10 @@ export async function fill(
       const records: OutRecord[] = [];
       for (let i = from; i < to; i++) records.push(make(i));
       await producer.send(topic, records);
-      done += to - from;
-      if (Date.now() - reportedAt >= everyMs) {
-        reportedAt = Date.now();
-        onProgress({ what, done, total, startedAt });
-      }
+      done += records.length;
+      if (Date.now() - reportedAt >= 5000) progress();
     }
   };
   await Promise.all(producers.map(worker));
-  onProgress({ what, done, total, startedAt });
-  const ms = Date.now() - startedAt;
-  return { ms, perSec: total / (Math.max(1, ms) / 1000) };
+  return progress();
 }

@@ -1,8 +1,6 @@
 /**
- * `bench:dispatch --check`: Sluice's CPU per 1,000 deliveries in f10-single against the figure
- * recorded in bench/RESULTS.md (the `dispatch:<label>` section's per-process table, the column of
- * all Sluice processes: `sluice start` and any `sluice dispatcher`/`sluice ingress` beside it).
- * CPU per delivery, not a rate, so a busy machine does not fail it.
+ * `bench:dispatch --check`: Sluice's CPU per 1,000 deliveries (CPU per delivery, not a rate, so a busy
+ * machine does not fail it) against the figure a `dispatch:<label>` section of bench/RESULTS.md recorded.
  */
 import { existsSync, readFileSync } from 'node:fs';
 
@@ -10,14 +8,13 @@ import { existsSync, readFileSync } from 'node:fs';
 export const CPU_TOLERANCE = 1.25;
 
 /**
- * The recorded CPU-s per 1,000 deliveries of every Sluice process in `scenario` (a section older
- * than that column: its `sluice start` column), or null when none is recorded.
+ * The recorded CPU-s per 1,000 deliveries in `scenario`: the per-process table's column of all Sluice
+ * processes (in a section older than that column, its `sluice start` column); null when none is recorded.
  */
 export function recordedCpu(file: string, label: string, scenario: string): number | null {
-  if (!existsSync(file)) return null;
-  const text = readFileSync(file, 'utf8');
-  const begin = text.indexOf(`<!-- dispatch:${label}:begin -->`);
-  const end = text.indexOf(`<!-- dispatch:${label}:end -->`);
+  const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  const marker = (edge: string) => text.indexOf(`<!-- dispatch:${label}:${edge} -->`);
+  const [begin, end] = [marker('begin'), marker('end')];
   if (begin < 0 || end < begin) return null;
   const lines = text.slice(begin, end).split('\n');
   const header = lines.findIndex((l) => l.startsWith('| scenario | deliveries |'));
@@ -26,36 +23,20 @@ export function recordedCpu(file: string, label: string, scenario: string): numb
   const all = cols.indexOf('all Sluice processes');
   const col = all >= 0 ? all : cols.findIndex((c) => c.startsWith('sluice start'));
   const row = lines.slice(header).find((l) => l.startsWith(`| ${scenario} |`));
-  if (col < 0 || !row) return null;
   // `686 MB · 0.14 s` in a process's column, `0.14 s` in the column of all.
-  const m = /([\d.]+)\s*s$/.exec((row.split('|')[col] ?? '').trim());
+  const m = col < 0 || !row ? null : /([\d.]+)\s*s$/.exec((row.split('|')[col] ?? '').trim());
   return m ? Number(m[1]) : null;
 }
 
-export interface CpuVerdict {
-  recorded: number | null;
-  measured: number;
-  ok: boolean;
-  line: string;
-}
-
-export function judgeCpu(recorded: number | null, measured: number, scenario = 'f10-single'): CpuVerdict {
-  if (recorded === null)
-    return {
-      recorded,
-      measured,
-      ok: false,
-      line: `--check: no recorded figure to compare ${measured.toFixed(3)} s with`,
-    };
+/** Whether `measured` passes against `recorded`, and the line saying so. */
+export function judgeCpu(recorded: number | null, measured: number, scenario = 'f10-single') {
+  const none = `--check: no recorded figure to compare ${measured.toFixed(3)} s with`;
+  if (recorded === null) return { recorded, measured, ok: false, line: none };
   const limit = recorded * CPU_TOLERANCE;
   const ok = measured <= limit;
-  return {
-    recorded,
-    measured,
-    ok,
-    line:
-      `--check: Sluice ${measured.toFixed(3)} CPU-s per 1,000 deliveries in ${scenario}, recorded ` +
-      `${recorded.toFixed(2)}, limit ${limit.toFixed(3)} (+${Math.round((CPU_TOLERANCE - 1) * 100)} %): ` +
-      (ok ? 'ok' : 'FAILED'),
-  };
+  const line =
+    `--check: Sluice ${measured.toFixed(3)} CPU-s per 1,000 deliveries in ${scenario}, recorded ` +
+    `${recorded.toFixed(2)}, limit ${limit.toFixed(3)} (+${Math.round((CPU_TOLERANCE - 1) * 100)} %): ` +
+    (ok ? 'ok' : 'FAILED');
+  return { recorded, measured, ok, line };
 }

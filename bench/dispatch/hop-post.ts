@@ -1,10 +1,7 @@
 /**
- * Hop ceiling 1 of the dispatch bench, its own process: signed webhook POSTs (signDelivery, as
- * the dispatcher signs them) from one Node process straight to the receiver over undici keep-alive
- * pools, `connections` in flight spread over the endpoint ports. No Kafka, no Sluice: what one
- * sender process and the receiver can do. The orchestrator counts the deliveries at the receiver.
- *
- *   spec (argv[2], JSON): HopPostSpec; answers one HopPostResult over IPC and exits.
+ * Hop ceiling of bench:dispatch, its own process: webhook POSTs signed as the dispatcher signs them, from
+ * this one process straight to the receiver's ports over undici keep-alive pools, `connections` in flight.
+ * No Kafka, no Sluice; the bench counts the deliveries at the receiver. Spec: argv[2] (JSON); answers over IPC.
  */
 import { randomBytes } from 'node:crypto';
 import { Pool } from 'undici';
@@ -18,56 +15,35 @@ export interface HopPostSpec {
 }
 export interface HopPostResult {
   startedAt: number;
-  endedAt: number;
-  ok: number;
   failed: number;
 }
 
 const spec = JSON.parse(process.argv[2]) as HopPostSpec;
 const tag = randomBytes(4).toString('hex');
 const pad = 'x'.repeat(spec.padBytes);
-// Worker w posts to port w % ports, so each port's pool gets its share of the connections.
-const share = (i: number) =>
-  Math.floor(spec.connections / spec.ports.length) + (i < spec.connections % spec.ports.length ? 1 : 0);
-const pools = spec.ports.map(
-  (port, i) =>
-    new Pool(`http://127.0.0.1:${port}`, {
-      connections: Math.max(1, share(i)),
-      pipelining: 1,
-      keepAliveTimeout: 60_000,
-    }),
-);
+// Worker w posts to port w % ports: a pool opens at most as many connections as its workers have in flight.
+const perPort = Math.ceil(spec.connections / spec.ports.length);
+const options = { connections: perPort, pipelining: 1, keepAliveTimeout: 60_000 };
+const pools = spec.ports.map((port) => new Pool(`http://127.0.0.1:${port}`, options));
 
-const result: HopPostResult = { startedAt: Date.now(), endedAt: 0, ok: 0, failed: 0 };
+const result: HopPostResult = { startedAt: Date.now(), failed: 0 };
 let next = 0;
-async function worker(w: number): Promise<void> {
-  const pool = pools[w % pools.length];
+async function worker(pool: Pool): Promise<void> {
   while (next < spec.posts) {
     const seq = next++;
     const now = Date.now();
-    const signed = signDelivery(
-      'whsec_bench_hop',
-      {
-        id: `hop-${tag}-${seq}`,
-        type: 'inference.completed',
-        tenant_id: 'bench',
-        data: { sent_at: now, seq, pad },
-        created_at: now,
-      },
-      1,
-      now,
-    );
+    const data = { sent_at: now, seq, pad };
+    const event = { id: `hop-${tag}-${seq}`, type: 'inference.completed', tenant_id: 'bench', data, created_at: now };
+    const { headers, rawBody } = signDelivery('whsec_bench_hop', event, 1, now);
     try {
-      const res = await pool.request({ path: '/hook', method: 'POST', headers: signed.headers, body: signed.rawBody });
+      const res = await pool.request({ path: '/hook', method: 'POST', headers, body: rawBody });
       await res.body.dump();
-      if (res.statusCode >= 200 && res.statusCode < 300) result.ok++;
-      else result.failed++;
+      if (res.statusCode < 200 || res.statusCode >= 300) result.failed++;
     } catch {
       result.failed++;
     }
   }
 }
-await Promise.all(Array.from({ length: spec.connections }, (_, w) => worker(w)));
-result.endedAt = Date.now();
+await Promise.all(Array.from({ length: spec.connections }, (_, w) => worker(pools[w % pools.length])));
 await Promise.all(pools.map((p) => p.close()));
 process.send!(result, () => process.exit(0));

@@ -134,9 +134,10 @@ async function main(): Promise<number> {
   const spread = (l: Latency) => `p50 ${fmt(l.p50, 1)}  p99 ${fmt(l.p99, 1)}  max ${fmt(l.max, 1)} ms`;
   say(`\nrevocation propagation: ${N} revocations through node 1, ${NODES} ingress processes, ${cpus().length} cores`);
   say("from the 201 until the node refuses the revoked client's token (TOKEN_REVOKED):");
-  from201.forEach((xs, k) => say(`  node ${k + 1}${k === 0 ? ' (answered the 201)' : ''}: ${spread(latency(xs))}`));
+  for (const [k, xs] of from201.entries())
+    say(`  node ${k + 1}${k === 0 ? ' (answered the 201)' : ''}: ${spread(latency(xs))}`);
   say('from sending the POST until the node refuses the token (includes the audit append):');
-  fromSent.forEach((xs, k) => say(`  node ${k + 1}: ${spread(latency(xs))}`));
+  for (const [k, xs] of fromSent.entries()) say(`  node ${k + 1}: ${spread(latency(xs))}`);
   if (NODES > 1) say(`  until every other node refuses: ${spread(latency(others))}`);
   say(`POST /v1/auth/revocations until its 201: ${spread(latency(answer201))}`);
 

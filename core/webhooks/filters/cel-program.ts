@@ -20,17 +20,8 @@
  *   const p = compileCel('data.total > 100', { variables: ['data'] });
  *   const r = p.evaluate({ data: { total: 150 } }, new CelMeter(10_000)); // { value: true }
  */
-import {
-  celEnv,
-  type CelEnv,
-  type CelInput,
-  type CelValue,
-  isCelError,
-  isCelList,
-  isCelMap,
-  parse,
-  plan,
-} from '@bufbuild/cel';
+import type { CelEnv, CelInput, CelValue, parse } from '@bufbuild/cel';
+import { cel } from './cel-lib.ts';
 import { checkExpression, type CheckOptions, CelCompileError } from './cel-check.ts';
 
 export { CelCompileError };
@@ -85,7 +76,7 @@ function sizeUnits(v: unknown): number {
   return 0;
 }
 
-const collectionSize = (v: unknown): number => (isCelList(v) || isCelMap(v) ? v.size : 0);
+const collectionSize = (v: unknown): number => (cel().isCelList(v) || cel().isCelMap(v) ? v.size : 0);
 
 /** What a call costs beyond its 1: the strings and bytes it reads and makes, the lists and maps it reads. */
 function callUnits(name: string, target: unknown, args: unknown[], result: unknown): number {
@@ -145,7 +136,7 @@ let sharedEnv: CelEnv | undefined;
 /** The standard environment with metered functions (one for every program: planning caches per env). */
 function meteredEnv(): CelEnv {
   if (sharedEnv) return sharedEnv;
-  const base = celEnv();
+  const base = cel().celEnv();
   const funcs = meteredFuncs(base.funcs);
   // Everything else (namespace, registry, variables) read through the base environment.
   sharedEnv = Object.create(base, { funcs: { get: () => funcs } }) as CelEnv;
@@ -204,7 +195,7 @@ export function compileCel(source: string, options: CompileOptions): CelProgram 
     throw new CelCompileError(`is ${bytes} bytes long; at most ${MAX_SOURCE_BYTES} are allowed`, source, null);
   let parsed: ReturnType<typeof parse>;
   try {
-    parsed = parse(source);
+    parsed = cel().parse(source);
   } catch (err) {
     const e = err as { location?: { start?: { offset?: number } }; rawMessage?: string; message?: string };
     const message = e.rawMessage ?? e.message ?? 'syntax error';
@@ -221,7 +212,7 @@ export function compileCel(source: string, options: CompileOptions): CelProgram 
   meterRanges(parsed.expr);
   let run: (bindings: Record<string, CelInput>) => unknown;
   try {
-    run = plan(env, parsed) as (bindings: Record<string, CelInput>) => unknown;
+    run = cel().plan(env, parsed) as (bindings: Record<string, CelInput>) => unknown;
   } catch (err) {
     throw new CelCompileError(`cannot be planned: ${(err as Error).message}`, source, null);
   }
@@ -240,7 +231,8 @@ export function compileCel(source: string, options: CompileOptions): CelProgram 
         running = outer;
       }
       if (meter.exceeded) return { error: `cost budget of ${meter.budget} units exceeded`, budgetExceeded: true };
-      if (isCelError(out) || out instanceof Error) return { error: (out as Error).message, budgetExceeded: false };
+      if (cel().isCelError(out) || out instanceof Error)
+        return { error: (out as Error).message, budgetExceeded: false };
       return { value: out as CelValue };
     },
   };

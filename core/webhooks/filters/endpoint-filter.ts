@@ -13,7 +13,8 @@
  *
  *   const verdict = runFilter(compileFilter('data.total > 100'), filterInput(event), eventBudget());
  */
-import { type CelInput, celList, celMap } from '@bufbuild/cel';
+import type { CelInput } from '@bufbuild/cel';
+import { cel } from './cel-lib.ts';
 import { SluiceError } from '../../errors.ts';
 import type { EventRecord } from '../records.ts';
 import { CelCompileError, CelMeter, type CelProgram, compileCel } from './cel-program.ts';
@@ -74,11 +75,11 @@ export function filterInput(
  */
 export function celData(v: unknown): CelInput {
   if (v === undefined || v === null) return null;
-  if (Array.isArray(v)) return celList(v.map(celData));
+  if (Array.isArray(v)) return cel().celList(v.map(celData));
   if (typeof v === 'object') {
     const m = new Map<string, CelInput>();
     for (const [k, x] of Object.entries(v)) m.set(k, celData(x));
-    return celMap(m);
+    return cel().celMap(m);
   }
   return v as CelInput;
 }

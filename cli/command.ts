@@ -2,7 +2,6 @@
 import { UsageError } from './args.ts';
 
 export interface Command {
-  summary: string;
   run(argv: string[]): Promise<number>;
   /**
    * The process exits as soon as run() resolves: what it leaves behind (a view consumer leaving
@@ -14,9 +13,8 @@ export interface Command {
 export type Action = (argv: string[]) => Promise<number>;
 
 /** `<command> <action> [options]`: usage for none or --help, a usage error for an unknown action. */
-export function actionCommand(name: string, summary: string, usage: string, actions: Record<string, Action>): Command {
+export function actionCommand(name: string, usage: string, actions: Record<string, Action>): Command {
   return {
-    summary,
     exitWhenDone: true,
     async run(argv) {
       const [action, ...rest] = argv;

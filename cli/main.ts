@@ -20,11 +20,12 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return name ? 0 : 2;
   }
-  const command = COMMANDS[name];
-  if (!command) {
+  const entry = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (!entry) {
     process.stderr.write(`sluice: unknown command "${name}"\n\n${USAGE}\n`);
     return 2;
   }
+  const command = await entry.load();
   const code = await command.run(rest);
   if (command.exitWhenDone) await exitWhenWritten(code);
   return code;

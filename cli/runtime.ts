@@ -1,7 +1,7 @@
 /** Shared by the CLI commands: config, Kafka (configured or embedded) and a Context. */
 import { loadConfig, type Config } from '../core/config.ts';
 import { ConfigError } from '../core/errors.ts';
-import { openContext, type Context, type ContextOptions } from '../core/context.ts';
+import type { Context, ContextOptions } from '../core/context.ts';
 import { stopStepsUnderWay } from '../core/stop-steps.ts';
 import { startLocalKafka, type LocalKafka } from '../core/kafka/local-broker.ts';
 
@@ -30,6 +30,8 @@ export async function withContext<T>(
 ): Promise<T> {
   const config = loadConfig();
   const { brokers } = await kafkaFor(config, { embedded: false });
+  // Loaded here, not at the top: `sluice kafka` and the primary of `sluice start` use this module too.
+  const { openContext } = await import('../core/context.ts');
   const ctx = await openContext(config, { brokers, component, ...extra });
   try {
     return await fn(ctx);

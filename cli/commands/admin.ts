@@ -271,9 +271,4 @@ function operator(name?: string): string {
   return `operator:${name ?? process.env.SLUICE_OPERATOR ?? userInfo().username}`;
 }
 
-export const admin: Command = actionCommand(
-  'admin',
-  'operator actions: create-client, list-clients, roles, revoke, reenable, client-secret',
-  USAGE,
-  ACTIONS,
-);
+export const admin: Command = actionCommand('admin', USAGE, ACTIONS);

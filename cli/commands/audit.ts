@@ -44,4 +44,4 @@ async function verify(rest: string[]): Promise<number> {
   return r.broken ? 1 : 0;
 }
 
-export const audit: Command = actionCommand('audit', 'verify the hash chain of the compliance log', USAGE, { verify });
+export const audit: Command = actionCommand('audit', USAGE, { verify });

@@ -29,12 +29,11 @@ actions:
       (signature, timestamp window, headers, body schema), answers 200 to good ones and 400 to
       bad ones, and prints a line per delivery; Ctrl-C prints a summary`;
 
-export const contract: Command = actionCommand(
-  'contract',
-  'contract tooling: verify a live Sluice, run a webhook conformance receiver',
-  USAGE,
-  { verify: (a) => verify(a), receiver: (a) => receiver(a), limits: (a) => limits(a) },
-);
+export const contract: Command = actionCommand('contract', USAGE, {
+  verify: (a) => verify(a),
+  receiver: (a) => receiver(a),
+  limits: (a) => limits(a),
+});
 
 async function verify(argv: string[]): Promise<number> {
   const { values } = parse(

@@ -18,7 +18,6 @@ next member of the group; then it exits 0. A second signal, or a stop that takes
 15 s, exits 1 at once.`;
 
 export const dispatcher: Command = {
-  summary: 'run a webhook dispatcher group member (needs KAFKA_BROKERS)',
   async run(argv) {
     parse(argv, {}, USAGE);
     const config = loadConfig();

@@ -86,7 +86,7 @@ async function run(action: 'list' | 'replay', rest: string[]): Promise<number> {
   );
 }
 
-export const dlq: Command = actionCommand('dlq', "list or replay a tenant's dead-lettered webhook deliveries", USAGE, {
+export const dlq: Command = actionCommand('dlq', USAGE, {
   list: (a) => run('list', a),
   replay: (a) => run('replay', a),
 });

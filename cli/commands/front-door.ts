@@ -223,7 +223,6 @@ ${o.upstreams.map((u, i) => `    server sluice-${i + 1} ${u}`).join('\n')}
 }
 
 export const frontDoor: Command = {
-  summary: 'print an HAProxy 2.6 configuration: TLS, mTLS and strict framing before Sluice',
   async run(argv) {
     const { values } = parse(
       argv,

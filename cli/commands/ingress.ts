@@ -20,7 +20,6 @@ certificate of that CA; \`sluice front-door\` prints an HAProxy configuration to
                 port on --admin-port + i.`;
 
 export const ingress: Command = {
-  summary: 'run an ingress node (needs KAFKA_BROKERS)',
   async run(argv) {
     const { values } = parse(
       argv,

@@ -22,7 +22,6 @@ starts reuse them.
   --fetch-only  resolve the jars (and the broker's class archive) into the cache and exit`;
 
 export const kafka: Command = {
-  summary: 'run the local Kafka broker in the foreground',
   async run(argv) {
     const { values } = parse(
       argv,

@@ -1,9 +1,7 @@
 import cluster from 'node:cluster';
 import { loadConfig, type Config } from '../../core/config.ts';
-import { createClient } from '../../core/clients/provisioning.ts';
 import { parse } from '../args.ts';
 import { kafkaFor, say } from '../runtime.ts';
-import { startNode } from '../assemble.ts';
 import { DISPATCHER_V8_FLAGS } from '../heap.ts';
 import { runPrimary, untilStop, workerAdminPort, workerCount, workerDone, workerIndex } from '../workers.ts';
 import type { Command } from '../command.ts';
@@ -27,6 +25,11 @@ SLUICE_TLS_CLIENT_CA too it requires a client certificate of that CA (docs/confi
 async function runNode(config: Readonly<Config>, brokers: string[], index: number, workers: number): Promise<void> {
   // Listen for the stop at once: it may come while the node is still starting.
   const stopped = untilStop();
+  // Loaded here: the primary of `--workers N` only forks and watches, and needs none of the node.
+  const [{ startNode }, { createClient }] = await Promise.all([
+    import('../assemble.ts'),
+    import('../../core/clients/provisioning.ts'),
+  ]);
   const node = await startNode(config, {
     brokers,
     ingress: true,
@@ -73,7 +76,6 @@ async function runNode(config: Readonly<Config>, brokers: string[], index: numbe
 }
 
 export const start: Command = {
-  summary: 'run ingress + dispatcher on every core (local Kafka included when KAFKA_BROKERS is unset)',
   async run(argv) {
     const { values } = parse(argv, { workers: { type: 'string' } }, USAGE);
     const config = loadConfig();

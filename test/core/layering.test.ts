@@ -26,11 +26,16 @@ function target(file: string, spec: string): string | null {
 }
 
 const rules: Record<string, string[]> = {
-  core: ['ingress', 'dispatcher', 'cli', 'contracts', 'bench', 'test'],
-  ingress: ['dispatcher', 'cli', 'contracts', 'bench', 'test'],
-  dispatcher: ['ingress', 'cli', 'contracts', 'bench', 'test'],
+  core: ['ingress', 'dispatcher', 'cli', 'contracts', 'bench', 'test', 'harness'],
+  ingress: ['dispatcher', 'cli', 'contracts', 'bench', 'test', 'harness'],
+  dispatcher: ['ingress', 'cli', 'contracts', 'bench', 'test', 'harness'],
   // What Sluice sends to receivers: used by the dispatcher and by core's endpoint checks (pings).
-  outbound: ['ingress', 'dispatcher', 'cli', 'contracts', 'bench', 'test'],
+  outbound: ['ingress', 'dispatcher', 'cli', 'contracts', 'bench', 'test', 'harness'],
+  // The one test-and-bench harness sits under the tests, the benches and the scripts; the benches
+  // and the scripts import neither the tests nor each other (a test may test a bench's code).
+  harness: ['bench', 'test', 'scripts'],
+  bench: ['test', 'scripts'],
+  scripts: ['bench', 'test'],
 };
 const LAYERS = ['core', 'outbound', 'ingress', 'dispatcher', 'cli', 'receiver-sdk'];
 

@@ -118,12 +118,16 @@ t.test(
     // Two waits, so a failure says which step did not come: the 410 answered, then the state.
     await r.until((e) => e.some((h) => h.body.id === e2.id), 120_000, 'event 2 answered with 410');
 
+    // The disable appends its audit entry, then commits the record: a failure says which came.
     const disabled = await until(
       () => endpoint(token, ep.id),
       (e) => e.state === 'DISABLED',
       60_000,
       'DISABLED',
-    );
+    ).catch(async (err) => {
+      const actions = (await auditActions(token, ep.id)).map((a) => a.action);
+      throw new Error(`${(err as Error).message}; the endpoint's audit entries: ${JSON.stringify(actions)}`);
+    });
     t.match(disabled.disabled_reason, /410 Gone/);
     t.type(disabled.disabled_at, 'string');
 

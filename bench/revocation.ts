@@ -18,6 +18,7 @@ import { freePort } from '../core/net/free-port.ts';
 import { BenchRun } from '../harness/bench.ts';
 import { say, sleep } from '../harness/cli.ts';
 import { cpuSec } from '../harness/proc-cpu.ts';
+import { requestToken } from '../harness/sluice-api.ts';
 import { cliEnv, type IngressProcess, spawnIngress } from '../harness/sluice-cli.ts';
 import { fmt, type Latency, latency } from '../harness/stats.ts';
 
@@ -76,9 +77,9 @@ async function main(): Promise<number> {
   /** A token from node 1, which learns of a client just created through Kafka (refused until then, 30 s at most). */
   async function tokenOf(c: CreatedClient): Promise<string> {
     for (const deadline = Date.now() + 30_000; ; await sleep(50)) {
-      const body = { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret };
-      const res = await post(nodes[0].base, '/v1/auth/token', body);
-      if (res.status === 200) return res.json.access_token as string;
+      const res = await requestToken(nodes[0].base, c);
+      if (res.status === 200) return ((await res.json()) as { access_token: string }).access_token;
+      await res.arrayBuffer();
       if (Date.now() > deadline) throw new Error(`node 1 did not issue a token for ${c.client_id}: ${res.status}`);
     }
   }

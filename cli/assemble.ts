@@ -132,6 +132,24 @@ export async function startNode(config: Readonly<Config>, opts: NodeOptions): Pr
     failClosed: roles.ingress,
   } as const;
   const ctx = await openContext(config, ctxOptions);
+  try {
+    return await startOn(ctx, config, opts, roles, tracing);
+  } catch (err) {
+    // A start that fails (a port taken, Kafka gone) closes what it opened: else its consumers and
+    // timers keep the process alive, and a caller that handles the error cannot end cleanly.
+    await ctx.close().catch(() => {});
+    await tracing.stop().catch(() => {});
+    throw err;
+  }
+}
+
+async function startOn(
+  ctx: Context,
+  config: Readonly<Config>,
+  opts: NodeOptions,
+  roles: { ingress: boolean; dispatcher: boolean },
+  tracing: Awaited<ReturnType<typeof startTracing>>,
+): Promise<SluiceNode> {
   // Only a node that serves the API keeps the attempt history.
   const attempts = new AttemptHistory(ctx.topics.attempts, opts.clock);
   const eventTypes = new EventTypeCounts(ctx.topics.eventTypes, ctx.clock, (tenant, first) => {
@@ -161,15 +179,22 @@ export async function startNode(config: Readonly<Config>, opts: NodeOptions): Pr
       if (peer) ctx.closers.push(() => peer.close());
     }
   }
-  const workers = await startWorkers(ctx, roles);
-  // A process without the ingress still serves /healthz, /readyz and /metrics on its admin port.
-  const admin = ingress
-    ? null
-    : await startAdminServer(config.adminHost, opts.adminPort ?? config.adminPort, ctx.metrics, {
+  let workers: Awaited<ReturnType<typeof startWorkers>> = {};
+  let admin: Awaited<ReturnType<typeof startAdminServer>> | null = null;
+  try {
+    workers = await startWorkers(ctx, roles);
+    // A process without the ingress still serves /healthz, /readyz and /metrics on its admin port.
+    if (!ingress)
+      admin = await startAdminServer(config.adminHost, opts.adminPort ?? config.adminPort, ctx.metrics, {
         ready: () => ctx.state.ready,
         problem: () => null,
         details: () => ({ role: 'dispatcher' }),
       });
+  } catch (err) {
+    await ingress?.close().catch(() => {});
+    await Promise.all(Object.values(workers).map((w) => w.stop().catch(() => {})));
+    throw err;
+  }
   return {
     ctx,
     ingress,

@@ -23,18 +23,24 @@ export async function adminClient(
   return { client_id, client_secret };
 }
 
+/** POST /v1/auth/token at `base` with `c`'s client credentials (and `scope`): the answer as it came. */
+export function requestToken(base: string, c: BenchClient, scope?: string): Promise<Response> {
+  return fetch(`${base}/v1/auth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      grant_type: 'client_credentials',
+      client_id: c.client_id,
+      client_secret: c.client_secret,
+      ...(scope ? { scope } : {}),
+    }),
+  });
+}
+
 /** An access token of `c` from `base`, retried for 10 s (the ingress may not have read the client yet). */
 export async function bearerToken(base: string, c: BenchClient): Promise<string> {
   for (let i = 0; ; i++) {
-    const res = await fetch(`${base}/v1/auth/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        grant_type: 'client_credentials',
-        client_id: c.client_id,
-        client_secret: c.client_secret,
-      }),
-    });
+    const res = await requestToken(base, c);
     if (res.status === 200) return ((await res.json()) as { access_token: string }).access_token;
     if (i >= 40) throw new Error(`POST /v1/auth/token answered ${res.status}: ${await res.text()}`);
     await new Promise((r) => setTimeout(r, 250));

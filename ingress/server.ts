@@ -61,6 +61,9 @@ export async function startIngress(ctx: IngressDeps, opts: IngressOptions): Prom
     ready: () => ctx.state.ready,
     problem: unavailableReason,
     details: () => ({ region: ctx.config.region, kafka_staleness_ms: staleness(), clients: ctx.clients.size }),
+  }).catch((err) => {
+    http.close(); // a start that fails leaves no port open behind it
+    throw err;
   });
   ctx.log.info('ingress listening', { port: http.port, admin_port: admin.port, region: ctx.config.region });
   return {

@@ -8,6 +8,7 @@ import { loadConfig, type Config } from '../../core/config.ts';
 import { startNode, type SluiceNode } from '../../cli/assemble.ts';
 import { createClient, type CreatedClient } from '../../core/clients/provisioning.ts';
 import type { Clock } from '../../core/clock.ts';
+import { requestToken } from '../../harness/sluice-api.ts';
 
 export function brokers(): string[] {
   const b = process.env.KAFKA_BROKERS;
@@ -110,16 +111,7 @@ export async function fetchToken(
   c: { client_id: string; client_secret: string },
   scope?: string,
 ): Promise<string> {
-  const res = await fetch(`${base}/v1/auth/token`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      grant_type: 'client_credentials',
-      client_id: c.client_id,
-      client_secret: c.client_secret,
-      ...(scope ? { scope } : {}),
-    }),
-  });
+  const res = await requestToken(base, c, scope);
   if (res.status !== 200) throw new Error(`token request failed: ${res.status} ${await res.text()}`);
   return ((await res.json()) as { access_token: string }).access_token;
 }

@@ -15,18 +15,22 @@ import { loadConfig } from '../core/config.ts';
 import { startLocalKafka, writeClassArchive } from '../core/kafka/local-broker.ts';
 import { PROJECT_ROOT } from '../core/paths.ts';
 import { runCommand } from '../core/run-command.ts';
+import { listenerPid, ownAndReapedCpuSec } from '../harness/proc-cpu.ts';
+import { startTopicJanitor, type TopicJanitor } from '../harness/topic-janitor.ts';
 
 const root = PROJECT_ROOT;
 
 interface LaneBroker {
   brokers: string;
+  /** KAFKA_BROKERS: a broker that outlives the run. */
+  given: boolean;
   stop: () => Promise<void>;
 }
 
 /** A broker for one lane of the run: the given KAFKA_BROKERS, or a local one started for it. */
 async function laneBroker(name: string): Promise<LaneBroker> {
   const given = process.env.KAFKA_BROKERS;
-  if (given) return { brokers: given, stop: async () => {} };
+  if (given) return { brokers: given, given: true, stop: async () => {} };
   const config = loadConfig({ ...process.env, KAFKA_BROKERS: undefined });
   const port = await freePorts(2);
   const started = Date.now();
@@ -42,7 +46,12 @@ async function laneBroker(name: string): Promise<LaneBroker> {
   // The broker's log directory (up to a few hundred MB per run) goes with it.
   return {
     brokers: kafka.brokers.join(','),
+    given: false,
     stop: async () => {
+      // What the run cost the broker: requests, and the topics it held.
+      const pid = listenerPid(kafka.port);
+      const cpu = pid === null ? null : ownAndReapedCpuSec(pid);
+      if (cpu) console.log(`# ${name}: the test Kafka broker used ${cpu.own.toFixed(1)} CPU-s`);
       // Its data is removed next: nothing to shut down cleanly for.
       await kafka.stop('SIGKILL');
       rmSync(kafkaDir, { recursive: true, force: true });
@@ -137,9 +146,17 @@ async function main(): Promise<number> {
     brokers = lanes.map((lane) => laneBroker(lane.name));
   }
   const started = Date.now();
+  // One janitor per broker (the lanes share a given KAFKA_BROKERS): a test file's topics go once
+  // its process has ended.
+  const janitors = new Map<string, TopicJanitor>();
   const results = await Promise.all(
     lanes.map(async (lane, i) => {
       const broker = await brokers[i];
+      if (!janitors.has(broker.brokers))
+        janitors.set(
+          broker.brokers,
+          startTopicJanitor(broker.brokers.split(','), { log: (l) => console.log(`# ${l}`) }),
+        );
       // The views' on-disk stores of every test node go to one directory removed after the run.
       const dataDir = mkdtempSync(join(tmpdir(), `sluice-test-state-${lane.name}-`));
       const env: NodeJS.ProcessEnv = { ...process.env, KAFKA_BROKERS: broker.brokers, SLUICE_DATA_DIR: dataDir };
@@ -159,6 +176,11 @@ async function main(): Promise<number> {
         );
         return merged(done);
       } finally {
+        const janitor = janitors.get(broker.brokers);
+        janitors.delete(broker.brokers);
+        // A broker this run started goes with its data; a given one is swept once more.
+        const deleted = await janitor?.stop({ sweep: broker.given });
+        if (janitor) console.log(`# lane ${lane.name}: ${deleted} topics of ended test files deleted`);
         await broker.stop();
         rmSync(dataDir, { recursive: true, force: true });
       }

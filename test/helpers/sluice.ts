@@ -3,7 +3,7 @@
  * with a topic prefix of its own so test files never see each other's state.
  */
 import { freePort, freePorts } from '../../core/net/free-port.ts';
-import { randomBytes } from 'node:crypto';
+import { ownedPrefix } from '../../harness/topic-janitor.ts';
 import { loadConfig, type Config } from '../../core/config.ts';
 import { startNode, type SluiceNode } from '../../cli/assemble.ts';
 import { createClient, type CreatedClient } from '../../core/clients/provisioning.ts';
@@ -18,8 +18,12 @@ export function brokers(): string[] {
 
 export { freePort, freePorts };
 
+/**
+ * A topic prefix (or group id) of this test file's own: `npm test` deletes its topics once the
+ * file's process has ended (harness/topic-janitor.ts).
+ */
 export function uniquePrefix(name = 't'): string {
-  return `${name}-${randomBytes(4).toString('hex')}`;
+  return ownedPrefix(name);
 }
 
 export interface TestNode extends SluiceNode {

@@ -445,6 +445,17 @@ const indent = (text: string) => text.replace(/^(?=.)/gm, '    ');
  * every test file's process (a loader thread and a message per module loaded: ~1.5 CPU-s a file,
  * ~200 CPU-s a run) to map coverage, which this suite does not collect.
  */
+/**
+ * SQLite (node-sqlite3-wasm) is WebAssembly: V8 compiles each function with its baseline compiler
+ * (Liftoff), then again with its optimizing one (TurboFan) once it has run enough. In a test
+ * process, which lives seconds, that second compile is most of what the store costs: eight
+ * Kafka-and-store test files took 33.6 and 29.1 CPU-s with Liftoff only against 40.9 and 34.8
+ * (alternating runs), and starting and stopping one node 1.1 against 1.9 CPU-s. For test processes
+ * only: the Sluice processes they start run as an operator's would, where optimized SQLite keeps
+ * DLQ and endpoint lists fast (kept unoptimized longer, their p50 rose 1.2-1.8x in bench:state).
+ */
+const WASM_BASELINE_ONLY = '--liftoff-only';
+
 async function runTap(args: string[], env: NodeJS.ProcessEnv, holdAs: string | null): Promise<TapResult> {
   const started = Date.now();
   let held = '';
@@ -508,7 +519,12 @@ async function runTap(args: string[], env: NodeJS.ProcessEnv, holdAs: string | n
       const at = Date.now();
       const child = spawn(
         process.execPath,
-        ['--enable-source-maps', `--import=${join(root, 'build/test/helpers/plain-children.js')}`, file],
+        [
+          '--enable-source-maps',
+          WASM_BASELINE_ONLY,
+          `--import=${join(root, 'build/test/helpers/plain-children.js')}`,
+          file,
+        ],
         {
           cwd: root,
           env: { ...env, TAP: '1', TAP_TIMEOUT: String(FILE_TIMEOUT_S) },

@@ -53,8 +53,8 @@ export function startTopicJanitor(
   const admin = createKafka(brokers, 'sluice-test-janitor').admin();
   let deleted = 0;
   let warned = false;
-  let stopped = false;
-  let running: Promise<void> = Promise.resolve();
+  /** The sweep under way: a tick that finds one skips its turn. */
+  let busy: Promise<void> | null = null;
 
   const sweep = async (): Promise<void> => {
     try {
@@ -75,14 +75,13 @@ export function startTopicJanitor(
     }
   };
   const timer = setInterval(() => {
-    running = running.then(() => (stopped ? undefined : sweep()));
+    busy ??= sweep().finally(() => (busy = null));
   }, opts.everyMs ?? 10_000);
   timer.unref();
   return {
     async stop({ sweep: last }) {
       clearInterval(timer);
-      await running;
-      stopped = true;
+      await busy;
       if (last) await sweep();
       await admin.disconnect().catch(() => {});
       return deleted;

@@ -16,21 +16,22 @@ import { startLocalKafka, writeClassArchive } from '../core/kafka/local-broker.t
 import { PROJECT_ROOT } from '../core/paths.ts';
 import { runCommand } from '../core/run-command.ts';
 import { listenerPid, ownAndReapedCpuSec } from '../harness/proc-cpu.ts';
-import { startTopicJanitor, type TopicJanitor } from '../harness/topic-janitor.ts';
+import { startTopicJanitor } from '../harness/topic-janitor.ts';
 
 const root = PROJECT_ROOT;
 
 interface LaneBroker {
   brokers: string;
-  /** KAFKA_BROKERS: a broker that outlives the run. */
-  given: boolean;
   stop: () => Promise<void>;
 }
+
+/** Deletes the topics of test files whose process has ended (harness/topic-janitor.ts). */
+const janitorOf = (brokers: string[]) => startTopicJanitor(brokers, { log: (l) => console.log(`# ${l}`) });
 
 /** A broker for one lane of the run: the given KAFKA_BROKERS, or a local one started for it. */
 async function laneBroker(name: string): Promise<LaneBroker> {
   const given = process.env.KAFKA_BROKERS;
-  if (given) return { brokers: given, given: true, stop: async () => {} };
+  if (given) return { brokers: given, stop: async () => {} };
   const config = loadConfig({ ...process.env, KAFKA_BROKERS: undefined });
   const port = await freePorts(2);
   const started = Date.now();
@@ -43,11 +44,12 @@ async function laneBroker(name: string): Promise<LaneBroker> {
     log: (l) => console.log(`# ${name}: ${l}`),
   });
   console.log(`# ${name}: test Kafka broker ready at ${kafka.brokers.join(',')} in ${Date.now() - started} ms`);
+  const janitor = janitorOf(kafka.brokers);
   // The broker's log directory (up to a few hundred MB per run) goes with it.
   return {
     brokers: kafka.brokers.join(','),
-    given: false,
     stop: async () => {
+      console.log(`# ${name}: ${await janitor.stop({ sweep: false })} topics of ended test files deleted`);
       // What the run cost the broker: requests, and the topics it held.
       const pid = listenerPid(kafka.port);
       const cpu = pid === null ? null : ownAndReapedCpuSec(pid);
@@ -146,17 +148,11 @@ async function main(): Promise<number> {
     brokers = lanes.map((lane) => laneBroker(lane.name));
   }
   const started = Date.now();
-  // One janitor per broker (the lanes share a given KAFKA_BROKERS): a test file's topics go once
-  // its process has ended.
-  const janitors = new Map<string, TopicJanitor>();
+  // The lanes share a given KAFKA_BROKERS, which outlives the run: one janitor, a last sweep at the end.
+  const shared = process.env.KAFKA_BROKERS ? janitorOf(process.env.KAFKA_BROKERS.split(',')) : null;
   const results = await Promise.all(
     lanes.map(async (lane, i) => {
       const broker = await brokers[i];
-      if (!janitors.has(broker.brokers))
-        janitors.set(
-          broker.brokers,
-          startTopicJanitor(broker.brokers.split(','), { log: (l) => console.log(`# ${l}`) }),
-        );
       // The views' on-disk stores of every test node go to one directory removed after the run.
       const dataDir = mkdtempSync(join(tmpdir(), `sluice-test-state-${lane.name}-`));
       const env: NodeJS.ProcessEnv = { ...process.env, KAFKA_BROKERS: broker.brokers, SLUICE_DATA_DIR: dataDir };
@@ -176,16 +172,12 @@ async function main(): Promise<number> {
         );
         return merged(done);
       } finally {
-        const janitor = janitors.get(broker.brokers);
-        janitors.delete(broker.brokers);
-        // A broker this run started goes with its data; a given one is swept once more.
-        const deleted = await janitor?.stop({ sweep: broker.given });
-        if (janitor) console.log(`# lane ${lane.name}: ${deleted} topics of ended test files deleted`);
         await broker.stop();
         rmSync(dataDir, { recursive: true, force: true });
       }
     }),
   );
+  if (shared) console.log(`# ${await shared.stop({ sweep: true })} topics of ended test files deleted`);
   let code = 0;
   const totals = { pass: 0, fail: 0, skip: 0 };
   const skipped: Skipped[] = [];
@@ -439,13 +431,6 @@ function parseRunArgs(args: string[]): { jobs: number; files: string[] } {
 const indent = (text: string) => text.replace(/^(?=.)/gm, '    ');
 
 /**
- * Runs test files `jobs` at a time, each with plain node (its `t` from tap writes TAP), and reports
- * them as tap's runner did: `# Subtest: <file>`, its output indented, `ok N - <file> # time=`, then
- * the run's `# { total, pass, fail, skip }`. tap's runner put its @tapjs/processinfo module hooks into
- * every test file's process (a loader thread and a message per module loaded: ~1.5 CPU-s a file,
- * ~200 CPU-s a run) to map coverage, which this suite does not collect.
- */
-/**
  * SQLite (node-sqlite3-wasm) is WebAssembly: V8 compiles each function with its baseline compiler
  * (Liftoff), then again with its optimizing one (TurboFan) once it has run enough. In a test
  * process, which lives seconds, that second compile is most of what the store costs: eight
@@ -456,6 +441,13 @@ const indent = (text: string) => text.replace(/^(?=.)/gm, '    ');
  */
 const WASM_BASELINE_ONLY = '--liftoff-only';
 
+/**
+ * Runs test files `jobs` at a time, each with plain node (its `t` from tap writes TAP), and reports
+ * them as tap's runner did: `# Subtest: <file>`, its output indented, `ok N - <file> # time=`, then
+ * the run's `# { total, pass, fail, skip }`. tap's runner put its @tapjs/processinfo module hooks into
+ * every test file's process (a loader thread and a message per module loaded: ~1.5 CPU-s a file,
+ * ~200 CPU-s a run) to map coverage, which this suite does not collect.
+ */
 async function runTap(args: string[], env: NodeJS.ProcessEnv, holdAs: string | null): Promise<TapResult> {
   const started = Date.now();
   let held = '';

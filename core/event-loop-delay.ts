@@ -5,8 +5,10 @@
  * prom-client measures it with `monitorEventLoopDelay` at 10 ms: a native timer that wakes the
  * process a hundred times a second for as long as it runs. On an idle worker that was most of its
  * wake-ups and CPU (issue 33). Here a probe looks once a second at the event loop's utilisation:
- * above BUSY_SHARE (an idle worker is at 1-2 %, one delivering 500 a second at 30-40 %) the 10 ms
- * sampling runs, below it stops. While it is stopped the probe's own lateness stands in: a stall
+ * above BUSY_SHARE the 10 ms sampling runs, below it stops. An idle worker is at 1-2 %, one of two
+ * delivering 500 a second at 12-15 %, 2,000 a second at 30 %: at 10 % the sampler ran under any
+ * load and was most of the timer wake-ups of a lightly loaded worker (~75 a second), where a delay
+ * that matters needs a loop busy half the time. While it is stopped the probe's own lateness stands in: a stall
  * of a quiet process (a long GC, a blocking call) still shows in the maximum, to within the probe's
  * period, though not in the percentiles. A busy process is sampled as before, from its first busy
  * second on. A window with neither reads 0.
@@ -14,7 +16,7 @@
 import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
 
 /** The share of a second the loop must be busy for delays to be sampled. */
-export const BUSY_SHARE = 0.1;
+export const BUSY_SHARE = 0.5;
 /** How often the probe looks. */
 export const PROBE_MS = 1000;
 

@@ -111,6 +111,8 @@ export const MAX_RESPONSE_BYTES = 64 * 1024;
 interface Deadline {
   at: number;
   done: boolean;
+  /** Counted among the live deadlines (added and not yet settled). */
+  tracked: boolean;
   expire(): void;
 }
 
@@ -122,6 +124,7 @@ interface Deadline {
 class Deadlines {
   private readonly queues = new Map<number, Deadline[]>();
   private ticker: NodeJS.Timeout | null = null;
+  private live = 0;
 
   add(timeoutMs: number, entry: Deadline): void {
     let q = this.queues.get(timeoutMs);
@@ -130,8 +133,24 @@ class Deadlines {
       this.queues.set(timeoutMs, q);
     }
     entry.at = Date.now() + timeoutMs;
+    entry.tracked = true;
+    this.live++;
     q.push(entry);
     this.ticker ??= setInterval(() => this.tick(), TICK_MS);
+  }
+
+  /**
+   * An entry is done (answered, failed or expired). Once none is live the ticker stops at once:
+   * under light load each burst of attempts ends long before the next tick, which would otherwise
+   * wake the process only to find nothing due (issue 33).
+   */
+  settle(entry: Deadline): void {
+    if (!entry.tracked) return;
+    entry.tracked = false;
+    if (--this.live > 0) return;
+    this.queues.clear();
+    if (this.ticker) clearInterval(this.ticker);
+    this.ticker = null;
   }
 
   private tick(): void {
@@ -177,6 +196,7 @@ function parseUrl(url: string): URL | null {
 class Attempt implements Deadline, ExchangeHandler {
   at = 0;
   done = false;
+  tracked = false;
   private readonly started = Date.now();
   /** When the request was handed to a connection: time spent waiting for one is not the receiver's. */
   private writtenAt = 0;
@@ -259,6 +279,7 @@ class Attempt implements Deadline, ExchangeHandler {
   finish(ok: boolean, status: number | null, error: string | null, retryAfter?: number): void {
     if (this.done) return;
     this.done = true;
+    deadlines.settle(this);
     const outcome: AttemptOutcome = { ok, status, error, durationMs: Date.now() - (this.writtenAt || this.started) };
     if (retryAfter !== undefined) outcome.retryAfterMs = retryAfter;
     if (this.keepBody > 0) outcome.body = this.head === null ? null : this.keptBody();

@@ -21,6 +21,12 @@ export class ViewChanges {
    * `timeoutMs` passed first (checked once more then). Rejects when `check` throws.
    */
   until(check: () => boolean, timeoutMs: number): Promise<boolean> {
+    // Most calls find the view caught up already: they need no timer and no waiter.
+    try {
+      if (check()) return Promise.resolve(true);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     return new Promise((resolve, reject) => {
       const done = () => {
         this.waiters.delete(wake);
@@ -43,7 +49,6 @@ export class ViewChanges {
       const wake = () => attempt(false);
       const timer = setTimeout(() => attempt(true), Math.max(0, timeoutMs));
       this.waiters.add(wake);
-      attempt(false);
     });
   }
 

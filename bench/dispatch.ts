@@ -419,7 +419,10 @@ async function main(): Promise<number> {
     const ratio = !Number.isFinite(x) ? null : t ? `${fmt(x, 2)} (≤ ${t}, ${x <= t ? 'met' : 'missed'})` : fmt(x, 2);
     const asked = name === 'f10-single' ? 'saturation (f10-single)' : fmt((r.sc.rate ?? 0) * 10);
     const cores = fmt(cpuOf(sluiceProcs)(r) / r.wallSec, 3);
-    return [asked, fmt(r.deliveredPerSec), cores, fmt(cost.get(name), 3), ratio, fmt(r.stats.p50), fmt(r.stats.p99)];
+    // What light load pays for is wake-ups (docs/decisions.md, issue 33): the main threads' waits per event.
+    const wakeups = sum(sluiceProcs, (p) => r.usage.get(p)?.wakeups ?? 0) / Math.max(1, r.load.accepted);
+    const cells = [asked, fmt(r.deliveredPerSec), cores, fmt(cost.get(name), 3), ratio];
+    return [...cells, fmt(r.stats.p50), fmt(r.stats.p99), fmt(wakeups, 1)];
   });
   const idleCells = sluiceProcs.map((n) => `${n}: ${fmt((100 * (idle?.get(n)?.cpuSec ?? 0)) / IDLE_SECONDS, 2)} %`);
 
@@ -478,9 +481,11 @@ async function main(): Promise<number> {
           `Idle (${IDLE_SECONDS} s after the warm-up, nothing published), % of a core: ${idleCells.join('; ')}.`,
           '',
           'Gross CPU of every Sluice process over each run (publish start to last delivery), per 1,000 ' +
-            'deliveries; the ratio is against the 8,000/s point (against saturation for the 8,000/s point).',
+            'deliveries; the ratio is against the 8,000/s point (against saturation for the 8,000/s point). ' +
+            "Wake-ups: the voluntary context switches of the Sluice processes' main threads (/proc) per event " +
+            'published (fan-out 10).',
           '',
-          ...table([...curveHead, 'p50 ms', 'p99 ms'], curveRows, 'lrrrlrr'),
+          ...table([...curveHead, 'p50 ms', 'p99 ms', 'wake-ups per event'], curveRows, 'lrrrlrrr'),
         ]),
   ].join('\n');
   say(`\n${section}`);

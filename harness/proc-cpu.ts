@@ -46,6 +46,19 @@ function cpuTicks(pid: number): number | null {
   return f ? Number(f[11]) + Number(f[12]) : null; // utime, stime
 }
 
+/**
+ * How often the process's main thread has given up the CPU to wait (voluntary_ctxt_switches of
+ * /proc/<pid>/status, the thread group leader's): each is a wake-up of its event loop.
+ */
+function mainThreadWaits(pid: number): number | null {
+  try {
+    const m = /^voluntary_ctxt_switches:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
 function rssKb(pid: number): number | null {
   try {
     const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -136,10 +149,13 @@ export function processTree(root: number, comm = 'node'): number[] {
 export interface Usage {
   cpuSec: number;
   peakRssMb: number;
+  /** The main threads' wake-ups in the window (processes alive at both ends; see mainThreadWaits). */
+  wakeups: number;
 }
 
 interface Window {
   startTicks: Map<number, number>;
+  startWaits: Map<number, number>;
   /** Each pid's CPU ticks at its latest sample: what a process that exits before the end used. */
   lastTicks: Map<number, { group: string; ticks: number }>;
   peakKb: Map<string, number>;
@@ -170,11 +186,13 @@ export class ProcSampler {
     }
   }
   begin(): Window {
-    const w: Window = { startTicks: new Map(), lastTicks: new Map(), peakKb: new Map() };
+    const w: Window = { startTicks: new Map(), startWaits: new Map(), lastTicks: new Map(), peakKb: new Map() };
     for (const list of this.groups().values()) {
       for (const pid of list) {
         const t = cpuTicks(pid);
         if (t !== null) w.startTicks.set(pid, t);
+        const waits = mainThreadWaits(pid);
+        if (waits !== null) w.startWaits.set(pid, waits);
       }
     }
     this.windows.add(w);
@@ -185,16 +203,21 @@ export class ProcSampler {
     this.sample();
     this.windows.delete(w);
     const ticksOf = new Map<string, number>();
+    const wakeupsOf = new Map<string, number>();
     const counted = new Set<number>();
     for (const [name, list] of this.groups()) {
       let ticks = 0;
+      let wakeups = 0;
       for (const pid of list) {
         const t = cpuTicks(pid);
         if (t === null) continue;
         ticks += t - (w.startTicks.get(pid) ?? 0);
         counted.add(pid);
+        const [from, to] = [w.startWaits.get(pid), mainThreadWaits(pid)];
+        if (from !== undefined && to !== null) wakeups += to - from;
       }
       ticksOf.set(name, ticks);
+      wakeupsOf.set(name, wakeups);
     }
     // Processes of the window gone by its end (a worker that exited): up to their last sample.
     for (const [pid, last] of w.lastTicks) {
@@ -203,7 +226,11 @@ export class ProcSampler {
     }
     const out = new Map<string, Usage>();
     for (const [name, ticks] of ticksOf)
-      out.set(name, { cpuSec: ticks / CLK_TCK, peakRssMb: (w.peakKb.get(name) ?? 0) / 1024 });
+      out.set(name, {
+        cpuSec: ticks / CLK_TCK,
+        peakRssMb: (w.peakKb.get(name) ?? 0) / 1024,
+        wakeups: wakeupsOf.get(name) ?? 0,
+      });
     return out;
   }
   stop(): void {

@@ -8,8 +8,8 @@
  * above BUSY_SHARE the 10 ms sampling runs, below it stops. An idle worker is at 1-2 %, one of two
  * delivering 500 a second at 12-15 %, 2,000 a second at 30 %: at 10 % the sampler ran under any
  * load and was most of the timer wake-ups of a lightly loaded worker (~75 a second), where a delay
- * that matters needs a loop busy half the time. While it is stopped the probe's own lateness stands in: a stall
- * of a quiet process (a long GC, a blocking call) still shows in the maximum, to within the probe's
+ * that matters needs a loop busy half the time. While it is stopped the probe's own lateness
+ * stands in: a stall of a quiet process (a long GC, a blocking call) still shows in the maximum, to within the probe's
  * period, though not in the percentiles. A busy process is sampled as before, from its first busy
  * second on. A window with neither reads 0.
  */

@@ -46,27 +46,22 @@ function cpuTicks(pid: number): number | null {
   return f ? Number(f[11]) + Number(f[12]) : null; // utime, stime
 }
 
-/**
- * How often the process's main thread has given up the CPU to wait (voluntary_ctxt_switches of
- * /proc/<pid>/status, the thread group leader's): each is a wake-up of its event loop.
- */
-function mainThreadWaits(pid: number): number | null {
+/** A number field of /proc/<pid>/status (`VmRSS` in kB, …); null when the process or field is gone. */
+function statusNumber(pid: number, field: string): number | null {
   try {
-    const m = /^voluntary_ctxt_switches:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const m = new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return m ? Number(m[1]) : null;
   } catch {
     return null;
   }
 }
 
-function rssKb(pid: number): number | null {
-  try {
-    const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) : null;
-  } catch {
-    return null;
-  }
-}
+const rssKb = (pid: number) => statusNumber(pid, 'VmRSS');
+/**
+ * How often the process's main thread (the thread group leader) has given up the CPU to wait:
+ * each is a wake-up of its event loop.
+ */
+const mainThreadWaits = (pid: number) => statusNumber(pid, 'voluntary_ctxt_switches');
 
 const pids = () =>
   readdirSync('/proc')

@@ -109,10 +109,9 @@ export const MAX_RESPONSE_BYTES = 64 * 1024;
 
 /** What a deadline holds: when it falls, and what to do then unless done by then. */
 interface Deadline {
+  /** When it falls; 0 until the entry is added. */
   at: number;
   done: boolean;
-  /** Counted among the live deadlines (added and not yet settled). */
-  tracked: boolean;
   expire(): void;
 }
 
@@ -133,29 +132,27 @@ class Deadlines {
       this.queues.set(timeoutMs, q);
     }
     entry.at = Date.now() + timeoutMs;
-    entry.tracked = true;
     this.live++;
     q.push(entry);
     this.ticker ??= setInterval(() => this.tick(), TICK_MS);
   }
 
   /**
-   * An entry is done (answered, failed or expired). Once none is live the ticker stops at once:
-   * under light load each burst of attempts ends long before the next tick, which would otherwise
+   * An entry is done (answered, failed or expired), once: the ticker stops with the last live one.
+   * Under light load each burst of attempts ends long before the next tick, which would otherwise
    * wake the process only to find nothing due (issue 33).
    */
   settle(entry: Deadline): void {
-    if (!entry.tracked) return;
-    entry.tracked = false;
+    if (entry.at === 0) return; // done before it was added (an unusable URL)
     if (--this.live > 0) return;
     this.queues.clear();
     if (this.ticker) clearInterval(this.ticker);
     this.ticker = null;
   }
 
+  /** Expires what is due and drops what is done; the last expiry stops the ticker (settle). */
   private tick(): void {
     const now = Date.now();
-    let left = 0;
     for (const [timeout, q] of this.queues) {
       let i = 0;
       while (i < q.length && (q[i].done || q[i].at <= now)) {
@@ -164,11 +161,6 @@ class Deadlines {
       }
       if (i > 0) q.splice(0, i);
       if (q.length === 0) this.queues.delete(timeout);
-      left += q.length;
-    }
-    if (left === 0 && this.ticker) {
-      clearInterval(this.ticker);
-      this.ticker = null;
     }
   }
 }
@@ -196,7 +188,6 @@ function parseUrl(url: string): URL | null {
 class Attempt implements Deadline, ExchangeHandler {
   at = 0;
   done = false;
-  tracked = false;
   private readonly started = Date.now();
   /** When the request was handed to a connection: time spent waiting for one is not the receiver's. */
   private writtenAt = 0;

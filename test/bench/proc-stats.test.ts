@@ -24,24 +24,38 @@ t.test('a process that exits inside a window counts the CPU it used there', asyn
 });
 
 t.test("a window counts the wake-ups of a process's main thread: one that sleeps often wakes often", async (t) => {
-  // 40 timers of 10 ms one after another: ~40 waits of the main thread; an idle process: next to none.
-  const TICKER =
-    'let n = 0; const tick = () => { if (++n < 40) setTimeout(tick, 10); }; tick(); setTimeout(() => {}, 60_000);';
-  const idle = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60_000)'], { stdio: 'ignore' });
-  t.teardown(() => idle.kill());
-  await new Promise((r) => setTimeout(r, 300)); // started and settled
-  const groups = new Map([['idle', [idle.pid!]]]);
+  // Each child says when its setup is done (idle) or its 40 timers of 10 ms have run (ticker), so
+  // a slow start on a busy machine is not counted, and the window waits for the work, not a clock.
+  const child = (code: string) => {
+    const c = spawn(process.execPath, ['-e', `${code}; setTimeout(() => {}, 60_000);`], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    t.teardown(() => c.kill());
+    return {
+      pid: c.pid!,
+      said: (word: string) =>
+        new Promise<void>((r) => c.stdout.on('data', (d: Buffer) => String(d).includes(word) && r())),
+    };
+  };
+  const groups = new Map<string, number[]>();
   const sampler = new ProcSampler(() => groups);
   t.teardown(() => sampler.stop());
+
+  const idle = child("process.stdout.write('ready')");
+  await idle.said('ready');
+  groups.set('idle', [idle.pid]);
   const quiet = sampler.begin();
   await new Promise((r) => setTimeout(r, 200));
   const idleWakeups = sampler.end(quiet).get('idle')!.wakeups;
   t.ok(idleWakeups <= 3, `an idle process barely wakes (${idleWakeups})`);
-  const busy = spawn(process.execPath, ['-e', TICKER], { stdio: 'ignore' });
-  t.teardown(() => busy.kill());
-  groups.set('busy', [busy.pid!]);
+
+  const TICKER =
+    "let n = 0; const tick = () => { if (++n < 40) setTimeout(tick, 10); else process.stdout.write('done'); };";
+  const ticker = child(`${TICKER} process.stdout.write('ready'); setTimeout(tick, 100)`);
+  await ticker.said('ready');
+  groups.set('ticker', [ticker.pid]);
   const window = sampler.begin();
-  await new Promise((r) => setTimeout(r, 1500));
-  const busyWakeups = sampler.end(window).get('busy')!.wakeups;
-  t.ok(busyWakeups >= 30, `a process with 40 timers of 10 ms woke ${busyWakeups} times`);
+  await ticker.said('done');
+  const tickerWakeups = sampler.end(window).get('ticker')!.wakeups;
+  t.ok(tickerWakeups >= 30, `a process with 40 timers of 10 ms one after another woke ${tickerWakeups} times`);
 });

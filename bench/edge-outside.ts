@@ -63,12 +63,13 @@ async function main(): Promise<number> {
     SLUICE_TOKEN_RATE_PER_MINUTE: '0',
   };
   for (const name of ['SLUICE_WORKERS', 'SLUICE_PORT', 'SLUICE_ADMIN_PORT']) delete env[name];
-  const node = (name: string, command: string, port: number, admin: number) => {
-    const nodeEnv = { ...env, SLUICE_PORT: `${port}`, SLUICE_ADMIN_PORT: `${admin}` };
+  const node = (name: string, command: string, port: number, admin: number, more: NodeJS.ProcessEnv = {}) => {
+    const nodeEnv = { ...env, ...more, SLUICE_PORT: `${port}`, SLUICE_ADMIN_PORT: `${admin}` };
     return children.spawn(name, bench.sluice, [command], nodeEnv, 'sluice');
   };
   say(`starting sluice start and sluice ingress (topic prefix ${prefix})...`);
-  const node1 = node('sluice-start', 'start', ports.node1, ports.admin1);
+  // A worker per core from the start: the edge is measured at the node's full width.
+  const node1 = node('sluice-start', 'start', ports.node1, ports.admin1, { SLUICE_WORKERS: String(workers) });
   const node2 = node('sluice-ingress', 'ingress', ports.node2, ports.admin2);
   // Its first worker makes a bootstrap admin if it finds no client, after it is ready: wait for its
   // decision before adding ours (else it may or may not make one).

@@ -52,31 +52,68 @@ async function fetchText(url: string): Promise<{ status: number; text: string }>
   }
 }
 
+/**
+ * The counters and histograms of a page, without its gauges: what a retired worker adds to the node's
+ * sums for good, so that a counter summed over the workers never falls when one retires (Prometheus
+ * would read a fall as a reset).
+ */
+export function countersOnly(page: string): string {
+  const kinds = new Map<string, string>();
+  for (const m of page.matchAll(/^# TYPE (\S+) (\S+)$/gm)) kinds.set(m[1], m[2]);
+  const kindOf = (series: string) => {
+    const name = /^[^{ ]+/.exec(series)?.[0] ?? '';
+    return kinds.get(name) ?? kinds.get(name.replace(/_(bucket|sum|count)$/, ''));
+  };
+  return page
+    .split('\n')
+    .filter((line) => line !== '' && !line.startsWith('#') && ['counter', 'histogram'].includes(kindOf(line) ?? ''))
+    .join('\n');
+}
+
+/** Which workers the node's admin port speaks for, as the primary knows them at each request. */
+export interface AggregateSource {
+  /** The admin ports whose health is the node's; none: the node is not ready. */
+  healthPorts(): number[];
+  /** The admin ports whose pages are summed; a `retiring` one that no longer answers gives its last page. */
+  metricsPorts(): { port: number; retiring: boolean }[];
+  /** Pages added as they are: retired workers' counters and the primary's own series. */
+  extraPages(): string[];
+}
+
 const ROUTES = 'admin routes: /healthz, /readyz, /metrics (worker i: its own on this port + 1 + i)';
 
-/** Serves the node's admin port from the primary; `workerPorts` are the workers' own admin ports. */
+/** Serves the node's admin port from the primary, for the workers `source` names at each request. */
 export function startAggregateAdmin(
   host: string,
   port: number,
-  workerPorts: number[],
-): Promise<{ close(): Promise<void> }> {
-  const urls = (path: string) => workerPorts.map((p) => adminUrl(host, p, path));
+  source: AggregateSource,
+): Promise<{ close(): Promise<void>; lastPage(port: number): string | undefined }> {
+  const lastPages = new Map<number, string>();
+  const scrape = async ({ port: p, retiring }: { port: number; retiring: boolean }) => {
+    const page = await fetchText(adminUrl(host, p, '/metrics'));
+    if (page.status === 200) lastPages.set(p, page.text);
+    else if (retiring) return { status: 200, text: lastPages.get(p) ?? '' };
+    return page;
+  };
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/metrics') {
-      void Promise.all(urls('/metrics').map(fetchText)).then((pages) => {
+      const members = source.metricsPorts();
+      void Promise.all(members.map(scrape)).then((pages) => {
         const missing = pages.findIndex((p) => p.status !== 200);
         if (missing >= 0) {
           const why = pages[missing].status || pages[missing].text;
-          sendProblem(res, 503, 'Unavailable', 'UNAVAILABLE', `worker ${missing} did not answer /metrics (${why})`);
+          const worker = members[missing].port - port - 1;
+          sendProblem(res, 503, 'Unavailable', 'UNAVAILABLE', `worker ${worker} did not answer /metrics (${why})`);
           return;
         }
         res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
-        res.end(mergeMetrics(pages.map((p) => p.text)));
+        res.end(mergeMetrics([...pages.map((p) => p.text), ...source.extraPages()]));
       });
     } else if (path === '/healthz' || path === '/readyz') {
-      void Promise.all(urls(path).map(fetchText)).then((answers) => {
-        const ok = answers.every((a) => a.status === 200);
+      const ports = source.healthPorts();
+      void Promise.all(ports.map((p) => fetchText(adminUrl(host, p, path)))).then((answers) => {
+        const ok = answers.length > 0 && answers.every((a) => a.status === 200);
         const workers = answers.map((a) => {
           try {
             return JSON.parse(a.text) as unknown;
@@ -91,6 +128,11 @@ export function startAggregateAdmin(
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => resolve({ close: () => new Promise<void>((r) => server.close(() => r())) }));
+    server.listen(port, host, () =>
+      resolve({
+        close: () => new Promise<void>((r) => server.close(() => r())),
+        lastPage: (p) => lastPages.get(p),
+      }),
+    );
   });
 }

@@ -1,27 +1,35 @@
 /**
- * `--workers N` for `sluice start` and `sluice ingress`: the primary forks N worker processes
+ * `--workers N|auto` for `sluice start` and `sluice ingress`: the primary forks worker processes
  * (node:cluster) that each run a whole node. They share the HTTP port (uWS listens with
  * SO_REUSEPORT, so the kernel spreads connections); the primary serves the node's admin port
- * (admin-aggregate.ts) and worker i its own on base + 1 + i. A dead worker ends the run (the
- * operator's supervisor decides); a signal stops all.
+ * (admin-aggregate.ts) and worker i its own on base + 1 + i. With `auto` the primary starts one
+ * worker and adds or retires others as their event loops' load asks (worker-scaling.ts). A worker
+ * that dies unasked ends the run (the operator's supervisor decides); a signal stops all.
  */
 import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import { CLI_SETTINGS } from '../core/config.ts';
+import { performance } from 'node:perf_hooks';
 import { ConfigError } from '../core/errors.ts';
 import { UsageError } from './args.ts';
-import { say, untilSignal } from './runtime.ts';
+import { untilSignal } from './runtime.ts';
 import { stopStepsUnderWay } from '../core/stop-steps.ts';
-import { startAggregateAdmin } from './admin-aggregate.ts';
 
-const WORKER_INDEX = 'SLUICE_WORKER_INDEX';
+export const WORKER_INDEX = 'SLUICE_WORKER_INDEX';
 
-/** --workers, else SLUICE_WORKERS, else `def` (the number of cores when undefined). */
-export function workerCount(raw: string | undefined, usage: string, def?: number): number {
+/** How many workers a node runs: `min` = `max` for a fixed count, else between them as load asks. */
+export interface WorkerPlan {
+  min: number;
+  max: number;
+}
+
+/** --workers, else SLUICE_WORKERS, else `def`; `auto` is one worker to the number of cores. */
+export function workerPlan(raw: string | undefined, usage: string, def: number | 'auto' = 'auto'): WorkerPlan {
   try {
     // The flag is checked as the variable is.
-    const workers = CLI_SETTINGS.workers.read(raw === undefined ? process.env : { SLUICE_WORKERS: raw });
-    return workers ?? def ?? availableParallelism();
+    const workers = CLI_SETTINGS.workers.read(raw === undefined ? process.env : { SLUICE_WORKERS: raw }) ?? def;
+    if (workers !== 'auto') return { min: workers, max: workers };
+    return { min: 1, max: CLI_SETTINGS.workerScaling.read(process.env).max ?? availableParallelism() };
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     throw new UsageError(`--workers / ${err.message.replace(': ', ' ')}\n\n${usage}`);
@@ -111,56 +119,56 @@ function untilPrimarySaysStop(graceMs = 15_000): Promise<string> {
   });
 }
 
+/** A worker's report of its event loop's utilisation over the last second (0-1). */
+export interface LoadReport {
+  sluice: 'load';
+  busy: number;
+}
+
+export function isLoadReport(m: unknown): m is LoadReport {
+  const r = m as Partial<LoadReport> | null;
+  return r?.sluice === 'load' && typeof r.busy === 'number' && r.busy >= 0 && r.busy <= 1;
+}
+
+/** A retiring worker's last /metrics page: the node's counters keep what it counted. */
+export interface FinalMetrics {
+  sluice: 'final-metrics';
+  text: string;
+}
+
+export function isFinalMetrics(m: unknown): m is FinalMetrics {
+  const r = m as Partial<FinalMetrics> | null;
+  return r?.sluice === 'final-metrics' && typeof r.text === 'string';
+}
+
 /**
- * Forks the workers (with `env` added, and `v8Flags` after the primary's own Node flags), restarts
- * none, stops them on a signal; resolves with the exit code.
+ * In a worker of a node whose worker count follows the load: reports the event loop's utilisation
+ * every `periodMs` to the primary (worker-scaling.ts), the first time once the node is up. Returns
+ * the stop.
  */
-export async function runPrimary(
-  workers: number,
-  env: Record<string, string>,
-  v8Flags: string[] = [],
-  admin?: { host: string; port: number },
-): Promise<number> {
-  // A flag the primary already runs with (the #! line's) is not given twice.
-  const added = v8Flags.filter((f) => !process.execArgv.includes(f));
-  if (added.length > 0) cluster.setupPrimary({ execArgv: [...process.execArgv, ...added] });
-  // The node's admin port: every worker's metrics summed, health only when all are healthy.
-  const aggregate =
-    admin && admin.port !== 0
-      ? await startAggregateAdmin(
-          admin.host,
-          admin.port,
-          Array.from({ length: workers }, (_, i) => workerAdminPort(admin.port, i, workers)),
-        )
-      : null;
-  const alive = new Set<number>();
-  let stopping = false;
-  let failed = false;
-  const exited = new Promise<void>((resolve) => {
-    cluster.on('exit', (w, code, signal) => {
-      alive.delete(w.id);
-      if (!stopping) {
-        failed = true;
-        say(`worker ${w.process.pid} exited (${signal ?? code}); stopping the others`);
-        stopping = true;
-        for (const id of alive) cluster.workers?.[id]?.send('shutdown');
-      }
-      if (alive.size === 0) resolve();
-    });
+export function reportLoad(plan: WorkerPlan, periodMs = 1000): () => void {
+  if (!cluster.isWorker || plan.min === plan.max) return () => {};
+  let mark = performance.eventLoopUtilization();
+  const send = () => {
+    const now = performance.eventLoopUtilization();
+    const busy = Math.min(1, Math.max(0, performance.eventLoopUtilization(now, mark).utilization));
+    mark = now;
+    if (process.connected) process.send?.({ sluice: 'load', busy } satisfies LoadReport);
+  };
+  send();
+  const timer = setInterval(send, periodMs).unref();
+  return () => clearInterval(timer);
+}
+
+/** In a worker, once its node has closed: hands the primary the node's last metrics page. */
+export async function handOverMetrics(render: () => Promise<string>): Promise<void> {
+  if (!cluster.isWorker || !process.connected) return;
+  const text = await render().catch(() => null);
+  if (text === null) return;
+  await new Promise<void>((resolve) => {
+    const sent = process.send?.({ sluice: 'final-metrics', text } satisfies FinalMetrics, undefined, {}, () =>
+      resolve(),
+    );
+    if (!sent) resolve();
   });
-  // A revocation pushed by another region reaches the one worker holding the peer port: it is
-  // passed on to the others, so every worker refuses the client before the Kafka record arrives.
-  cluster.on('message', (from, m: unknown) => {
-    if (!isRelayedRevocation(m)) return;
-    for (const id of alive) if (id !== from.id) cluster.workers?.[id]?.send(m);
-  });
-  for (let i = 0; i < workers; i++) alive.add(cluster.fork({ ...env, [WORKER_INDEX]: String(i) }).id);
-  const signal = await Promise.race([untilSignal(20_000), exited.then(() => null)]);
-  if (signal) {
-    stopping = true;
-    for (const id of alive) cluster.workers?.[id]?.send('shutdown');
-    await exited;
-  }
-  await aggregate?.close();
-  return failed ? 1 : 0;
 }

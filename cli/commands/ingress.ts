@@ -3,7 +3,16 @@ import { loadConfig } from '../../core/config.ts';
 import { parse } from '../args.ts';
 import { kafkaFor, say } from '../runtime.ts';
 import { startNode } from '../assemble.ts';
-import { runPrimary, untilStop, workerAdminPort, workerCount, workerDone, workerIndex } from '../workers.ts';
+import {
+  handOverMetrics,
+  reportLoad,
+  untilStop,
+  workerAdminPort,
+  workerDone,
+  workerIndex,
+  workerPlan,
+} from '../workers.ts';
+import { runPrimary } from '../primary.ts';
 import type { Command } from '../command.ts';
 
 const USAGE = `usage: sluice ingress [--port P] [--admin-port P] [--workers N]      (needs KAFKA_BROKERS)
@@ -15,9 +24,10 @@ each its own --admin-port); they share all state through Kafka. The admin port (
 SLUICE_TLS_KEY the port speaks HTTPS, and with SLUICE_TLS_CLIENT_CA too it requires a client
 certificate of that CA; \`sluice front-door\` prints an HAProxy configuration to put before it.
 
-  --workers N   processes of this node (SLUICE_WORKERS; default 1; "--workers $(nproc)" uses
-                every core). They share the port (SO_REUSEPORT); worker i serves its admin
-                port on --admin-port + i.`;
+  --workers N|auto  processes of this node (SLUICE_WORKERS; default 1; "--workers $(nproc)"
+                uses every core, auto adds them up to the cores while their event loops are
+                busy). They share the port (SO_REUSEPORT); worker i serves its admin port on
+                --admin-port + 1 + i.`;
 
 export const ingress: Command = {
   async run(argv) {
@@ -28,10 +38,9 @@ export const ingress: Command = {
     );
     const config = loadConfig();
     const { brokers } = await kafkaFor(config, { embedded: false });
-    const workers = workerCount(values.workers, USAGE, 1);
+    const plan = workerPlan(values.workers, USAGE, 1);
     const adminBase = values['admin-port'] !== undefined ? Number(values['admin-port']) : config.adminPort;
-    if (workers > 1 && !cluster.isWorker)
-      return runPrimary(workers, {}, [], { host: config.adminHost, port: adminBase });
+    if (plan.max > 1 && !cluster.isWorker) return runPrimary(plan, {}, [], { host: config.adminHost, port: adminBase });
     const index = workerIndex();
     const stopped = untilStop();
     const node = await startNode(config, {
@@ -39,15 +48,18 @@ export const ingress: Command = {
       ingress: true,
       dispatcher: false,
       port: values.port !== undefined ? Number(values.port) : undefined,
-      adminPort: workerAdminPort(adminBase, index, workers),
+      adminPort: workerAdminPort(adminBase, index, plan.max),
     });
+    const stopReports = reportLoad(plan);
     if (index === 0) {
       const admin = node.ingress!.adminPort;
-      const more = workers > 1 ? `; the node's ${adminBase}, workers' ${admin} … ${admin + workers - 1}` : '';
+      const more = plan.max > 1 ? `; the node's ${adminBase}, workers' ${admin} … ${admin + plan.max - 1}` : '';
       say(`ingress ready on port ${node.ingress!.port} (admin ${admin}${more}), region ${config.region}`);
     }
     await stopped;
+    stopReports();
     await node.close();
+    await handOverMetrics(() => node.ctx.metrics.render());
     workerDone();
     return 0;
   },

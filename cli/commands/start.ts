@@ -3,7 +3,17 @@ import { loadConfig, type Config } from '../../core/config.ts';
 import { parse } from '../args.ts';
 import { kafkaFor, say } from '../runtime.ts';
 import { DISPATCHER_V8_FLAGS } from '../heap.ts';
-import { runPrimary, untilStop, workerAdminPort, workerCount, workerDone, workerIndex } from '../workers.ts';
+import {
+  handOverMetrics,
+  reportLoad,
+  untilStop,
+  workerAdminPort,
+  workerDone,
+  workerIndex,
+  type WorkerPlan,
+  workerPlan,
+} from '../workers.ts';
+import { runPrimary } from '../primary.ts';
 import type { Command } from '../command.ts';
 import { adminUrl } from '../../ingress/admin-server.ts';
 
@@ -16,13 +26,14 @@ stops it on exit. With no clients yet, it provisions and prints a bootstrap admi
 the tenant "local". With SLUICE_TLS_CERT and SLUICE_TLS_KEY the port speaks HTTPS, and with
 SLUICE_TLS_CLIENT_CA too it requires a client certificate of that CA (docs/configuration.md).
 
-  --workers N   processes that each run ingress + dispatcher (SLUICE_WORKERS; default: the
-                number of cores). They share SLUICE_PORT (SO_REUSEPORT: the kernel spreads
-                connections) and the Kafka partitions (one consumer group); worker i serves its
-                admin port on SLUICE_ADMIN_PORT + i.`;
+  --workers N|auto  processes that each run ingress + dispatcher (SLUICE_WORKERS; default:
+                auto, one worker and up to one per core while their event loops are busy). They
+                share SLUICE_PORT (SO_REUSEPORT: the kernel spreads connections) and the Kafka
+                partitions (one consumer group); worker i serves its admin port on
+                SLUICE_ADMIN_PORT + 1 + i.`;
 
 /** One process's node: ingress + dispatcher; the first one provisions the bootstrap credential. */
-async function runNode(config: Readonly<Config>, brokers: string[], index: number, workers: number): Promise<void> {
+async function runNode(config: Readonly<Config>, brokers: string[], index: number, plan: WorkerPlan): Promise<void> {
   // Listen for the stop at once: it may come while the node is still starting.
   const stopped = untilStop();
   // Loaded here: the primary of `--workers N` only forks and watches, and needs none of the node.
@@ -34,14 +45,19 @@ async function runNode(config: Readonly<Config>, brokers: string[], index: numbe
     brokers,
     ingress: true,
     dispatcher: true,
-    adminPort: workerAdminPort(config.adminPort, index, workers),
+    adminPort: workerAdminPort(config.adminPort, index, plan.max),
   });
+  const stopReports = reportLoad(plan);
   const base = `${config.tls ? 'https' : 'http'}://127.0.0.1:${node.ingress!.port}`;
   // With workers the primary serves the node's admin port (every worker's metrics summed).
-  const nodeAdmin = workers > 1 && config.adminPort !== 0 ? config.adminPort : node.ingress!.adminPort;
+  const nodeAdmin = plan.max > 1 && config.adminPort !== 0 ? config.adminPort : node.ingress!.adminPort;
   if (index === 0) {
+    const workers =
+      plan.min === plan.max
+        ? `${plan.min} worker${plan.min > 1 ? 's' : ''}`
+        : `workers: ${plan.min} to ${plan.max} as load asks`;
     say(
-      `Sluice is up: ${base}  (${workers} worker${workers > 1 ? 's' : ''}; ` +
+      `Sluice is up: ${base}  (${workers}; ` +
         `admin: ${adminUrl(config.adminHost, nodeAdmin, '/healthz')}, Kafka: ${brokers.join(',')})`,
     );
     if (node.ctx.clients.size === 0) {
@@ -71,8 +87,10 @@ async function runNode(config: Readonly<Config>, brokers: string[], index: numbe
     }
   }
   const signal = await stopped;
+  stopReports();
   if (index === 0) say(`${signal}: shutting down`);
   await node.close();
+  await handOverMetrics(() => node.ctx.metrics.render());
 }
 
 export const start: Command = {
@@ -80,20 +98,20 @@ export const start: Command = {
     const { values } = parse(argv, { workers: { type: 'string' } }, USAGE);
     const config = loadConfig();
     if (cluster.isWorker) {
-      await runNode(config, config.kafkaBrokers!, workerIndex(), workerCount(values.workers, USAGE));
+      await runNode(config, config.kafkaBrokers!, workerIndex(), workerPlan(values.workers, USAGE));
       workerDone();
       return 0;
     }
-    const workers = workerCount(values.workers, USAGE);
+    const plan = workerPlan(values.workers, USAGE);
     if (config.masterKeyIsDefault)
       say('warning: SLUICE_MASTER_KEY is not set; using the development key (never do this in production)');
     const { brokers, local } = await kafkaFor(config, { embedded: true });
     try {
-      if (workers === 1) {
-        await runNode(config, brokers, 0, 1);
+      if (plan.max === 1) {
+        await runNode(config, brokers, 0, plan);
         return 0;
       }
-      return await runPrimary(workers, { KAFKA_BROKERS: brokers.join(',') }, DISPATCHER_V8_FLAGS, {
+      return await runPrimary(plan, { KAFKA_BROKERS: brokers.join(',') }, DISPATCHER_V8_FLAGS, {
         host: config.adminHost,
         port: config.adminPort,
       });

@@ -3,7 +3,7 @@
  * number of workers (read by the commands themselves).
  */
 import { ConfigError } from '../errors.ts';
-import { int } from './readers.ts';
+import { int, num } from './readers.ts';
 import { numSetting, type Setting } from './schema.ts';
 
 export const PROCESS_SETTINGS = {
@@ -49,24 +49,68 @@ export const PROCESS_SETTINGS = {
 
 /** Settings a command reads itself, before (or without) loading the configuration. */
 export const CLI_SETTINGS = {
-  /** The processes `sluice start` and `sluice ingress` fork (cli/workers.ts); null: the command's default. */
+  /**
+   * The processes `sluice start` and `sluice ingress` fork (cli/workers.ts): a fixed number, or
+   * `auto` (one to the cores, as load asks: cli/worker-scaling.ts); null: the command's default.
+   */
   workers: {
     section: 'process',
     vars: [
       {
         env: 'SLUICE_WORKERS',
-        default: 'cores (`start`), 1 (`ingress`)',
+        default: '`auto` (`start`), `1` (`ingress`)',
         doc:
           'processes `sluice start` / `sluice ingress` fork (`--workers N`), each a whole node on the ' +
-          "shared port; worker i's admin port is the admin port + i",
+          "shared port; worker i's admin port is the admin port + 1 + i. `auto`: one worker, and more " +
+          '(up to the cores) while their event loops are busy, retired when the load falls (`docs/operations.md`)',
       },
     ],
-    read(env): number | null {
+    read(env): number | 'auto' | null {
       const v = env.SLUICE_WORKERS;
       if (v === undefined || v === '') return null;
+      if (v === 'auto') return 'auto';
       if (!/^\d{1,2}$/.test(v) || Number(v) < 1 || Number(v) > 64)
-        throw new ConfigError('SLUICE_WORKERS', `must be a whole number from 1 to 64, got "${v}"`);
+        throw new ConfigError('SLUICE_WORKERS', `must be auto or a whole number from 1 to 64, got "${v}"`);
       return Number(v);
     },
+  },
+  /** When `--workers auto` forks a worker and when it retires one (cli/worker-scaling.ts). */
+  workerScaling: {
+    section: 'process',
+    vars: [
+      {
+        env: 'SLUICE_WORKERS_MAX',
+        default: 'cores',
+        doc: '`--workers auto`: the most workers the node runs',
+      },
+      {
+        env: 'SLUICE_WORKERS_GROW_BUSY',
+        default: '`0.6`',
+        doc:
+          "`--workers auto`: a worker is added when the workers' event loops were busy more than this " +
+          'share of the time, on average, over `SLUICE_WORKERS_GROW_AFTER_MS`',
+      },
+      {
+        env: 'SLUICE_WORKERS_SHRINK_BUSY',
+        default: '`0.4`',
+        doc:
+          '`--workers auto`: the last worker is retired when one fewer would each have been busy less than ' +
+          'this share over `SLUICE_WORKERS_SHRINK_AFTER_MS`. Keep it below the grow share, or the node ' +
+          'grows and shrinks by turns',
+      },
+      { env: 'SLUICE_WORKERS_GROW_AFTER_MS', default: '`5000`', doc: 'the window of the grow share' },
+      {
+        env: 'SLUICE_WORKERS_SHRINK_AFTER_MS',
+        default: '`60000`',
+        doc: 'the window of the shrink share; no change is made sooner than a window after the last',
+      },
+    ],
+    read: (env) => ({
+      max: env.SLUICE_WORKERS_MAX ? int(env, 'SLUICE_WORKERS_MAX', 1, 1, 64) : null,
+      growBusy: num(env, 'SLUICE_WORKERS_GROW_BUSY', 0.6, 0, 1),
+      shrinkBusy: num(env, 'SLUICE_WORKERS_SHRINK_BUSY', 0.4, 0, 1),
+      growAfterMs: int(env, 'SLUICE_WORKERS_GROW_AFTER_MS', 5000, 1000, 3_600_000),
+      shrinkAfterMs: int(env, 'SLUICE_WORKERS_SHRINK_AFTER_MS', 60_000, 1000, 86_400_000),
+    }),
   },
 } satisfies Record<string, Setting>;

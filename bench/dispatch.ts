@@ -4,13 +4,15 @@
  *
  *   npm run bench:dispatch -- [--quick] [--big] [--only f1-single,f1-single-id,half-sat,f10-single,f1-batch,
  *       f10-batch,unhealthy,big] [--events N] [--repeat N] [--concurrency 64] [--batch-size 100] [--rate R]
- *       [--dispatchers N] [--ingresses N] [--workers N] [--quiet-timeout 30] [--skip-hops] [--label current]
+ *       [--dispatchers N] [--ingresses N] [--workers N|auto] [--quiet-timeout 30] [--skip-hops] [--label current]
  *       [--results FILE] [--sluice-dir DIR] [--profile] [--check [--check-label check]] [--curve [--curve-seconds 15]]
  *
  * Default: every scenario but big and the curve's, the f* ones --repeat times (2). --profile: what each feature
  * costs (node --cpu-prof). --curve (label `curve`, no hops): fan-out 10 at 500, 2,000 and 8,000 deliveries/s, then
  * f10-single. --check: exit 1 when Sluice's CPU per 1,000 deliveries in f10-single (--curve: at each point) is over
- * 125 % of the `check` (`curve`) section's, made by `--only f10-single --skip-hops --label check`. Writes the
+ * 125 % of the `check` (`curve`) section's, made by `--only f10-single --skip-hops --label check`. `sluice start` runs
+ * --workers (default: a worker per core; the curve: auto, as an operator's node does, with an unreported lead-in at
+ * each point's rate until the node keeps its worker count, and the idle window once it is back to one). Writes the
  * `dispatch:<label>` block of bench/RESULTS.md (--quick, --check: only to --results FILE). Exits 1 on a lost delivery.
  */
 import { existsSync, readdirSync } from 'node:fs';
@@ -78,6 +80,13 @@ const PAD = 200;
 const CURVE_RATES = [500, 2000, 8000];
 const CURVE_SECONDS = num(opt['curve-seconds'], quick ? 5 : 15);
 const CURVE_WARM = { rate: 2000, seconds: quick ? 3 : 45 };
+/**
+ * Each curve point's unreported lead-in at its rate, repeated (up to 4 times) while the node's workers change; after
+ * a change, one more of CURVE_JOINED_SECONDS: a new worker's V8 optimises the curve's paths over its first minute of
+ * load, as the curve warm-up let the first do.
+ */
+const CURVE_LEAD_SECONDS = quick ? 3 : 20;
+const CURVE_JOINED_SECONDS = quick ? 3 : 60;
 const IDLE_SECONDS = quick ? 5 : 20;
 /** The Sluice checkout measured (another one, e.g. a worktree of an older commit, for a baseline). */
 const SLUICE_DIR = opt['sluice-dir'] ?? ROOT;
@@ -241,7 +250,7 @@ async function main(): Promise<number> {
   const env: NodeJS.ProcessEnv = {
     ...sluiceEnv({ brokers, prefix, port, dataDir: scratch.dataDir() }),
     ...RECEIVER_ENV,
-    ...(opt.workers ? { SLUICE_WORKERS: opt.workers } : {}),
+    SLUICE_WORKERS: opt.workers ?? (CURVE ? 'auto' : String(availableParallelism())),
   };
   const [what, count] = INGRESSES > 0 ? ['ingress', INGRESSES] : ['start', 1];
   say(`starting ${count} sluice ${what} (topic prefix ${prefix}) and ${DISPATCHERS} dispatcher(s)...`);
@@ -258,10 +267,18 @@ async function main(): Promise<number> {
   const dispatchers = await startDispatchers(children, bench.sluice, env, DISPATCHERS, null, PROF);
   for (const node of front) await waitReady(node.launched, node.name, node.adminPort);
   // The cluster workers of `sluice start` are the node children of its primary, all forked by now.
-  const workers = INGRESSES > 0 ? 0 : processTree(front[0].launched.proc.pid!).length - 1;
+  /** The cluster workers `sluice start` runs now (0: one process, or `--ingresses`). */
+  const workersNow = () => (INGRESSES > 0 ? 0 : Math.max(0, processTree(front[0].launched.proc.pid!).length - 1));
+  const workers = workersNow();
   adminPorts = [...front, ...dispatchers].map((n) => n.adminPort);
   const frontName = (name: string) =>
-    INGRESSES > 0 ? name : workers > 0 ? `sluice start (primary + ${workers} workers)` : 'sluice start';
+    INGRESSES > 0
+      ? name
+      : env.SLUICE_WORKERS === 'auto'
+        ? 'sluice start (primary + workers)'
+        : workers > 0
+          ? `sluice start (primary + ${workers} workers)`
+          : 'sluice start';
   sampler = new ProcSampler(() => {
     const m = new Map<string, number[]>(kafkaJava ? [['kafka (java)', [kafkaJava]]] : []);
     for (const n of front) m.set(frontName(n.name), processTree(n.launched.proc.pid!));
@@ -289,6 +306,8 @@ async function main(): Promise<number> {
     await measure(warm, 0, warm.rate!);
     say(`curve warm-up: ${fmt(warm.events * 10)} deliveries at ${fmt(CURVE_WARM.rate)}/s (not reported)`);
     await sleep(5000);
+    // A node that grew in the warm-up retires its workers a minute after the load ends: idle is measured after.
+    for (let waited = 0; workersNow() > 1 && waited < 120_000; waited += 1000) await sleep(1000);
     const w = sampler.begin();
     await sleep(IDLE_SECONDS * 1000);
     idle = sampler.end(w);
@@ -327,6 +346,23 @@ async function main(): Promise<number> {
 
   // The scenarios, in the order asked for (--curve: the curve's points, then saturation).
   const results: RunResult[] = [];
+  const workersOf = new Map<RunResult, number>();
+  /** A curve point's rate until `sluice start --workers auto` keeps its worker count, then Stable groups. */
+  const leadIn = async (sc: Scenario) => {
+    let changed = false;
+    for (let round = 1; round <= 4; round++) {
+      const before = workersNow();
+      const seconds = changed ? CURVE_JOINED_SECONDS : CURVE_LEAD_SECONDS;
+      const lead = curvePoint(`${sc.name}-lead-in`, sc.rate! * 10, seconds);
+      await measure(lead, 0, lead.rate!);
+      const after = workersNow();
+      say(`${sc.name}: lead-in ${round}, ${seconds} s at its rate (unreported): ${before} → ${after} workers`);
+      if (after === before) break;
+      changed = true;
+    }
+    if (!(await settleGroups(brokers, prefix, Math.max(1, workersNow()) + DISPATCHERS)))
+      notes.push(`${sc.name}: the delivery consumer groups were not Stable within 90 s of its lead-in.`);
+  };
   const scenariosStartedAt = Date.now();
   for (const sc of selected.map((name) => SCENARIOS.find((s) => s.name === name)!)) {
     if (sc.publish === 'batch' && !batchAvailable) {
@@ -347,9 +383,11 @@ async function main(): Promise<number> {
         notes.push(`${sc.name}: open model at ${fmt(rate)} events/s (${how}), ${fmt(sc.events)} events.`);
       }
     }
+    if (env.SLUICE_WORKERS === 'auto' && sc.rate !== undefined) await leadIn(sc);
     for (let run = 1; run <= sc.runs; run++) {
       const r = await measure(sc, run, rate);
       results.push(r);
+      workersOf.set(r, workersNow());
       const { matched } = r.load;
       if (Object.keys(matched).some((k) => Number(k) !== sc.modes.length))
         notes.push(`${sc.name} run ${run}: matched_endpoints ≠ ${sc.modes.length}: ${JSON.stringify(matched)}.`);
@@ -423,7 +461,7 @@ async function main(): Promise<number> {
     // What light load pays for is wake-ups (docs/decisions.md, issue 33): the main threads' waits per event.
     const wakeups = sum(sluiceProcs, (p) => r.usage.get(p)?.wakeups ?? 0) / Math.max(1, r.load.accepted);
     const cells = [asked, fmt(r.deliveredPerSec), cores, fmt(cost.get(name), 3), ratio];
-    return [...cells, fmt(r.stats.p50), fmt(r.stats.p99), fmt(wakeups, 1)];
+    return [...cells, fmt(r.stats.p50), fmt(r.stats.p99), fmt(wakeups, 1), fmt(workersOf.get(r) ?? 0)];
   });
   const idleCells = sluiceProcs.map((n) => `${n}: ${fmt((100 * (idle?.get(n)?.cpuSec ?? 0)) / IDLE_SECONDS, 2)} %`);
 
@@ -433,7 +471,9 @@ async function main(): Promise<number> {
   const sluiceProcesses = [
     INGRESSES > 0
       ? `${INGRESSES} \`sluice ingress\` (the load publishes to the first)`
-      : `\`sluice start\` (ingress + dispatcher${workers ? ` in each of ${workers} cluster workers` : ''})`,
+      : env.SLUICE_WORKERS === 'auto'
+        ? '`sluice start --workers auto` (ingress + dispatcher in each cluster worker; the curve gives their count)'
+        : `\`sluice start\` (ingress + dispatcher${workers ? ` in each of ${workers} cluster workers` : ''})`,
     ...(DISPATCHERS ? [`${DISPATCHERS} \`sluice dispatcher\``] : []),
   ].join(' + ');
   const curveWarm = CURVE ? ` and ${CURVE_WARM.seconds} s at ${fmt(CURVE_WARM.rate)} deliveries/s, fan-out 10` : '';
@@ -486,7 +526,7 @@ async function main(): Promise<number> {
             "Wake-ups: the voluntary context switches of the Sluice processes' main threads (/proc) per event " +
             'published (fan-out 10).',
           '',
-          ...table([...curveHead, 'p50 ms', 'p99 ms', 'wake-ups per event'], curveRows, 'lrrrlrrr'),
+          ...table([...curveHead, 'p50 ms', 'p99 ms', 'wake-ups per event', 'workers'], curveRows, 'lrrrlrrrr'),
         ]),
   ].join('\n');
   say(`\n${section}`);

@@ -30,6 +30,8 @@ interface Slot {
   /** It has reported from a running node. */
   up: boolean;
   retiring: boolean;
+  /** Its event loop's utilisation in the last second it reported (0-1). */
+  busy?: number;
   /** Its counters, handed over as it retired. */
   final?: string;
 }
@@ -78,6 +80,11 @@ export async function runPrimary(
       '# TYPE sluice_node_worker_changes_total counter',
       `sluice_node_worker_changes_total{change="grow"} ${changes.grow}`,
       `sluice_node_worker_changes_total{change="shrink"} ${changes.shrink}`,
+      "# HELP sluice_node_worker_busy_ratio The share of the last second each worker's event loop was busy.",
+      '# TYPE sluice_node_worker_busy_ratio gauge',
+      ...counting()
+        .filter((s) => s.busy !== undefined)
+        .map((s) => `sluice_node_worker_busy_ratio{worker="${s.index}"} ${s.busy}`),
     ].join('\n');
 
   // Provisional revocations relayed lately: a worker that starts later gets them too.
@@ -149,6 +156,7 @@ export async function runPrimary(
         for (const r of relayed) send(slot, r.m);
         scaling.changed(now);
       }
+      slot.busy = m.busy;
       scaling.report(slot.index, m.busy, now);
       if (!settled()) return;
       const step = scaling.decide(

@@ -25,15 +25,18 @@ export interface WorkerPlan {
 
 /** --workers, else SLUICE_WORKERS, else `def`; `auto` is one worker to the number of cores. */
 export function workerPlan(raw: string | undefined, usage: string, def: number | 'auto' = 'auto'): WorkerPlan {
+  let workers: number | 'auto';
   try {
     // The flag is checked as the variable is.
-    const workers = CLI_SETTINGS.workers.read(raw === undefined ? process.env : { SLUICE_WORKERS: raw }) ?? def;
-    if (workers !== 'auto') return { min: workers, max: workers };
-    return { min: 1, max: CLI_SETTINGS.workerScaling.read(process.env).max ?? availableParallelism() };
+    workers = CLI_SETTINGS.workers.read(raw === undefined ? process.env : { SLUICE_WORKERS: raw }) ?? def;
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     throw new UsageError(`--workers / ${err.message.replace(': ', ' ')}\n\n${usage}`);
   }
+  // Checked whatever the count: a wrong value is refused, not ignored until someone sets auto.
+  const scaling = CLI_SETTINGS.workerScaling.read(process.env);
+  if (workers !== 'auto') return { min: workers, max: workers };
+  return { min: 1, max: scaling.max ?? availableParallelism() };
 }
 
 /** A pushed revocation one worker passes to its siblings through the primary. */

@@ -62,7 +62,7 @@ t.test('a first start on a fresh local Kafka logs nothing at error level', async
     if (!ready) await new Promise((r) => setTimeout(r, 250));
   }
   t.ok(ready, `sluice start became ready on a fresh local Kafka\n${ready ? '' : lines.slice(-20).join('\n')}`);
-  // The groups' second joins (the second worker) and the first fetches come just after.
+  // The first fetches, and the joins of a worker added as the start's load asks, come just after.
   await new Promise((r) => setTimeout(r, 8000));
   child.kill('SIGTERM');
   t.equal(await exited, 0, 'it stops cleanly on SIGTERM');

@@ -97,6 +97,17 @@ export async function runPrimary(
   let done: () => void = () => {};
   const exited = new Promise<void>((resolve) => (done = resolve));
 
+  // A worker still loading its modules has no listener yet and would drop the message: it is said
+  // again each second until every worker has gone (a worker takes the first and ignores the rest).
+  let resend: NodeJS.Timeout | null = null;
+  const stopAll = () => {
+    stopping = true;
+    const tell = () => {
+      for (const s of slots.values()) send(s, 'shutdown');
+    };
+    tell();
+    resend ??= setInterval(tell, 1000);
+  };
   const fork = (index: number) => {
     const worker = cluster.fork({ ...env, [WORKER_INDEX]: String(index) });
     slots.set(worker.id, { index, worker, up: !elastic, retiring: false });
@@ -132,10 +143,12 @@ export async function runPrimary(
     } else if (!stopping) {
       failed = true;
       say(`worker ${w.process.pid} exited (${signal ?? code}); stopping the others`);
-      stopping = true;
-      for (const s of slots.values()) send(s, 'shutdown');
+      stopAll();
     }
-    if (slots.size === 0 && stopping) done();
+    if (slots.size === 0 && stopping) {
+      if (resend) clearInterval(resend);
+      done();
+    }
   });
   cluster.on('message', (from, m: unknown) => {
     const slot = slots.get(from.id);
@@ -170,9 +183,9 @@ export async function runPrimary(
   for (let i = 0; i < plan.min; i++) fork(i);
   const signal = await Promise.race([untilSignal(20_000), exited.then(() => null)]);
   if (signal) {
-    stopping = true;
-    for (const s of slots.values()) send(s, 'shutdown');
+    stopAll();
     if (slots.size > 0) await exited;
+    else if (resend) clearInterval(resend);
   }
   await aggregate?.close();
   return failed ? 1 : 0;

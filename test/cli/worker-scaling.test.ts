@@ -68,6 +68,7 @@ t.test('SLUICE_WORKERS takes auto or a count; the scaling settings are checked',
   t.throws(() => CLI_SETTINGS.workers.read({ SLUICE_WORKERS: 'many' }), ConfigError);
   t.throws(() => CLI_SETTINGS.workers.read({ SLUICE_WORKERS: '0' }), ConfigError);
   t.same(CLI_SETTINGS.workerScaling.read({}), {
+    max: null,
     growBusy: 0.6,
     shrinkBusy: 0.4,
     growAfterMs: 5000,

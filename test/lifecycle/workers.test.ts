@@ -186,3 +186,39 @@ t.test('sluice ingress --workers 2: both processes issue tokens on the shared po
   child.kill('SIGTERM');
   t.equal(await exited, 0, 'SIGTERM stops both workers and the primary exits 0');
 });
+
+t.test('a stop that comes while the workers are still loading stops them all', async (t) => {
+  const child = spawn(process.execPath, ['bin/sluice.js', 'start', '--workers', '2'], {
+    cwd: root,
+    env: {
+      ...process.env,
+      KAFKA_BROKERS: brokers().join(','),
+      SLUICE_TOPIC_PREFIX: uniquePrefix('early-stop'),
+      SLUICE_PORT: String(await freePort()),
+      SLUICE_ADMIN_PORT: String(await freePorts(3)),
+      SLUICE_HOST: '127.0.0.1',
+      SLUICE_LOG_LEVEL: 'error',
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  // The primary has forked both workers, which are still loading their modules: no listener for
+  // the primary's 'shutdown' yet.
+  const { execFileSync } = await import('node:child_process');
+  const workers = () => {
+    try {
+      return execFileSync('pgrep', ['-P', String(child.pid)], { encoding: 'utf8' })
+        .trim()
+        .split('\n').length;
+    } catch {
+      return 0;
+    }
+  };
+  for (let i = 0; i < 200 && workers() < 2; i++) await new Promise((r) => setTimeout(r, 10));
+  child.kill('SIGTERM');
+  const timeout = new Promise<'hung'>((r) => setTimeout(() => r('hung'), 60_000).unref());
+  t.equal(await Promise.race([exited, timeout]), 0, 'the primary and both workers exit, 0');
+});

@@ -4,7 +4,9 @@
  * on SLUICE_ADMIN_PORT + 1 + i for debugging.
  * - `/metrics`: every worker's page, series of the same name and labels summed (counters, gauges,
  *   histogram buckets, sums and counts all add up across processes);
- * - `/healthz`, `/readyz`: 200 only when every worker answers 200, with each worker's answer.
+ * - `/healthz`, `/readyz`: 200 when every worker that serves the node answers 200 (and one does),
+ *   with each worker's answer. With `--workers auto` a worker serves once it is up and until it is
+ *   retired (primary.ts).
  */
 import { createServer } from 'node:http';
 import { adminUrl, sendProblem } from '../ingress/admin-server.ts';
@@ -70,24 +72,28 @@ export function countersOnly(page: string): string {
     .join('\n');
 }
 
-/** Which workers the node's admin port speaks for, as the primary knows them at each request. */
-export interface AggregateSource {
+/** Which workers the node's admin port speaks for, as the primary knows them when a request comes. */
+export interface AggregateMembers {
   /** The admin ports whose health is the node's; none: the node is not ready. */
-  healthPorts(): number[];
+  health: number[];
   /** The admin ports whose pages are summed; a `retiring` one that no longer answers gives its last page. */
-  metricsPorts(): { port: number; retiring: boolean }[];
+  metrics: { port: number; retiring: boolean }[];
   /** Pages added as they are: retired workers' counters and the primary's own series. */
-  extraPages(): string[];
+  extra: string[];
 }
 
 const ROUTES = 'admin routes: /healthz, /readyz, /metrics (worker i: its own on this port + 1 + i)';
 
-/** Serves the node's admin port from the primary, for the workers `source` names at each request. */
+/**
+ * Serves the node's admin port from the primary, for the workers `members()` names when each request
+ * comes (one snapshot a request: a worker's final page and its scrape are never both counted).
+ * `lastPage(p)`: the last page scraped from admin port p; `forget(p)`: its worker is gone.
+ */
 export function startAggregateAdmin(
   host: string,
   port: number,
-  source: AggregateSource,
-): Promise<{ close(): Promise<void>; lastPage(port: number): string | undefined }> {
+  members: () => AggregateMembers,
+): Promise<{ close(): Promise<void>; lastPage(port: number): string | undefined; forget(port: number): void }> {
   const lastPages = new Map<number, string>();
   const scrape = async ({ port: p, retiring }: { port: number; retiring: boolean }) => {
     const page = await fetchText(adminUrl(host, p, '/metrics'));
@@ -98,20 +104,20 @@ export function startAggregateAdmin(
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/metrics') {
-      const members = source.metricsPorts();
-      void Promise.all(members.map(scrape)).then((pages) => {
+      const now = members();
+      void Promise.all(now.metrics.map(scrape)).then((pages) => {
         const missing = pages.findIndex((p) => p.status !== 200);
         if (missing >= 0) {
           const why = pages[missing].status || pages[missing].text;
-          const worker = members[missing].port - port - 1;
+          const worker = now.metrics[missing].port - port - 1;
           sendProblem(res, 503, 'Unavailable', 'UNAVAILABLE', `worker ${worker} did not answer /metrics (${why})`);
           return;
         }
         res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
-        res.end(mergeMetrics([...pages.map((p) => p.text), ...source.extraPages()]));
+        res.end(mergeMetrics([...pages.map((p) => p.text), ...now.extra]));
       });
     } else if (path === '/healthz' || path === '/readyz') {
-      const ports = source.healthPorts();
+      const ports = members().health;
       void Promise.all(ports.map((p) => fetchText(adminUrl(host, p, path)))).then((answers) => {
         const ok = answers.length > 0 && answers.every((a) => a.status === 200);
         const workers = answers.map((a) => {
@@ -132,6 +138,7 @@ export function startAggregateAdmin(
       resolve({
         close: () => new Promise<void>((r) => server.close(() => r())),
         lastPage: (p) => lastPages.get(p),
+        forget: (p) => lastPages.delete(p),
       }),
     );
   });

@@ -4,35 +4,45 @@
  * (worker-scaling.ts).
  *
  * A worker that exits unasked stops the others and the run fails (the operator's supervisor
- * restarts the unit); one the primary retired has closed its node as on a stop, handing over its
- * counters first. A grown worker counts for the node's health once it reports from a running node,
- * so the node stays ready while a worker starts; a retiring one no longer counts.
+ * restarts the unit). One the primary retired has closed its node as on a stop, handing over its
+ * counters first. A worker added for load that fails to start (exits, or is not up within
+ * START_DEADLINE_MS) is a failed grow: said, and tried again a window later. A grown worker serves
+ * the node's health once it reports from a running node, so the node stays ready while a worker
+ * starts; a retiring one no longer does.
  */
 import cluster, { type Worker } from 'node:cluster';
-import { CLI_SETTINGS } from '../core/config.ts';
 import { PROVISIONAL_TTL_MS } from '../core/clients/revocation-push.ts';
-import { countersOnly, startAggregateAdmin } from './admin-aggregate.ts';
+import { countersOnly, mergeMetrics, startAggregateAdmin } from './admin-aggregate.ts';
 import { say, untilSignal } from './runtime.ts';
 import { WorkerScaling } from './worker-scaling.ts';
 import {
   isFinalMetrics,
   isLoadReport,
   isRelayedRevocation,
+  isRelayListening,
   type RelayedRevocation,
   WORKER_INDEX,
   workerAdminPort,
   type WorkerPlan,
 } from './workers.ts';
 
+/** How long a worker added for load may take to come up before it counts as a failed grow. */
+export const START_DEADLINE_MS = 120_000;
+/** How long a retired worker's final page may follow its exit (the IPC channel is read after). */
+const FINAL_PAGE_WAIT_MS = 2000;
+
 interface Slot {
   index: number;
   worker: Worker;
+  forkedAt: number;
+  /** Added for load (not one of the first `min`). */
+  grown: boolean;
   /** It has reported from a running node. */
   up: boolean;
   retiring: boolean;
   /** Its event loop's utilisation in the last second it reported (0-1). */
   busy?: number;
-  /** Its counters, handed over as it retired. */
+  /** Its counters and histograms, handed over as it retired. */
   final?: string;
 }
 
@@ -50,53 +60,61 @@ export async function runPrimary(
   const added = v8Flags.filter((f) => !process.execArgv.includes(f));
   if (added.length > 0) cluster.setupPrimary({ execArgv: [...process.execArgv, ...added] });
   const elastic = plan.min < plan.max;
-  const scaling = elastic
-    ? new WorkerScaling({ ...CLI_SETTINGS.workerScaling.read(process.env), ...plan }, Date.now())
-    : null;
+  const scaling = elastic ? new WorkerScaling(plan.rule, Date.now()) : null;
+  if (elastic && plan.rule.shrinkBusy >= plan.rule.growBusy)
+    say(
+      `warning: SLUICE_WORKERS_SHRINK_BUSY (${plan.rule.shrinkBusy}) is not below SLUICE_WORKERS_GROW_BUSY ` +
+        `(${plan.rule.growBusy}): the node will add and retire workers by turns`,
+    );
   const slots = new Map<number, Slot>(); // by cluster worker id
+  // Retired workers that exited before their final page was read: the IPC channel may still hold it.
+  const exitedRetiring = new Map<number, Slot>();
   const adminPortOf = (index: number) => (admin ? workerAdminPort(admin.port, index, plan.max) : 0);
-  /** Retired workers' counters, and how often the node grew and shrank. */
-  const retired: string[] = [];
+  /** The workers that serve the node: up (or, with a fixed count, forked) and not retiring. */
+  const serving = () => [...slots.values()].filter((s) => !s.retiring && (s.up || !elastic));
+  /** Every retired worker's counters and histograms, summed into one page. */
+  let retired = '';
   const changes = { grow: 0, shrink: 0 };
-  const counting = () => [...slots.values()].filter((s) => !s.retiring && (s.up || !elastic));
-  const aggregate =
-    admin && admin.port !== 0
-      ? await startAggregateAdmin(admin.host, admin.port, {
-          healthPorts: () => counting().map((s) => adminPortOf(s.index)),
-          metricsPorts: () =>
-            [...slots.values()]
-              .filter((s) => s.up || !elastic)
-              .filter((s) => s.final === undefined)
-              .map((s) => ({ port: adminPortOf(s.index), retiring: s.retiring })),
-          extraPages: () => [...retired, ...[...slots.values()].flatMap((s) => s.final ?? []), nodeSeries()],
-        })
-      : null;
   const nodeSeries = () =>
     [
       '# HELP sluice_node_workers Worker processes of this node that are up and not retiring.',
       '# TYPE sluice_node_workers gauge',
-      `sluice_node_workers ${counting().length}`,
+      `sluice_node_workers ${serving().length}`,
       '# HELP sluice_node_worker_changes_total Workers added (grow) and retired (shrink) as load asked.',
       '# TYPE sluice_node_worker_changes_total counter',
       `sluice_node_worker_changes_total{change="grow"} ${changes.grow}`,
       `sluice_node_worker_changes_total{change="shrink"} ${changes.shrink}`,
       "# HELP sluice_node_worker_busy_ratio The share of the last second each worker's event loop was busy.",
       '# TYPE sluice_node_worker_busy_ratio gauge',
-      ...counting()
+      ...serving()
         .filter((s) => s.busy !== undefined)
         .map((s) => `sluice_node_worker_busy_ratio{worker="${s.index}"} ${s.busy}`),
     ].join('\n');
+  const aggregate =
+    admin && admin.port !== 0
+      ? await startAggregateAdmin(admin.host, admin.port, () => {
+          const reporting = [...slots.values(), ...exitedRetiring.values()].filter((s) => s.up || !elastic);
+          return {
+            health: serving().map((s) => adminPortOf(s.index)),
+            // A retiring worker is scraped until its final page comes, then that page stands in.
+            metrics: reporting
+              .filter((s) => s.final === undefined)
+              .map((s) => ({ port: adminPortOf(s.index), retiring: s.retiring })),
+            extra: [retired, ...reporting.flatMap((s) => s.final ?? []), nodeSeries()],
+          };
+        })
+      : null;
 
-  // Provisional revocations relayed lately: a worker that starts later gets them too.
+  // Provisional revocations relayed lately: a worker that starts listening later gets them too.
   const relayed: { m: RelayedRevocation; at: number }[] = [];
   const send = (s: Slot, m: unknown) => {
-    if (s.worker.isConnected()) s.worker.send(m as object);
+    // A send to a worker that just died fails later, as an error on the worker (handled in fork).
+    if (s.worker.isConnected()) s.worker.send(m as object, undefined, () => {});
   };
   let stopping = false;
   let failed = false;
   let done: () => void = () => {};
   const exited = new Promise<void>((resolve) => (done = resolve));
-
   // A worker still loading its modules has no listener yet and would drop the message: it is said
   // again each second until every worker has gone (a worker takes the first and ignores the rest).
   let resend: NodeJS.Timeout | null = null;
@@ -108,9 +126,11 @@ export async function runPrimary(
     tell();
     resend ??= setInterval(tell, 1000);
   };
-  const fork = (index: number) => {
+
+  const fork = (index: number, grown: boolean) => {
     const worker = cluster.fork({ ...env, [WORKER_INDEX]: String(index) });
-    slots.set(worker.id, { index, worker, up: !elastic, retiring: false });
+    worker.on('error', () => {}); // an IPC write to a worker that died: its exit says what matters
+    slots.set(worker.id, { index, worker, forkedAt: Date.now(), grown, up: !elastic, retiring: false });
   };
   const pct = (busy: number) => `${Math.round(busy * 100)} %`;
   const grow = (busy: number) => {
@@ -118,31 +138,54 @@ export async function runPrimary(
     const index = [...Array(plan.max).keys()].find((i) => !taken.has(i));
     if (index === undefined) return;
     changes.grow++;
-    const window = `${scaling!.rule.growAfterMs / 1000} s`;
+    const window = `${plan.rule.growAfterMs / 1000} s`;
     say(`adding worker ${index} of up to ${plan.max}: the workers' event loops were ${pct(busy)} busy over ${window}`);
-    fork(index);
+    fork(index, true);
   };
   const shrink = (busy: number) => {
-    const last = counting().sort((a, b) => b.index - a.index)[0];
+    const last = serving().sort((a, b) => b.index - a.index)[0];
     if (!last) return;
     changes.shrink++;
     last.retiring = true;
-    const window = `${scaling!.rule.shrinkAfterMs / 1000} s`;
-    say(`retiring worker ${last.index}: ${counting().length} would have been ${pct(busy)} busy each over ${window}`);
+    const window = `${plan.rule.shrinkAfterMs / 1000} s`;
+    say(`retiring worker ${last.index}: ${serving().length} would have been ${pct(busy)} busy each over ${window}`);
     send(last, 'shutdown');
+  };
+  /** A grown worker not up in time is stopped (its exit is then a failed grow). */
+  const overdue = (now: number) => {
+    for (const s of slots.values())
+      if (s.grown && !s.up && !s.retiring && now - s.forkedAt > START_DEADLINE_MS) {
+        say(`worker ${s.index} was not up within ${START_DEADLINE_MS / 1000} s; stopping it`);
+        s.retiring = true;
+        s.worker.process.kill('SIGKILL');
+      }
   };
   const settled = () => [...slots.values()].every((s) => s.up && !s.retiring);
 
+  /** A retired worker's counters stay in the node's sums: its final page, else the last one scraped. */
+  const keepCounters = (id: number, slot: Slot) => {
+    exitedRetiring.delete(id);
+    const port = adminPortOf(slot.index);
+    retired = mergeMetrics([retired, slot.final ?? countersOnly(aggregate?.lastPage(port) ?? '')]);
+    aggregate?.forget(port);
+  };
   cluster.on('exit', (w, code, signal) => {
     const slot = slots.get(w.id);
     slots.delete(w.id);
-    if (slot?.retiring && !stopping) {
-      retired.push(countersOnly(slot.final ?? aggregate?.lastPage(adminPortOf(slot.index)) ?? ''));
-      if (code !== 0) say(`worker ${slot.index} retired with exit ${signal ?? code}`);
+    const how = signal ?? code;
+    if (slot && !stopping && (slot.retiring || (slot.grown && !slot.up))) {
+      if (slot.up) {
+        if (code !== 0) say(`worker ${slot.index} retired with exit ${how}`);
+        if (slot.final !== undefined) keepCounters(w.id, slot);
+        else {
+          exitedRetiring.set(w.id, slot);
+          setTimeout(() => exitedRetiring.has(w.id) && keepCounters(w.id, slot), FINAL_PAGE_WAIT_MS).unref();
+        }
+      } else say(`adding worker ${slot.index} failed (it exited ${how} before it was up); trying again later`);
       scaling?.changed(Date.now(), slot.index);
     } else if (!stopping) {
       failed = true;
-      say(`worker ${w.process.pid} exited (${signal ?? code}); stopping the others`);
+      say(`worker ${w.process.pid} exited (${how}); stopping the others`);
       stopAll();
     }
     if (slots.size === 0 && stopping) {
@@ -151,6 +194,11 @@ export async function runPrimary(
     }
   });
   cluster.on('message', (from, m: unknown) => {
+    const gone = exitedRetiring.get(from.id);
+    if (gone && isFinalMetrics(m)) {
+      gone.final = countersOnly(m.text);
+      keepCounters(from.id, gone);
+    }
     const slot = slots.get(from.id);
     if (!slot) return;
     if (isRelayedRevocation(m)) {
@@ -160,27 +208,31 @@ export async function runPrimary(
       while (relayed.length > 0 && relayed[0].at < now - PROVISIONAL_TTL_MS) relayed.shift();
       relayed.push({ m, at: now });
       for (const s of slots.values()) if (s !== slot) send(s, m);
+    } else if (isRelayListening(m)) {
+      for (const r of relayed) send(slot, r.m);
     } else if (isFinalMetrics(m)) {
       slot.final = countersOnly(m.text);
     } else if (isLoadReport(m) && scaling && !stopping) {
       const now = Date.now();
+      overdue(now);
       if (!slot.up) {
+        // The first report says the node is up; the load of its start is not judged.
         slot.up = true;
-        for (const r of relayed) send(slot, r.m);
         scaling.changed(now);
+        return;
       }
       slot.busy = m.busy;
       scaling.report(slot.index, m.busy, now);
       if (!settled()) return;
       const step = scaling.decide(
-        counting().map((s) => s.index),
+        serving().map((s) => s.index),
         now,
       );
       if (step?.step === 'grow') grow(step.busy);
       else if (step?.step === 'shrink') shrink(step.busy);
     }
   });
-  for (let i = 0; i < plan.min; i++) fork(i);
+  for (let i = 0; i < plan.min; i++) fork(i, false);
   const signal = await Promise.race([untilSignal(20_000), exited.then(() => null)]);
   if (signal) {
     stopAll();

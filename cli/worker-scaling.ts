@@ -8,7 +8,9 @@
  * - shrink: one fewer worker would each have carried less than `shrinkBusy` of their sum over the
  *   last `shrinkAfterMs`.
  * No change comes sooner than its window after the last (a new worker's start and the rebalance
- * each change brings are not load), and none while a worker is still starting or retiring.
+ * each change brings are not load), and none while a worker is still starting or retiring (the
+ * primary asks only then). A worker that sent nothing over the grow window counts as busy (its loop
+ * is blocked); one fewer is judged only on workers that all reported.
  */
 export interface ScalingRule {
   min: number;
@@ -58,8 +60,8 @@ export class WorkerScaling {
   decide(live: readonly number[], now: number): ScalingStep {
     const { min, max, growBusy, shrinkBusy, growAfterMs, shrinkAfterMs } = this.rule;
     if (live.length < max && now - this.changedAt >= growAfterMs) {
-      const means = live.map((i) => this.mean(i, now - growAfterMs));
-      const busy = means.every((m) => m !== null) ? sum(means as number[]) / live.length : 0;
+      // A worker silent for the whole window has its loop blocked: busy.
+      const busy = sum(live.map((i) => this.mean(i, now - growAfterMs) ?? 1)) / live.length;
       if (busy > growBusy) return { step: 'grow', busy };
     }
     if (live.length > min && now - this.changedAt >= shrinkAfterMs) {

@@ -13,6 +13,7 @@ import { performance } from 'node:perf_hooks';
 import { ConfigError } from '../core/errors.ts';
 import { UsageError } from './args.ts';
 import { untilSignal } from './runtime.ts';
+import type { ScalingRule } from './worker-scaling.ts';
 import { stopStepsUnderWay } from '../core/stop-steps.ts';
 
 export const WORKER_INDEX = 'SLUICE_WORKER_INDEX';
@@ -21,6 +22,8 @@ export const WORKER_INDEX = 'SLUICE_WORKER_INDEX';
 export interface WorkerPlan {
   min: number;
   max: number;
+  /** When workers are added and retired (min < max). */
+  rule: ScalingRule;
 }
 
 /** --workers, else SLUICE_WORKERS, else `def`; `auto` is one worker to the number of cores. */
@@ -34,9 +37,9 @@ export function workerPlan(raw: string | undefined, usage: string, def: number |
     throw new UsageError(`--workers / ${err.message.replace(': ', ' ')}\n\n${usage}`);
   }
   // Checked whatever the count: a wrong value is refused, not ignored until someone sets auto.
-  const scaling = CLI_SETTINGS.workerScaling.read(process.env);
-  if (workers !== 'auto') return { min: workers, max: workers };
-  return { min: 1, max: scaling.max ?? availableParallelism() };
+  const { max, ...shares } = CLI_SETTINGS.workerScaling.read(process.env);
+  const [low, high] = workers === 'auto' ? [1, max ?? availableParallelism()] : [workers, workers];
+  return { min: low, max: high, rule: { ...shares, min: low, max: high } };
 }
 
 /** A pushed revocation one worker passes to its siblings through the primary. */
@@ -68,6 +71,8 @@ export function relayRevocations(
   process.on('message', (m: unknown) => {
     if (isRelayedRevocation(m)) apply(m);
   });
+  // A worker added later asks for the revocations relayed before it listened.
+  process.send?.({ sluice: 'relay-listening' } satisfies RelayListening);
   return (r) => process.send?.({ sluice: 'provisional-revocation', ...r } satisfies RelayedRevocation);
 }
 
@@ -122,6 +127,15 @@ function untilPrimarySaysStop(graceMs = 15_000): Promise<string> {
   });
 }
 
+/** A worker now takes relayed revocations: the primary sends it those of the last PROVISIONAL_TTL_MS. */
+export interface RelayListening {
+  sluice: 'relay-listening';
+}
+
+export function isRelayListening(m: unknown): m is RelayListening {
+  return (m as Partial<RelayListening> | null)?.sluice === 'relay-listening';
+}
+
 /** A worker's report of its event loop's utilisation over the last second (0-1). */
 export interface LoadReport {
   sluice: 'load';
@@ -145,21 +159,22 @@ export function isFinalMetrics(m: unknown): m is FinalMetrics {
 }
 
 /**
- * In a worker of a node whose worker count follows the load: reports the event loop's utilisation
- * every `periodMs` to the primary (worker-scaling.ts), the first time once the node is up. Returns
- * the stop.
+ * In a worker of a node whose worker count follows the load: says the node is up (a first report,
+ * which the primary does not judge), then reports the event loop's utilisation every `periodMs` to
+ * the primary (worker-scaling.ts). Returns the stop.
  */
 export function reportLoad(plan: WorkerPlan, periodMs = 1000): () => void {
   if (!cluster.isWorker || plan.min === plan.max) return () => {};
   let mark = performance.eventLoopUtilization();
-  const send = () => {
-    const now = performance.eventLoopUtilization();
-    const busy = Math.min(1, Math.max(0, performance.eventLoopUtilization(now, mark).utilization));
-    mark = now;
+  const send = (busy: number) => {
     if (process.connected) process.send?.({ sluice: 'load', busy } satisfies LoadReport);
   };
-  send();
-  const timer = setInterval(send, periodMs).unref();
+  send(0);
+  const timer = setInterval(() => {
+    const now = performance.eventLoopUtilization();
+    send(Math.min(1, Math.max(0, performance.eventLoopUtilization(now, mark).utilization || 0)));
+    mark = now;
+  }, periodMs).unref();
   return () => clearInterval(timer);
 }
 
@@ -168,10 +183,9 @@ export async function handOverMetrics(render: () => Promise<string>): Promise<vo
   if (!cluster.isWorker || !process.connected) return;
   const text = await render().catch(() => null);
   if (text === null) return;
+  // Resolved by the write, not by send's return: a page this size is queued (false), and a
+  // disconnect before the queue drains would drop it.
   await new Promise<void>((resolve) => {
-    const sent = process.send?.({ sluice: 'final-metrics', text } satisfies FinalMetrics, undefined, {}, () =>
-      resolve(),
-    );
-    if (!sent) resolve();
+    process.send?.({ sluice: 'final-metrics', text } satisfies FinalMetrics, undefined, {}, () => resolve());
   });
 }

@@ -418,6 +418,23 @@ export class Metrics {
     return this.registry.metrics();
   }
 
+  /**
+   * The counters and histograms alone, each rendered on its own: what a worker hands its primary as
+   * it retires (cli/workers.ts), once its stores are closed and a gauge reading them would throw.
+   */
+  async countersPage(): Promise<string> {
+    const pages: string[] = [];
+    for (const metric of this.registry.getMetricsAsArray()) {
+      // prom-client's metrics and the Fast ones all name their type (get() would collect a gauge).
+      const { type } = metric as unknown as { type: string };
+      if (type !== 'counter' && type !== 'histogram') continue;
+      const alone = new Registry();
+      alone.registerMetric(metric as unknown as Counter);
+      pages.push(await alone.metrics());
+    }
+    return pages.join('');
+  }
+
   get contentType(): string {
     return this.registry.contentType;
   }

@@ -59,7 +59,7 @@ export const ingress: Command = {
     await stopped;
     stopReports();
     await node.close();
-    await handOverMetrics(() => node.ctx.metrics.render());
+    await handOverMetrics(() => node.ctx.metrics.countersPage());
     workerDone();
     return 0;
   },

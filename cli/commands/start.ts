@@ -90,7 +90,7 @@ async function runNode(config: Readonly<Config>, brokers: string[], index: numbe
   stopReports();
   if (index === 0) say(`${signal}: shutting down`);
   await node.close();
-  await handOverMetrics(() => node.ctx.metrics.render());
+  await handOverMetrics(() => node.ctx.metrics.countersPage());
 }
 
 export const start: Command = {

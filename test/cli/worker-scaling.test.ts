@@ -44,13 +44,16 @@ t.test('two workers shrink to one when one would have carried their load, after 
   t.equal(run(new WorkerScaling(rule, 0), [0], () => 0, 0, 200_000).step, null, 'never below min');
 });
 
-t.test('no change within a window of the last, and none while a worker has not reported', async (t) => {
+t.test('no change within a window of the last; a silent worker is busy', async (t) => {
   const s = new WorkerScaling(rule, 0);
   s.changed(10_000);
   t.same(run(s, [0], () => 1, 10_000, 30_000).at, 15_000, 'the grow window counts from the change');
-  const quiet = new WorkerScaling(rule, 0);
+  const quiet = new WorkerScaling({ ...rule, max: 3 }, 0);
   for (let at = 1000; at <= 10_000; at += 1000) quiet.report(0, 1, at);
-  t.equal(quiet.decide([0, 1], 10_000), null, 'worker 1 sent nothing: no judgement');
+  t.same(quiet.decide([0, 1], 10_000), { step: 'grow', busy: 1 }, 'worker 1 sent nothing: its loop is blocked');
+  const idle = new WorkerScaling(rule, 0);
+  for (let at = 1000; at <= 60_000; at += 1000) idle.report(0, 0, at);
+  t.equal(idle.decide([0, 1], 60_000), null, 'and one fewer is never judged without its reports');
   const gone = new WorkerScaling({ ...rule, max: 3 }, 0);
   for (let at = 1000; at <= 10_000; at += 1000) {
     gone.report(0, 0.9, at);

@@ -68,6 +68,7 @@ t.test('workers come and go under load: nothing lost or repeated, always ready, 
 
   const pub = publisher(node, () => token, 'elastic', { perBatch: 10, everyMs: 50 });
   const notReady: number[] = [];
+  const unscraped: string[] = [];
   const delivered: number[] = [];
   let page = '';
   const until = Date.now() + 90_000;
@@ -78,21 +79,28 @@ t.test('workers come and go under load: nothing lost or repeated, always ready, 
     if (metrics.status === 200) {
       page = metrics.text;
       delivered.push(series(page, 'sluice_deliveries_total') || 0);
-    }
+    } else unscraped.push(`${metrics.status} ${metrics.text.slice(0, 200)}`);
     await sleep(250);
   }
   await pub.stop();
   const cycled = changes(page, 'grow') >= 3 && changes(page, 'shrink') >= 2;
   t.ok(cycled, `grew and shrank by turns${cycled ? '' : `\n${out}`}`);
   t.same(notReady, [], 'the node answered /readyz 200 throughout');
+  t.same(unscraped, [], 'and /metrics 200');
   const falls = delivered.filter((v, i) => i > 0 && v < delivered[i - 1]);
   t.same(falls, [], `the node's delivery count never fell (${delivered[0]} … ${delivered.at(-1)})`);
   const lost = await missing(pub.stats.accepted, received, 120_000);
   t.same(lost.slice(0, 10), [], `every one of the ${pub.stats.accepted.size} accepted events was delivered`);
   t.same([...pub.stats.unexpected], [], 'publishing never failed');
-  const repeats = r.events().length - received().size;
+  const receipts = r.events().length;
+  const repeats = receipts - received().size;
   t.comment(`accepted ${pub.stats.accepted.size}, receipts ${r.events().length}, repeats ${repeats}`);
   t.equal(repeats, 0, 'no event delivered twice');
+  // Every delivery is counted once, whichever worker made it and whether it has retired since.
+  let total = 0;
+  for (let i = 0; i < 40 && total < receipts; i++, await sleep(250))
+    total = series((await admin('/metrics')).text, 'sluice_deliveries_total{outcome="delivered"}');
+  t.equal(total, receipts, `the node counts all ${receipts} deliveries, retired workers' included (${total})`);
 
   // Worker 0 is never retired; killed, it takes the node down as before.
   const workers = execFileSync('pgrep', ['-P', String(child.pid)], { encoding: 'utf8' })

@@ -217,7 +217,8 @@ t.test('a stop that comes while the workers are still loading stops them all', a
       return 0;
     }
   };
-  for (let i = 0; i < 200 && workers() < 2; i++) await new Promise((r) => setTimeout(r, 10));
+  for (let i = 0; i < 500 && workers() < 2; i++) await new Promise((r) => setTimeout(r, 10));
+  t.equal(workers(), 2, 'both workers forked');
   child.kill('SIGTERM');
   const timeout = new Promise<'hung'>((r) => setTimeout(() => r('hung'), 60_000).unref());
   t.equal(await Promise.race([exited, timeout]), 0, 'the primary and both workers exit, 0');

@@ -258,7 +258,8 @@ async function main(): Promise<number> {
   const front: { name: string; adminPort: number; launched: Launched }[] = [];
   for (let i = 1; i <= count; i++) {
     const name = INGRESSES > 0 ? `ingress-${i}` : 'sluice';
-    const slots = opt.workers && opt.workers !== 'auto' ? Number(opt.workers) : availableParallelism();
+    const most = Number(process.env.SLUICE_WORKERS_MAX) || availableParallelism();
+    const slots = opt.workers && opt.workers !== 'auto' ? Number(opt.workers) : most;
     const adminPort = await freePorts(INGRESSES > 0 ? 1 : 1 + slots);
     const ports = { SLUICE_PORT: String(i === 1 ? port : await freePort()), SLUICE_ADMIN_PORT: String(adminPort) };
     const launched = children.spawn(name, bench.sluice, [what], { ...env, ...ports }, 'sluice', PROF);

@@ -252,14 +252,15 @@ async function main(): Promise<number> {
     ...RECEIVER_ENV,
     SLUICE_WORKERS: opt.workers ?? (CURVE ? 'auto' : String(availableParallelism())),
   };
+  const elastic = env.SLUICE_WORKERS === 'auto';
+  // Admin ports: the node's, then one per worker it may run.
+  const slots = elastic ? Number(process.env.SLUICE_WORKERS_MAX) || availableParallelism() : Number(env.SLUICE_WORKERS);
   const [what, count] = INGRESSES > 0 ? ['ingress', INGRESSES] : ['start', 1];
   say(`starting ${count} sluice ${what} (topic prefix ${prefix}) and ${DISPATCHERS} dispatcher(s)...`);
   const sluiceStartedAt = Date.now();
   const front: { name: string; adminPort: number; launched: Launched }[] = [];
   for (let i = 1; i <= count; i++) {
     const name = INGRESSES > 0 ? `ingress-${i}` : 'sluice';
-    const most = Number(process.env.SLUICE_WORKERS_MAX) || availableParallelism();
-    const slots = opt.workers && opt.workers !== 'auto' ? Number(opt.workers) : most;
     const adminPort = await freePorts(INGRESSES > 0 ? 1 : 1 + slots);
     const ports = { SLUICE_PORT: String(i === 1 ? port : await freePort()), SLUICE_ADMIN_PORT: String(adminPort) };
     const launched = children.spawn(name, bench.sluice, [what], { ...env, ...ports }, 'sluice', PROF);
@@ -272,14 +273,8 @@ async function main(): Promise<number> {
   const workersNow = () => (INGRESSES > 0 ? 0 : Math.max(0, processTree(front[0].launched.proc.pid!).length - 1));
   const workers = workersNow();
   adminPorts = [...front, ...dispatchers].map((n) => n.adminPort);
-  const frontName = (name: string) =>
-    INGRESSES > 0
-      ? name
-      : env.SLUICE_WORKERS === 'auto'
-        ? 'sluice start (primary + workers)'
-        : workers > 0
-          ? `sluice start (primary + ${workers} workers)`
-          : 'sluice start';
+  const startName = elastic ? 'sluice start (primary + workers)' : `sluice start (primary + ${workers} workers)`;
+  const frontName = (name: string) => (INGRESSES > 0 ? name : workers > 0 ? startName : 'sluice start');
   sampler = new ProcSampler(() => {
     const m = new Map<string, number[]>(kafkaJava ? [['kafka (java)', [kafkaJava]]] : []);
     for (const n of front) m.set(frontName(n.name), processTree(n.launched.proc.pid!));
@@ -384,7 +379,7 @@ async function main(): Promise<number> {
         notes.push(`${sc.name}: open model at ${fmt(rate)} events/s (${how}), ${fmt(sc.events)} events.`);
       }
     }
-    if (env.SLUICE_WORKERS === 'auto' && sc.rate !== undefined) await leadIn(sc);
+    if (elastic && sc.rate !== undefined) await leadIn(sc);
     for (let run = 1; run <= sc.runs; run++) {
       const r = await measure(sc, run, rate);
       results.push(r);
@@ -469,12 +464,15 @@ async function main(): Promise<number> {
   const { startedAt, load1 } = bench;
   const source = { command: bench.command('bench:dispatch'), sluiceDir: SLUICE_DIR, startedAt, load1 };
   const kafkaHow = kafka.external ? `already running (${brokers.join(',')})` : 'started by the bench (`sluice kafka`)';
+  const inEach = elastic
+    ? ' in each cluster worker of `--workers auto`; the curve gives their count'
+    : workers > 0
+      ? ` in each of ${workers} cluster workers`
+      : '';
   const sluiceProcesses = [
     INGRESSES > 0
       ? `${INGRESSES} \`sluice ingress\` (the load publishes to the first)`
-      : env.SLUICE_WORKERS === 'auto'
-        ? '`sluice start --workers auto` (ingress + dispatcher in each cluster worker; the curve gives their count)'
-        : `\`sluice start\` (ingress + dispatcher${workers ? ` in each of ${workers} cluster workers` : ''})`,
+      : `\`sluice start\` (ingress + dispatcher${inEach})`,
     ...(DISPATCHERS ? [`${DISPATCHERS} \`sluice dispatcher\``] : []),
   ].join(' + ');
   const curveWarm = CURVE ? ` and ${CURVE_WARM.seconds} s at ${fmt(CURVE_WARM.rate)} deliveries/s, fan-out 10` : '';

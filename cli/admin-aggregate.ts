@@ -14,20 +14,28 @@ import { adminUrl, sendProblem } from '../ingress/admin-server.ts';
 /** Series whose value is not a quantity: the workers' largest is kept, not their sum. */
 const NOT_SUMMED = /^(process_start_time_seconds|nodejs_version_info)\b/;
 
-/** Sums Prometheus text pages series by series; HELP and TYPE lines are kept once, in first-seen order. */
+/**
+ * Sums Prometheus text pages series by series. The text format keeps a family's lines together, so
+ * the output goes family by family (in first-seen order): its HELP and TYPE lines once, then its
+ * series. A series joins the family of its name, or of its name without a histogram's suffix (a
+ * retired worker's page has no comment lines to say so), else starts its own.
+ */
 export function mergeMetrics(pages: string[]): string {
-  const out: string[] = [];
+  const families = new Map<string, { comments: string[]; keys: string[] }>();
   const values = new Map<string, number>();
-  const at = new Map<string, number>();
-  const comments = new Set<string>();
+  const family = (name: string) => {
+    const known = families.get(name) ?? families.get(name.replace(/_(bucket|sum|count)$/, ''));
+    if (known) return known;
+    const made = { comments: [], keys: [] };
+    families.set(name, made);
+    return made;
+  };
   for (const page of pages) {
     for (const line of page.split('\n')) {
       if (line === '') continue;
       if (line.startsWith('#')) {
-        if (!comments.has(line)) {
-          comments.add(line);
-          out.push(line);
-        }
+        const f = family(line.split(' ')[2] ?? '');
+        if (!f.comments.includes(line)) f.comments.push(line);
         continue;
       }
       const cut = line.lastIndexOf(' ');
@@ -35,13 +43,12 @@ export function mergeMetrics(pages: string[]): string {
       const v = Number(line.slice(cut + 1));
       const seen = values.get(key);
       if (seen === undefined) {
-        at.set(key, out.length);
-        out.push(key);
+        family(/^[^{ ]+/.exec(key)?.[0] ?? key).keys.push(key);
         values.set(key, v);
       } else values.set(key, NOT_SUMMED.test(key) ? Math.max(seen, v) : seen + v);
     }
   }
-  for (const [key, i] of at) out[i] = `${key} ${values.get(key)}`;
+  const out = [...families.values()].flatMap((f) => [...f.comments, ...f.keys.map((k) => `${k} ${values.get(k)}`)]);
   return `${out.join('\n')}\n`;
 }
 

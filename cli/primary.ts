@@ -5,7 +5,7 @@
  *
  * A worker that exits unasked stops the others and the run fails (the operator's supervisor
  * restarts the unit). One the primary retired has closed its node as on a stop, handing over its
- * counters first. A worker added for load that fails to start (exits, or is not up within
+ * counters first. A worker added for load (index `min` and above) that fails to start (exits, or is not up within
  * START_DEADLINE_MS) is a failed grow: said, and tried again a window later. A grown worker serves
  * the node's health once it reports from a running node, so the node stays ready while a worker
  * starts; a retiring one no longer does.
@@ -28,16 +28,12 @@ import {
 
 /** How long a worker added for load may take to come up before it counts as a failed grow. */
 export const START_DEADLINE_MS = 120_000;
-/** How long a retired worker's final page may follow its exit (the IPC channel is read after). */
-const FINAL_PAGE_WAIT_MS = 2000;
 
 interface Slot {
   index: number;
   worker: Worker;
   forkedAt: number;
-  /** Added for load (not one of the first `min`). */
-  grown: boolean;
-  /** It has reported from a running node. */
+  /** It has reported from a running node (with a fixed count: from its fork). */
   up: boolean;
   retiring: boolean;
   /** Its event loop's utilisation in the last second it reported (0-1). */
@@ -66,12 +62,11 @@ export async function runPrimary(
       `warning: SLUICE_WORKERS_SHRINK_BUSY (${plan.rule.shrinkBusy}) is not below SLUICE_WORKERS_GROW_BUSY ` +
         `(${plan.rule.growBusy}): the node will add and retire workers by turns`,
     );
-  const slots = new Map<number, Slot>(); // by cluster worker id
-  // Retired workers that exited before their final page was read: the IPC channel may still hold it.
-  const exitedRetiring = new Map<number, Slot>();
+  // By cluster worker id, from the fork until the worker has exited and its IPC channel is read.
+  const slots = new Map<number, Slot>();
   const adminPortOf = (index: number) => (admin ? workerAdminPort(admin.port, index, plan.max) : 0);
-  /** The workers that serve the node: up (or, with a fixed count, forked) and not retiring. */
-  const serving = () => [...slots.values()].filter((s) => !s.retiring && (s.up || !elastic));
+  /** The workers that serve the node: up and not retiring. */
+  const serving = () => [...slots.values()].filter((s) => s.up && !s.retiring);
   /** Every retired worker's counters and histograms, summed into one page. */
   let retired = '';
   const changes = { grow: 0, shrink: 0 };
@@ -93,7 +88,7 @@ export async function runPrimary(
   const aggregate =
     admin && admin.port !== 0
       ? await startAggregateAdmin(admin.host, admin.port, () => {
-          const reporting = [...slots.values(), ...exitedRetiring.values()].filter((s) => s.up || !elastic);
+          const reporting = [...slots.values()].filter((s) => s.up);
           return {
             health: serving().map((s) => adminPortOf(s.index)),
             // A retiring worker is scraped until its final page comes, then that page stands in.
@@ -126,11 +121,24 @@ export async function runPrimary(
     tell();
     resend ??= setInterval(tell, 1000);
   };
+  const finish = () => {
+    if (resend) clearInterval(resend);
+    done();
+  };
 
-  const fork = (index: number, grown: boolean) => {
+  const fork = (index: number) => {
     const worker = cluster.fork({ ...env, [WORKER_INDEX]: String(index) });
+    const slot: Slot = { index, worker, forkedAt: Date.now(), up: !elastic, retiring: false };
+    slots.set(worker.id, slot);
     worker.on('error', () => {}); // an IPC write to a worker that died: its exit says what matters
-    slots.set(worker.id, { index, worker, forkedAt: Date.now(), grown, up: !elastic, retiring: false });
+    // Gone once it has exited and its IPC channel is read to its end: a retiring worker's final page
+    // is written before the channel closes, and the exit event can come first.
+    let exit: { code: number; signal: string | null } | null = null;
+    worker.once('exit', (code, signal) => {
+      exit = { code, signal };
+      if (!worker.isConnected()) gone(slot, code, signal);
+    });
+    worker.once('disconnect', () => exit && gone(slot, exit.code, exit.signal));
   };
   const pct = (busy: number) => `${Math.round(busy * 100)} %`;
   const grow = (busy: number) => {
@@ -140,7 +148,7 @@ export async function runPrimary(
     changes.grow++;
     const window = `${plan.rule.growAfterMs / 1000} s`;
     say(`adding worker ${index} of up to ${plan.max}: the workers' event loops were ${pct(busy)} busy over ${window}`);
-    fork(index, true);
+    fork(index);
   };
   const shrink = (busy: number) => {
     const last = serving().sort((a, b) => b.index - a.index)[0];
@@ -154,7 +162,7 @@ export async function runPrimary(
   /** A grown worker not up in time is stopped (its exit is then a failed grow). */
   const overdue = (now: number) => {
     for (const s of slots.values())
-      if (s.grown && !s.up && !s.retiring && now - s.forkedAt > START_DEADLINE_MS) {
+      if (s.index >= plan.min && !s.up && !s.retiring && now - s.forkedAt > START_DEADLINE_MS) {
         say(`worker ${s.index} was not up within ${START_DEADLINE_MS / 1000} s; stopping it`);
         s.retiring = true;
         s.worker.process.kill('SIGKILL');
@@ -162,43 +170,29 @@ export async function runPrimary(
   };
   const settled = () => [...slots.values()].every((s) => s.up && !s.retiring);
 
-  /** A retired worker's counters stay in the node's sums: its final page, else the last one scraped. */
-  const keepCounters = (id: number, slot: Slot) => {
-    exitedRetiring.delete(id);
-    const port = adminPortOf(slot.index);
-    retired = mergeMetrics([retired, slot.final ?? countersOnly(aggregate?.lastPage(port) ?? '')]);
-    aggregate?.forget(port);
-  };
-  cluster.on('exit', (w, code, signal) => {
-    const slot = slots.get(w.id);
-    slots.delete(w.id);
+  function gone(slot: Slot, code: number, signal: string | null): void {
+    slots.delete(slot.worker.id);
     const how = signal ?? code;
-    if (slot && !stopping && (slot.retiring || (slot.grown && !slot.up))) {
-      if (slot.up) {
-        if (code !== 0) say(`worker ${slot.index} retired with exit ${how}`);
-        if (slot.final !== undefined) keepCounters(w.id, slot);
-        else {
-          exitedRetiring.set(w.id, slot);
-          setTimeout(() => exitedRetiring.has(w.id) && keepCounters(w.id, slot), FINAL_PAGE_WAIT_MS).unref();
-        }
-      } else say(`adding worker ${slot.index} failed (it exited ${how} before it was up); trying again later`);
+    if (stopping) {
+      if (slots.size === 0) finish();
+    } else if (slot.retiring && slot.up) {
+      // A retired worker's counters stay in the node's sums: its final page, else the last one scraped.
+      const port = adminPortOf(slot.index);
+      retired = mergeMetrics([retired, slot.final ?? countersOnly(aggregate?.lastPage(port) ?? '')]);
+      aggregate?.forget(port);
+      if (code !== 0) say(`worker ${slot.index} retired with exit ${how}`);
       scaling?.changed(Date.now(), slot.index);
-    } else if (!stopping) {
+    } else if (slot.index >= plan.min && !slot.up) {
+      say(`adding worker ${slot.index} failed (it exited ${how} before it was up); trying again later`);
+      scaling?.changed(Date.now(), slot.index);
+    } else {
       failed = true;
-      say(`worker ${w.process.pid} exited (${how}); stopping the others`);
+      say(`worker ${slot.worker.process.pid} exited (${how}); stopping the others`);
       stopAll();
+      if (slots.size === 0) finish();
     }
-    if (slots.size === 0 && stopping) {
-      if (resend) clearInterval(resend);
-      done();
-    }
-  });
+  }
   cluster.on('message', (from, m: unknown) => {
-    const gone = exitedRetiring.get(from.id);
-    if (gone && isFinalMetrics(m)) {
-      gone.final = countersOnly(m.text);
-      keepCounters(from.id, gone);
-    }
     const slot = slots.get(from.id);
     if (!slot) return;
     if (isRelayedRevocation(m)) {
@@ -211,7 +205,7 @@ export async function runPrimary(
     } else if (isRelayListening(m)) {
       for (const r of relayed) send(slot, r.m);
     } else if (isFinalMetrics(m)) {
-      slot.final = countersOnly(m.text);
+      slot.final = m.text; // counters and histograms alone (Metrics.countersPage)
     } else if (isLoadReport(m) && scaling && !stopping) {
       const now = Date.now();
       overdue(now);
@@ -232,12 +226,12 @@ export async function runPrimary(
       else if (step?.step === 'shrink') shrink(step.busy);
     }
   });
-  for (let i = 0; i < plan.min; i++) fork(i, false);
+  for (let i = 0; i < plan.min; i++) fork(i);
   const signal = await Promise.race([untilSignal(20_000), exited.then(() => null)]);
   if (signal) {
     stopAll();
-    if (slots.size > 0) await exited;
-    else if (resend) clearInterval(resend);
+    if (slots.size === 0) finish();
+    await exited;
   }
   await aggregate?.close();
   return failed ? 1 : 0;

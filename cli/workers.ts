@@ -14,6 +14,7 @@ import { ConfigError } from '../core/errors.ts';
 import { UsageError } from './args.ts';
 import { untilSignal } from './runtime.ts';
 import type { ScalingRule } from './worker-scaling.ts';
+import type { Metrics } from '../core/metrics.ts';
 import { stopStepsUnderWay } from '../core/stop-steps.ts';
 
 export const WORKER_INDEX = 'SLUICE_WORKER_INDEX';
@@ -147,7 +148,7 @@ export function isLoadReport(m: unknown): m is LoadReport {
   return r?.sluice === 'load' && typeof r.busy === 'number' && r.busy >= 0 && r.busy <= 1;
 }
 
-/** A retiring worker's last /metrics page: the node's counters keep what it counted. */
+/** A closing worker's counters and histograms: the node's sums keep what it counted. */
 export interface FinalMetrics {
   sluice: 'final-metrics';
   text: string;
@@ -178,10 +179,19 @@ export function reportLoad(plan: WorkerPlan, periodMs = 1000): () => void {
   return () => clearInterval(timer);
 }
 
-/** In a worker, once its node has closed: hands the primary the node's last metrics page. */
-export async function handOverMetrics(render: () => Promise<string>): Promise<void> {
+/**
+ * Closes a worker's node (or a single process's): its load reports stop, the node closes, and a
+ * worker hands the primary its counters and histograms, which the node's sums keep (primary.ts).
+ */
+export async function closeNode(
+  node: { close(): Promise<void>; ctx: { metrics: Metrics } },
+  stopReports: () => void,
+): Promise<void> {
+  stopReports();
+  await node.close();
   if (!cluster.isWorker || !process.connected) return;
-  const text = await render().catch(() => null);
+  // After the close, so every delivery is counted; counters alone, as a gauge would read closed stores.
+  const text = await node.ctx.metrics.countersPage().catch(() => null);
   if (text === null) return;
   // Resolved by the write, not by send's return: a page this size is queued (false), and a
   // disconnect before the queue drains would drop it.

@@ -3,15 +3,7 @@ import { loadConfig } from '../../core/config.ts';
 import { parse } from '../args.ts';
 import { kafkaFor, say } from '../runtime.ts';
 import { startNode } from '../assemble.ts';
-import {
-  handOverMetrics,
-  reportLoad,
-  untilStop,
-  workerAdminPort,
-  workerDone,
-  workerIndex,
-  workerPlan,
-} from '../workers.ts';
+import { closeNode, reportLoad, untilStop, workerAdminPort, workerDone, workerIndex, workerPlan } from '../workers.ts';
 import { runPrimary } from '../primary.ts';
 import type { Command } from '../command.ts';
 
@@ -57,9 +49,7 @@ export const ingress: Command = {
       say(`ingress ready on port ${node.ingress!.port} (admin ${admin}${more}), region ${config.region}`);
     }
     await stopped;
-    stopReports();
-    await node.close();
-    await handOverMetrics(() => node.ctx.metrics.countersPage());
+    await closeNode(node, stopReports);
     workerDone();
     return 0;
   },

@@ -4,7 +4,7 @@ import { parse } from '../args.ts';
 import { kafkaFor, say } from '../runtime.ts';
 import { DISPATCHER_V8_FLAGS } from '../heap.ts';
 import {
-  handOverMetrics,
+  closeNode,
   reportLoad,
   untilStop,
   workerAdminPort,
@@ -87,10 +87,8 @@ async function runNode(config: Readonly<Config>, brokers: string[], index: numbe
     }
   }
   const signal = await stopped;
-  stopReports();
   if (index === 0) say(`${signal}: shutting down`);
-  await node.close();
-  await handOverMetrics(() => node.ctx.metrics.countersPage());
+  await closeNode(node, stopReports);
 }
 
 export const start: Command = {

@@ -40,6 +40,28 @@ t.test('series of the same name and labels are summed; comments kept once, in or
   );
 });
 
+t.test("a family's lines stay together, whichever page brought a series of it", async (t) => {
+  const live = ['# HELP sluice_x_total X.', '# TYPE sluice_x_total counter', 'sluice_x_total{outcome="ok"} 1'];
+  live.push('# TYPE sluice_h histogram', 'sluice_h_bucket{le="+Inf"} 1', 'sluice_h_count 1');
+  // A retired worker's counters, without comment lines, with series the live page lacks.
+  const retired = ['sluice_x_total{outcome="retry"} 2', 'sluice_h_sum 0.5', 'sluice_new_total 3'];
+  t.equal(
+    mergeMetrics([live.join('\n'), retired.join('\n')]),
+    [
+      '# HELP sluice_x_total X.',
+      '# TYPE sluice_x_total counter',
+      'sluice_x_total{outcome="ok"} 1',
+      'sluice_x_total{outcome="retry"} 2',
+      '# TYPE sluice_h histogram',
+      'sluice_h_bucket{le="+Inf"} 1',
+      'sluice_h_count 1',
+      'sluice_h_sum 0.5',
+      'sluice_new_total 3',
+      '',
+    ].join('\n'),
+  );
+});
+
 t.test("a retired worker's page keeps its counters and histograms, not its gauges", async (t) => {
   const { countersOnly } = await import('../../cli/admin-aggregate.ts');
   const page = [

@@ -65,3 +65,13 @@ export function sample(
   }
   return matching.reduce((sum, m) => sum + Number(m.value), 0);
 }
+
+/** The sum of family `name`'s series whose labels include `labels`; NaN when the page has no such family. */
+export function sumSeries(text: string, name: string, labels: Record<string, string> = {}): number {
+  const f = parseMetrics(text).get(name);
+  if (!f) return Number.NaN;
+  const wanted = Object.entries(labels);
+  return f.metrics
+    .filter((m) => wanted.every(([k, v]) => m.labels?.[k] === v))
+    .reduce((n, m) => n + Number(m.value ?? m.count ?? 0), 0);
+}

@@ -9,6 +9,8 @@ import { startNode, type SluiceNode } from '../../cli/assemble.ts';
 import { createClient, type CreatedClient } from '../../core/clients/provisioning.ts';
 import type { Clock } from '../../core/clock.ts';
 import { requestToken } from '../../harness/sluice-api.ts';
+import { spawn } from 'node:child_process';
+import { SLUICE_BIN } from '../../harness/sluice-cli.ts';
 
 export function brokers(): string[] {
   const b = process.env.KAFKA_BROKERS;
@@ -171,4 +173,16 @@ export function assertInvalid(
     paths,
     `${name}: paths`,
   );
+}
+
+/** `sluice start <args>` as its own process (stdout kept), SIGKILLed at the test's end if still running. */
+export function spawnStart(t: { teardown(fn: () => void): void }, args: string[], env: NodeJS.ProcessEnv) {
+  const child = spawn(process.execPath, [SLUICE_BIN, 'start', ...args], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  return { child, exited, output: () => out };
 }

@@ -6,13 +6,13 @@
  * its counters over), and a worker that dies unasked still stops the node.
  */
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { execFileSync } from 'node:child_process';
-import { freePort, freePorts, startTestNode, uniquePrefix } from '../helpers/sluice.ts';
+import { freePort, freePorts, spawnStart, startTestNode, uniquePrefix } from '../helpers/sluice.ts';
+import { sumSeries } from '../helpers/prometheus.ts';
+import { processTree } from '../../harness/proc-cpu.ts';
 import { receiver, registerEndpoint } from '../dispatcher/receiver.ts';
 import { missing, publisher } from '../faults/harness.ts';
-import { cliEnv, SLUICE_BIN } from '../../harness/sluice-cli.ts';
+import { cliEnv } from '../../harness/sluice-cli.ts';
 
 const prefix = uniquePrefix('elastic');
 const insecure = { SLUICE_DEV_ALLOW_INSECURE_TARGETS: 'true' };
@@ -25,20 +25,16 @@ t.teardown(async () => {
 const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms));
 const received = () => new Set(r.events().map((h) => h.body.id as string));
 
-/** The sum of a series over its labels on a Prometheus page; NaN when absent. */
-const series = (page: string, name: string) => {
-  const lines = page.split('\n').filter((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
-  return lines.length === 0 ? Number.NaN : lines.reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
-};
-const changes = (page: string, change: string) =>
-  Number(new RegExp(`^sluice_node_worker_changes_total\\{change="${change}"\\} (\\d+)`, 'm').exec(page)?.[1] ?? NaN);
+const changes = (page: string, change: string) => sumSeries(page, 'sluice_node_worker_changes_total', { change });
 
 t.test('workers come and go under load: nothing lost or repeated, always ready, counters kept', async (t) => {
   const token = await node.token(await node.client('admin', 'elastic'));
   await registerEndpoint(node, token, r.url, ['inference.completed']);
   const adminPort = await freePorts(3);
-  const child = spawn(process.execPath, [SLUICE_BIN, 'start', '--workers', 'auto'], {
-    env: cliEnv(node.config, {
+  const start = spawnStart(
+    t,
+    ['--workers', 'auto'],
+    cliEnv(node.config, {
       ...insecure,
       SLUICE_PORT: String(await freePort()),
       SLUICE_ADMIN_PORT: String(adminPort),
@@ -50,14 +46,7 @@ t.test('workers come and go under load: nothing lost or repeated, always ready, 
       SLUICE_WORKERS_GROW_AFTER_MS: '1000',
       SLUICE_WORKERS_SHRINK_AFTER_MS: '2000',
     }),
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
-  t.teardown(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-  });
+  );
   const admin = (path: string) =>
     fetch(`http://127.0.0.1:${adminPort}${path}`).then(
       async (res) => ({ status: res.status, text: await res.text() }),
@@ -78,13 +67,13 @@ t.test('workers come and go under load: nothing lost or repeated, always ready, 
     const metrics = await admin('/metrics');
     if (metrics.status === 200) {
       page = metrics.text;
-      delivered.push(series(page, 'sluice_deliveries_total') || 0);
+      delivered.push(sumSeries(page, 'sluice_deliveries_total') || 0);
     } else unscraped.push(`${metrics.status} ${metrics.text.slice(0, 200)}`);
     await sleep(250);
   }
   await pub.stop();
   const cycled = changes(page, 'grow') >= 3 && changes(page, 'shrink') >= 2;
-  t.ok(cycled, `grew and shrank by turns${cycled ? '' : `\n${out}`}`);
+  t.ok(cycled, `grew and shrank by turns${cycled ? '' : `\n${start.output()}`}`);
   t.same(notReady, [], 'the node answered /readyz 200 throughout');
   t.same(unscraped, [], 'and /metrics 200');
   const falls = delivered.filter((v, i) => i > 0 && v < delivered[i - 1]);
@@ -99,18 +88,15 @@ t.test('workers come and go under load: nothing lost or repeated, always ready, 
   // Every delivery is counted once, whichever worker made it and whether it has retired since.
   let total = 0;
   for (let i = 0; i < 40 && total < receipts; i++, await sleep(250))
-    total = series((await admin('/metrics')).text, 'sluice_deliveries_total{outcome="delivered"}');
+    total = sumSeries((await admin('/metrics')).text, 'sluice_deliveries_total', { outcome: 'delivered' });
   t.equal(total, receipts, `the node counts all ${receipts} deliveries, retired workers' included (${total})`);
 
   // Worker 0 is never retired; killed, it takes the node down as before.
-  const workers = execFileSync('pgrep', ['-P', String(child.pid)], { encoding: 'utf8' })
-    .trim()
-    .split('\n');
-  const first = workers.find((pid) =>
-    readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes('SLUICE_WORKER_INDEX=0'),
-  );
+  const first = processTree(start.child.pid!)
+    .slice(1)
+    .find((pid) => readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes('SLUICE_WORKER_INDEX=0'));
   t.ok(first, 'worker 0 runs');
   process.kill(Number(first), 'SIGKILL');
-  t.equal(await exited, 1, 'a worker killed unasked stops the node, which exits 1');
-  t.match(out, /exited \(SIGKILL\); stopping the others/);
+  t.equal(await start.exited, 1, 'a worker killed unasked stops the node, which exits 1');
+  t.match(start.output(), /exited \(SIGKILL\); stopping the others/);
 });

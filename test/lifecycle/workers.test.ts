@@ -1,10 +1,22 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { createHash, createHmac } from 'node:crypto';
-import { brokers, uniquePrefix, freePort, freePorts, call } from '../helpers/sluice.ts';
+import { brokers, uniquePrefix, freePort, freePorts, call, spawnStart } from '../helpers/sluice.ts';
+import { sumSeries } from '../helpers/prometheus.ts';
+import { processTree } from '../../harness/proc-cpu.ts';
 import { PROJECT_ROOT } from '../../core/paths.ts';
 
 const root = PROJECT_ROOT;
+
+/** What `sluice start` needs here: this run's Kafka, a prefix of its own, its admin ports from `adminPort`. */
+const startEnv = (name: string, adminPort: number): NodeJS.ProcessEnv => ({
+  ...process.env,
+  KAFKA_BROKERS: brokers().join(','),
+  SLUICE_TOPIC_PREFIX: uniquePrefix(name),
+  SLUICE_ADMIN_PORT: String(adminPort),
+  SLUICE_HOST: '127.0.0.1',
+  SLUICE_LOG_LEVEL: 'error',
+});
 
 t.test(
   'sluice start --workers 2: two processes share the port, node and workers serve admin ports, SIGTERM stops all',
@@ -13,26 +25,11 @@ t.test(
     const peerPort = await freePort();
     const adminPort = await freePorts(3);
     const masterKey = 'workers-test-master-key-0123456789abcdef';
-    const child = spawn(process.execPath, ['bin/sluice.js', 'start', '--workers', '2'], {
-      cwd: root,
-      env: {
-        ...process.env,
-        KAFKA_BROKERS: brokers().join(','),
-        SLUICE_TOPIC_PREFIX: uniquePrefix('workers'),
-        SLUICE_PORT: String(port),
-        SLUICE_ADMIN_PORT: String(adminPort),
-        SLUICE_HOST: '127.0.0.1',
-        SLUICE_LOG_LEVEL: 'error',
-        SLUICE_PEER_PORT: String(peerPort),
-        SLUICE_MASTER_KEY: masterKey,
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-    t.teardown(() => {
-      if (child.exitCode === null) child.kill('SIGKILL');
+    const { child, exited, output } = spawnStart(t, ['--workers', '2'], {
+      ...startEnv('workers', adminPort),
+      SLUICE_PORT: String(port),
+      SLUICE_PEER_PORT: String(peerPort),
+      SLUICE_MASTER_KEY: masterKey,
     });
     const ready = async (p: number) => {
       for (let i = 0; i < 120; i++) {
@@ -48,11 +45,11 @@ t.test(
     t.ok(await ready(adminPort + 1), 'worker 0 is ready on SLUICE_ADMIN_PORT + 1');
     t.ok(await ready(adminPort + 2), 'worker 1 is ready on SLUICE_ADMIN_PORT + 2');
     t.ok(await ready(adminPort), 'the node is ready on SLUICE_ADMIN_PORT once both are');
-    for (let i = 0; i < 60 && !/client_secret=\S+/.test(out); i++) await new Promise((r) => setTimeout(r, 500));
-    const id = /client_id=(\S+)/.exec(out)?.[1];
-    const secret = /client_secret=(\S+)/.exec(out)?.[1];
+    for (let i = 0; i < 60 && !/client_secret=\S+/.test(output()); i++) await new Promise((r) => setTimeout(r, 500));
+    const id = /client_id=(\S+)/.exec(output())?.[1];
+    const secret = /client_secret=(\S+)/.exec(output())?.[1];
     t.ok(id && secret, 'the bootstrap credential is printed once');
-    t.equal(out.match(/Bootstrap admin credential/g)?.length, 1, 'by one worker only');
+    t.equal(output().match(/Bootstrap admin credential/g)?.length, 1, 'by one worker only');
     let issued = 0;
     for (let i = 0; i < 20; i++) {
       const res = await call(`http://127.0.0.1:${port}`, 'POST', '/v1/auth/token', {
@@ -63,12 +60,8 @@ t.test(
     }
     t.equal(issued, 20, 'every worker issues tokens on the shared port');
     // The node's /metrics is the sum of its workers' pages.
-    const tokens = async (p: number) => {
-      const text = await (await fetch(`http://127.0.0.1:${p}/metrics`)).text();
-      const lines = text.split('\n').filter((l) => /^sluice_tokens_issued_total(\{[^}]*\})? /.test(l));
-      if (lines.length === 0) return Number.NaN;
-      return lines.reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
-    };
+    const tokens = async (p: number) =>
+      sumSeries(await (await fetch(`http://127.0.0.1:${p}/metrics`)).text(), 'sluice_tokens_issued_total');
     const [node, w0, w1] = await Promise.all([tokens(adminPort), tokens(adminPort + 1), tokens(adminPort + 2)]);
     t.equal(node, w0 + w1, `the node's count (${node}) is its workers' sum (${w0} + ${w1})`);
     t.ok(node >= 20, 'and holds every token issued');
@@ -188,35 +181,13 @@ t.test('sluice ingress --workers 2: both processes issue tokens on the shared po
 });
 
 t.test('a stop that comes while the workers are still loading stops them all', async (t) => {
-  const child = spawn(process.execPath, ['bin/sluice.js', 'start', '--workers', '2'], {
-    cwd: root,
-    env: {
-      ...process.env,
-      KAFKA_BROKERS: brokers().join(','),
-      SLUICE_TOPIC_PREFIX: uniquePrefix('early-stop'),
-      SLUICE_PORT: String(await freePort()),
-      SLUICE_ADMIN_PORT: String(await freePorts(3)),
-      SLUICE_HOST: '127.0.0.1',
-      SLUICE_LOG_LEVEL: 'error',
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  t.teardown(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
+  const { child, exited } = spawnStart(t, ['--workers', '2'], {
+    ...startEnv('early-stop', await freePorts(3)),
+    SLUICE_PORT: String(await freePort()),
   });
   // The primary has forked both workers, which are still loading their modules: no listener for
   // the primary's 'shutdown' yet.
-  const { execFileSync } = await import('node:child_process');
-  const workers = () => {
-    try {
-      return execFileSync('pgrep', ['-P', String(child.pid)], { encoding: 'utf8' })
-        .trim()
-        .split('\n').length;
-    } catch {
-      return 0;
-    }
-  };
+  const workers = () => processTree(child.pid!).length - 1;
   for (let i = 0; i < 500 && workers() < 2; i++) await new Promise((r) => setTimeout(r, 10));
   t.equal(workers(), 2, 'both workers forked');
   child.kill('SIGTERM');
